@@ -1,0 +1,3 @@
+module github.com/ralphloop/ralph
+
+go 1.26

@@ -1,0 +1,342 @@
+package rtfs
+
+import "slices"
+
+// binder stores a value into slots, destructuring it if the pattern asks.
+type binder func(m *Machine, f *frame, v Value) error
+
+// lambda is a compiled fn: parameters bound into slots of a new frame.
+type lambda struct {
+	name     string
+	pos      Pos
+	scope    *scope
+	nfixed   int
+	variadic bool
+	params   []binder
+	rest     binder
+	selfSlot int
+	body     code
+}
+
+func (l *lambda) run(m *Machine, f *frame, fn *Fn, args []Value) (Value, error) {
+	if l.selfSlot >= 0 {
+		f.slots[l.selfSlot] = FnValue(fn)
+	}
+	for i, p := range l.params {
+		if err := p(m, f, args[i]); err != nil {
+			return Nil, err
+		}
+	}
+	if l.variadic {
+		rest := Nil
+		if len(args) > l.nfixed {
+			rest = Vector(slices.Clone(args[l.nfixed:]))
+		}
+		if err := l.rest(m, f, rest); err != nil {
+			return Nil, err
+		}
+	}
+	return l.body(m, f)
+}
+
+// lambda compiles [params] body… into code that makes a closure. Contracts
+// in the parameter vector's metadata (^{:pre … :post …}) are compiled pure
+// and evaluated when the closure is made.
+func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code, error) {
+	if len(rest) == 0 || rest[0].Kind != NodeVector {
+		if len(rest) > 0 && rest[0].Kind == NodeList {
+			return nil, c.errf(rest[0].Pos, "multi-arity functions are not supported; write one parameter vector")
+		}
+		return nil, c.errf(pos, "fn needs a parameter vector: (fn [x y] body…)")
+	}
+	params := rest[0]
+	var preC, postC code
+	if params.Meta != nil {
+		var err error
+		if preC, postC, err = c.contracts(params.Meta); err != nil {
+			return nil, err
+		}
+	}
+	l := &lambda{name: name, pos: pos, selfSlot: -1}
+	outer := c.sc
+	l.scope = &scope{kind: scopeFn, parent: outer}
+	c.sc = l.scope
+	defer func() { c.sc = outer }()
+	if self != "" {
+		l.selfSlot = c.declare(self)
+	}
+	items := params.Items
+	for i := 0; i < len(items); i++ {
+		p := items[i]
+		if p.IsSymbol("&") {
+			if i != len(items)-2 {
+				return nil, c.errf(p.Pos, "& must be followed by exactly one parameter")
+			}
+			b, err := c.pattern(items[i+1])
+			if err != nil {
+				return nil, err
+			}
+			l.variadic, l.rest = true, b
+			break
+		}
+		b, err := c.pattern(p)
+		if err != nil {
+			return nil, err
+		}
+		l.params = append(l.params, b)
+	}
+	l.nfixed = len(l.params)
+	body, err := c.body(rest[1:], pos)
+	if err != nil {
+		return nil, err
+	}
+	l.body = body
+	c.sc = outer
+	sc := l.scope
+	if preC == nil && postC == nil && !sc.needsEnv {
+		fn := FnValue(&Fn{name: name, lam: l})
+		return constant(fn), nil
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		fn := &Fn{name: name, lam: l}
+		if sc.needsEnv {
+			fn.env = f
+		}
+		var err error
+		if preC != nil {
+			if fn.pre, err = preC(m, f); err != nil {
+				return Nil, err
+			}
+		}
+		if postC != nil {
+			if fn.post, err = postC(m, f); err != nil {
+				return Nil, err
+			}
+		}
+		return FnValue(fn), nil
+	}, nil
+}
+
+// contracts compiles :pre and :post from a metadata map node, pure.
+func (c *compiler) contracts(meta *Node) (pre, post code, err error) {
+	c.pure++
+	defer func() { c.pure-- }()
+	for i := 0; i+1 < len(meta.Items); i += 2 {
+		k := meta.Items[i]
+		if k.Kind != NodeAtom || k.Val.Kind() != KindKeyword {
+			continue
+		}
+		switch k.Val.Str() {
+		case "pre":
+			pre, err = c.expr(meta.Items[i+1])
+		case "post":
+			post, err = c.expr(meta.Items[i+1])
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return pre, post, nil
+}
+
+// pattern compiles a binding form: a symbol, [a b & r :as all] or
+// {:keys [a b] :strs [c] :or {a 1} :as m, x :x}.
+func (c *compiler) pattern(p *Node) (binder, error) {
+	switch p.Kind {
+	case NodeSymbol:
+		name := p.Val.Str()
+		if name == "&" || specialForms[name] && planForms[name] {
+			return nil, c.errf(p.Pos, "cannot bind %s", name)
+		}
+		slot := c.declare(name)
+		return func(_ *Machine, f *frame, v Value) error { f.slots[slot] = v; return nil }, nil
+	case NodeVector:
+		return c.vectorPattern(p)
+	case NodeMap:
+		return c.mapPattern(p)
+	}
+	return nil, c.errf(p.Pos, "cannot bind to %s; use a symbol, a vector or a map pattern", describe(p))
+}
+
+func (c *compiler) vectorPattern(p *Node) (binder, error) {
+	var elems []binder
+	var rest, as binder
+	items := p.Items
+	for i := 0; i < len(items); i++ {
+		it := items[i]
+		switch {
+		case it.IsSymbol("&"):
+			if i+1 >= len(items) {
+				return nil, c.errf(it.Pos, "& needs a name after it")
+			}
+			b, err := c.pattern(items[i+1])
+			if err != nil {
+				return nil, err
+			}
+			rest = b
+			i++
+		case it.Kind == NodeAtom && it.Val.Kind() == KindKeyword && it.Val.Str() == "as":
+			if i+1 >= len(items) || items[i+1].Kind != NodeSymbol {
+				return nil, c.errf(it.Pos, ":as needs a symbol after it")
+			}
+			b, err := c.pattern(items[i+1])
+			if err != nil {
+				return nil, err
+			}
+			as = b
+			i++
+		default:
+			if rest != nil {
+				return nil, c.errf(it.Pos, "only :as may follow the & parameter")
+			}
+			b, err := c.pattern(it)
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, b)
+		}
+	}
+	pos := p.Pos
+	return func(m *Machine, f *frame, v Value) error {
+		if !v.IsNil() && !v.IsSeq() {
+			return errorf(ErrType, pos, "cannot destructure a %s with a vector pattern", v.Kind())
+		}
+		items := v.Items()
+		for i, b := range elems {
+			x := Nil
+			if i < len(items) {
+				x = items[i]
+			}
+			if err := b(m, f, x); err != nil {
+				return err
+			}
+		}
+		if rest != nil {
+			r := Nil
+			if len(items) > len(elems) {
+				r = Vector(items[len(elems):]) // items are immutable: sharing is safe
+			}
+			if err := rest(m, f, r); err != nil {
+				return err
+			}
+		}
+		if as != nil {
+			return as(m, f, v)
+		}
+		return nil
+	}, nil
+}
+
+type keyBind struct {
+	key  Value
+	bind binder
+	def  code // from :or, or nil
+}
+
+func (c *compiler) mapPattern(p *Node) (binder, error) {
+	var binds []keyBind
+	var as binder
+	defaults := map[string]*Node{}
+	// Collect :or first so defaults attach to their names.
+	for i := 0; i+1 < len(p.Items); i += 2 {
+		k := p.Items[i]
+		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword && k.Val.Str() == "or" {
+			d := p.Items[i+1]
+			if d.Kind != NodeMap {
+				return nil, c.errf(d.Pos, ":or needs a map of name to default value")
+			}
+			for j := 0; j+1 < len(d.Items); j += 2 {
+				defaults[d.Items[j].Val.Str()] = d.Items[j+1]
+			}
+		}
+	}
+	addSym := func(sym *Node, key Value) error {
+		if sym.Kind != NodeSymbol {
+			return c.errf(sym.Pos, "names in :keys/:strs must be symbols")
+		}
+		var def code
+		if dn, ok := defaults[sym.Val.Str()]; ok {
+			var err error
+			if def, err = c.expr(dn); err != nil {
+				return err
+			}
+		}
+		b, err := c.pattern(sym)
+		if err != nil {
+			return err
+		}
+		binds = append(binds, keyBind{key, b, def})
+		return nil
+	}
+	for i := 0; i+1 < len(p.Items); i += 2 {
+		k, v := p.Items[i], p.Items[i+1]
+		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
+			switch k.Val.Str() {
+			case "keys", "strs":
+				if v.Kind != NodeVector {
+					return nil, c.errf(v.Pos, ":%s needs a vector of symbols", k.Val.Str())
+				}
+				for _, sym := range v.Items {
+					key := Keyword(sym.Val.Str())
+					if k.Val.Str() == "strs" {
+						key = String(sym.Val.Str())
+					}
+					if err := addSym(sym, key); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			case "as":
+				b, err := c.pattern(v)
+				if err != nil {
+					return nil, err
+				}
+				as = b
+				continue
+			case "or":
+				continue
+			}
+		}
+		// {name :key}: k is the pattern, v the literal key.
+		if !isConstNode(v) {
+			return nil, c.errf(v.Pos, "map pattern keys must be literals")
+		}
+		var def code
+		if k.Kind == NodeSymbol {
+			if dn, ok := defaults[k.Val.Str()]; ok {
+				var err error
+				if def, err = c.expr(dn); err != nil {
+					return nil, err
+				}
+			}
+		}
+		b, err := c.pattern(k)
+		if err != nil {
+			return nil, err
+		}
+		binds = append(binds, keyBind{v.Value(), b, def})
+	}
+	pos := p.Pos
+	return func(m *Machine, f *frame, v Value) error {
+		if !v.IsNil() && v.Kind() != KindMap {
+			return errorf(ErrType, pos, "cannot destructure a %s with a map pattern", v.Kind())
+		}
+		mp := v.AsMap()
+		for _, kb := range binds {
+			x, ok := mp.Get(kb.key)
+			if !ok && kb.def != nil {
+				var err error
+				if x, err = kb.def(m, f); err != nil {
+					return err
+				}
+			}
+			if err := kb.bind(m, f, x); err != nil {
+				return err
+			}
+		}
+		if as != nil {
+			return as(m, f, v)
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,380 @@
+package rtfs
+
+import "strings"
+
+// specialForms are the names the compiler handles itself.
+var specialForms = map[string]bool{
+	"do": true, "let": true, "if": true, "when": true, "when-not": true, "cond": true,
+	"fn": true, "defn": true, "def": true, "and": true, "or": true, "quote": true,
+	"try": true, "throw": true,
+	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
+	"step.with-compensation": true,
+}
+
+// planForms need a host and are refused in pure code.
+var planForms = map[string]bool{
+	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
+	"step.with-compensation": true,
+}
+
+func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
+	if planForms[name] {
+		return func(n *Node) (code, error) {
+			if c.mode != PlanMode || c.pure > 0 {
+				where := "pure code (contracts, predicates, metadata, ralph eval)"
+				if c.mode == PlanMode {
+					where = "contracts and step metadata, which must be pure"
+				}
+				return nil, c.errf(n.Pos, "%s is not allowed in %s; move it into a plan step", name, where)
+			}
+			return c.planForm(name, n)
+		}, true
+	}
+	switch name {
+	case "do":
+		return func(n *Node) (code, error) { return c.body(n.Items[1:], n.Pos) }, true
+	case "quote":
+		return func(n *Node) (code, error) {
+			if err := c.arity(n, "quote", 1, 1); err != nil {
+				return nil, err
+			}
+			return constant(n.Items[1].Value()), nil
+		}, true
+	case "if":
+		return c.ifForm, true
+	case "when", "when-not":
+		return func(n *Node) (code, error) { return c.when(n, name == "when-not") }, true
+	case "cond":
+		return c.cond, true
+	case "and", "or":
+		return func(n *Node) (code, error) { return c.andOr(n, name == "and") }, true
+	case "let":
+		return c.let, true
+	case "fn":
+		return c.fnForm, true
+	case "defn":
+		return c.defn, true
+	case "def":
+		return c.def, true
+	case "try":
+		return c.try, true
+	case "throw":
+		return c.throw, true
+	}
+	return nil, false
+}
+
+func (c *compiler) ifForm(n *Node) (code, error) {
+	if err := c.arity(n, "if", 2, 3); err != nil {
+		return nil, err
+	}
+	test, err := c.expr(n.Items[1])
+	if err != nil {
+		return nil, err
+	}
+	then, err := c.expr(n.Items[2])
+	if err != nil {
+		return nil, err
+	}
+	els := constant(Nil)
+	if len(n.Items) == 4 {
+		if els, err = c.expr(n.Items[3]); err != nil {
+			return nil, err
+		}
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		t, err := test(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		if t.Truthy() {
+			return then(m, f)
+		}
+		return els(m, f)
+	}, nil
+}
+
+func (c *compiler) when(n *Node, negate bool) (code, error) {
+	if err := c.arity(n, n.Head(), 1, -1); err != nil {
+		return nil, err
+	}
+	test, err := c.expr(n.Items[1])
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.body(n.Items[2:], n.Pos)
+	if err != nil {
+		return nil, err
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		t, err := test(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		if t.Truthy() != negate {
+			return body(m, f)
+		}
+		return Nil, nil
+	}, nil
+}
+
+func (c *compiler) cond(n *Node) (code, error) {
+	clauses := n.Items[1:]
+	if len(clauses)%2 != 0 {
+		return nil, c.errf(n.Pos, "cond needs test/expression pairs; the last test has no expression")
+	}
+	codes, _, err := c.exprs(clauses)
+	if err != nil {
+		return nil, err
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		for i := 0; i < len(codes); i += 2 {
+			t, err := codes[i](m, f)
+			if err != nil {
+				return Nil, err
+			}
+			if t.Truthy() {
+				return codes[i+1](m, f)
+			}
+		}
+		return Nil, nil
+	}, nil
+}
+
+func (c *compiler) andOr(n *Node, isAnd bool) (code, error) {
+	codes, _, err := c.exprs(n.Items[1:])
+	if err != nil {
+		return nil, err
+	}
+	if len(codes) == 0 {
+		return constant(Bool(isAnd)), nil
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		var v Value
+		for _, cd := range codes {
+			var err error
+			v, err = cd(m, f)
+			if err != nil {
+				return Nil, err
+			}
+			if v.Truthy() != isAnd {
+				return v, nil
+			}
+		}
+		return v, nil
+	}, nil
+}
+
+// let binds in the current frame: bindings get fresh slots, so no
+// environment is copied. Names go out of scope after the body.
+func (c *compiler) let(n *Node) (code, error) {
+	if len(n.Items) < 2 || n.Items[1].Kind != NodeVector {
+		return nil, c.errf(n.Pos, "let needs a binding vector: (let [name value …] body…)")
+	}
+	bv := n.Items[1]
+	if len(bv.Items)%2 != 0 {
+		return nil, c.errf(bv.Pos, "let binding vector needs name/value pairs; %s has no value", describe(bv.Items[len(bv.Items)-1]))
+	}
+	mark := len(c.sc.names)
+	defer func() { c.sc.names = c.sc.names[:mark] }()
+	inits := make([]code, 0, len(bv.Items)/2)
+	binds := make([]binder, 0, len(bv.Items)/2)
+	for i := 0; i < len(bv.Items); i += 2 {
+		init, err := c.expr(bv.Items[i+1]) // compiled before the name is visible
+		if err != nil {
+			return nil, err
+		}
+		b, err := c.pattern(bv.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		inits = append(inits, init)
+		binds = append(binds, b)
+	}
+	body, err := c.body(n.Items[2:], n.Pos)
+	if err != nil {
+		return nil, err
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		for i, init := range inits {
+			v, err := init(m, f)
+			if err != nil {
+				return Nil, err
+			}
+			if err := binds[i](m, f, v); err != nil {
+				return Nil, err
+			}
+		}
+		return body(m, f)
+	}, nil
+}
+
+func (c *compiler) def(n *Node) (code, error) {
+	if err := c.arity(n, "def", 2, 2); err != nil {
+		return nil, err
+	}
+	if c.sc.kind != scopeTop {
+		return nil, c.errf(n.Pos, "def is only allowed at the top level; use let inside functions")
+	}
+	name := n.Items[1]
+	if name.Kind != NodeSymbol {
+		return nil, c.errf(name.Pos, "def needs a symbol name, got %s", describe(name))
+	}
+	init, err := c.expr(n.Items[2])
+	if err != nil {
+		return nil, err
+	}
+	slot := c.declare(name.Val.Str())
+	return func(m *Machine, f *frame) (Value, error) {
+		v, err := init(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		f.slots[slot] = v
+		return v, nil
+	}, nil
+}
+
+// defn: (defn name "doc"? ^{:pre … :post …}? [params] body…)
+func (c *compiler) defn(n *Node) (code, error) {
+	if c.sc.kind != scopeTop {
+		return nil, c.errf(n.Pos, "defn is only allowed at the top level; use let with fn inside functions")
+	}
+	if len(n.Items) < 3 || n.Items[1].Kind != NodeSymbol {
+		return nil, c.errf(n.Pos, "defn needs a name and a parameter vector: (defn name [params] body…)")
+	}
+	name := n.Items[1].Val.Str()
+	rest := n.Items[2:]
+	if len(rest) > 0 && rest[0].Kind == NodeAtom && rest[0].Val.Kind() == KindString {
+		rest = rest[1:] // docstring
+	}
+	slot := c.declare(name) // visible in its own body, for recursion
+	mk, err := c.lambda(name, rest, n.Pos, "")
+	if err != nil {
+		return nil, err
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		v, err := mk(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		f.slots[slot] = v
+		return v, nil
+	}, nil
+}
+
+// fnForm: (fn name? [params] body…)
+func (c *compiler) fnForm(n *Node) (code, error) {
+	rest := n.Items[1:]
+	self := ""
+	if len(rest) > 0 && rest[0].Kind == NodeSymbol {
+		self = rest[0].Val.Str()
+		rest = rest[1:]
+	}
+	return c.lambda(self, rest, n.Pos, self)
+}
+
+func (c *compiler) try(n *Node) (code, error) {
+	var bodyForms []*Node
+	var catchNode, finallyNode *Node
+	for _, it := range n.Items[1:] {
+		switch it.Head() {
+		case "catch":
+			if catchNode != nil {
+				return nil, c.errf(it.Pos, "try has more than one catch")
+			}
+			catchNode = it
+		case "finally":
+			finallyNode = it
+		default:
+			if catchNode != nil || finallyNode != nil {
+				return nil, c.errf(it.Pos, "try body forms must come before catch and finally")
+			}
+			bodyForms = append(bodyForms, it)
+		}
+	}
+	body, err := c.body(bodyForms, n.Pos)
+	if err != nil {
+		return nil, err
+	}
+	var handler code
+	slot := -1
+	if catchNode != nil {
+		items := catchNode.Items[1:]
+		if len(items) >= 2 && items[0].Kind == NodeSymbol && items[1].Kind == NodeSymbol {
+			items = items[1:] // (catch Exception e …): the class is ignored
+		}
+		if len(items) == 0 || items[0].Kind != NodeSymbol {
+			return nil, c.errf(catchNode.Pos, "catch needs a name for the error: (catch e handler…)")
+		}
+		mark := len(c.sc.names)
+		slot = c.declare(items[0].Val.Str())
+		handler, err = c.body(items[1:], catchNode.Pos)
+		c.sc.names = c.sc.names[:mark]
+		if err != nil {
+			return nil, err
+		}
+	}
+	var fin code
+	if finallyNode != nil {
+		if fin, err = c.body(finallyNode.Items[1:], finallyNode.Pos); err != nil {
+			return nil, err
+		}
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		v, err := body(m, f)
+		if err != nil && handler != nil {
+			e := asError(err, n.Pos)
+			if !e.Fatal() && m.ctx.Err() == nil {
+				f.slots[slot] = e.ErrorMap()
+				v, err = handler(m, f)
+			}
+		}
+		if fin != nil {
+			if _, ferr := fin(m, f); ferr != nil && err == nil {
+				return Nil, ferr
+			}
+		}
+		return v, err
+	}, nil
+}
+
+// throw raises an error: a string becomes its message; a map may carry
+// :type and :message; anything else is the error's :data.
+func (c *compiler) throw(n *Node) (code, error) {
+	if err := c.arity(n, "throw", 1, 1); err != nil {
+		return nil, err
+	}
+	arg, err := c.expr(n.Items[1])
+	if err != nil {
+		return nil, err
+	}
+	pos := n.Pos
+	return func(m *Machine, f *frame) (Value, error) {
+		v, err := arg(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		e := &Error{Type: ErrThrown, Pos: pos}
+		switch {
+		case v.Kind() == KindString:
+			e.Msg = v.Str()
+		case v.Kind() == KindMap:
+			mp := v.AsMap()
+			if t := mp.GetKey("type"); t.Kind() == KindKeyword {
+				e.Type = t.Str()
+			}
+			e.Msg = mp.GetKey("message").Str()
+			e.Data = v
+		default:
+			e.Data = v
+		}
+		if e.Msg == "" {
+			e.Msg = "thrown: " + truncate(Print(v), 80)
+		}
+		if strings.HasPrefix(e.Type, "rtfs/fuel") || e.Type == ErrDepth || e.Type == ErrCancelled {
+			e.Type = ErrThrown // user code cannot forge an uncatchable error
+		}
+		return Nil, e
+	}, nil
+}
