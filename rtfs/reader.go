@@ -116,7 +116,7 @@ func (r *reader) next(depth int) (*Node, error) {
 		}
 		start := r.pos()
 		c := r.src[r.i]
-		if depth >= r.opts.MaxDepth && strings.IndexByte(")]}", c) < 0 {
+		if depth >= r.opts.MaxDepth && strings.IndexByte("([{'^#", c) >= 0 {
 			return nil, r.errAt(start, "nesting is deeper than %d levels; flatten the expression", r.opts.MaxDepth)
 		}
 		switch c {
@@ -493,7 +493,8 @@ func (r *reader) hex(n int) (int, bool) {
 }
 
 // regexLit reads the body of #"…": raw text where \" stands for a quote
-// and every other backslash pair is passed to the regex engine unchanged.
+// (a quote needs no escape in a regex) and every other backslash pair is
+// passed to the regex engine unchanged.
 func (r *reader) regexLit(start Pos) (string, error) {
 	r.advance() // opening quote
 	begin := r.i
@@ -506,7 +507,7 @@ func (r *reader) regexLit(start Pos) (string, error) {
 		}
 		switch r.src[r.i] {
 		case '"':
-			pat := r.src[begin:r.i]
+			pat := strings.ReplaceAll(r.src[begin:r.i], `\"`, `"`)
 			r.advance()
 			return pat, nil
 		case '\\':
