@@ -215,9 +215,8 @@ func (s *valueStack) release(mk stackMark) {
 	s.ci, s.off = mk.ci, mk.off
 }
 
+// reset empties the stack. Everything handed out was released (and so
+// cleared) by its owner, so only the cursor moves.
 func (s *valueStack) reset() {
-	for i := 0; i <= s.ci && i < len(s.chunks); i++ {
-		clear(s.chunks[i])
-	}
 	s.ci, s.off = 0, 0
 }

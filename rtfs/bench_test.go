@@ -1,0 +1,50 @@
+package rtfs
+
+import (
+	"context"
+	"testing"
+)
+
+const predicateSrc = `(and (audit.succeeded? "ccos.chat.send") (not (audit.failed? "github.create_issue")))`
+
+func BenchmarkParse(b *testing.B) {
+	b.Run("predicate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Read(predicateSrc, "p"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func benchEval(b *testing.B, src string, want string) {
+	p, err := CompileString(src, Options{File: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	v, err := p.Eval(ctx)
+	if err != nil || Print(v) != want {
+		b.Fatalf("%s = %s, %v; want %s", src, Print(v), err, want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Eval(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEval(b *testing.B) {
+	b.Run("add", func(b *testing.B) { benchEval(b, "(+ 1 2)", "3") })
+	b.Run("reduce-map-range", func(b *testing.B) {
+		benchEval(b, "(reduce + (map inc (range 1000)))", "500500")
+	})
+	b.Run("fib-20", func(b *testing.B) {
+		benchEval(b, "(defn fib [n] (if (< n 2) n (+ (fib (- n 1)) (fib (- n 2))))) (fib 20)", "6765")
+	})
+	b.Run("let-closure", func(b *testing.B) {
+		benchEval(b, "(let [x 1 f (fn [y] (+ x y))] (f 2))", "3")
+	})
+}
