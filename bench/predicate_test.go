@@ -29,9 +29,13 @@ func BenchmarkPredicate(b *testing.B) {
 	b.Run("rtfs", func(b *testing.B) {
 		env := rtfs.NewEnv()
 		must(b, env.Register(&rtfs.Builtin{Name: "audit.succeeded?", Min: 1, Max: 1,
-			Fn: func(_ *rtfs.Machine, a []rtfs.Value) (rtfs.Value, error) { return rtfs.Bool(ix.succeeded(a[0].Str())), nil }}))
+			Fn: func(_ *rtfs.Machine, a []rtfs.Value) (rtfs.Value, error) {
+				return rtfs.Bool(ix.succeeded(a[0].Str())), nil
+			}}))
 		must(b, env.Register(&rtfs.Builtin{Name: "audit.failed?", Min: 1, Max: 1,
-			Fn: func(_ *rtfs.Machine, a []rtfs.Value) (rtfs.Value, error) { return rtfs.Bool(ix.failed(a[0].Str())), nil }}))
+			Fn: func(_ *rtfs.Machine, a []rtfs.Value) (rtfs.Value, error) {
+				return rtfs.Bool(ix.failed(a[0].Str())), nil
+			}}))
 		p, err := rtfs.CompileString(`(and (audit.succeeded? "ccos.chat.send") (not (audit.failed? "github.create_issue")))`,
 			rtfs.Options{File: "predicate", Env: env})
 		must(b, err)
