@@ -6,7 +6,7 @@ import "strings"
 var specialForms = map[string]bool{
 	"do": true, "let": true, "if": true, "when": true, "when-not": true, "cond": true,
 	"fn": true, "defn": true, "def": true, "and": true, "or": true, "quote": true,
-	"try": true, "throw": true,
+	"try": true, "throw": true, "->": true, "->>": true,
 	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
 	"step.with-compensation": true,
 }
@@ -60,6 +60,8 @@ func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 		return c.try, true
 	case "throw":
 		return c.throw, true
+	case "->", "->>":
+		return func(n *Node) (code, error) { return c.thread(n, name == "->>") }, true
 	}
 	return nil, false
 }
@@ -377,4 +379,28 @@ func (c *compiler) throw(n *Node) (code, error) {
 		}
 		return Nil, e
 	}, nil
+}
+
+// thread rewrites (-> x (f a) g) to (g (f x a)); ->> puts x last instead.
+func (c *compiler) thread(n *Node, last bool) (code, error) {
+	if err := c.arity(n, n.Head(), 1, -1); err != nil {
+		return nil, err
+	}
+	acc := n.Items[1]
+	for _, step := range n.Items[2:] {
+		var items []*Node
+		switch {
+		case step.Kind == NodeList && len(step.Items) > 0:
+			items = append(items, step.Items[0])
+			if last {
+				items = append(append(items, step.Items[1:]...), acc)
+			} else {
+				items = append(append(items, acc), step.Items[1:]...)
+			}
+		default: // a bare function, keyword or symbol
+			items = []*Node{step, acc}
+		}
+		acc = &Node{Kind: NodeList, Pos: step.Pos, End: step.End, Items: items}
+	}
+	return c.expr(acc)
 }

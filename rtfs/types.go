@@ -1,0 +1,285 @@
+package rtfs
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Type is a parsed RTFS type expression (a schema), written as data:
+//
+//	:any :nil :boolean :int :float :number :string :keyword :symbol :fn :regex
+//	[:vector T]  [:tuple T1 T2 …]  [:map [:key T] [:key {:optional true} T] …]
+//	[:map-of K V]  [:or T…]  [:and T…]  [:maybe T]  [:enum v…]  [:= v]
+//
+// Capabilities declare their input and output schemas this way, e.g.
+// [:map [:message :string]] or [:tuple :number :number].
+type Type struct {
+	src    Value
+	kind   string
+	elems  []*Type     // vector (1), tuple, or, and, maybe (1), map-of (2)
+	fields []typeField // map
+	vals   []Value     // enum, =
+}
+
+type typeField struct {
+	key      Value
+	optional bool
+	t        *Type
+}
+
+var primitiveTypes = map[string]func(Value) bool{
+	"any":     func(Value) bool { return true },
+	"nil":     func(v Value) bool { return v.IsNil() },
+	"boolean": func(v Value) bool { return v.Kind() == KindBool },
+	"bool":    func(v Value) bool { return v.Kind() == KindBool },
+	"int":     func(v Value) bool { return v.Kind() == KindInt },
+	"float":   func(v Value) bool { return v.Kind() == KindFloat },
+	"number":  func(v Value) bool { return v.IsNumber() },
+	"string":  func(v Value) bool { return v.Kind() == KindString },
+	"keyword": func(v Value) bool { return v.Kind() == KindKeyword },
+	"symbol":  func(v Value) bool { return v.Kind() == KindSymbol },
+	"fn":      func(v Value) bool { return v.Kind() == KindFn },
+	"regex":   func(v Value) bool { return v.Kind() == KindRegex },
+	"map":     func(v Value) bool { return v.Kind() == KindMap },
+	"vector":  func(v Value) bool { return v.IsSeq() },
+}
+
+// ParseType reads a type expression from its source text.
+func ParseType(src string) (*Type, error) {
+	v, err := ReadValue(src)
+	if err != nil {
+		return nil, err
+	}
+	return TypeOf(v)
+}
+
+// MustParseType is ParseType for schemas written in Go source; it panics on a
+// malformed literal, which is a programming error.
+func MustParseType(src string) *Type {
+	t, err := ParseType(src)
+	if err != nil {
+		panic(fmt.Sprintf("rtfs: bad type literal %q: %v", src, err))
+	}
+	return t
+}
+
+// TypeOf parses a type expression held as a value.
+func TypeOf(v Value) (*Type, error) {
+	t := &Type{src: v}
+	if v.Kind() == KindKeyword {
+		if primitiveTypes[v.Str()] == nil {
+			return nil, fmt.Errorf("unknown type %s; use one of :any :nil :boolean :int :float :number :string :keyword :map :vector", Print(v))
+		}
+		t.kind = v.Str()
+		return t, nil
+	}
+	items := v.Items()
+	if v.Kind() != KindVector || len(items) == 0 || items[0].Kind() != KindKeyword {
+		return nil, fmt.Errorf("type %s must be a keyword like :string or a vector like [:vector :int]", truncate(Print(v), 60))
+	}
+	t.kind = items[0].Str()
+	args := items[1:]
+	sub := func(vs []Value) error {
+		for _, a := range vs {
+			e, err := TypeOf(a)
+			if err != nil {
+				return err
+			}
+			t.elems = append(t.elems, e)
+		}
+		return nil
+	}
+	need := func(n int) error {
+		if len(args) != n {
+			return fmt.Errorf("[:%s …] takes %d type argument(s), got %d", t.kind, n, len(args))
+		}
+		return nil
+	}
+	var err error
+	switch t.kind {
+	case "vector", "maybe":
+		if err = need(1); err == nil {
+			err = sub(args)
+		}
+	case "map-of":
+		if err = need(2); err == nil {
+			err = sub(args)
+		}
+	case "tuple", "or", "and":
+		err = sub(args)
+	case "enum", "=":
+		if t.kind == "=" {
+			err = need(1)
+		}
+		t.vals = args
+	case "map":
+		for _, f := range args {
+			fi := f.Items()
+			if f.Kind() != KindVector || len(fi) < 2 || len(fi) > 3 {
+				return nil, fmt.Errorf("map field %s must be [key type] or [key {:optional true} type]", truncate(Print(f), 60))
+			}
+			field := typeField{key: fi[0]}
+			if len(fi) == 3 {
+				field.optional = fi[1].AsMap().GetKey("optional").Truthy()
+			}
+			if field.t, err = TypeOf(fi[len(fi)-1]); err != nil {
+				return nil, err
+			}
+			t.fields = append(t.fields, field)
+		}
+	default:
+		return nil, fmt.Errorf("unknown type constructor :%s; use :vector :tuple :map :map-of :or :and :maybe :enum or :=", t.kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Value returns the type expression as data.
+func (t *Type) Value() Value { return t.src }
+
+// String prints the type expression canonically.
+func (t *Type) String() string { return Print(t.src) }
+
+// IsMap reports whether the type is a [:map …] with named fields.
+func (t *Type) IsMap() bool { return t.kind == "map" && t.fields != nil }
+
+// FieldKeys returns the keys of a [:map …] type in declaration order.
+func (t *Type) FieldKeys() []Value {
+	out := make([]Value, len(t.fields))
+	for i, f := range t.fields {
+		out[i] = f.key
+	}
+	return out
+}
+
+// TypeError says where a value departs from its type.
+type TypeError struct {
+	Path []string // :key for map fields, [i] for positions
+	Want string
+	Got  Value
+}
+
+func (e *TypeError) Error() string {
+	got := e.Got.Kind().String()
+	if e.Got.IsNil() {
+		got = "nil"
+	}
+	msg := fmt.Sprintf("expected %s, got %s", e.Want, got)
+	if e.Want == "no such key" {
+		msg = "is not a known key"
+	}
+	if len(e.Path) == 0 {
+		return msg
+	}
+	return strings.Join(e.Path, "") + " " + msg
+}
+
+// Check validates v against the type and returns a *TypeError naming the
+// exact path of the first mismatch (e.g. ":message expected string, got int").
+func (t *Type) Check(v Value) error {
+	return t.check(v, nil)
+}
+
+func (t *Type) check(v Value, path []string) error {
+	fail := func(want string) error {
+		return &TypeError{Path: append([]string(nil), path...), Want: want, Got: v}
+	}
+	if ok := primitiveTypes[t.kind]; ok != nil && t.elems == nil && t.fields == nil {
+		if !ok(v) {
+			return fail(t.kind)
+		}
+		return nil
+	}
+	switch t.kind {
+	case "vector":
+		if !v.IsSeq() {
+			return fail("vector")
+		}
+		for i, it := range v.Items() {
+			if err := t.elems[0].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
+				return err
+			}
+		}
+	case "tuple":
+		items := v.Items()
+		if !v.IsSeq() || len(items) != len(t.elems) {
+			return fail(fmt.Sprintf("a vector of %d", len(t.elems)))
+		}
+		for i, it := range items {
+			if err := t.elems[i].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
+				return err
+			}
+		}
+	case "map":
+		if v.Kind() != KindMap {
+			return fail("map")
+		}
+		m := v.AsMap()
+		for _, f := range t.fields {
+			fv, ok := m.Get(f.key)
+			if !ok || fv.IsNil() {
+				if f.optional {
+					continue
+				}
+				if !ok {
+					return &TypeError{Path: append(append([]string(nil), path...), Print(f.key)), Want: f.t.String() + " (required)", Got: Nil}
+				}
+			}
+			if err := f.t.check(fv, append(path, Print(f.key))); err != nil {
+				return err
+			}
+		}
+		var unknown error
+		m.Range(func(k, _ Value) bool {
+			for _, f := range t.fields {
+				if Equal(f.key, k) {
+					return true
+				}
+			}
+			unknown = &TypeError{Path: append(append([]string(nil), path...), Print(k)), Want: "no such key", Got: Nil}
+			return false
+		})
+		return unknown
+	case "map-of":
+		if v.Kind() != KindMap {
+			return fail("map")
+		}
+		var err error
+		v.AsMap().Range(func(k, val Value) bool {
+			p := append(path, Print(k))
+			if err = t.elems[0].check(k, p); err == nil {
+				err = t.elems[1].check(val, p)
+			}
+			return err == nil
+		})
+		return err
+	case "maybe":
+		if v.IsNil() {
+			return nil
+		}
+		return t.elems[0].check(v, path)
+	case "or":
+		for _, e := range t.elems {
+			if e.check(v, path) == nil {
+				return nil
+			}
+		}
+		return fail(t.String())
+	case "and":
+		for _, e := range t.elems {
+			if err := e.check(v, path); err != nil {
+				return err
+			}
+		}
+	case "enum", "=":
+		for _, x := range t.vals {
+			if Equal(x, v) {
+				return nil
+			}
+		}
+		return fail("one of " + Print(Vector(t.vals)))
+	}
+	return nil
+}
