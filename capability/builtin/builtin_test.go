@@ -1,0 +1,292 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+type mapKV struct {
+	mu sync.Mutex
+	m  map[string]rtfs.Value
+}
+
+func (k *mapKV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[key]
+	return v, ok, nil
+}
+
+func (k *mapKV) Put(_ context.Context, key string, v rtfs.Value) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[key] = v
+	return nil
+}
+
+func newRegistry(t *testing.T, allow ...string) (*capability.Registry, string) {
+	t.Helper()
+	dir := t.TempDir()
+	r := capability.NewRegistry()
+	if err := Register(r, Options{Workdir: dir, ShellAllow: allow, KV: &mapKV{m: map[string]rtfs.Value{}}}); err != nil {
+		t.Fatal(err)
+	}
+	return r, dir
+}
+
+// invoke parses RTFS argument text, shapes it for the spec and runs it.
+func invoke(t *testing.T, r *capability.Registry, id string, args ...string) (capability.Result, error) {
+	t.Helper()
+	c := r.Get(id)
+	if c == nil {
+		t.Fatalf("no capability %s", id)
+	}
+	vals := make([]rtfs.Value, len(args))
+	for i, a := range args {
+		v, err := rtfs.ReadValue(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals[i] = v
+	}
+	in, err := c.Spec.InputFrom(vals)
+	if err != nil {
+		return capability.Result{}, err
+	}
+	return c.Handler(context.Background(), in)
+}
+
+func TestEchoAndMath(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t)
+	cases := []struct {
+		id   string
+		args []string
+		want string
+		err  string
+	}{
+		{"ccos.echo", []string{`{:message "hi"}`}, `"hi"`, ""},
+		{"ccos.echo", []string{`"positional"`}, `"positional"`, ""},
+		{"ccos.echo", []string{`{:message 1}`}, "", "ccos.echo: :message expected string, got int"},
+		{"ccos.echo", []string{`{:msg "x"}`}, "", "ccos.echo: :message expected :string (required), got nil"},
+		{"ccos.math.add", []string{"2", "3"}, "5", ""},
+		{"ccos.math.sub", []string{"2", "3.5"}, "-1.5", ""},
+		{"ccos.math.mul", []string{"4", "5"}, "20", ""},
+		{"ccos.math.div", []string{"6", "3"}, "2", ""},
+		{"ccos.math.div", []string{"7", "2"}, "3.5", ""},
+		{"ccos.math.div", []string{"1", "0"}, "", "division by zero"},
+		{"ccos.math.add", []string{"1"}, "", "expected a vector of 2"},
+		{"ccos.math.add", []string{"9223372036854775807", "1"}, "", "integer overflow"},
+	}
+	for _, tc := range cases {
+		res, err := invoke(t, r, tc.id, tc.args...)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s %v: got %v, want error %q", tc.id, tc.args, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || rtfs.Print(res.Value) != tc.want {
+			t.Errorf("%s %v = %s, %v; want %s", tc.id, tc.args, rtfs.Print(res.Value), err, tc.want)
+		}
+	}
+}
+
+func TestAttestationTracksSpec(t *testing.T) {
+	t.Parallel()
+	s := echo().Spec
+	a := s.Attestation()
+	if len(a) != 64 {
+		t.Fatalf("attestation %q", a)
+	}
+	s2 := echo().Spec
+	s2.Risk = capability.RiskHigh
+	if s2.Attestation() == a {
+		t.Error("changing the risk did not change the attestation")
+	}
+	if echo().Spec.Attestation() != a {
+		t.Error("attestation is not deterministic")
+	}
+}
+
+func TestShellExec(t *testing.T) {
+	t.Parallel()
+	r, dir := newRegistry(t, "sh", "echo", "true", "false")
+	res, err := invoke(t, r, "shell.exec", `{:cmd "echo" :args ["hello" "world"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Value.AsMap()
+	if m.GetKey("stdout").Str() != "hello world\n" || m.GetKey("exit").AsInt() != 0 {
+		t.Errorf("result %s", rtfs.Print(res.Value))
+	}
+	if res.Metadata["exit"] != "0" || res.Metadata["cmd"] != "echo hello world" {
+		t.Errorf("metadata %v", res.Metadata)
+	}
+	// Runs in the workdir, with stdin and env.
+	res, err = invoke(t, r, "shell.exec", `{:cmd "sh" :args ["-c" "pwd; cat; echo $GREETING"] :stdin "in" :env {"GREETING" "hey"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := filepath.EvalSymlinks(dir)
+	if got := res.Value.AsMap().GetKey("stdout").Str(); got != wd+"\ninhey\n" {
+		t.Errorf("stdout %q", got)
+	}
+	// A non-zero exit fails the call but keeps the result; :check false accepts it.
+	res, err = invoke(t, r, "shell.exec", `{:cmd "false"}`)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 1") || res.Metadata["exit"] != "1" {
+		t.Errorf("false: %v %v", err, res.Metadata)
+	}
+	if _, err = invoke(t, r, "shell.exec", `{:cmd "false" :check false}`); err != nil {
+		t.Errorf(":check false: %v", err)
+	}
+}
+
+func TestShellAllowlist(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "echo")
+	for _, cmd := range []string{"rm", "/bin/echo", "sh", ""} {
+		_, err := invoke(t, r, "shell.exec", `{:cmd "`+cmd+`"}`)
+		var na *NotAllowedError
+		if !errors.As(err, &na) {
+			t.Errorf("%q: got %v, want NotAllowedError", cmd, err)
+		}
+	}
+	if _, err := invoke(t, r, "shell.exec", `{:cmd "echo" :dir "../"}`); err == nil || !strings.Contains(err.Error(), `contains ".."`) {
+		t.Errorf(":dir escape: %v", err)
+	}
+}
+
+func TestShellOutputCap(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "sh")
+	res, err := invoke(t, r, "shell.exec", `{:cmd "sh" :args ["-c" "head -c 3000000 /dev/zero | tr '\\0' x"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Value.AsMap()
+	if n := len(m.GetKey("stdout").Str()); n != MaxOutput || !m.GetKey("truncated").AsBool() {
+		t.Errorf("stdout %d bytes, truncated %v", n, m.GetKey("truncated").AsBool())
+	}
+}
+
+func TestShellTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "sh")
+	// The child starts a grandchild that sleeps 60 s and prints its pid.
+	res, err := invoke(t, r, "shell.exec", `{:cmd "sh" :args ["-c" "sleep 60 & echo $!; wait"] :timeout-ms 300}`)
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("got %v, want a timeout", err)
+	}
+	pid, perr := strconv.Atoi(strings.TrimSpace(res.Value.AsMap().GetKey("stdout").Str()))
+	if perr != nil {
+		t.Fatalf("grandchild pid from %q: %v", rtfs.Print(res.Value), perr)
+	}
+	// The kill is synchronous, but the grandchild may be a zombie until init
+	// reaps it; wait for it to be gone (bounded), never for a fixed time.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || isZombie(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d still running after the timeout", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func isZombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+func TestFilesConfined(t *testing.T) {
+	t.Parallel()
+	r, dir := newRegistry(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ id, arg string }{
+		{"fs.read", `{:path "../secret"}`},
+		{"fs.read", `{:path "a/../../secret"}`},
+		{"fs.read", `{:path "` + filepath.Join(outside, "secret") + `"}`},
+		{"fs.read", `{:path "link"}`},
+		{"fs.write", `{:path "linkdir/new" :content "x"}`},
+		{"fs.write", `{:path "/etc/ralph-test" :content "x"}`},
+		{"fs.list", `{:path "linkdir"}`},
+		{"fs.list", `{:path ".."}`},
+	}
+	for _, tc := range cases {
+		_, err := invoke(t, r, tc.id, tc.arg)
+		var esc *EscapeError
+		if !errors.As(err, &esc) {
+			t.Errorf("%s %s: got %v, want an EscapeError", tc.id, tc.arg, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new")); err == nil {
+		t.Error("a write escaped through a symlink")
+	}
+}
+
+func TestFilesReadWriteList(t *testing.T) {
+	t.Parallel()
+	r, dir := newRegistry(t)
+	res, err := invoke(t, r, "fs.write", `{:path "sub/notes.txt" :content "one\n"}`)
+	if err != nil || rtfs.Print(res.Value) != `{:bytes 4 :path "sub/notes.txt"}` {
+		t.Fatalf("write: %s %v", rtfs.Print(res.Value), err)
+	}
+	if _, err := invoke(t, r, "fs.write", `{:path "sub/notes.txt" :content "two\n" :append true}`); err != nil {
+		t.Fatal(err)
+	}
+	res, err = invoke(t, r, "fs.read", `{:path "`+filepath.Join(dir, "sub/notes.txt")+`"}`)
+	if err != nil || res.Value.Str() != "one\ntwo\n" {
+		t.Fatalf("read: %q %v", res.Value.Str(), err)
+	}
+	res, err = invoke(t, r, "fs.list", `{:path "."}`)
+	if err != nil || len(res.Value.Items()) != 1 {
+		t.Fatalf("list: %s %v", rtfs.Print(res.Value), err)
+	}
+	if e := res.Value.Items()[0].AsMap(); e.GetKey("name").Str() != "sub" || !e.GetKey("dir").AsBool() {
+		t.Errorf("list entry %s", rtfs.Print(res.Value))
+	}
+	if _, err := invoke(t, r, "fs.read", `{:path "missing"}`); err == nil || strings.Contains(err.Error(), dir) {
+		t.Errorf("missing file: %v (must not leak the absolute workdir)", err)
+	}
+}
+
+func TestKV(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t)
+	if res, err := invoke(t, r, "kv.get", `{:key "n"}`); err != nil || !res.Value.IsNil() {
+		t.Fatalf("empty get: %s %v", rtfs.Print(res.Value), err)
+	}
+	if _, err := invoke(t, r, "kv.put", `{:key "n" :value {:count 3}}`); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := invoke(t, r, "kv.get", `{:key "n"}`); err != nil || rtfs.Print(res.Value) != "{:count 3}" {
+		t.Fatalf("get: %s %v", rtfs.Print(res.Value), err)
+	}
+}

@@ -1,0 +1,60 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// KV is durable key/value storage that outlives iterations and runs; the
+// store package provides it.
+type KV interface {
+	Get(ctx context.Context, key string) (rtfs.Value, bool, error)
+	Put(ctx context.Context, key string, v rtfs.Value) error
+}
+
+func kvCaps(kv KV) []*capability.Capability {
+	return []*capability.Capability{
+		{
+			Spec: &capability.Spec{
+				ID: "kv.get", Version: "1.0.0", Description: "Read a value stored with kv.put (nil when absent).",
+				Input:    rtfs.MustParseType("[:map [:key :string]]"),
+				Output:   rtfs.MustParseType(":any"),
+				Effects:  []capability.Effect{{Kind: "kv", Params: rtfs.NewMap(rtfs.Keyword("read"), rtfs.True)}},
+				Risk:     capability.RiskLow,
+				Examples: []string{`(call :kv.get {:key "attempts"})`},
+			},
+			Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+				key := in.AsMap().GetKey("key").Str()
+				v, _, err := kv.Get(ctx, key)
+				if err != nil {
+					return capability.Result{}, fmt.Errorf("kv.get %q: %w", key, err)
+				}
+				return capability.Result{Value: v}, nil
+			},
+		},
+		{
+			Spec: &capability.Spec{
+				ID: "kv.put", Version: "1.0.0", Description: "Store a value under a key, across iterations and runs.",
+				Input:    rtfs.MustParseType("[:map [:key :string] [:value :any]]"),
+				Output:   rtfs.MustParseType(":any"),
+				Effects:  []capability.Effect{{Kind: "kv", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}},
+				Risk:     capability.RiskLow,
+				Examples: []string{`(call :kv.put {:key "attempts" :value 3})`},
+			},
+			Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+				m := in.AsMap()
+				key, v := m.GetKey("key").Str(), m.GetKey("value")
+				if v.Kind() == rtfs.KindFn {
+					return capability.Result{}, fmt.Errorf("kv.put %q: functions cannot be stored", key)
+				}
+				if err := kv.Put(ctx, key, v); err != nil {
+					return capability.Result{}, fmt.Errorf("kv.put %q: %w", key, err)
+				}
+				return capability.Result{Value: v}, nil
+			},
+		},
+	}
+}

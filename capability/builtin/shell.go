@@ -1,0 +1,190 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// MaxOutput caps each of stdout and stderr of shell.exec.
+const MaxOutput = 1 << 20
+
+// DefaultShellTimeout applies when a call gives no :timeout-ms.
+const DefaultShellTimeout = 10 * time.Minute
+
+// NotAllowedError is returned for a command missing from the allowlist.
+type NotAllowedError struct {
+	Cmd   string
+	Allow []string
+}
+
+func (e *NotAllowedError) Error() string {
+	return fmt.Sprintf("shell.exec: command %q is not in shell_allow %v; add it to [governance].shell_allow to permit it", e.Cmd, e.Allow)
+}
+
+// RTFSType names the error in RTFS catch maps.
+func (e *NotAllowedError) RTFSType() string { return "governance/denied" }
+
+// ShellAllowed reports whether cmd may run under allow: the command must be
+// listed by name (or by the exact path written in the list).
+func ShellAllowed(cmd string, allow []string) bool {
+	return cmd != "" && slices.Contains(allow, cmd)
+}
+
+type shell struct {
+	workdir string
+	allow   []string
+	env     []string
+}
+
+func (s *shell) capability() *capability.Capability {
+	return &capability.Capability{
+		Spec: &capability.Spec{
+			ID: "shell.exec", Version: "1.0.0",
+			Description: "Run a program (argv, no shell) in the workdir; non-zero exit fails unless :check false.",
+			Input: rtfs.MustParseType(`[:map [:cmd :string] [:args {:optional true} [:vector :string]]
+				[:dir {:optional true} :string] [:timeout-ms {:optional true} :int]
+				[:env {:optional true} [:map-of :string :string]] [:stdin {:optional true} :string]
+				[:check {:optional true} :boolean]]`),
+			Output:   rtfs.MustParseType("[:map [:exit :int] [:stdout :string] [:stderr :string] [:duration-ms :int] [:truncated :boolean]]"),
+			Effects:  []capability.Effect{{Kind: "process"}, {Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}},
+			Risk:     capability.RiskHigh,
+			Examples: []string{`(call :shell.exec {:cmd "go" :args ["test" "./..."]})`},
+		},
+		Handler: s.run,
+	}
+}
+
+// cappedBuffer keeps the first MaxOutput bytes and notes whether more came.
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	truncated bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	room := MaxOutput - c.buf.Len()
+	if len(p) > room {
+		c.truncated = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+	m := in.AsMap()
+	cmdName := m.GetKey("cmd").Str()
+	if !ShellAllowed(cmdName, s.allow) {
+		return capability.Result{}, &NotAllowedError{Cmd: cmdName, Allow: s.allow}
+	}
+	var args []string
+	for _, a := range m.GetKey("args").Items() {
+		args = append(args, a.Str())
+	}
+	dir := s.workdir
+	if d := m.GetKey("dir"); !d.IsNil() {
+		var err error
+		if dir, err = confine(s.workdir, d.Str()); err != nil {
+			return capability.Result{}, fmt.Errorf("shell.exec :dir: %w", err)
+		}
+	}
+	timeout := DefaultShellTimeout
+	if t := m.GetKey("timeout-ms"); !t.IsNil() {
+		if t.AsInt() <= 0 {
+			return capability.Result{}, errors.New("shell.exec :timeout-ms must be positive")
+		}
+		timeout = time.Duration(t.AsInt()) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, cmdName, args...)
+	cmd.Dir = dir
+	cmd.Env = slices.Clone(s.env)
+	m.GetKey("env").AsMap().Range(func(k, v rtfs.Value) bool {
+		cmd.Env = append(cmd.Env, k.Str()+"="+v.Str())
+		return true
+	})
+	if st := m.GetKey("stdin"); !st.IsNil() {
+		cmd.Stdin = strings.NewReader(st.Str())
+	}
+	var stdout, stderr cappedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Own process group: the timeout kills every descendant, not just the child.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+
+	start := time.Now()
+	runErr := cmd.Run()
+	if cmd.Process != nil {
+		// Reap stragglers that kept running after the child exited.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the group may already be gone
+	}
+	dur := time.Since(start)
+
+	exit := -1
+	if cmd.ProcessState != nil {
+		exit = cmd.ProcessState.ExitCode()
+	}
+	var startErr error
+	var exitErr *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {
+		startErr = runErr // could not start (not found, permission)
+	}
+	res := capability.Result{
+		Value: rtfs.MapValue(rtfs.NewMap(
+			rtfs.Keyword("exit"), rtfs.Int(int64(exit)),
+			rtfs.Keyword("stdout"), rtfs.String(stdout.buf.String()),
+			rtfs.Keyword("stderr"), rtfs.String(stderr.buf.String()),
+			rtfs.Keyword("duration-ms"), rtfs.Int(dur.Milliseconds()),
+			rtfs.Keyword("truncated"), rtfs.Bool(stdout.truncated || stderr.truncated),
+		)),
+		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{cmdName}, args...), " ")},
+	}
+	switch {
+	case startErr != nil:
+		return res, fmt.Errorf("shell.exec %s: %w", cmdName, startErr)
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("shell.exec %s: timed out after %s; the process group was killed", cmdName, timeout)
+	case exit != 0 && !isFalse(m.GetKey("check")):
+		return res, fmt.Errorf("shell.exec %s exited with status %d", cmdName, exit)
+	}
+	return res, nil
+}
+
+// confine resolves p against workdir and refuses anything outside it,
+// including through symlinks.
+func confine(workdir, p string) (string, error) {
+	rel, err := relInside(workdir, p)
+	if err != nil {
+		return "", err
+	}
+	root, err := os.OpenRoot(workdir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, unwrapPathError(err))
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", p)
+	}
+	return filepath.Join(workdir, rel), nil
+}
+
+func isFalse(v rtfs.Value) bool { return v.Kind() == rtfs.KindBool && !v.AsBool() }

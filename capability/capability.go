@@ -1,0 +1,191 @@
+package capability
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// Risk is a capability's declared risk tier. It is declared by the spec,
+// never guessed from the capability's name.
+type Risk string
+
+// Risk tiers, lowest first.
+const (
+	RiskLow      Risk = "low"
+	RiskMedium   Risk = "medium"
+	RiskHigh     Risk = "high"
+	RiskCritical Risk = "critical"
+)
+
+// Effect is one declared effect: a kind (:network, :fs, :process, :llm,
+// :kv) and its parameters, written [:fs {:write true}] in RTFS.
+type Effect struct {
+	Kind   string
+	Params *rtfs.Map
+}
+
+// Value renders the effect as RTFS data.
+func (e Effect) Value() rtfs.Value {
+	if e.Params == nil || e.Params.Len() == 0 {
+		return rtfs.Vector([]rtfs.Value{rtfs.Keyword(e.Kind)})
+	}
+	return rtfs.Vector([]rtfs.Value{rtfs.Keyword(e.Kind), rtfs.MapValue(e.Params)})
+}
+
+// Spec describes a capability: what it takes, returns and touches.
+type Spec struct {
+	ID          string // e.g. "shell.exec", without the colon
+	Version     string
+	Description string
+	Input       *rtfs.Type
+	Output      *rtfs.Type
+	Effects     []Effect
+	Risk        Risk
+	Examples    []string // RTFS call forms, e.g. (call :ccos.echo {:message "hi"})
+}
+
+// Value renders the spec as an RTFS map; its canonical text is what the
+// attestation id hashes.
+func (s *Spec) Value() rtfs.Value {
+	effects := make([]rtfs.Value, len(s.Effects))
+	for i, e := range s.Effects {
+		effects[i] = e.Value()
+	}
+	examples := make([]rtfs.Value, len(s.Examples))
+	for i, e := range s.Examples {
+		examples[i] = rtfs.String(e)
+	}
+	return rtfs.MapValue(rtfs.NewMap(
+		rtfs.Keyword("id"), rtfs.Keyword(s.ID),
+		rtfs.Keyword("version"), rtfs.String(s.Version),
+		rtfs.Keyword("description"), rtfs.String(s.Description),
+		rtfs.Keyword("input"), typeValue(s.Input),
+		rtfs.Keyword("output"), typeValue(s.Output),
+		rtfs.Keyword("effects"), rtfs.Vector(effects),
+		rtfs.Keyword("risk"), rtfs.Keyword(string(s.Risk)),
+		rtfs.Keyword("examples"), rtfs.Vector(examples),
+	))
+}
+
+func typeValue(t *rtfs.Type) rtfs.Value {
+	if t == nil {
+		return rtfs.Keyword("any")
+	}
+	return t.Value()
+}
+
+// Attestation is the SHA-256 (hex) of the spec's canonical text: a change
+// to anything the spec promises changes it.
+func (s *Spec) Attestation() string {
+	sum := sha256.Sum256([]byte(rtfs.Print(s.Value())))
+	return hex.EncodeToString(sum[:])
+}
+
+// EffectKinds lists the distinct effect kinds the spec declares.
+func (s *Spec) EffectKinds() []string {
+	var out []string
+	for _, e := range s.Effects {
+		if !slices.Contains(out, e.Kind) {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+// Result is what a handler returns: the value, string metadata for the
+// ledger (shell.exec records "exit" and "cmd"), and a cost in USD.
+type Result struct {
+	Value    rtfs.Value
+	Metadata map[string]string
+	Cost     float64
+}
+
+// Handler runs a capability on validated input.
+type Handler func(ctx context.Context, input rtfs.Value) (Result, error)
+
+// Capability pairs a spec with its implementation.
+type Capability struct {
+	Spec    *Spec
+	Handler Handler
+}
+
+// Registry holds capabilities by id. It is filled before use and then
+// read concurrently.
+type Registry struct {
+	caps map[string]*Capability
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{caps: map[string]*Capability{}} }
+
+// Register adds a capability; ids are unique.
+func (r *Registry) Register(c *Capability) error {
+	switch {
+	case c == nil || c.Spec == nil || c.Handler == nil:
+		return errors.New("register capability: spec and handler are required")
+	case c.Spec.ID == "" || strings.HasPrefix(c.Spec.ID, ":"):
+		return fmt.Errorf("register capability %q: id must be non-empty, without a colon", c.Spec.ID)
+	case r.caps[c.Spec.ID] != nil:
+		return fmt.Errorf("register capability %s: already registered", c.Spec.ID)
+	}
+	r.caps[c.Spec.ID] = c
+	return nil
+}
+
+// Get returns the capability with id, or nil.
+func (r *Registry) Get(id string) *Capability { return r.caps[strings.TrimPrefix(id, ":")] }
+
+// Specs returns every spec, sorted by id.
+func (r *Registry) Specs() []*Spec {
+	out := make([]*Spec, 0, len(r.caps))
+	for _, c := range r.caps {
+		out = append(out, c.Spec)
+	}
+	slices.SortFunc(out, func(a, b *Spec) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// ErrUnknown is returned for an id no capability has.
+var ErrUnknown = errors.New("unknown capability")
+
+// Input shapes call arguments for the spec and validates them:
+// (call :x {:k v}) passes the map; positional arguments become a map in
+// field order when the schema is a [:map …], a vector for [:tuple …], and
+// the single argument otherwise. The error names the exact path.
+func (s *Spec) InputFrom(args []rtfs.Value) (rtfs.Value, error) {
+	in := s.Input
+	var v rtfs.Value
+	switch {
+	case in != nil && in.IsMap():
+		if len(args) == 1 && args[0].Kind() == rtfs.KindMap {
+			v = args[0]
+			break
+		}
+		keys := in.FieldKeys()
+		if len(args) > len(keys) {
+			return rtfs.Nil, fmt.Errorf("%s takes at most %d positional arguments (%s), got %d", s.ID, len(keys), rtfs.Print(rtfs.Vector(keys)), len(args))
+		}
+		b := rtfs.NewMapBuilder(len(args))
+		for i, a := range args {
+			b.Set(keys[i], a)
+		}
+		v = rtfs.MapValue(b.Map())
+	case len(args) == 1 && (in == nil || !strings.HasPrefix(in.String(), "[:tuple")):
+		v = args[0]
+	default:
+		v = rtfs.Vector(slices.Clone(args))
+	}
+	if in != nil {
+		if err := in.Check(v); err != nil {
+			return rtfs.Nil, fmt.Errorf("%s: %w", s.ID, err)
+		}
+	}
+	return v, nil
+}
