@@ -324,13 +324,36 @@ func isConstNode(n *Node) bool {
 	return false
 }
 
+// constValue is the value of a constant node as evaluation sees it: unlike
+// Node.Value, a quote inside a literal yields the quoted form, so ['a] is
+// [a] rather than [(quote a)].
+func constValue(n *Node) Value {
+	switch n.Kind {
+	case NodeQuote:
+		return n.Items[0].Value()
+	case NodeVector:
+		items := make([]Value, len(n.Items))
+		for i, it := range n.Items {
+			items[i] = constValue(it)
+		}
+		return Vector(items)
+	case NodeMap:
+		b := NewMapBuilder(len(n.Items) / 2)
+		for i := 0; i+1 < len(n.Items); i += 2 {
+			b.Set(constValue(n.Items[i]), constValue(n.Items[i+1]))
+		}
+		return MapValue(b.Map())
+	}
+	return n.Value()
+}
+
 func (c *compiler) vector(n *Node) (code, error) {
 	codes, allConst, err := c.exprs(n.Items)
 	if err != nil {
 		return nil, err
 	}
 	if allConst {
-		return constant(n.Value()), nil
+		return constant(constValue(n)), nil
 	}
 	return func(m *Machine, f *frame) (Value, error) {
 		items := make([]Value, len(codes))
@@ -351,7 +374,7 @@ func (c *compiler) mapLit(n *Node) (code, error) {
 		return nil, err
 	}
 	if allConst {
-		return constant(n.Value()), nil
+		return constant(constValue(n)), nil
 	}
 	pos := n.Pos
 	return func(m *Machine, f *frame) (Value, error) {

@@ -314,7 +314,7 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 		if err != nil {
 			return nil, err
 		}
-		binds = append(binds, keyBind{v.Value(), b, def})
+		binds = append(binds, keyBind{constValue(v), b, def})
 	}
 	pos := p.Pos
 	return func(m *Machine, f *frame, v Value) error {

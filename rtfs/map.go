@@ -32,9 +32,12 @@ func NewMap(kvs ...Value) *Map {
 	return b.Map()
 }
 
-// MapBuilder accumulates entries for a new Map.
+// MapBuilder accumulates entries for a new Map. Once it holds more than
+// smallMap entries it keeps a hash index, so building n entries is O(n),
+// and hands that index to the built map.
 type MapBuilder struct {
-	m *Map
+	m   *Map
+	idx map[uint64][]int32
 }
 
 // NewMapBuilder returns a builder with room for n entries.
@@ -44,21 +47,47 @@ func NewMapBuilder(n int) *MapBuilder {
 
 // Set adds or replaces the entry for k.
 func (b *MapBuilder) Set(k, v Value) {
-	if i := b.m.find(k, false); i >= 0 {
+	if i := b.find(k); i >= 0 {
 		b.m.vals[i] = v
 		return
+	}
+	if b.idx != nil {
+		h := Hash(k)
+		b.idx[h] = append(b.idx[h], int32(len(b.m.keys)))
 	}
 	b.m.keys = append(b.m.keys, k)
 	b.m.vals = append(b.m.vals, v)
 }
 
 // Has reports whether k has been set.
-func (b *MapBuilder) Has(k Value) bool { return b.m.find(k, false) >= 0 }
+func (b *MapBuilder) Has(k Value) bool { return b.find(k) >= 0 }
+
+func (b *MapBuilder) find(k Value) int {
+	if b.idx == nil {
+		if len(b.m.keys) <= smallMap {
+			return b.m.find(k, false)
+		}
+		b.idx = make(map[uint64][]int32, 2*len(b.m.keys))
+		for i, key := range b.m.keys {
+			h := Hash(key)
+			b.idx[h] = append(b.idx[h], int32(i))
+		}
+	}
+	for _, i := range b.idx[Hash(k)] {
+		if Equal(b.m.keys[i], k) {
+			return int(i)
+		}
+	}
+	return -1
+}
 
 // Map returns the built map; the builder must not be used afterwards.
 func (b *MapBuilder) Map() *Map {
 	m := b.m
-	b.m = nil
+	if idx := b.idx; idx != nil && len(m.keys) > smallMap {
+		m.once.Do(func() { m.index = idx })
+	}
+	b.m, b.idx = nil, nil
 	return m
 }
 

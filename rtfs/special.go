@@ -149,7 +149,10 @@ func (c *compiler) andOr(n *Node, isAnd bool) (code, error) {
 		return nil, err
 	}
 	if len(codes) == 0 {
-		return constant(Bool(isAnd)), nil
+		if isAnd {
+			return constant(True), nil
+		}
+		return constant(Nil), nil // (or) is nil, as in Clojure
 	}
 	return func(m *Machine, f *frame) (Value, error) {
 		var v Value
