@@ -265,7 +265,7 @@ func (c *compiler) symbol(n *Node) (code, error) {
 	if depth, slot, ok := c.resolve(name); ok {
 		return slotRef(depth, slot), nil
 	}
-	if name == "ctx" && c.mode == PlanMode && c.pure == 0 {
+	if name == "ctx" && c.mode == PlanMode { // readable in metadata too: reading is pure
 		return func(m *Machine, _ *frame) (Value, error) { return m.planCtx, nil }, nil
 	}
 	if b := c.env.Lookup(name); b != nil {

@@ -95,6 +95,8 @@ type PlanRequest struct {
 	Pos   Pos
 	File  string
 	Body  func(ctx context.Context) (Value, error)
+	// After returns the plan context once Body has returned (for :invariant).
+	After func() Value
 }
 
 // NextCtx is the plan context after a step returns r:

@@ -437,13 +437,16 @@ func (c *compiler) plan(n *Node) (code, error) {
 			return Nil, err
 		}
 		req := &PlanRequest{Meta: meta, Props: propsM, Ctx: m.planCtx, Pos: pos, File: m.file}
+		after := m.planCtx
 		req.Body = func(ctx context.Context) (Value, error) {
 			saved := m.ctx
 			m.ctx = ctx
 			v, err := body(m, f)
 			m.ctx = saved
+			after = m.planCtx
 			return v, err
 		}
+		req.After = func() Value { return after }
 		v, err := m.host.Plan(m.ctx, req)
 		if err != nil {
 			return Nil, asError(err, pos)
