@@ -240,3 +240,20 @@ func asErrorType(err error, e **Error) bool {
 	*e = x
 	return ok
 }
+
+func TestSizeStopsOnSharedStructure(t *testing.T) {
+	t.Parallel()
+	v := Int(0)
+	for range 64 {
+		v = Vector([]Value{v, v})
+	}
+	if n, ok := Size(v, 1000); ok || n <= 1000 || n > 2000 {
+		t.Errorf("Size of a 2^64-node value = %d, %v; want a stop just past 1000", n, ok)
+	}
+	if !Equal(v, v) {
+		t.Error("shared structure not equal to itself")
+	}
+	if n, ok := Size(MapValue(NewMap(Keyword("a"), Vector([]Value{Int(1), Int(2)}))), 10); !ok || n != 5 {
+		t.Errorf("Size of {:a [1 2]} = %d, %v; want 5", n, ok)
+	}
+}

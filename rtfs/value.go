@@ -263,6 +263,9 @@ func seqEqual(a, b []Value) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if len(a) == 0 || &a[0] == &b[0] { // shared structure is equal to itself
+		return true
+	}
 	for i := range a {
 		if !Equal(a[i], b[i]) {
 			return false
@@ -321,4 +324,43 @@ func Hash(v Value) uint64 {
 		mix(uint64(uintptr(v.p)))
 		return h
 	}
+}
+
+// MaxPrintNodes is the size above which callers should refuse to print,
+// hash or store a value (see Size).
+const MaxPrintNodes = 1 << 22
+
+// Size counts the nodes of v (v itself and everything inside it), giving up
+// once the count passes limit. Values share structure, so a short program
+// can build a value whose printed form is astronomically large, such as
+// (reduce (fn [v _] [v v]) 0 (range 64)); code that prints, hashes or
+// stores values checks Size first. ok is false when the limit was passed.
+func Size(v Value, limit int) (n int, ok bool) {
+	n = sizeOf(v, limit)
+	return n, n <= limit
+}
+
+func sizeOf(v Value, budget int) int {
+	switch v.k {
+	case KindList, KindVector:
+		n := 1
+		for _, it := range v.Items() {
+			n += sizeOf(it, budget-n)
+			if n > budget {
+				return n
+			}
+		}
+		return n
+	case KindMap:
+		n := 1
+		v.AsMap().Range(func(k, x Value) bool {
+			n += sizeOf(k, budget-n)
+			if n <= budget {
+				n += sizeOf(x, budget-n)
+			}
+			return n <= budget
+		})
+		return n
+	}
+	return 1
 }
