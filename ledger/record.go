@@ -1,0 +1,194 @@
+package ledger
+
+import (
+	"crypto/ed25519"
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Stored values. Every one starts with a version byte so the format can
+// change without guessing; docs/ledger.md describes each byte.
+const (
+	recordVersion     = 1
+	headVersion       = 1
+	checkpointVersion = 1
+
+	// recordHeaderLen is version + action_hash + chain_hash + checkpoint_seq;
+	// the canonical encoding follows.
+	recordHeaderLen = 1 + 32 + 32 + 8
+	headLen         = 1 + 8 + 32
+	checkpointLen   = 1 + 8 + 32 + 8 + ed25519.SignatureSize
+)
+
+// checkpointDomain prefixes every signed checkpoint message, so a
+// signature made for a ralph checkpoint means nothing anywhere else.
+const checkpointDomain = "ralph-ledger-checkpoint-v1"
+
+// Key layout.
+const (
+	prefixAction     = "a/"
+	prefixCheckpoint = "c/"
+	prefixIndex      = "i/"
+	keyHead          = "h"
+)
+
+// Indexed fields, in the order their keys are written.
+const (
+	IndexActionID = "action_id"
+	IndexPlanID   = "plan_id"
+	IndexIntentID = "intent_id"
+	IndexRunID    = "run_id"
+	IndexParentID = "parent_action_id"
+)
+
+var indexFields = [...]string{IndexActionID, IndexPlanID, IndexIntentID, IndexRunID, IndexParentID}
+
+func seqKey(prefix string, seq uint64) []byte {
+	k := make([]byte, len(prefix)+8)
+	copy(k, prefix)
+	binary.BigEndian.PutUint64(k[len(prefix):], seq)
+	return k
+}
+
+func actionKey(seq uint64) []byte     { return seqKey(prefixAction, seq) }
+func checkpointKey(seq uint64) []byte { return seqKey(prefixCheckpoint, seq) }
+
+// indexPrefix returns i/<field>/<value>/ — the keys of every action whose
+// field equals value. Values may contain '/', so a scan must also check that
+// exactly 8 bytes (the seq) follow the prefix.
+func indexPrefix(field, value string) []byte {
+	k := make([]byte, 0, 2+len(field)+1+len(value)+1+8)
+	k = append(k, prefixIndex...)
+	k = append(k, field...)
+	k = append(k, '/')
+	k = append(k, value...)
+	return append(k, '/')
+}
+
+func indexKey(field, value string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(indexPrefix(field, value), seq)
+}
+
+// appendIndexKeys appends the index keys of an action (no key for an empty
+// field) and returns them.
+func appendIndexKeys(keys [][]byte, h *header) [][]byte {
+	for i, v := range [...]string{h.actionID, h.planID, h.intentID, h.runID, h.parentID} {
+		if v != "" {
+			keys = append(keys, indexKey(indexFields[i], v, h.seq))
+		}
+	}
+	return keys
+}
+
+// record is a stored action value: the hashes and checkpoint seq the writer
+// computed, then the canonical encoding they cover.
+type record struct {
+	actionHash    Hash
+	chainHash     Hash
+	checkpointSeq uint64
+	encoding      []byte
+}
+
+func parseRecord(b []byte) (record, error) {
+	var r record
+	if len(b) < recordHeaderLen+1 {
+		return r, fmt.Errorf("stored action is %d bytes, shorter than any record", len(b))
+	}
+	if b[0] != recordVersion {
+		return r, fmt.Errorf("unknown stored action version %d (this build reads %d)", b[0], recordVersion)
+	}
+	copy(r.actionHash[:], b[1:33])
+	copy(r.chainHash[:], b[33:65])
+	r.checkpointSeq = binary.BigEndian.Uint64(b[65:73])
+	r.encoding = b[recordHeaderLen:]
+	return r, nil
+}
+
+// decodeRecord parses a stored action completely.
+func decodeRecord(b []byte) (Action, error) {
+	r, err := parseRecord(b)
+	if err != nil {
+		return Action{}, err
+	}
+	a, err := DecodeCanonical(r.encoding)
+	if err != nil {
+		return Action{}, err
+	}
+	a.ActionHash, a.ChainHash, a.CheckpointSeq = r.actionHash, r.chainHash, r.checkpointSeq
+	return a, nil
+}
+
+func encodeHead(h Head) []byte {
+	b := make([]byte, 0, headLen)
+	b = append(b, headVersion)
+	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	return append(b, h.ChainHash[:]...)
+}
+
+func decodeHead(b []byte) (Head, error) {
+	var h Head
+	if len(b) != headLen || b[0] != headVersion {
+		return h, fmt.Errorf("head record is malformed (%d bytes, version %d)", len(b), firstByte(b))
+	}
+	h.Seq = binary.BigEndian.Uint64(b[1:9])
+	copy(h.ChainHash[:], b[9:])
+	return h, nil
+}
+
+// Checkpoint is a signed statement that the chain had ChainHash at Seq.
+type Checkpoint struct {
+	Seq       uint64
+	ChainHash Hash
+	Time      time.Time
+	Signature []byte
+}
+
+// CheckpointMessage returns the bytes a checkpoint's signature covers:
+// "ralph-ledger-checkpoint-v1" ‖ be64(seq) ‖ chain_hash ‖ be64(unix nanos).
+func CheckpointMessage(seq uint64, chain Hash, t time.Time) []byte {
+	m := make([]byte, 0, len(checkpointDomain)+8+32+8)
+	m = append(m, checkpointDomain...)
+	m = binary.BigEndian.AppendUint64(m, seq)
+	m = append(m, chain[:]...)
+	return binary.BigEndian.AppendUint64(m, uint64(t.UnixNano()))
+}
+
+// signCheckpoint makes the checkpoint for seq and chain, signed with priv.
+func signCheckpoint(priv ed25519.PrivateKey, seq uint64, chain Hash, t time.Time) Checkpoint {
+	return Checkpoint{Seq: seq, ChainHash: chain, Time: t, Signature: ed25519.Sign(priv, CheckpointMessage(seq, chain, t))}
+}
+
+// VerifySignature reports whether c is signed by pub.
+func (c Checkpoint) VerifySignature(pub ed25519.PublicKey) bool {
+	return len(c.Signature) == ed25519.SignatureSize &&
+		ed25519.Verify(pub, CheckpointMessage(c.Seq, c.ChainHash, c.Time), c.Signature)
+}
+
+func encodeCheckpoint(c Checkpoint) []byte {
+	b := make([]byte, 0, checkpointLen)
+	b = append(b, checkpointVersion)
+	b = binary.BigEndian.AppendUint64(b, c.Seq)
+	b = append(b, c.ChainHash[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Time.UnixNano()))
+	return append(b, c.Signature...)
+}
+
+func decodeCheckpoint(b []byte) (Checkpoint, error) {
+	var c Checkpoint
+	if len(b) != checkpointLen || b[0] != checkpointVersion {
+		return c, fmt.Errorf("checkpoint record is malformed (%d bytes, version %d)", len(b), firstByte(b))
+	}
+	c.Seq = binary.BigEndian.Uint64(b[1:9])
+	copy(c.ChainHash[:], b[9:41])
+	c.Time = time.Unix(0, int64(binary.BigEndian.Uint64(b[41:49]))).UTC()
+	c.Signature = append([]byte(nil), b[49:]...)
+	return c, nil
+}
+
+func firstByte(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return int(b[0])
+}

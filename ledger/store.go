@@ -1,0 +1,469 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options configure a Store. The zero value (plus Dir or InMemory) is a
+// store tuned for a CLI: small memtables and cache, value-log GC every ten
+// minutes, writes acknowledged once Badger has them (set SyncWrites for
+// fsync before Append returns).
+type Options struct {
+	// Dir is the store directory. It is created if missing; an existing
+	// directory must be empty or hold a ralph ledger.
+	Dir string
+	// InMemory keeps everything in memory (tests). Dir must be empty.
+	InMemory bool
+	// SyncWrites makes every commit fsync before Append returns.
+	SyncWrites bool
+	// Logger receives the store's and Badger's messages. Nil discards them.
+	Logger *slog.Logger
+	// PrivateKey signs checkpoints instead of the key file (or, in memory,
+	// instead of a fresh ephemeral key).
+	PrivateKey ed25519.PrivateKey
+	// MemTableSize bounds each Badger memtable (default 32 MiB). One
+	// transaction holds at most 15% of it, which caps the size of an action.
+	MemTableSize int64
+	// BlockCacheSize bounds Badger's block cache (default 16 MiB).
+	BlockCacheSize int64
+	// GCInterval is how often value-log GC runs (default 10m; negative
+	// disables it).
+	GCInterval time.Duration
+}
+
+const (
+	defaultMemTableSize   = 32 << 20
+	defaultBlockCacheSize = 16 << 20
+	defaultGCInterval     = 10 * time.Minute
+	valueLogFileSize      = 64 << 20
+	inMemoryMaxValue      = 1 << 20 // Badger's default ValueThreshold
+
+	dataDir    = "data"
+	markerFile = "LEDGER"
+	markerText = "ralph ledger 1\n"
+)
+
+// Store is a causal chain on Badger. All methods are safe for concurrent
+// use; Close ends it.
+type Store struct {
+	dir  string
+	db   *badger.DB
+	priv ed25519.PrivateKey
+	pub  ed25519.PublicKey
+	log  *slog.Logger
+
+	// Budget of one transaction, in Badger's own accounting, less room for
+	// the head and the checkpoint.
+	txnBytes, txnCount int64
+	// maxValue bounds one stored value: Badger keeps at most 1 MiB per
+	// value in memory mode, and at most a value-log file on disk.
+	maxValue int64
+
+	head atomic.Pointer[Head]
+
+	// The writer: Append sends requests on reqCh while holding sendMu for
+	// reading; Close takes it for writing before closing reqCh.
+	sendMu     sync.RWMutex
+	sendClosed bool
+	reqCh      chan *request
+	writerDone chan struct{}
+
+	// Subscribers wait on commitCh, which the writer closes and replaces
+	// after every commit; recent holds the last committed actions.
+	commitMu sync.Mutex
+	commitCh chan struct{}
+	recent   *ring
+	subWG    sync.WaitGroup
+
+	// done is closed by Close; background goroutines end when it is.
+	done   chan struct{}
+	bgWG   sync.WaitGroup
+	readMu sync.RWMutex // held for reading by every read of db
+	closed bool         // under readMu
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// LockedError reports a store that another process has open.
+type LockedError struct {
+	Dir string
+	PID int // 0 when unknown
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("ledger store %s is in use by process %d; stop that process or pass another --store", e.Dir, e.PID)
+	}
+	return fmt.Sprintf("ledger store %s is in use by another process; stop it or pass another --store", e.Dir)
+}
+
+// Errors callers branch on.
+var (
+	ErrClosed   = errors.New("ledger store is closed")
+	ErrNotFound = errors.New("not found in the ledger")
+)
+
+// Open opens (creating if needed) the store described by opts.
+func Open(opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.InMemory == (opts.Dir != "") {
+		return nil, errors.New("open ledger: set exactly one of Options.Dir and Options.InMemory")
+	}
+	bopts, err := badgerOptions(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir:        opts.Dir,
+		log:        log,
+		reqCh:      make(chan *request, 1024),
+		writerDone: make(chan struct{}),
+		commitCh:   make(chan struct{}),
+		recent:     newRing(4096),
+		done:       make(chan struct{}),
+	}
+	if !opts.InMemory {
+		abs, err := filepath.Abs(opts.Dir)
+		if err == nil {
+			s.dir = abs
+		}
+		if err := prepareDir(s.dir); err != nil {
+			return nil, err
+		}
+		bopts = bopts.WithDir(filepath.Join(s.dir, dataDir)).WithValueDir(filepath.Join(s.dir, dataDir))
+	}
+	if s.db, err = openBadger(bopts, s.dir); err != nil {
+		return nil, err
+	}
+	if err := s.init(opts); err != nil {
+		if cerr := s.db.Close(); cerr != nil {
+			log.Error("close ledger after failed open", "err", cerr)
+		}
+		return nil, err
+	}
+	s.bgWG.Add(1)
+	go s.writeLoop()
+	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory {
+		if gc == 0 {
+			gc = defaultGCInterval
+		}
+		s.bgWG.Add(1)
+		go s.gcLoop(gc)
+	}
+	return s, nil
+}
+
+func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
+	mt := opts.MemTableSize
+	if mt == 0 {
+		mt = defaultMemTableSize
+	}
+	if mt < 1<<20 {
+		return badger.Options{}, fmt.Errorf("open ledger: MemTableSize %d is below 1 MiB", mt)
+	}
+	bc := opts.BlockCacheSize
+	if bc == 0 {
+		bc = defaultBlockCacheSize
+	}
+	b := badger.DefaultOptions("").
+		WithInMemory(opts.InMemory).
+		WithSyncWrites(opts.SyncWrites).
+		WithLogger(badgerLogger{log}).
+		WithMemTableSize(mt).
+		WithNumMemtables(2).
+		WithBlockCacheSize(bc).
+		WithIndexCacheSize(4 << 20).
+		WithValueLogFileSize(valueLogFileSize).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithDetectConflicts(false). // one writer: nothing to conflict with
+		WithMetricsEnabled(false).
+		WithCompression(options.Snappy)
+	return b, nil
+}
+
+// prepareDir creates dir or checks that it holds a ralph ledger (or
+// nothing), so a mistyped --store never scribbles into a foreign directory.
+func prepareDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create ledger store %s: %w", dir, err)
+		}
+		return writeFileAtomic(filepath.Join(dir, markerFile), []byte(markerText), 0o644)
+	case err != nil:
+		return fmt.Errorf("open ledger store %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("ledger store %s is a file, not a directory; pass a directory to --store", dir)
+	}
+	marker, err := os.ReadFile(filepath.Join(dir, markerFile))
+	if err == nil {
+		if string(marker) != markerText {
+			return fmt.Errorf("ledger store %s has format %q, which this build does not read", dir, strings.TrimSpace(string(marker)))
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open ledger store %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("open ledger store %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("%s is not a ralph ledger store (it holds %q and no %s file); pass an empty or new directory", dir, entries[0].Name(), markerFile)
+	}
+	return writeFileAtomic(filepath.Join(dir, markerFile), []byte(markerText), 0o644)
+}
+
+// openBadger opens Badger and turns its failures into one sentence: a lock
+// held by another process names that process; anything else is reported as
+// a corrupted store. Badger panics on some corruptions; that is caught too.
+func openBadger(opts badger.Options, dir string) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("ledger store %s is corrupted and cannot be opened (%v); restore it from a backup or export", dir, r)
+		}
+	}()
+	db, err = badger.Open(opts)
+	if err == nil {
+		return db, nil
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "Cannot acquire directory lock") {
+		return nil, &LockedError{Dir: dir, PID: lockPID(filepath.Join(opts.Dir, "LOCK"))}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return nil, fmt.Errorf("ledger store %s is corrupted or not a ledger and cannot be opened: %s", dir, msg)
+}
+
+// lockPID reads the pid Badger writes into its LOCK file.
+func lockPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// init loads the key and the head and checks that the head is the last
+// stored action.
+func (s *Store) init(opts Options) error {
+	switch {
+	case opts.PrivateKey != nil:
+		if len(opts.PrivateKey) != ed25519.PrivateKeySize {
+			return fmt.Errorf("open ledger: PrivateKey is %d bytes, want %d", len(opts.PrivateKey), ed25519.PrivateKeySize)
+		}
+		s.priv = opts.PrivateKey
+	case opts.InMemory:
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return fmt.Errorf("generate signing key: %w", err)
+		}
+		s.priv = priv
+	default:
+		priv, err := loadOrCreateKey(s.dir, s.log)
+		if err != nil {
+			return fmt.Errorf("ledger store %s: %w", s.dir, err)
+		}
+		s.priv = priv
+	}
+	s.pub = s.priv.Public().(ed25519.PublicKey)
+
+	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
+	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
+	s.maxValue = valueLogFileSize
+	if opts.InMemory {
+		s.maxValue = inMemoryMaxValue
+	}
+	if s.txnBytes <= 0 || s.txnCount <= 0 {
+		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	}
+	head, err := s.loadHead()
+	if err != nil {
+		return fmt.Errorf("ledger store %s is corrupted: %w; run ralph chain verify", s.describe(), err)
+	}
+	s.head.Store(&head)
+	return nil
+}
+
+func (s *Store) describe() string {
+	if s.dir == "" {
+		return "(in memory)"
+	}
+	return s.dir
+}
+
+// loadHead reads h and checks it against the last a/ key.
+func (s *Store) loadHead() (Head, error) {
+	var head Head
+	err := s.db.View(func(txn *badger.Txn) error {
+		var last uint64
+		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte(prefixAction)})
+		it.Seek(actionKey(^uint64(0)))
+		if it.Valid() {
+			k := it.Item().Key()
+			if len(k) != len(prefixAction)+8 {
+				it.Close()
+				return fmt.Errorf("stored action key %q is malformed", k)
+			}
+			last = seqOf(k)
+		}
+		it.Close()
+		item, err := txn.Get([]byte(keyHead))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			if last != 0 {
+				return fmt.Errorf("it holds actions up to seq %d but no head record", last)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := item.Value(func(v []byte) error {
+			head, err = decodeHead(v)
+			return err
+		}); err != nil {
+			return err
+		}
+		if head.Seq != last {
+			return fmt.Errorf("its head says seq %d but the last stored action is seq %d", head.Seq, last)
+		}
+		return nil
+	})
+	return head, err
+}
+
+func seqOf(key []byte) uint64 {
+	var n uint64
+	for _, b := range key[len(key)-8:] {
+		n = n<<8 | uint64(b)
+	}
+	return n
+}
+
+// Dir returns the store directory ("" in memory).
+func (s *Store) Dir() string { return s.dir }
+
+// PublicKey returns the key that verifies this store's checkpoints.
+func (s *Store) PublicKey() ed25519.PublicKey { return s.pub }
+
+// Head returns the last committed action's seq and chain hash.
+func (s *Store) Head() Head { return *s.head.Load() }
+
+// view runs fn in a read-only transaction unless the store is closed.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	s.readMu.RLock()
+	defer s.readMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.View(fn)
+}
+
+// Close waits for pending appends to commit, stops the subscribers and
+// background work, and closes Badger. Calling it again returns the first
+// call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.sendMu.Lock()
+		s.sendClosed = true
+		close(s.reqCh)
+		s.sendMu.Unlock()
+		<-s.writerDone
+		close(s.done)
+		s.subWG.Wait()
+		s.bgWG.Wait()
+		s.readMu.Lock()
+		s.closed = true
+		s.readMu.Unlock()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+		}
+	})
+	return s.closeErr
+}
+
+// gcLoop runs value-log GC every interval until Close.
+func (s *Store) gcLoop(every time.Duration) {
+	defer s.bgWG.Done()
+	defer s.recoverBackground("value-log GC")
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		for i := 0; i < 16; i++ { // each pass rewrites at most one file
+			err := s.db.RunValueLogGC(0.5)
+			if err != nil {
+				if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+					s.log.Warn("ledger value-log GC failed", "err", err)
+				}
+				break
+			}
+		}
+	}
+}
+
+// recoverBackground reports a panic in a background goroutine instead of
+// letting it vanish or crash a caller that cannot see it.
+func (s *Store) recoverBackground(what string) {
+	if r := recover(); r != nil {
+		s.log.Error("ledger background goroutine panicked", "goroutine", what, "panic", r)
+	}
+}
+
+// badgerLogger routes Badger's messages to slog. Badger's Info messages are
+// start-up and compaction chatter, so they go to Debug.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, a ...any) { l.emit(slog.LevelError, f, a) }
+func (l badgerLogger) Warningf(f string, a ...any) {
+	l.emit(slog.LevelWarn, f, a)
+}
+func (l badgerLogger) Infof(f string, a ...any)  { l.emit(slog.LevelDebug, f, a) }
+func (l badgerLogger) Debugf(f string, a ...any) { l.emit(slog.LevelDebug, f, a) }
+
+func (l badgerLogger) emit(level slog.Level, f string, a []any) {
+	ctx := context.Background()
+	if !l.log.Enabled(ctx, level) {
+		return
+	}
+	l.log.Log(ctx, level, strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+}
+
+// hasPrefixKey reports whether k is prefix followed by exactly a be64 seq.
+func hasPrefixKey(k, prefix []byte) bool {
+	return len(k) == len(prefix)+8 && bytes.HasPrefix(k, prefix)
+}

@@ -1,0 +1,147 @@
+package ledger
+
+import "fmt"
+
+// ActionType says what kind of event an action records. Its name (String)
+// is what the canonical encoding and the JSON form carry, so names are
+// stable; the numeric values are for this process only. The zero value is
+// invalid, so an action whose type was forgotten is refused.
+type ActionType uint8
+
+// Action types: the plan, step and execution lifecycles of seed 001 §3.2,
+// then the run, iteration, planning, governance, contract, compensation and
+// stop-condition events of a ralph loop (DESIGN §6).
+const (
+	TypeInvalid ActionType = iota
+
+	// Plan lifecycle.
+	PlanStarted
+	PlanCompleted
+	PlanAborted
+	PlanPaused
+	PlanResumed
+
+	// Step lifecycle.
+	PlanStepStarted
+	PlanStepCompleted
+	PlanStepFailed
+	PlanStepRetrying
+
+	// Execution.
+	CapabilityCall
+	InternalStep
+
+	// Runs and iterations of the loop.
+	RunStarted
+	RunCompleted
+	RunFailed
+	RunStopped
+	RunAborted
+	IterationStarted
+	IterationCompleted
+
+	// Planning and governance.
+	PlanGenerated
+	LlmConsultation
+	GovernanceDecision
+
+	// Contracts and compensations (seed 002).
+	ContractCheck
+	ContractViolation
+	CompensationStarted
+	CompensationCompleted
+	CompensationFailed
+
+	// Stop conditions and idempotency.
+	StopConditionsEvaluated
+	CapabilityDeduplicated
+
+	numActionTypes
+)
+
+var actionTypeNames = [numActionTypes]string{
+	TypeInvalid:             "",
+	PlanStarted:             "PlanStarted",
+	PlanCompleted:           "PlanCompleted",
+	PlanAborted:             "PlanAborted",
+	PlanPaused:              "PlanPaused",
+	PlanResumed:             "PlanResumed",
+	PlanStepStarted:         "PlanStepStarted",
+	PlanStepCompleted:       "PlanStepCompleted",
+	PlanStepFailed:          "PlanStepFailed",
+	PlanStepRetrying:        "PlanStepRetrying",
+	CapabilityCall:          "CapabilityCall",
+	InternalStep:            "InternalStep",
+	RunStarted:              "RunStarted",
+	RunCompleted:            "RunCompleted",
+	RunFailed:               "RunFailed",
+	RunStopped:              "RunStopped",
+	RunAborted:              "RunAborted",
+	IterationStarted:        "IterationStarted",
+	IterationCompleted:      "IterationCompleted",
+	PlanGenerated:           "PlanGenerated",
+	LlmConsultation:         "LlmConsultation",
+	GovernanceDecision:      "GovernanceDecision",
+	ContractCheck:           "ContractCheck",
+	ContractViolation:       "ContractViolation",
+	CompensationStarted:     "CompensationStarted",
+	CompensationCompleted:   "CompensationCompleted",
+	CompensationFailed:      "CompensationFailed",
+	StopConditionsEvaluated: "StopConditionsEvaluated",
+	CapabilityDeduplicated:  "CapabilityDeduplicated",
+}
+
+var actionTypeByName = func() map[string]ActionType {
+	m := make(map[string]ActionType, numActionTypes)
+	for t := PlanStarted; t < numActionTypes; t++ {
+		m[actionTypeNames[t]] = t
+	}
+	return m
+}()
+
+// ActionTypes returns every valid action type in declaration order.
+func ActionTypes() []ActionType {
+	out := make([]ActionType, 0, numActionTypes-1)
+	for t := PlanStarted; t < numActionTypes; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+// String returns the type's stable name, e.g. "CapabilityCall".
+func (t ActionType) String() string {
+	if t.Valid() {
+		return actionTypeNames[t]
+	}
+	return fmt.Sprintf("ActionType(%d)", uint8(t))
+}
+
+// Valid reports whether t is one of the declared types.
+func (t ActionType) Valid() bool { return t > TypeInvalid && t < numActionTypes }
+
+// ParseActionType returns the type with the given name. Names are
+// case-sensitive, exactly as String returns them.
+func ParseActionType(name string) (ActionType, error) {
+	if t, ok := actionTypeByName[name]; ok {
+		return t, nil
+	}
+	return TypeInvalid, fmt.Errorf("unknown action type %q", name)
+}
+
+// MarshalText encodes t as its name.
+func (t ActionType) MarshalText() ([]byte, error) {
+	if !t.Valid() {
+		return nil, fmt.Errorf("invalid action type %d", uint8(t))
+	}
+	return []byte(actionTypeNames[t]), nil
+}
+
+// UnmarshalText decodes a type from its name.
+func (t *ActionType) UnmarshalText(b []byte) error {
+	v, err := ParseActionType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}

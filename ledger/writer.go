@@ -1,0 +1,391 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/google/uuid"
+)
+
+// Room kept in every transaction for the head and the checkpoint, in
+// Badger's accounting (key + value + 12 bytes of overhead per entry).
+const (
+	txnReserveBytes = 1024
+	txnReserveCount = 4
+	entryOverhead   = 12 // 2 meta bytes + 10 for the version Badger adds to each key
+
+	// maxBatchItems bounds how many actions the writer takes in one pass;
+	// more wait for the next commit.
+	maxBatchItems = 16384
+)
+
+// TooLargeError refuses an action that cannot fit in one transaction.
+type TooLargeError struct {
+	ActionID string
+	Size     int64 // bytes the action and its index entries take in a transaction
+	Limit    int64 // bytes one transaction can hold
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("action %s is too large for the ledger: it takes %d bytes with its index entries and one transaction holds at most %d; record a summary or raise the store's MemTableSize",
+		e.ActionID, e.Size, e.Limit)
+}
+
+// DuplicateError refuses an action whose action_id is already recorded.
+type DuplicateError struct{ ActionID string }
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("action_id %s is already in the ledger; every action needs its own id", e.ActionID)
+}
+
+// pending is an action on its way to the writer.
+type pending struct {
+	a     *Action // the store's own copy
+	rec   []byte  // record header (filled by the writer) + canonical encoding
+	bytes int64   // what its entries take in a transaction
+	count int64   // how many entries it writes
+	req   *request
+	idx   int // position in req.items
+}
+
+// request is one Append (one item) or one Import (many).
+type request struct {
+	items []*pending
+	res   []Receipt
+	err   error
+	done  chan struct{}
+}
+
+// prepare validates and encodes a copy of a. It runs in the caller's
+// goroutine so that the writer only hashes and writes.
+func (s *Store) prepare(a *Action) (*pending, error) {
+	c := a.clone()
+	if err := Validate(c); err != nil {
+		return nil, fmt.Errorf("action %s: %w", c.ActionID, err)
+	}
+	c.Timestamp = c.Timestamp.UTC()
+	rec := make([]byte, recordHeaderLen, recordHeaderLen+256)
+	rec = AppendCanonical(rec, c)
+	p := &pending{a: c, rec: rec}
+	p.bytes = int64(len(prefixAction)+8+len(rec)) + entryOverhead
+	p.count = 1
+	for i, v := range [...]string{c.ActionID, c.PlanID, c.IntentID, c.RunID, c.ParentActionID} {
+		if v != "" {
+			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
+			p.count++
+		}
+	}
+	if p.bytes >= s.txnBytes || p.count >= s.txnCount {
+		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
+	}
+	if int64(len(rec)) > s.maxValue {
+		return nil, &TooLargeError{ActionID: c.ActionID, Size: int64(len(rec)), Limit: s.maxValue}
+	}
+	return p, nil
+}
+
+// fillDefaults gives a an id (UUIDv7) and a timestamp when it has none.
+func fillDefaults(a *Action) error {
+	if a.ActionID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("generate action id: %w", err)
+		}
+		a.ActionID = id.String()
+	}
+	if a.Timestamp.IsZero() {
+		a.Timestamp = time.Now().UTC()
+	}
+	return nil
+}
+
+// Append records a and blocks until it is committed (and fsynced when
+// SyncWrites is on). It fills in a.ActionID (a UUIDv7) and a.Timestamp when
+// they are empty, and a.Seq, the hashes and a.CheckpointSeq on success.
+//
+// ctx bounds the wait for the writer to accept the action; once accepted,
+// Append waits for the commit so that its answer is never ambiguous.
+func (s *Store) Append(ctx context.Context, a *Action) (Receipt, error) {
+	if err := fillDefaults(a); err != nil {
+		return Receipt{}, err
+	}
+	p, err := s.prepare(a)
+	if err != nil {
+		return Receipt{}, err
+	}
+	req := &request{items: []*pending{p}, done: make(chan struct{})}
+	if err := s.submit(ctx, req); err != nil {
+		return Receipt{}, err
+	}
+	r := req.res[0]
+	a.Seq, a.ActionHash, a.ChainHash, a.CheckpointSeq = r.Seq, r.ActionHash, r.ChainHash, r.CheckpointSeq
+	return r, nil
+}
+
+// submit hands req to the writer and waits for its result.
+func (s *Store) submit(ctx context.Context, req *request) error {
+	if err := s.send(ctx, req); err != nil {
+		return err
+	}
+	<-req.done
+	return req.err
+}
+
+func (s *Store) send(ctx context.Context, req *request) error {
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	if s.sendClosed {
+		return ErrClosed
+	}
+	select {
+	case s.reqCh <- req:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeLoop is the one writer: it takes every request waiting, commits them
+// together and answers them, until Close closes reqCh.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	defer s.bgWG.Done()
+	var batch []*request
+	for {
+		r, ok := <-s.reqCh
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], r)
+		n := len(r.items)
+	drain:
+		for n < maxBatchItems {
+			select {
+			case r, ok := <-s.reqCh:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+				n += len(r.items)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+		clear(batch)
+	}
+}
+
+// commitBatch commits every request of batch, splitting into as many
+// transactions as Badger's limits require, and answers each request once
+// all of its items are durable.
+func (s *Store) commitBatch(batch []*request) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("ledger writer panicked", "panic", r)
+			for _, req := range batch {
+				s.finish(req, fmt.Errorf("ledger writer failed: %v", r))
+			}
+		}
+	}()
+	batch = s.rejectDuplicates(batch)
+	var (
+		txnItems     []*pending
+		bytes, count int64
+	)
+	flush := func() error {
+		if len(txnItems) == 0 {
+			return nil
+		}
+		if err := s.commitTxn(txnItems); err != nil {
+			return err
+		}
+		for _, p := range txnItems {
+			p.req.res[p.idx] = Receipt{Seq: p.a.Seq, ActionHash: p.a.ActionHash, ChainHash: p.a.ChainHash, CheckpointSeq: p.a.CheckpointSeq}
+			if p.idx == len(p.req.items)-1 {
+				s.finish(p.req, nil)
+			}
+		}
+		txnItems, bytes, count = txnItems[:0], 0, 0
+		return nil
+	}
+	for _, req := range batch {
+		for i, p := range req.items {
+			p.req, p.idx = req, i
+			if bytes+p.bytes >= s.txnBytes || count+p.count >= s.txnCount {
+				if err := flush(); err != nil {
+					s.failAll(batch, err)
+					return
+				}
+			}
+			txnItems = append(txnItems, p)
+			bytes += p.bytes
+			count += p.count
+		}
+	}
+	if err := flush(); err != nil {
+		s.failAll(batch, err)
+	}
+}
+
+// failAll answers every unanswered request of batch with err.
+func (s *Store) failAll(batch []*request, err error) {
+	for _, req := range batch {
+		s.finish(req, err)
+	}
+}
+
+// finish answers req once; later calls do nothing.
+func (s *Store) finish(req *request, err error) {
+	select {
+	case <-req.done:
+		return
+	default:
+	}
+	if err != nil {
+		done := 0
+		for _, r := range req.res {
+			if r.Seq != 0 {
+				done++
+			}
+		}
+		if done > 0 {
+			err = fmt.Errorf("%d of %d actions were committed before the failure: %w", done, len(req.items), err)
+		}
+		req.err = err
+	}
+	close(req.done)
+}
+
+// rejectDuplicates fails every request holding an action_id that is already
+// stored or that appears earlier in the batch. The writer is the only
+// writer, so a snapshot taken now is the state the batch commits onto.
+func (s *Store) rejectDuplicates(batch []*request) []*request {
+	seen := make(map[string]struct{}, len(batch))
+	var ids []string
+	for _, req := range batch {
+		for _, p := range req.items {
+			ids = append(ids, p.a.ActionID)
+		}
+	}
+	slices.Sort(ids)
+	stored := make(map[string]struct{})
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for i, id := range ids {
+			if i > 0 && ids[i-1] == id {
+				continue
+			}
+			p := indexPrefix(IndexActionID, id)
+			for it.Seek(p); it.ValidForPrefix(p); it.Next() {
+				if len(it.Item().Key()) == len(p)+8 {
+					stored[id] = struct{}{}
+					break
+				}
+			}
+		}
+		return nil
+	})
+	out := batch[:0]
+	for _, req := range batch {
+		if err != nil {
+			s.finish(req, fmt.Errorf("check for duplicate action ids: %w", err))
+			continue
+		}
+		var dup string
+		for _, p := range req.items {
+			id := p.a.ActionID
+			if _, ok := stored[id]; ok {
+				dup = id
+				break
+			}
+			if _, ok := seen[id]; ok {
+				dup = id
+				break
+			}
+			seen[id] = struct{}{}
+		}
+		if dup != "" {
+			s.finish(req, &DuplicateError{ActionID: dup})
+			continue
+		}
+		req.res = make([]Receipt, len(req.items))
+		out = append(out, req)
+	}
+	return out
+}
+
+// commitTxn writes items as seqs head+1… in one transaction together with
+// their index entries, the new head and one signed checkpoint.
+func (s *Store) commitTxn(items []*pending) error {
+	head := *s.head.Load()
+	last := head.Seq + uint64(len(items))
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	seq, chain := head.Seq, head.ChainHash
+	var keys [][]byte
+	for _, p := range items {
+		seq++
+		enc := p.rec[recordHeaderLen:]
+		binary.BigEndian.PutUint64(enc[seqOffset:], seq)
+		ah := Hash(sha256.Sum256(enc))
+		chain = ChainLink(chain, ah, seq)
+		p.rec[0] = recordVersion
+		copy(p.rec[1:33], ah[:])
+		copy(p.rec[33:65], chain[:])
+		binary.BigEndian.PutUint64(p.rec[65:73], last)
+		if err := txn.SetEntry(badger.NewEntry(actionKey(seq), p.rec)); err != nil {
+			return s.txnErr(err)
+		}
+		h := header{seq: seq, runID: p.a.RunID, actionID: p.a.ActionID, parentID: p.a.ParentActionID, planID: p.a.PlanID, intentID: p.a.IntentID}
+		keys = appendIndexKeys(keys[:0], &h)
+		for _, k := range keys {
+			if err := txn.SetEntry(badger.NewEntry(k, nil)); err != nil {
+				return s.txnErr(err)
+			}
+		}
+	}
+	newHead := Head{Seq: last, ChainHash: chain}
+	cp := signCheckpoint(s.priv, last, chain, time.Now())
+	if err := txn.SetEntry(badger.NewEntry([]byte(keyHead), encodeHead(newHead))); err != nil {
+		return s.txnErr(err)
+	}
+	if err := txn.SetEntry(badger.NewEntry(checkpointKey(last), encodeCheckpoint(cp))); err != nil {
+		return s.txnErr(err)
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("commit to ledger store %s: %w", s.describe(), err)
+	}
+	// Durable: publish.
+	seq = head.Seq
+	for _, p := range items {
+		seq++
+		p.a.Seq = seq
+		copy(p.a.ActionHash[:], p.rec[1:33])
+		copy(p.a.ChainHash[:], p.rec[33:65])
+		p.a.CheckpointSeq = last
+	}
+	s.head.Store(&newHead)
+	s.recent.add(items)
+	s.commitMu.Lock()
+	close(s.commitCh)
+	s.commitCh = make(chan struct{})
+	s.commitMu.Unlock()
+	return nil
+}
+
+func (s *Store) txnErr(err error) error {
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		// prepare and commitBatch budget below Badger's limit; reaching it
+		// means the accounting is wrong, not the caller.
+		return fmt.Errorf("ledger transaction exceeded Badger's limit (%d bytes, %d entries): %w", s.txnBytes, s.txnCount, err)
+	}
+	return fmt.Errorf("write to ledger store %s: %w", s.describe(), err)
+}
