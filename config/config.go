@@ -1,0 +1,456 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is a parsed ralph.toml (DESIGN §4). Paths are absolute once loaded.
+type Config struct {
+	File       string     `toml:"-"` // the file it was read from ("" for defaults)
+	Intent     Intent     `toml:"intent"`
+	Model      Model      `toml:"model"`
+	Plan       Plan       `toml:"plan"`
+	Loop       Loop       `toml:"loop"`
+	Stop       []Stop     `toml:"stop"`
+	Governance Governance `toml:"governance"`
+	Store      Store      `toml:"store"`
+
+	lines *lineIndex
+}
+
+// Intent is what the loop is asked to achieve.
+type Intent struct {
+	Goal       string         `toml:"goal"`
+	PromptFile string         `toml:"prompt_file"`
+	Params     map[string]any `toml:"params"`
+}
+
+// Model selects the plan provider.
+type Model struct {
+	Provider    string   `toml:"provider"` // openai | static | script | command
+	Model       string   `toml:"model"`
+	BaseURL     string   `toml:"base_url"`
+	APIKeyEnv   string   `toml:"api_key_env"`
+	MaxRepairs  int      `toml:"max_repairs"`
+	Command     []string `toml:"command"`
+	Script      string   `toml:"script"`
+	Temperature *float64 `toml:"temperature"`
+	MaxTokens   int      `toml:"max_tokens"`
+	Timeout     Duration `toml:"timeout"`
+	Price       Price    `toml:"price"`
+}
+
+// Price converts token usage to dollars.
+type Price struct {
+	InputPerMTok  float64 `toml:"input_per_mtok"`
+	OutputPerMTok float64 `toml:"output_per_mtok"`
+}
+
+// Plan is the static plan (provider = "static").
+type Plan struct {
+	RTFS string `toml:"rtfs"`
+	File string `toml:"file"`
+}
+
+// Loop configures iterations.
+type Loop struct {
+	Delay         Duration `toml:"delay"`
+	Workdir       string   `toml:"workdir"`
+	Approve       bool     `toml:"approve"`
+	MaxIterations int      `toml:"max_iterations"`
+}
+
+// Stop is one [[stop]] condition; which fields apply depends on Kind.
+type Stop struct {
+	Name     string `toml:"name"`
+	Kind     string `toml:"kind"`
+	Class    string `toml:"class"`
+	Priority *int   `toml:"priority"`
+
+	Max          int      `toml:"max"`
+	Duration     Duration `toml:"duration"`
+	USD          float64  `toml:"usd"`
+	Tokens       int64    `toml:"tokens"`
+	Count        int      `toml:"count"`
+	Iterations   int      `toml:"iterations"`
+	Cmd          []string `toml:"cmd"`
+	ExpectExit   *int     `toml:"expect_exit"`
+	MustMatch    string   `toml:"must_match"`
+	MustNotMatch string   `toml:"must_not_match"`
+	Timeout      Duration `toml:"timeout"`
+	TimeoutClass string   `toml:"timeout_class"`
+	RTFS         string   `toml:"rtfs"`
+	JSON         string   `toml:"json"`
+	Pattern      string   `toml:"pattern"`
+	Regex        bool     `toml:"regex"`
+	Path         string   `toml:"path"`
+	Conditions   []Stop   `toml:"conditions"`
+
+	Line int `toml:"-"` // where it was written, for error messages
+}
+
+// Governance is the constitution.
+type Governance struct {
+	Allow                         []string `toml:"allow"`
+	Deny                          []string `toml:"deny"`
+	ShellAllow                    []string `toml:"shell_allow"`
+	RequireContracts              []string `toml:"require_contracts"`
+	RequireCompensationForEffects []string `toml:"require_compensation_for_effects"`
+	MaxCostUSD                    float64  `toml:"max_cost_usd"`
+	MaxSteps                      int      `toml:"max_steps"`
+}
+
+// Store configures the ledger.
+type Store struct {
+	Dir        string `toml:"dir"`
+	SyncWrites *bool  `toml:"sync_writes"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses "1m30s" and friends.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration; write it like \"30s\" or \"5m\"", string(b))
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", string(b))
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration back in Go form.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// Error is a config problem with its place: "ralph.toml:12: message".
+type Error struct {
+	File string
+	Line int
+	Col  int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Line > 0 && e.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	case e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Env is the environment a config reads overrides from.
+type Env func(string) string
+
+// Default returns the configuration used with no file: a static plan that
+// greets, computes and finishes, bounded by max_iterations.
+func Default() *Config {
+	c := &Config{}
+	c.applyDefaults()
+	return c
+}
+
+func (c *Config) applyDefaults() {
+	if c.Model.Provider == "" {
+		c.Model.Provider = "static"
+	}
+	if c.Model.APIKeyEnv == "" {
+		c.Model.APIKeyEnv = "OPENAI_API_KEY"
+	}
+	if c.Model.MaxRepairs == 0 {
+		c.Model.MaxRepairs = 2
+	}
+	if c.Loop.Workdir == "" {
+		c.Loop.Workdir = "."
+	}
+	if c.Store.Dir == "" {
+		c.Store.Dir = ".ralph"
+	}
+	if c.Store.SyncWrites == nil {
+		t := true
+		c.Store.SyncWrites = &t
+	}
+}
+
+// Load reads, checks and completes a config file. env supplies RALPH_STORE
+// and OPENAI_BASE_URL overrides (nil means os.Getenv).
+func Load(path string, env Env) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("config %s does not exist; create one with `ralph init`", path)
+		}
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	return Parse(data, path, env)
+}
+
+// Parse is Load on bytes; path names the file and anchors relative paths.
+func Parse(data []byte, path string, env Env) (*Config, error) {
+	if env == nil {
+		env = os.Getenv
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{File: abs, lines: indexLines(data)}
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &Error{File: path, Line: pe.Position.Line, Col: pe.Position.Col, Msg: pe.Message}
+		}
+		return nil, &Error{File: path, Msg: decodeMessage(err)}
+	}
+	und := slices.DeleteFunc(md.Undecoded(), func(k toml.Key) bool {
+		return strings.HasPrefix(k.String(), "intent.params.") // params are free-form
+	})
+	if len(und) > 0 {
+		return nil, &Error{File: path, Line: c.lines.find(und[0]),
+			Msg: fmt.Sprintf("unknown key %s; check the spelling against the commented ralph.toml that `ralph init` writes", und[0])}
+	}
+	c.applyDefaults()
+	dir := filepath.Dir(abs)
+	for i := range c.Stop {
+		c.Stop[i].Line = c.lines.stopLine(i)
+	}
+	if v := env("RALPH_STORE"); v != "" {
+		c.Store.Dir = v
+	}
+	if v := env("OPENAI_BASE_URL"); v != "" && c.Model.BaseURL == "" {
+		c.Model.BaseURL = v
+	}
+	c.resolvePaths(dir)
+	if err := c.validate(path); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeMessage(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "toml: ")
+	return msg
+}
+
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	c.Intent.PromptFile = abs(c.Intent.PromptFile)
+	c.Plan.File = abs(c.Plan.File)
+	c.Model.Script = abs(c.Model.Script)
+	c.Loop.Workdir = abs(c.Loop.Workdir)
+	c.Store.Dir = abs(c.Store.Dir)
+}
+
+func (c *Config) errAt(file string, key string, format string, args ...any) error {
+	line := 0
+	if c.lines != nil {
+		line = c.lines.findPath(key)
+	}
+	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+var providers = []string{"openai", "static", "script", "command"}
+
+func (c *Config) validate(file string) error {
+	m := c.Model
+	switch {
+	case !slices.Contains(providers, m.Provider):
+		return c.errAt(file, "model.provider", "model.provider %q is not one of %s", m.Provider, strings.Join(providers, ", "))
+	case m.Provider == "static" && c.Plan.RTFS == "" && c.Plan.File == "":
+		return c.errAt(file, "model.provider", "provider \"static\" needs [plan].rtfs or [plan].file")
+	case c.Plan.RTFS != "" && c.Plan.File != "":
+		return c.errAt(file, "plan.file", "[plan] has both rtfs and file; keep one")
+	case m.Provider == "script" && m.Script == "":
+		return c.errAt(file, "model.provider", "provider \"script\" needs model.script, a JSONL file of answers")
+	case m.Provider == "command" && len(m.Command) == 0:
+		return c.errAt(file, "model.provider", "provider \"command\" needs model.command, e.g. [\"claude\", \"-p\"]")
+	case m.Provider == "openai" && m.Model == "":
+		return c.errAt(file, "model.provider", "provider \"openai\" needs model.model, e.g. \"gpt-4o-mini\"")
+	case m.MaxRepairs < 0 || m.MaxRepairs > 10:
+		return c.errAt(file, "model.max_repairs", "model.max_repairs must be between 0 and 10")
+	case m.MaxTokens < 0:
+		return c.errAt(file, "model.max_tokens", "model.max_tokens must not be negative")
+	case c.Loop.MaxIterations < 0:
+		return c.errAt(file, "loop.max_iterations", "loop.max_iterations must not be negative")
+	case c.Governance.MaxCostUSD < 0:
+		return c.errAt(file, "governance.max_cost_usd", "governance.max_cost_usd must not be negative")
+	}
+	if m.BaseURL != "" {
+		if u, err := url.Parse(m.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+			return c.errAt(file, "model.base_url", "model.base_url %q is not an http(s) URL", redactURL(m.BaseURL))
+		}
+	}
+	for _, g := range append(append(slices.Clone(c.Governance.Allow), c.Governance.Deny...), c.Governance.RequireContracts...) {
+		if _, err := filepathMatch(g); err != nil {
+			return c.errAt(file, "governance", "bad glob %q in [governance]: %v", g, err)
+		}
+	}
+	names := map[string]int{}
+	for i := range c.Stop {
+		s := &c.Stop[i]
+		if err := validateStop(s, file, s.Line); err != nil {
+			return err
+		}
+		if s.Name == "" {
+			s.Name = fmt.Sprintf("%s-%d", s.Kind, i+1)
+		}
+		if prev, dup := names[s.Name]; dup {
+			return &Error{File: file, Line: s.Line, Msg: fmt.Sprintf("stop condition name %q is used twice (first at line %d)", s.Name, prev)}
+		}
+		names[s.Name] = s.Line
+	}
+	return nil
+}
+
+func filepathMatch(glob string) (bool, error) { return filepath.Match(glob, "") }
+
+// stopFields lists, for each kind, its required fields.
+var stopKinds = map[string][]string{
+	"on_error": {"pattern"}, "user_signal": nil, "max_iterations": {"max"}, "max_duration": {"duration"},
+	"max_cost": {"usd"}, "max_tokens": {"tokens"}, "consecutive_failures": {"count"},
+	"no_progress": {"iterations"}, "command": {"cmd"}, "predicate": nil, "output_pattern": {"pattern"},
+	"file_exists": {"path"}, "file_contains": {"path", "pattern"}, "all": {"conditions"},
+	"any": {"conditions"}, "not": {"conditions"}, "never": nil,
+}
+
+// StopKinds returns every stop condition kind, sorted.
+func StopKinds() []string {
+	out := make([]string, 0, len(stopKinds))
+	for k := range stopKinds {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func validateStop(s *Stop, file string, line int) error {
+	fail := func(format string, args ...any) error {
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
+	}
+	req, ok := stopKinds[s.Kind]
+	if !ok {
+		return fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(StopKinds(), ", "))
+	}
+	for _, f := range req {
+		missing := false
+		switch f {
+		case "pattern":
+			missing = s.Pattern == ""
+		case "max":
+			missing = s.Max <= 0
+		case "duration":
+			missing = s.Duration.Duration <= 0
+		case "usd":
+			missing = s.USD <= 0
+		case "tokens":
+			missing = s.Tokens <= 0
+		case "count":
+			missing = s.Count <= 0
+		case "iterations":
+			missing = s.Iterations <= 0
+		case "cmd":
+			missing = len(s.Cmd) == 0
+		case "path":
+			missing = s.Path == ""
+		case "conditions":
+			missing = len(s.Conditions) == 0
+		}
+		if missing {
+			return fail("kind %q needs a positive %s", s.Kind, f)
+		}
+	}
+	if s.Kind == "not" && len(s.Conditions) != 1 {
+		return fail("kind \"not\" takes exactly one condition")
+	}
+	if s.Kind == "predicate" && (s.RTFS == "") == (s.JSON == "") {
+		return fail("kind \"predicate\" needs exactly one of rtfs or json")
+	}
+	switch s.Class {
+	case "", "success", "failure", "limit":
+	default:
+		return fail("class %q must be success, failure or limit", s.Class)
+	}
+	switch s.TimeoutClass {
+	case "", "not_met", "success", "failure", "limit":
+	default:
+		return fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
+	}
+	for name, re := range map[string]string{"must_match": s.MustMatch, "must_not_match": s.MustNotMatch} {
+		if re == "" {
+			continue
+		}
+		if _, err := regexp.Compile(re); err != nil {
+			return fail("%s is not a valid regex: %v", name, err)
+		}
+	}
+	if (s.Kind == "output_pattern" && s.Regex) || s.Kind == "on_error" || s.Kind == "file_contains" {
+		if _, err := regexp.Compile(s.Pattern); err != nil && (s.Regex || s.Kind != "output_pattern") {
+			return fail("pattern is not a valid regex: %v", err)
+		}
+	}
+	for i := range s.Conditions {
+		if err := validateStop(&s.Conditions[i], file, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describeStop(s *Stop) string {
+	if s.Name != "" {
+		return fmt.Sprintf("%q", s.Name)
+	}
+	return fmt.Sprintf("(kind %q)", s.Kind)
+}
+
+// Snapshot renders the config as TOML for the run record. Secrets never
+// appear: the API key is read from the environment and is not part of the
+// config, and credentials in base_url are redacted.
+func (c *Config) Snapshot() string {
+	cp := *c
+	cp.Model.BaseURL = redactURL(cp.Model.BaseURL)
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(cp); err != nil {
+		return "# snapshot failed: " + err.Error()
+	}
+	return buf.String()
+}
+
+// APIKey reads the model's API key from the environment named by api_key_env.
+func (c *Config) APIKey(env Env) string {
+	if env == nil {
+		env = os.Getenv
+	}
+	return env(c.Model.APIKeyEnv)
+}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func noEnv(string) string { return "" }
+
+func TestStarterLoads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files, err := WriteStarter(dir)
+	if err != nil || len(files) != 2 {
+		t.Fatal(files, err)
+	}
+	c, err := Load(filepath.Join(dir, "ralph.toml"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model.Provider != "static" || !strings.Contains(c.Plan.RTFS, `(step "Greet"`) {
+		t.Errorf("provider %q plan %q", c.Model.Provider, c.Plan.RTFS)
+	}
+	if c.Store.Dir != filepath.Join(dir, ".ralph") || c.Loop.Workdir != dir || c.Intent.PromptFile != filepath.Join(dir, "PROMPT.md") {
+		t.Errorf("paths not anchored at the config: %q %q %q", c.Store.Dir, c.Loop.Workdir, c.Intent.PromptFile)
+	}
+	if len(c.Stop) != 1 || c.Stop[0].Kind != "max_iterations" || c.Stop[0].Max != 3 || c.Stop[0].Line != 30 {
+		t.Errorf("stop %+v", c.Stop)
+	}
+	if c.Intent.Params["greeting"] != "hello" {
+		t.Errorf("params %v", c.Intent.Params)
+	}
+	if _, err := WriteStarter(dir); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("second init: %v", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, src, want string
+	}{
+		{"unknown top key", "[model]\nprovider = \"static\"\n[plan]\nrtfs = \"(do)\"\n[loop]\nworkdr = \".\"\n", "ralph.toml:6: unknown key loop.workdr"},
+		{"unknown section", "[plan]\nrtfs = \"1\"\n\n[modle]\nprovider = \"x\"\n", "ralph.toml:4: unknown key modle"},
+		{"syntax", "[plan]\nrtfs = \"1\n", "ralph.toml:2:"},
+		{"bad provider", "[model]\nprovider = \"gpt\"\n", `ralph.toml:2: model.provider "gpt" is not one of openai, static, script, command`},
+		{"static without plan", "[model]\nprovider = \"static\"\n", `ralph.toml:2: provider "static" needs [plan].rtfs or [plan].file`},
+		{"bad duration", "[plan]\nrtfs = \"1\"\n[loop]\ndelay = \"soon\"\n", `"soon" is not a duration`},
+		{"unknown stop kind", "[plan]\nrtfs = \"1\"\n\n[[stop]]\nname = \"x\"\nkind = \"max_iters\"\n", `ralph.toml:4: [[stop]] "x": kind "max_iters" is unknown`},
+		{"stop missing field", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"never\"\n[[stop]]\nkind = \"command\"\n", `ralph.toml:5: [[stop]] (kind "command"): kind "command" needs a positive cmd`},
+		{"bad regex", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"command\"\ncmd = [\"go\"]\nmust_match = \"(\"\n", "must_match is not a valid regex"},
+		{"bad class", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"never\"\nclass = \"great\"\n", `class "great" must be success, failure or limit`},
+		{"duplicate names", "[plan]\nrtfs = \"1\"\n[[stop]]\nname = \"a\"\nkind = \"never\"\n[[stop]]\nname = \"a\"\nkind = \"never\"\n", `ralph.toml:6: stop condition name "a" is used twice (first at line 3)`},
+		{"predicate needs one", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"predicate\"\n", `needs exactly one of rtfs or json`},
+		{"nested stop", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"all\"\nconditions = [{kind = \"file_exists\"}]\n", `kind "file_exists" needs a positive path`},
+		{"wrong type", "[loop]\nmax_iterations = \"ten\"\n", "max_iterations"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.src), "ralph.toml", noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvOverridesAndSnapshot(t *testing.T) {
+	t.Parallel()
+	src := "[model]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"https://user:pw@example.com/v1\"\n[store]\ndir = \"s\"\n"
+	env := func(k string) string {
+		return map[string]string{"RALPH_STORE": "/tmp/elsewhere", "OPENAI_API_KEY": "sk-secret"}[k]
+	}
+	c, err := Parse([]byte(src), filepath.Join(t.TempDir(), "ralph.toml"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store.Dir != "/tmp/elsewhere" {
+		t.Errorf("RALPH_STORE not applied: %q", c.Store.Dir)
+	}
+	if c.APIKey(env) != "sk-secret" {
+		t.Error("APIKey")
+	}
+	snap := c.Snapshot()
+	if strings.Contains(snap, "sk-secret") || strings.Contains(snap, "pw@") || !strings.Contains(snap, "REDACTED@example.com") {
+		t.Errorf("snapshot leaks or lacks redaction:\n%s", snap)
+	}
+	if _, err := Parse([]byte(snap), "snap.toml", noEnv); err != nil {
+		t.Errorf("snapshot does not load back: %v", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := Load(filepath.Join(t.TempDir(), "nope.toml"), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "does not exist; create one with `ralph init`") {
+		t.Errorf("got %v", err)
+	}
+	_ = os.Remove("")
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(Starter))
+	f.Add([]byte("[[stop]]\nkind = \"all\"\nconditions = [{kind = \"not\", conditions = [{kind = \"never\"}]}]\n[plan]\nrtfs='1'"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, "fuzz.toml", noEnv)
+		if err == nil && c.Model.Provider == "" {
+			t.Fatal("loaded a config without defaults")
+		}
+	})
+}
