@@ -1,0 +1,47 @@
+# ralph — developer targets. `make test` is what CI runs (via .ci/run).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO       ?= go
+BIN      := bin/ralph
+FUZZTIME ?= 60s
+
+.PHONY: build run test bench fuzz lint
+
+## build: compile ralph into bin/ralph
+build:
+	$(GO) build -o $(BIN) .
+
+## run: evaluate every example program and print its result
+run: build
+	@status=0; \
+	for f in examples/rtfs/*.rtfs; do \
+		echo "== $$f"; \
+		$(BIN) eval "$$f" || status=1; \
+	done; \
+	exit $$status
+
+## test: vet, then every test with the race detector (including the end-to-end tests)
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+## bench: run the benchmarks six times each into bench.out (compare runs with benchstat)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.out
+	if [ -d bench ]; then \
+		cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee -a ../bench.out; \
+	fi
+
+## fuzz: fuzz the RTFS reader for FUZZTIME (default 60s)
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) ./rtfs
+
+## lint: gofmt must have nothing to say, and go vet must pass
+lint:
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt -l: these files need gofmt -w:"; echo "$$unformatted"; exit 1; \
+	fi
+	$(GO) vet ./...
