@@ -186,3 +186,12 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestEvalRefusesHugeSharedResult(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"eval", "-e", "(reduce (fn [v _] [v v]) 0 (range 64))"}, strings.NewReader(""), &out, &errb)
+	if code != cli.ExitFailure || !strings.Contains(errb.String(), "too large to print") || out.Len() != 0 {
+		t.Fatalf("code %d stdout %q stderr %q", code, out.String(), errb.String())
+	}
+}

@@ -67,6 +67,9 @@ are printed as file:line:col: message, with -e input named <expr>.`,
 				}
 				return exitError(code, err)
 			}
+			if n, ok := rtfs.Size(v, rtfs.MaxPrintNodes); !ok {
+				return exitError(ExitFailure, fmt.Errorf("%s: the result has more than %d nodes (at least %d) and is too large to print; return a smaller value, such as its count", name, rtfs.MaxPrintNodes, n))
+			}
 			return writeOut(cmd.OutOrStdout(), rtfs.Print(v)+"\n")
 		},
 	}
