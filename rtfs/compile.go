@@ -453,7 +453,7 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 				return Nil, err
 			}
 			if err := m.tick(); err != nil {
-				return Nil, withPos(asError(err, pos), pos)
+				return Nil, m.errAt(err, pos)
 			}
 			mark := m.stack.mark()
 			buf := m.stack.alloc(1)
@@ -461,7 +461,7 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 			v, err := fn(m, buf)
 			m.stack.release(mark)
 			if err != nil {
-				return Nil, asError(err, pos)
+				return Nil, m.errAt(err, pos)
 			}
 			return v, nil
 		}
@@ -477,7 +477,7 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 				return Nil, err
 			}
 			if err := m.tick(); err != nil {
-				return Nil, withPos(asError(err, pos), pos)
+				return Nil, m.errAt(err, pos)
 			}
 			mark := m.stack.mark()
 			buf := m.stack.alloc(2)
@@ -485,7 +485,7 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 			v, err := fn(m, buf)
 			m.stack.release(mark)
 			if err != nil {
-				return Nil, asError(err, pos)
+				return Nil, m.errAt(err, pos)
 			}
 			return v, nil
 		}
@@ -503,12 +503,12 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 		}
 		if err := m.tick(); err != nil {
 			m.stack.release(mark)
-			return Nil, withPos(asError(err, pos), pos)
+			return Nil, m.errAt(err, pos)
 		}
 		v, err := fn(m, buf)
 		m.stack.release(mark)
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		return v, nil
 	}

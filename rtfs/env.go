@@ -140,11 +140,11 @@ func (m *Machine) apply(f Value, args []Value, pos Pos) (Value, error) {
 				return Nil, withPos(b.arityError(len(args)), pos)
 			}
 			if err := m.tick(); err != nil {
-				return Nil, withPos(asError(err, pos), pos)
+				return Nil, m.errAt(err, pos)
 			}
 			v, err := b.Fn(m, args)
 			if err != nil {
-				return Nil, asError(err, pos)
+				return Nil, m.errAt(err, pos)
 			}
 			return v, nil
 		}
@@ -205,7 +205,7 @@ func (m *Machine) callLambda(fn *Fn, args []Value, pos Pos) (Value, error) {
 		return Nil, errorf(ErrArity, pos, "%s takes %s argument%s, got %d", fn.Name(), want, plural(l.nfixed, l.nfixed), len(args))
 	}
 	if err := m.tick(); err != nil {
-		return Nil, withPos(asError(err, pos), pos)
+		return Nil, m.errAt(err, pos)
 	}
 	if m.depth >= m.maxDepth {
 		return Nil, errorf(ErrDepth, pos, "call depth exceeded %d (runaway recursion in %s?)", m.maxDepth, fn.Name())
@@ -250,7 +250,7 @@ func (m *Machine) checkContract(fn *Fn, pred Value, args []Value, result Value, 
 	}
 	ok, err := m.Apply(pred, cargs...)
 	if err != nil {
-		return asError(err, pos)
+		return m.errAt(err, pos)
 	}
 	if !ok.Truthy() {
 		return &Error{Type: typ, Pos: pos, Msg: fmt.Sprintf("%s of %s failed for arguments %s", what, fn.Name(), truncate(Print(Vector(cargs[:len(args)])), 120))}

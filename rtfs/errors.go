@@ -77,6 +77,20 @@ type TypedError interface {
 	RTFSType() string
 }
 
+// errAt converts err to *Error positioned at pos (if it has no position)
+// and naming the machine's file (if it names none).
+func (m *Machine) errAt(err error, pos Pos) *Error {
+	e := asError(err, pos)
+	if e.File == "" && m.file != "" {
+		if e == err {
+			c := *e
+			e = &c
+		}
+		e.File = m.file
+	}
+	return e
+}
+
 // asError converts any error to *Error, positioning it at pos if it has none.
 func asError(err error, pos Pos) *Error {
 	var e *Error

@@ -61,11 +61,11 @@ func (c *compiler) callForm(n *Node) (code, error) {
 			vals[i] = v
 		}
 		if err := m.tick(); err != nil {
-			return Nil, withPos(asError(err, pos), pos)
+			return Nil, m.errAt(err, pos)
 		}
 		v, err := m.host.Call(m.ctx, &CallRequest{ID: id, Args: vals, Pos: pos, File: m.file})
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		return v, nil
 	}, nil
@@ -138,7 +138,7 @@ func (c *compiler) step(n *Node) (code, error) {
 func stepCode(name string, kind StepKind, index, max int, metaC func(*Machine, *frame) (*Map, error), pos Pos, body code) code {
 	return func(m *Machine, f *frame) (Value, error) {
 		if err := m.tick(); err != nil {
-			return Nil, withPos(asError(err, pos), pos)
+			return Nil, m.errAt(err, pos)
 		}
 		meta, err := metaC(m, f)
 		if err != nil {
@@ -154,7 +154,7 @@ func stepCode(name string, kind StepKind, index, max int, metaC func(*Machine, *
 		}
 		v, err := m.host.Step(m.ctx, req)
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		m.planCtx = NextCtx(m.planCtx, v)
 		return v, nil
@@ -200,7 +200,7 @@ func (c *compiler) parallel(n *Node) (code, error) {
 	pos := n.Pos
 	return func(m *Machine, f *frame) (Value, error) {
 		if err := m.tick(); err != nil {
-			return Nil, withPos(asError(err, pos), pos)
+			return Nil, m.errAt(err, pos)
 		}
 		start := m.planCtx
 		req := &ParallelRequest{Pos: pos, File: m.file, Branches: make([]Branch, len(branches))}
@@ -216,7 +216,7 @@ func (c *compiler) parallel(n *Node) (code, error) {
 		}
 		results, err := m.host.Parallel(m.ctx, req)
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		if len(results) != len(branches) {
 			return Nil, errorf(ErrHost, pos, "host returned %d results for %d parallel branches", len(results), len(branches))
@@ -305,7 +305,7 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 			}
 			done, err := m.Apply(until, r)
 			if err != nil {
-				return Nil, asError(err, pos)
+				return Nil, m.errAt(err, pos)
 			}
 			if done.Truthy() {
 				return r, nil
@@ -362,19 +362,15 @@ func (c *compiler) compensated(n *Node) (code, error) {
 			cm := newMachine(ctx, host, file, lim, nil)
 			cm.planCtx = after
 			v, err := comp(cm, &frame{slots: make([]Value, sc.nslots), parent: env})
-			cm.release()
 			if err != nil {
-				e := asError(err, pos)
-				if e.File == "" {
-					e.File = file
-				}
-				return Nil, e
+				err = cm.errAt(err, pos)
 			}
-			return v, nil
+			cm.release()
+			return v, err
 		}
 		v, err := m.host.Compensated(m.ctx, req)
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		return v, nil
 	}, nil
@@ -449,7 +445,7 @@ func (c *compiler) plan(n *Node) (code, error) {
 		req.After = func() Value { return after }
 		v, err := m.host.Plan(m.ctx, req)
 		if err != nil {
-			return Nil, asError(err, pos)
+			return Nil, m.errAt(err, pos)
 		}
 		return v, nil
 	}, nil
