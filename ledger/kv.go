@@ -1,0 +1,74 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// prefixKV holds the key/value table beside the chain: values kept by the
+// kv.* capabilities and idempotency records. It is durable like the chain
+// but not part of it, so Verify does not read it.
+const prefixKV = "k/"
+
+// maxKVValue bounds one stored value's canonical text.
+const maxKVValue = 1 << 20
+
+// KV is the store's key/value table.
+type KV struct{ s *Store }
+
+// KV returns the store's key/value table.
+func (s *Store) KV() *KV { return &KV{s: s} }
+
+// Get returns the value stored under key.
+func (k *KV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
+	var text []byte
+	err := k.s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(prefixKV + key))
+		if err != nil {
+			return err
+		}
+		text, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return rtfs.Nil, false, nil
+	}
+	if err != nil {
+		return rtfs.Nil, false, err
+	}
+	v, err := rtfs.ReadValue(string(text))
+	if err != nil {
+		return rtfs.Nil, false, fmt.Errorf("stored value for %q is corrupt: %w", key, err)
+	}
+	return v, true, nil
+}
+
+// Put stores v under key, durably when the store syncs writes.
+func (k *KV) Put(_ context.Context, key string, v rtfs.Value) error {
+	if key == "" {
+		return errors.New("key is empty")
+	}
+	if err := checkData(v); err != nil {
+		return err
+	}
+	if n, ok := rtfs.Size(v, rtfs.MaxPrintNodes); !ok {
+		return fmt.Errorf("value has more than %d nodes (at least %d); store something smaller", rtfs.MaxPrintNodes, n)
+	}
+	text := rtfs.Print(v)
+	if len(text) > maxKVValue {
+		return fmt.Errorf("value is %d bytes; at most %d can be stored", len(text), maxKVValue)
+	}
+	k.s.readMu.RLock()
+	defer k.s.readMu.RUnlock()
+	if k.s.closed {
+		return ErrClosed
+	}
+	return k.s.db.Update(func(txn *badger.Txn) error {
+		return txn.Set([]byte(prefixKV+key), []byte(text))
+	})
+}

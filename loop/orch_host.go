@@ -1,0 +1,326 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// frame is the orchestration context of running code: the action its
+// records hang under, the compensation scope it pushes onto, and (for the
+// primary step of a saga) where to report that step's action id.
+type frame struct {
+	parent  string
+	scope   *scope
+	primary *primarySlot
+}
+
+type primarySlot struct{ id string }
+
+type frameKey struct{}
+
+func withFrame(ctx context.Context, f *frame) context.Context {
+	return context.WithValue(ctx, frameKey{}, f)
+}
+
+func frameOf(ctx context.Context) *frame {
+	if f, ok := ctx.Value(frameKey{}).(*frame); ok {
+		return f
+	}
+	return &frame{scope: &scope{}}
+}
+
+// scope is a compensation stack: entries run LIFO when the scope fails.
+type scope struct {
+	mu      sync.Mutex
+	entries []compEntry
+}
+
+type compEntry struct {
+	name      string // the compensating step's name
+	primary   string // the primary step's PlanStepStarted action id
+	primaryNm string
+	run       func(ctx context.Context, host rtfs.Host) (rtfs.Value, error)
+}
+
+func (s *scope) push(e compEntry) {
+	s.mu.Lock()
+	s.entries = append(s.entries, e)
+	s.mu.Unlock()
+}
+
+// take empties the scope and returns its entries in push order.
+func (s *scope) take() []compEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries
+	s.entries = nil
+	return e
+}
+
+// mergeInto hands a finished child scope's entries to its parent, so a later
+// failure of the parent compensates them too.
+func (s *scope) mergeInto(parent *scope) {
+	for _, e := range s.take() {
+		parent.push(e)
+	}
+}
+
+// compensate runs the scope's compensations LIFO. It runs even when ctx was
+// cancelled (an abort), bounded by CompensationTimeout each.
+func (r *run) compensate(ctx context.Context, s *scope, parent string) {
+	entries := s.take()
+	for i := len(entries) - 1; i >= 0; i-- {
+		r.runCompensation(ctx, entries[i])
+	}
+}
+
+func (r *run) runCompensation(ctx context.Context, e compEntry) {
+	base := context.WithoutCancel(ctx)
+	meta := map[string]rtfs.Value{"primary_action_id": rtfs.String(e.primary), "primary_step": rtfs.String(e.primaryNm)}
+	started, err := r.record(base, &ledger.Action{Type: ledger.CompensationStarted, ParentActionID: e.primary,
+		FunctionName: e.name, Success: true, Metadata: meta})
+	if err != nil {
+		r.noteFailedCompensation(e.name)
+		return
+	}
+	cctx, cancel := context.WithTimeout(withFrame(base, &frame{parent: started, scope: &scope{}}), r.o.o.CompensationTimeout)
+	start := r.o.o.Now()
+	v, runErr := e.run(cctx, r)
+	cancel()
+	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: meta,
+		DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
+	if runErr != nil {
+		end.Type, end.ErrorMessage = ledger.CompensationFailed, runErr.Error()
+		r.noteFailedCompensation(e.name)
+	} else {
+		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
+	}
+	if _, err := r.record(base, end); err != nil {
+		r.noteFailedCompensation(e.name)
+	}
+}
+
+func (r *run) noteFailedCompensation(name string) {
+	r.stats.mu.Lock()
+	r.stats.failedCmp = append(r.stats.failedCmp, name)
+	r.stats.mu.Unlock()
+}
+
+// Compensated runs the primary step and keeps the compensation on the
+// current scope. A postcondition failure of the primary compensates at once.
+func (r *run) Compensated(ctx context.Context, req *rtfs.CompensationRequest) (rtfs.Value, error) {
+	f := frameOf(ctx)
+	slot := &primarySlot{}
+	v, err := req.Primary(withFrame(ctx, &frame{parent: f.parent, scope: f.scope, primary: slot}))
+	e := compEntry{name: req.CompensationName, primary: slot.id, primaryNm: req.PrimaryName, run: req.Compensation}
+	if err != nil {
+		if contractType(err) == "contract/postcondition-failed" {
+			r.runCompensation(ctx, e)
+		}
+		return v, err
+	}
+	f.scope.push(e)
+	return v, nil
+}
+
+func contractType(err error) string {
+	var e *rtfs.Error
+	if errors.As(err, &e) && strings.HasPrefix(e.Type, "contract/") {
+		return e.Type
+	}
+	return ""
+}
+
+// Parallel runs branches concurrently; the first failure cancels the
+// others. Each branch has its own compensation scope: a failed branch
+// compensates itself, completed branches join the parent scope.
+func (r *run) Parallel(ctx context.Context, req *rtfs.ParallelRequest) ([]rtfs.Value, error) {
+	f := frameOf(ctx)
+	out := make([]rtfs.Value, len(req.Branches))
+	scopes := make([]*scope, len(req.Branches))
+	ok := make([]bool, len(req.Branches))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, b := range req.Branches {
+		scopes[i] = &scope{}
+		g.Go(func() error {
+			v, err := b.Run(withFrame(gctx, &frame{parent: f.parent, scope: scopes[i]}))
+			if err != nil {
+				r.compensate(ctx, scopes[i], f.parent)
+				return err
+			}
+			out[i], ok[i] = v, true
+			return nil
+		})
+	}
+	err := g.Wait()
+	for i, sc := range scopes {
+		if ok[i] {
+			sc.mergeInto(f.scope)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Call checks one capability call against governance, runs it and records
+// a CapabilityCall under the current step.
+func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, error) {
+	f := frameOf(ctx)
+	a := &ledger.Action{Type: ledger.CapabilityCall, ParentActionID: f.parent, FunctionName: req.ID,
+		Arguments: dataArgs(req.Args), Metadata: map[string]rtfs.Value{
+			ledger.MetaDelegationDecisionID: rtfs.String(r.decisionID),
+			"position":                      rtfs.String(fmt.Sprintf("%s:%d:%d", req.File, req.Pos.Line, req.Pos.Col)),
+		}}
+	fail := func(err error) (rtfs.Value, error) {
+		a.ErrorMessage = err.Error()
+		if _, rerr := r.record(ctx, a); rerr != nil {
+			return rtfs.Nil, rerr
+		}
+		return rtfs.Nil, err
+	}
+	c := r.o.o.Registry.Get(req.ID)
+	if c == nil {
+		return fail(fmt.Errorf("unknown capability :%s", req.ID))
+	}
+	a.Metadata[ledger.MetaCapabilityAttestationID] = rtfs.String(r.o.attestation(c.Spec))
+	input, err := c.Spec.InputFrom(req.Args)
+	if err != nil {
+		return fail(err)
+	}
+	d := r.o.o.Governance.CheckCall(req.ID, input)
+	a.Metadata[ledger.MetaConstitutionalRuleID] = rtfs.String(strings.Join(d.RuleIDs, ","))
+	if !d.Allowed {
+		decision := decisionAction(d, f.parent)
+		decision.FunctionName = req.ID
+		if _, err := r.record(ctx, decision); err != nil {
+			return rtfs.Nil, err
+		}
+		return fail(d.Err())
+	}
+	start := r.o.o.Now()
+	res, err := c.Handler(ctx, input)
+	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()
+	a.Result, a.Cost, a.Success = dataOnly(res.Value), res.Cost, err == nil
+	for k, v := range res.Metadata {
+		a.Metadata[k] = rtfs.String(v)
+	}
+	if err != nil {
+		a.ErrorMessage = err.Error()
+	}
+	if _, rerr := r.record(ctx, a); rerr != nil {
+		return rtfs.Nil, rerr
+	}
+	r.stats.mu.Lock()
+	r.stats.cost += res.Cost
+	r.stats.mu.Unlock()
+	if err != nil {
+		return rtfs.Nil, err
+	}
+	return res.Value, nil
+}
+
+func dataArgs(args []rtfs.Value) []rtfs.Value {
+	out := make([]rtfs.Value, len(args))
+	for i, a := range args {
+		out[i] = dataOnly(a)
+	}
+	return out
+}
+
+// checkContract runs a contract predicate pure, with fuel and a timeout,
+// and records a ContractCheck (and a ContractViolation when it fails).
+func (r *run) checkContract(ctx context.Context, parent, kind string, fn rtfs.Value, args []rtfs.Value, pos rtfs.Pos, file string) error {
+	cctx, cancel := context.WithTimeout(ctx, r.o.o.ContractTimeout)
+	ok, err := rtfs.CallFn(cctx, fn, args, r.o.o.ContractLimits)
+	cancel()
+	passed := err == nil && ok.Truthy()
+	check := &ledger.Action{Type: ledger.ContractCheck, ParentActionID: parent, FunctionName: kind,
+		Result: dataOnly(ok), Success: passed}
+	if err != nil {
+		check.ErrorMessage = err.Error()
+	}
+	if _, rerr := r.record(ctx, check); rerr != nil {
+		return rerr
+	}
+	if passed {
+		return nil
+	}
+	what := map[string]string{"pre": "precondition", "post": "postcondition", "invariant": "invariant"}[kind]
+	msg := fmt.Sprintf("%s failed", what)
+	if err != nil {
+		msg = fmt.Sprintf("%s could not be evaluated: %v", what, err)
+	}
+	if _, rerr := r.record(ctx, &ledger.Action{Type: ledger.ContractViolation, ParentActionID: parent,
+		FunctionName: kind, ErrorMessage: msg}); rerr != nil {
+		return rerr
+	}
+	return &rtfs.Error{Type: "contract/" + what + "-failed", Msg: msg, Pos: pos, File: file}
+}
+
+// stepOptions are the orchestration settings of a step's metadata.
+type stepOptions struct {
+	retries   int
+	backoff   time.Duration
+	timeout   time.Duration
+	idemKey   string
+	idemScope string
+}
+
+func parseStepOptions(meta *rtfs.Map) (stepOptions, error) {
+	var o stepOptions
+	if rt := meta.GetKey("retry"); !rt.IsNil() {
+		m := rt.AsMap()
+		if m == nil || m.GetKey("max").Kind() != rtfs.KindInt || m.GetKey("max").AsInt() < 0 || m.GetKey("max").AsInt() > 100 {
+			return o, errors.New(":retry must be {:max n :backoff-ms m} with 0 <= n <= 100")
+		}
+		o.retries = int(m.GetKey("max").AsInt())
+		o.backoff = time.Duration(m.GetKey("backoff-ms").AsInt()) * time.Millisecond
+	}
+	if t := meta.GetKey("timeout-ms"); !t.IsNil() {
+		if t.Kind() != rtfs.KindInt || t.AsInt() <= 0 {
+			return o, errors.New(":timeout-ms must be a positive int")
+		}
+		o.timeout = time.Duration(t.AsInt()) * time.Millisecond
+	}
+	if id := meta.GetKey("idempotency"); !id.IsNil() {
+		m := id.AsMap()
+		if m == nil || m.GetKey("key").Kind() != rtfs.KindString || m.GetKey("key").Str() == "" {
+			return o, errors.New(":idempotency must be {:key \"…\" :scope :plan|:intent|:global}")
+		}
+		o.idemKey, o.idemScope = m.GetKey("key").Str(), "plan"
+		if sc := m.GetKey("scope"); !sc.IsNil() {
+			switch sc.Str() {
+			case "plan", "intent", "global":
+				o.idemScope = sc.Str()
+			default:
+				return o, fmt.Errorf(":idempotency :scope must be :plan, :intent or :global, got %s", rtfs.Print(sc))
+			}
+		}
+	}
+	return o, nil
+}
+
+func (r *run) idemKVKey(o stepOptions) string {
+	id := ""
+	switch o.idemScope {
+	case "plan":
+		id = r.planID
+	case "intent":
+		id = r.in.IntentID
+		if id == "" {
+			id = r.in.RunID
+		}
+	}
+	return "idem/" + o.idemScope + "/" + id + "/" + o.idemKey
+}

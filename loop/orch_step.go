@@ -1,0 +1,141 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+var attestations sync.Map // *capability.Spec → string; specs are immutable once registered
+
+func (o *Orchestrator) attestation(s *capability.Spec) string {
+	if v, ok := attestations.Load(s); ok {
+		return v.(string)
+	}
+	a := s.Attestation()
+	attestations.Store(s, a)
+	return a
+}
+
+// Step runs one step: idempotency, :pre, the body with :retry and
+// :timeout-ms, :post, and the records that say what happened. A run-time
+// error always closes its step with PlanStepFailed.
+func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, error) {
+	f := frameOf(ctx)
+	opts, optErr := parseStepOptions(req.Meta)
+	kv := r.o.o.KV
+	if optErr == nil && opts.idemKey != "" && kv != nil {
+		if v, ok, err := kv.Get(ctx, r.idemKVKey(opts)); err == nil && ok {
+			_, rerr := r.record(ctx, &ledger.Action{Type: ledger.CapabilityDeduplicated, ParentActionID: f.parent,
+				FunctionName: req.Name, Result: v, Success: true, Metadata: map[string]rtfs.Value{
+					"idempotency_key": rtfs.String(opts.idemKey), "idempotency_scope": rtfs.Keyword(opts.idemScope)}})
+			return v, rerr
+		}
+	}
+	meta := map[string]rtfs.Value{
+		"step_kind": rtfs.Keyword([...]string{"step", "loop", "loop-pass"}[req.Kind]),
+		"position":  rtfs.String(fmt.Sprintf("%s:%d:%d", req.File, req.Pos.Line, req.Pos.Col)),
+	}
+	if req.Kind == rtfs.StepLoopPass {
+		meta["pass"] = rtfs.Int(int64(req.Index))
+	}
+	stepID, err := r.record(ctx, &ledger.Action{Type: ledger.PlanStepStarted, ParentActionID: f.parent,
+		FunctionName: req.Name, Success: true, Metadata: meta})
+	if err != nil {
+		return rtfs.Nil, err
+	}
+	if f.primary != nil && f.primary.id == "" {
+		f.primary.id = stepID
+	}
+	start := r.o.o.Now()
+	v, err := r.runStep(ctx, req, f, stepID, opts, optErr)
+	end := &ledger.Action{ParentActionID: stepID, FunctionName: req.Name, DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
+	if err != nil {
+		end.Type, end.ErrorMessage = ledger.PlanStepFailed, err.Error()
+		if _, rerr := r.record(ctx, end); rerr != nil {
+			return rtfs.Nil, rerr
+		}
+		return rtfs.Nil, err
+	}
+	if opts.idemKey != "" && kv != nil {
+		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), dataOnly(v)); err != nil {
+			return rtfs.Nil, fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
+		}
+	}
+	end.Type, end.Success, end.Result = ledger.PlanStepCompleted, true, dataOnly(v)
+	if _, err := r.record(ctx, end); err != nil {
+		return rtfs.Nil, err
+	}
+	r.stats.mu.Lock()
+	r.stats.steps++
+	r.stats.mu.Unlock()
+	return v, nil
+}
+
+func (r *run) runStep(ctx context.Context, req *rtfs.StepRequest, f *frame, stepID string, opts stepOptions, optErr error) (rtfs.Value, error) {
+	if optErr != nil {
+		return rtfs.Nil, &rtfs.Error{Type: rtfs.ErrValue, Msg: fmt.Sprintf("step %q metadata: %v", req.Name, optErr), Pos: req.Pos, File: req.File}
+	}
+	if pre := req.Meta.GetKey("pre"); !pre.IsNil() {
+		if err := r.checkContract(ctx, stepID, "pre", pre, []rtfs.Value{req.Ctx}, req.Pos, req.File); err != nil {
+			return rtfs.Nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		sc := &scope{}
+		v, err := r.attempt(ctx, req, stepID, sc, opts)
+		if err == nil {
+			if post := req.Meta.GetKey("post"); !post.IsNil() {
+				if err = r.checkContract(ctx, stepID, "post", post, []rtfs.Value{req.Ctx, rtfs.NextCtx(req.Ctx, v)}, req.Pos, req.File); err != nil {
+					r.compensate(ctx, sc, stepID)
+					return rtfs.Nil, err
+				}
+			}
+			sc.mergeInto(f.scope)
+			return v, nil
+		}
+		r.compensate(ctx, sc, stepID)
+		if attempt > opts.retries || ctx.Err() != nil || contractType(err) != "" || fatal(err) {
+			return rtfs.Nil, err
+		}
+		backoff := opts.backoff * time.Duration(1<<min(attempt-1, 10))
+		if _, rerr := r.record(ctx, &ledger.Action{Type: ledger.PlanStepRetrying, ParentActionID: stepID,
+			FunctionName: req.Name, ErrorMessage: err.Error(), Metadata: map[string]rtfs.Value{
+				"attempt": rtfs.Int(int64(attempt)), "backoff_ms": rtfs.Int(backoff.Milliseconds())}}); rerr != nil {
+			return rtfs.Nil, rerr
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return rtfs.Nil, err
+		}
+	}
+}
+
+// attempt runs the body once under the step's timeout.
+func (r *run) attempt(ctx context.Context, req *rtfs.StepRequest, stepID string, sc *scope, opts stepOptions) (rtfs.Value, error) {
+	bctx := withFrame(ctx, &frame{parent: stepID, scope: sc})
+	if opts.timeout > 0 {
+		var cancel context.CancelFunc
+		bctx, cancel = context.WithTimeout(bctx, opts.timeout)
+		defer cancel()
+	}
+	v, err := req.Body(bctx)
+	if err != nil && ctx.Err() == nil && errors.Is(bctx.Err(), context.DeadlineExceeded) {
+		return rtfs.Nil, &rtfs.Error{Type: "rtfs/timeout", Pos: req.Pos, File: req.File,
+			Msg: fmt.Sprintf("step %q timed out after %s", req.Name, opts.timeout)}
+	}
+	return v, err
+}
+
+// fatal reports errors no retry can fix: fuel and depth exhaustion.
+func fatal(err error) bool {
+	var e *rtfs.Error
+	return errors.As(err, &e) && (e.Type == rtfs.ErrFuel || e.Type == rtfs.ErrDepth)
+}

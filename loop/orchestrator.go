@@ -1,0 +1,287 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// Ledger is where the orchestrator records what happens.
+type Ledger interface {
+	Append(ctx context.Context, a *ledger.Action) (ledger.Receipt, error)
+}
+
+// OrchestratorOptions configure an Orchestrator.
+type OrchestratorOptions struct {
+	Registry   *capability.Registry
+	Governance *governance.Kernel
+	Ledger     Ledger
+	// KV keeps idempotency records (and kv.* values) across restarts.
+	KV builtin.KV
+	// Env holds extra pure builtins plans may name; nil for the core library.
+	Env *rtfs.Env
+	// Limits bound plan evaluation; ContractLimits and ContractTimeout bound
+	// each contract predicate.
+	Limits          rtfs.Limits
+	ContractLimits  rtfs.Limits
+	ContractTimeout time.Duration
+	// CompensationTimeout bounds each compensation when the plan was aborted.
+	CompensationTimeout time.Duration
+	Now                 func() time.Time
+}
+
+// Orchestrator runs admitted plans: it is the rtfs.Host that records steps,
+// calls, contracts and compensations on the ledger.
+type Orchestrator struct {
+	o OrchestratorOptions
+}
+
+// NewOrchestrator returns an orchestrator; Registry, Governance and Ledger are required.
+func NewOrchestrator(o OrchestratorOptions) (*Orchestrator, error) {
+	if o.Registry == nil || o.Governance == nil || o.Ledger == nil {
+		return nil, errors.New("orchestrator needs a registry, a governance kernel and a ledger")
+	}
+	if o.ContractLimits.Fuel == 0 {
+		o.ContractLimits.Fuel = 100_000
+	}
+	if o.ContractTimeout == 0 {
+		o.ContractTimeout = 2 * time.Second
+	}
+	if o.CompensationTimeout == 0 {
+		o.CompensationTimeout = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Orchestrator{o: o}, nil
+}
+
+// PlanInput is one plan to run.
+type PlanInput struct {
+	File           string     // names the plan in positions
+	Source         string     // RTFS text
+	RunID          string     // optional
+	IntentID       string     // optional; scopes :intent idempotency
+	PlanID         string     // optional; generated when empty
+	ParentActionID string     // e.g. the IterationStarted action
+	Ctx            rtfs.Value // the plan context map
+}
+
+// PlanResult is the outcome of Execute.
+type PlanResult struct {
+	PlanID              string
+	PlanActionID        string // the PlanStarted action
+	Admission           *governance.Decision
+	Value               rtfs.Value
+	Err                 error    // run-time failure (nil on success)
+	FailedCompensations []string // names of compensating steps that failed
+	Steps               int      // steps that completed
+	Cost                float64
+}
+
+// ErrRefused marks a plan refused at admission or that could not be read;
+// errors.Is matches it for every RefusedError.
+var ErrRefused = errors.New("plan refused")
+
+// RefusedError is a plan that could not be read or was refused at
+// admission; Err says why, with positions.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string        { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error        { return e.Err }
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// NewID returns a new UUID v7 string.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// run is the state of one plan execution, shared by its steps.
+type run struct {
+	o          *Orchestrator
+	in         PlanInput
+	planID     string
+	decisionID string // the admission GovernanceDecision action
+	stats      *runStats
+}
+
+type runStats struct {
+	mu        sync.Mutex
+	steps     int
+	cost      float64
+	failedCmp []string
+}
+
+// Execute reads, admits and runs one plan. A plan that cannot be read or
+// is refused returns an error wrapping ErrRefused (and records why); a plan
+// that fails at run time returns a result whose Err is set.
+func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, error) {
+	r := &run{o: o, in: in, planID: in.PlanID, stats: &runStats{}}
+	if r.planID == "" {
+		r.planID = NewID()
+	}
+	res := &PlanResult{PlanID: r.planID}
+	forms, err := rtfs.Read(in.Source, in.File)
+	if err != nil {
+		if _, rerr := r.record(ctx, &ledger.Action{Type: ledger.GovernanceDecision, ParentActionID: in.ParentActionID,
+			FunctionName: "admission", Success: false, ErrorMessage: err.Error(),
+			Metadata: map[string]rtfs.Value{ledger.MetaConstitutionalRuleID: rtfs.String(governance.RuleCompiles)}}); rerr != nil {
+			return nil, rerr
+		}
+		return res, &RefusedError{Err: err}
+	}
+	d := o.o.Governance.Admit(in.File, forms)
+	res.Admission = d
+	decision, err := r.record(ctx, decisionAction(d, in.ParentActionID))
+	if err != nil {
+		return nil, err
+	}
+	r.decisionID = decision
+	if !d.Allowed {
+		return res, &RefusedError{Err: d.Err()}
+	}
+	prog, err := rtfs.Compile(forms, rtfs.Options{File: in.File, Mode: rtfs.PlanMode, Env: o.o.Env, Limits: o.o.Limits})
+	if err != nil { // admission compiled it already; this cannot differ
+		return res, &RefusedError{Err: err}
+	}
+	planAction, err := r.record(ctx, &ledger.Action{Type: ledger.PlanStarted, ParentActionID: in.ParentActionID,
+		FunctionName: in.File, Arguments: []rtfs.Value{rtfs.String(in.Source)}, Success: true,
+		Metadata: map[string]rtfs.Value{ledger.MetaDelegationDecisionID: rtfs.String(r.decisionID)}})
+	if err != nil {
+		return nil, err
+	}
+	res.PlanActionID = planAction
+	top := &scope{}
+	pctx := withFrame(ctx, &frame{parent: planAction, scope: top})
+	start := o.o.Now()
+	v, runErr := prog.Run(pctx, r, in.Ctx)
+	if runErr != nil {
+		r.compensate(ctx, top, planAction)
+	}
+	r.stats.mu.Lock()
+	res.Steps, res.Cost, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.failedCmp
+	r.stats.mu.Unlock()
+	end := &ledger.Action{ParentActionID: in.ParentActionID, FunctionName: in.File, Cost: res.Cost,
+		DurationMS: o.o.Now().Sub(start).Milliseconds(),
+		Metadata:   map[string]rtfs.Value{"plan_action_id": rtfs.String(planAction)}}
+	if len(res.FailedCompensations) > 0 {
+		end.Metadata["failed_compensations"] = stringsValue(res.FailedCompensations)
+	}
+	if runErr != nil {
+		end.Type, end.ErrorMessage = ledger.PlanAborted, runErr.Error()
+		res.Err = runErr
+	} else {
+		end.Type, end.Success, end.Result = ledger.PlanCompleted, true, dataOnly(v)
+		res.Value = v
+	}
+	if _, err := r.record(context.WithoutCancel(ctx), end); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func decisionAction(d *governance.Decision, parent string) *ledger.Action {
+	a := &ledger.Action{Type: ledger.GovernanceDecision, ParentActionID: parent, FunctionName: "admission",
+		Success: d.Allowed, Metadata: map[string]rtfs.Value{
+			ledger.MetaConstitutionalRuleID: rtfs.String(strings.Join(d.RuleIDs, ",")),
+			"capabilities":                  stringsValue(d.Capabilities),
+			"effects":                       stringsValue(d.Effects),
+			"allowed":                       rtfs.Bool(d.Allowed),
+		}}
+	if !d.Allowed {
+		a.ErrorMessage = strings.Join(d.Reasons, "; ")
+		a.Metadata["reasons"] = stringsValue(d.Reasons)
+	}
+	return a
+}
+
+func stringsValue(ss []string) rtfs.Value {
+	out := make([]rtfs.Value, len(ss))
+	for i, s := range ss {
+		out[i] = rtfs.String(s)
+	}
+	return rtfs.Vector(out)
+}
+
+// record fills the ids and time of a and appends it; it returns the action id.
+func (r *run) record(ctx context.Context, a *ledger.Action) (string, error) {
+	if a.ActionID == "" {
+		a.ActionID = NewID()
+	}
+	a.RunID, a.PlanID, a.IntentID = r.in.RunID, r.planID, r.in.IntentID
+	if a.Timestamp.IsZero() {
+		a.Timestamp = r.o.o.Now()
+	}
+	if _, err := r.o.o.Ledger.Append(context.WithoutCancel(ctx), a); err != nil {
+		return "", fmt.Errorf("record %s: %w", a.Type, err)
+	}
+	return a.ActionID, nil
+}
+
+// dataOnly replaces function values (which the ledger cannot hold) by
+// their printed names, recursively.
+func dataOnly(v rtfs.Value) rtfs.Value {
+	if !hasFn(v) {
+		return v
+	}
+	switch v.Kind() {
+	case rtfs.KindFn:
+		return rtfs.String(rtfs.Print(v))
+	case rtfs.KindList, rtfs.KindVector:
+		out := make([]rtfs.Value, len(v.Items()))
+		for i, it := range v.Items() {
+			out[i] = dataOnly(it)
+		}
+		if v.Kind() == rtfs.KindList {
+			return rtfs.List(out)
+		}
+		return rtfs.Vector(out)
+	case rtfs.KindMap:
+		b := rtfs.NewMapBuilder(v.Len())
+		v.AsMap().Range(func(k, x rtfs.Value) bool { b.Set(dataOnly(k), dataOnly(x)); return true })
+		return rtfs.MapValue(b.Map())
+	}
+	return v
+}
+
+func hasFn(v rtfs.Value) bool {
+	switch v.Kind() {
+	case rtfs.KindFn:
+		return true
+	case rtfs.KindList, rtfs.KindVector:
+		for _, it := range v.Items() {
+			if hasFn(it) {
+				return true
+			}
+		}
+	case rtfs.KindMap:
+		found := false
+		v.AsMap().Range(func(k, x rtfs.Value) bool { found = hasFn(k) || hasFn(x); return !found })
+		return found
+	}
+	return false
+}
+
+// Plan handles a (plan ^{:invariant …} :program …) form inside a program:
+// the invariant is checked on entry and exit states, like a postcondition.
+func (r *run) Plan(ctx context.Context, req *rtfs.PlanRequest) (rtfs.Value, error) {
+	inv := req.Meta.GetKey("invariant")
+	v, err := req.Body(ctx)
+	if err != nil || inv.IsNil() {
+		return v, err
+	}
+	f := frameOf(ctx)
+	after := req.After()
+	if cerr := r.checkContract(ctx, f.parent, "invariant", inv, []rtfs.Value{req.Ctx, after}, req.Pos, req.File); cerr != nil {
+		return rtfs.Nil, cerr
+	}
+	return v, nil
+}
