@@ -1,0 +1,215 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// loadConfig reads --config when given, else ./ralph.toml when it exists,
+// else the defaults.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat("ralph.toml"); err != nil {
+			return config.Default(), nil
+		}
+		path = "ralph.toml"
+	}
+	c, err := config.Load(path, nil)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return c, nil
+}
+
+// storeDir applies the precedence --store > RALPH_STORE > store.dir > ./.ralph.
+func storeDir(flag string, c *config.Config) string {
+	switch {
+	case flag != "":
+		return flag
+	case os.Getenv("RALPH_STORE") != "":
+		return os.Getenv("RALPH_STORE")
+	case c != nil && c.File != "" && c.Store.Dir != "":
+		return c.Store.Dir
+	}
+	return ".ralph"
+}
+
+func openStore(dir string, sync bool) (*ledger.Store, error) {
+	s, err := ledger.Open(ledger.Options{Dir: dir, SyncWrites: sync})
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	return s, nil
+}
+
+// engine is the wiring every plan-running command shares.
+type engine struct {
+	cfg   *config.Config
+	store *ledger.Store
+	reg   *capability.Registry
+	gov   *governance.Kernel
+	orch  *loop.Orchestrator
+}
+
+func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
+	reg := capability.NewRegistry()
+	workdir := cfg.Loop.Workdir
+	if cfg.File == "" {
+		workdir, _ = os.Getwd()
+	}
+	err := builtin.Register(reg, builtin.Options{Workdir: workdir, ShellAllow: cfg.Governance.ShellAllow,
+		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV()})
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	g := cfg.Governance
+	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
+		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
+		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD}, reg, nil)
+	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: store, KV: store.KV()})
+	if err != nil {
+		return nil, err
+	}
+	return &engine{cfg: cfg, store: store, reg: reg, gov: gov, orch: orch}, nil
+}
+
+func newExecCmd() *cobra.Command {
+	var cfgPath, store string
+	cmd := &cobra.Command{
+		Use:   "exec PLAN.rtfs",
+		Short: "Run one plan once through governance and the orchestrator",
+		Long: `Run one RTFS plan once: admit it through governance, execute it through the
+orchestrator, record everything on the causal chain, then print the result
+and the action tree.
+
+Exit status: 0 when the plan succeeded, 1 when it failed at run time, 2 when
+it was refused at admission or could not be read.`,
+		Example: `  ralph exec plan.rtfs
+  ralph exec plan.rtfs --config ralph.toml --store /tmp/ralph-store`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("exec takes one PLAN.rtfs file, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd.Context(), cmd.OutOrStdout(), args[0], cfgPath, store)
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "config `FILE` (default ./ralph.toml when present)")
+	cmd.Flags().StringVar(&store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	return cmd
+}
+
+func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag string) error {
+	src, err := os.ReadFile(planPath)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(storeDir(storeFlag, cfg), *cfg.Store.SyncWrites)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eng, err := newEngine(cfg, st)
+	if err != nil {
+		return err
+	}
+	params, err := paramsValue(cfg.Intent.Params)
+	if err != nil {
+		return exitError(ExitUsage, fmt.Errorf("%s: [intent].params: %w", cfg.File, err))
+	}
+	planCtx := rtfs.MapValue(params.AsMap().Assoc(rtfs.Keyword("iteration"), rtfs.Int(1)))
+	res, err := eng.orch.Execute(ctx, loop.PlanInput{File: filepath.Base(planPath), Source: string(src), Ctx: planCtx})
+	if res != nil {
+		if terr := printPlanTree(out, st, res.PlanID); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	switch {
+	case errors.Is(err, loop.ErrRefused):
+		return exitError(ExitUsage, err)
+	case err != nil:
+		return exitError(ExitFailure, err)
+	case res.Err != nil:
+		code := ExitFailure
+		var re *rtfs.Error
+		if errors.As(res.Err, &re) && re.Type == rtfs.ErrCancelled {
+			code = ExitCancelled
+		}
+		return exitError(code, res.Err)
+	}
+	if n, ok := rtfs.Size(res.Value, rtfs.MaxPrintNodes); !ok {
+		return exitError(ExitFailure, fmt.Errorf("the plan's result has more than %d nodes (at least %d) and is too large to print", rtfs.MaxPrintNodes, n))
+	}
+	return writeOut(out, "result: "+rtfs.Print(res.Value)+"\n")
+}
+
+func printPlanTree(w io.Writer, st *ledger.Store, planID string) error {
+	acts, err := st.ByPlan(planID)
+	if err != nil {
+		return err
+	}
+	return ledger.WriteTree(w, ledger.BuildTree(acts))
+}
+
+// paramsValue converts decoded TOML params to an RTFS map with keyword keys.
+func paramsValue(p map[string]any) (rtfs.Value, error) {
+	b := rtfs.NewMapBuilder(len(p))
+	for k, v := range p {
+		rv, err := goValue(v)
+		if err != nil {
+			return rtfs.Nil, fmt.Errorf("%s: %w", k, err)
+		}
+		b.Set(rtfs.Keyword(k), rv)
+	}
+	return rtfs.MapValue(b.Map()), nil
+}
+
+func goValue(v any) (rtfs.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return rtfs.Nil, nil
+	case string:
+		return rtfs.String(x), nil
+	case bool:
+		return rtfs.Bool(x), nil
+	case int64:
+		return rtfs.Int(x), nil
+	case int:
+		return rtfs.Int(int64(x)), nil
+	case float64:
+		return rtfs.Float(x), nil
+	case []any:
+		out := make([]rtfs.Value, len(x))
+		for i, it := range x {
+			rv, err := goValue(it)
+			if err != nil {
+				return rtfs.Nil, err
+			}
+			out[i] = rv
+		}
+		return rtfs.Vector(out), nil
+	case map[string]any:
+		return paramsValue(x)
+	}
+	return rtfs.Nil, fmt.Errorf("unsupported value %v of type %T", v, v)
+}
