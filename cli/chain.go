@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// existingStore opens a store that must already exist (read commands never
+// create one by accident).
+func existingStore(flag string) (*ledger.Store, error) {
+	cfg, err := loadConfig("")
+	if err != nil {
+		return nil, err
+	}
+	dir := storeDir(flag, cfg)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+	}
+	return openStore(dir, false)
+}
+
+func newChainCmd() *cobra.Command {
+	var store string
+	cmd := &cobra.Command{
+		Use:   "chain",
+		Short: "Verify, show, export and import the causal chain",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.AddCommand(newChainVerifyCmd(&store), newChainShowCmd(&store), newChainExportCmd(&store), newChainImportCmd(&store))
+	return cmd
+}
+
+func newChainVerifyCmd(store *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Recompute every hash, link, signature and index; exit 1 naming the first bad seq",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := existingStore(*store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rep, err := st.Verify(cmd.Context(), nil)
+			var ie *ledger.IntegrityError
+			switch {
+			case errors.As(err, &ie):
+				for _, p := range rep.Problems[1:] {
+					fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
+				}
+				return exitError(ExitFailure, err)
+			case err != nil:
+				return exitError(ExitFailure, err)
+			}
+			return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints))
+		},
+	}
+}
+
+func newChainShowCmd(store *string) *cobra.Command {
+	var f ledger.Filter
+	var asJSON, tree bool
+	cmd := &cobra.Command{
+		Use:   "show [--run ID | --plan ID | --intent ID] [--json] [--tree]",
+		Short: "Print actions: one line each, as JSON lines, or as a tree",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON && tree {
+				return usageErrorf("choose one of --json and --tree")
+			}
+			st, err := existingStore(*store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			var acts []ledger.Action
+			var buf []byte
+			err = st.Select(f, func(a ledger.Action) error {
+				switch {
+				case tree:
+					acts = append(acts, a)
+				case asJSON:
+					buf = append(ledger.AppendJSON(buf[:0], &a), '\n')
+					_, err := w.Write(buf)
+					return err
+				default:
+					_, err := fmt.Fprintln(w, ledger.Summary(&a))
+					return err
+				}
+				return nil
+			})
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			if tree {
+				if err := ledger.WriteTree(w, ledger.BuildTree(acts)); err != nil {
+					return exitError(ExitFailure, err)
+				}
+			}
+			return w.Flush()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.RunID, "run", "", "only actions of run `ID`")
+	fl.StringVar(&f.PlanID, "plan", "", "only actions of plan `ID`")
+	fl.StringVar(&f.IntentID, "intent", "", "only actions of intent `ID`")
+	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (DESIGN §6 form)")
+	fl.BoolVar(&tree, "tree", false, "arrange actions by parent")
+	return cmd
+}
+
+func newChainExportCmd(store *string) *cobra.Command {
+	var f ledger.Filter
+	cmd := &cobra.Command{
+		Use:   "export [--run ID] > chain.jsonl",
+		Short: "Write actions as JSON lines",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := existingStore(*store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			if _, err := st.Export(w, f); err != nil {
+				return exitError(ExitFailure, err)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
+	return cmd
+}
+
+func newChainImportCmd(store *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import < chain.jsonl",
+		Short: "Append JSON-line actions to the store, re-chained and re-signed; all or nothing",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig("")
+			if err != nil {
+				return err
+			}
+			st, err := openStore(storeDir(*store, cfg), true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rep, err := st.Import(cmd.Context(), bufio.NewReader(cmd.InOrStdin()))
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			msg := "imported 0 actions\n"
+			if rep.Actions > 0 {
+				msg = fmt.Sprintf("imported %d actions as seq %d–%d\n", rep.Actions, rep.FirstSeq, rep.LastSeq)
+			}
+			return writeOut(cmd.OutOrStdout(), msg)
+		},
+	}
+}

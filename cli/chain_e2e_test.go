@@ -1,0 +1,57 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestE2EChain(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	plan := filepath.Join(dir, "p.rtfs")
+	writeFile(t, plan, `(do (step "A" (call :ccos.echo {:message "a"})) (step "B" (call :ccos.math.mul 6 7)))`)
+	if _, errOut, code := runBinary(t, ralphBin, "", "exec", plan, "--store", store); code != 0 {
+		t.Fatalf("exec: %d %s", code, errOut)
+	}
+	out, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--store", store)
+	if code != 0 || !strings.HasPrefix(out, "verified 9 actions, ") {
+		t.Fatalf("verify: %d %q %q", code, out, errOut)
+	}
+	out, _, code = runBinary(t, ralphBin, "", "chain", "show", "--tree", "--store", store)
+	if code != 0 || !strings.Contains(out, "├─ #3 PlanStepStarted A ok") || !strings.Contains(out, "│  ├─ #4 CapabilityCall ccos.echo ok") {
+		t.Errorf("show --tree:\n%s", out)
+	}
+	jsonl, _, code := runBinary(t, ralphBin, "", "chain", "export", "--store", store)
+	if code != 0 || strings.Count(jsonl, "\n") != 9 || !strings.Contains(jsonl, `"action_type":"CapabilityCall"`) {
+		t.Fatalf("export (%d):\n%s", code, jsonl)
+	}
+	copyStore := filepath.Join(dir, "copy")
+	if out, errOut, code := runBinary(t, ralphBin, jsonl, "chain", "import", "--store", copyStore); code != 0 || !strings.Contains(out, "imported 9 actions as seq 1–9") {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	// A malformed line refuses the whole import, naming the line.
+	bad := strings.Replace(jsonl, `"action_type":"CapabilityCall"`, `"action_type":"Nonsense"`, 1)
+	_, errOut, code = runBinary(t, ralphBin, bad, "chain", "import", "--store", copyStore)
+	if code != 2 || !strings.Contains(errOut, "line 4") {
+		t.Errorf("bad import: %d %q", code, errOut)
+	}
+	if out, _, _ := runBinary(t, ralphBin, "", "chain", "verify", "--store", copyStore); !strings.HasPrefix(out, "verified 9 actions") {
+		t.Errorf("the refused import changed the store: %q", out)
+	}
+	// A corrupted or foreign directory is one clear sentence.
+	foreign := filepath.Join(dir, "foreign")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(foreign, "notes.txt"), "not a ledger")
+	_, errOut, code = runBinary(t, ralphBin, "", "chain", "verify", "--store", foreign)
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("foreign store: %d %q", code, errOut)
+	}
+}
