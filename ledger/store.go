@@ -77,6 +77,9 @@ type Store struct {
 	maxValue int64
 
 	head atomic.Pointer[Head]
+	// damaged is set at Open when the head and the stored actions disagree;
+	// every append is then refused with it.
+	damaged error
 
 	// The writer: Append sends requests on reqCh while holding sendMu for
 	// reading; Close takes it for writing before closing reqCh.
@@ -309,7 +312,10 @@ func (s *Store) init(opts Options) error {
 	}
 	head, err := s.loadHead()
 	if err != nil {
-		return fmt.Errorf("ledger store %s is corrupted: %w; run ralph chain verify", s.describe(), err)
+		// Stay open for reading and Verify, but refuse to extend a chain
+		// whose end is unknown.
+		s.damaged = fmt.Errorf("ledger store %s is damaged (%w); run ralph chain verify to find where", s.describe(), err)
+		s.log.Warn("ledger store is damaged; appends are refused", "store", s.describe(), "err", err)
 	}
 	s.head.Store(&head)
 	return nil

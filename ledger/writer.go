@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -143,6 +144,9 @@ func (s *Store) send(ctx context.Context, req *request) error {
 	if s.sendClosed {
 		return ErrClosed
 	}
+	if s.damaged != nil {
+		return s.damaged
+	}
 	select {
 	case s.reqCh <- req:
 		return nil
@@ -157,6 +161,7 @@ func (s *Store) writeLoop() {
 	defer close(s.writerDone)
 	defer s.bgWG.Done()
 	var batch []*request
+	lastSize := 0
 	for {
 		r, ok := <-s.reqCh
 		if !ok {
@@ -164,22 +169,38 @@ func (s *Store) writeLoop() {
 		}
 		batch = append(batch[:0], r)
 		n := len(r.items)
-	drain:
-		for n < maxBatchItems {
-			select {
-			case r, ok := <-s.reqCh:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-				n += len(r.items)
-			default:
-				break drain
+		// Take everything already waiting. If the last commit was bigger,
+		// other appenders are probably about to send: yield a few times so
+		// they can, and share this commit's checkpoint and fsync.
+		for spin := 0; ; spin++ {
+			n, ok = s.drain(&batch, n)
+			if !ok || n >= lastSize || n >= maxBatchItems || spin == 3 {
+				break
 			}
+			runtime.Gosched()
 		}
+		lastSize = n
 		s.commitBatch(batch)
 		clear(batch)
 	}
+}
+
+// drain moves every request already waiting into batch, up to
+// maxBatchItems actions. ok is false once reqCh is closed.
+func (s *Store) drain(batch *[]*request, n int) (int, bool) {
+	for n < maxBatchItems {
+		select {
+		case r, ok := <-s.reqCh:
+			if !ok {
+				return n, false
+			}
+			*batch = append(*batch, r)
+			n += len(r.items)
+		default:
+			return n, true
+		}
+	}
+	return n, true
 }
 
 // commitBatch commits every request of batch, splitting into as many

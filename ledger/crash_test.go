@@ -1,0 +1,149 @@
+package ledger
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const crashEnv = "RALPH_LEDGER_CRASH_CHILD_DIR"
+
+// TestCrashChild is the child process of TestCrashRecovery: it appends in a
+// loop from several goroutines and reports every acknowledged append as
+// "seq action_id" on file descriptor 3, until it is killed.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashEnv)
+	if dir == "" {
+		t.Skip("runs only as the child of TestCrashRecovery")
+	}
+	acks := os.NewFile(3, "acks")
+	s, err := Open(Options{Dir: dir, SyncWrites: true, MemTableSize: 8 << 20})
+	if err != nil {
+		fmt.Fprintf(acks, "open failed: %v\n", err)
+		os.Exit(2)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				a := sample(i)
+				a.ActionID = "" // a fresh UUIDv7 each time
+				a.ParentActionID = ""
+				a.RunID = fmt.Sprintf("child-%d-%d", os.Getpid(), w)
+				r, err := s.Append(context.Background(), a)
+				if err != nil {
+					fmt.Fprintf(acks, "append failed: %v\n", err)
+					os.Exit(2)
+				}
+				mu.Lock()
+				fmt.Fprintf(acks, "%d %s\n", r.Seq, a.ActionID)
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(30 * time.Second) // the parent kills long before
+	os.Exit(3)
+}
+
+// TestCrashRecovery kills an appending child with SIGKILL 20 times at random
+// moments. After every kill the store must open, verify, have no gap, and
+// hold every append the child saw acknowledged.
+func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("spawns 20 processes")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	acked := map[uint64]string{}
+	var maxAcked uint64
+	for round := range 20 {
+		lines := runAndKill(t, dir, time.Duration(rng.IntN(400))*time.Millisecond)
+		for _, line := range lines {
+			seqText, id, ok := strings.Cut(line, " ")
+			seq, err := strconv.ParseUint(seqText, 10, 64)
+			if !ok || err != nil {
+				t.Fatalf("round %d: child said %q", round, line)
+			}
+			acked[seq] = id
+			maxAcked = max(maxAcked, seq)
+		}
+		s, err := Open(Options{Dir: dir, MemTableSize: 8 << 20})
+		if err != nil {
+			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+		}
+		rep, err := s.Verify(context.Background(), nil)
+		if err != nil {
+			s.Close()
+			t.Fatalf("round %d: verify after SIGKILL: %v", round, err)
+		}
+		if h := s.Head().Seq; h < maxAcked || rep.Actions != h {
+			s.Close()
+			t.Fatalf("round %d: head %d, %d actions, but seq %d was acknowledged", round, h, rep.Actions, maxAcked)
+		}
+		for seq, id := range acked {
+			a, err := s.GetSeq(seq)
+			if err != nil || a.ActionID != id {
+				s.Close()
+				t.Fatalf("round %d: acknowledged seq %d (%s) reads back as %q, %v", round, seq, id, a.ActionID, err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: killed after %d acks; %d actions verified", round, len(lines), rep.Actions)
+	}
+	if maxAcked == 0 {
+		t.Fatal("the child never acknowledged an append")
+	}
+}
+
+// runAndKill starts the child on dir, SIGKILLs it after d, and returns the
+// acknowledgements it wrote before dying.
+func runAndKill(t *testing.T, dir string, d time.Duration) []string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var lines []string
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+	}()
+	time.Sleep(d)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // "signal: killed" is the expected outcome
+	<-read
+	for _, l := range lines {
+		if strings.Contains(l, "failed") {
+			t.Fatalf("child: %s", l)
+		}
+	}
+	return lines
+}
