@@ -129,12 +129,14 @@ func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {
 	return d
 }
 
+// refuse marks d refused by rule; the reason names the rule so a user can
+// find it in the constitution.
 func refuse(d *Decision, rule, reason string) *Decision {
 	d.Allowed = false
 	if !slices.Contains(d.RuleIDs, rule) {
 		d.RuleIDs = append(d.RuleIDs, rule)
 	}
-	d.Reasons = append(d.Reasons, reason)
+	d.Reasons = append(d.Reasons, reason+" (rule "+rule+")")
 	return d
 }
 

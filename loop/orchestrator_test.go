@@ -462,3 +462,55 @@ func TestIdempotentStepRunsOnceAcrossRestart(t *testing.T) {
 		store.Close()
 	}
 }
+
+func TestFailedCompensationIsReported(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	res, _ := fx.exec(t, `
+(do
+  (step.with-compensation (step "Do" (call :test.ok 1)) (step "Undo" (call :test.fail 1)))
+  (step "Later" (call :test.fail 2)))`, rtfs.Nil)
+	if res.Err == nil || strings.Join(res.FailedCompensations, ",") != "Undo" {
+		t.Fatalf("err %v, failed compensations %v", res.Err, res.FailedCompensations)
+	}
+	acts, _ := fx.store.ByPlan(res.PlanID)
+	last := acts[len(acts)-1]
+	if last.Type != ledger.PlanAborted || rtfs.Print(last.Metadata["failed_compensations"]) != `["Undo"]` {
+		t.Errorf("last action %s %v", last.Type, last.Metadata)
+	}
+	if !has(fx.trace(t, res.PlanID), "CompensationStarted Undo", "CompensationFailed Undo") {
+		t.Errorf("trace %v", fx.trace(t, res.PlanID))
+	}
+}
+
+func TestAbortRunsCompensations(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{ShellAllow: []string{"sleep"}}, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	go func() {
+		// Abort once the long step is running (its PlanStepStarted is on the chain).
+		sub := fx.store.Subscribe(ctx, 1)
+		for a := range sub {
+			if a.Type == ledger.PlanStepStarted && a.FunctionName == "Long" {
+				close(started)
+				cancel()
+				return
+			}
+		}
+	}()
+	res, err := fx.orch.Execute(ctx, PlanInput{File: "plan.rtfs", Source: `
+(do
+  (step.with-compensation (step "Book" (call :test.ok 1)) (step "Unbook" (call :test.undo 1)))
+  (step "Long" (call :shell.exec {:cmd "sleep" :args ["60"]})))`, Ctx: rtfs.Nil})
+	<-started
+	if err != nil || res.Err == nil {
+		t.Fatalf("err %v res.Err %v", err, res.Err)
+	}
+	if fx.count("test.undo") != 1 {
+		t.Errorf("Unbook ran %d times after the abort", fx.count("test.undo"))
+	}
+	if !has(fx.trace(t, res.PlanID), "PlanStepFailed Long", "CompensationCompleted Unbook", "PlanAborted plan.rtfs") {
+		t.Errorf("trace %v", fx.trace(t, res.PlanID))
+	}
+}
