@@ -15,26 +15,6 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-// memKV is a KV for tests that do not restart the store.
-type memKV struct {
-	mu sync.Mutex
-	m  map[string]rtfs.Value
-}
-
-func (k *memKV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	return v, ok, nil
-}
-
-func (k *memKV) Put(_ context.Context, key string, v rtfs.Value) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = v
-	return nil
-}
-
 type fixture struct {
 	store *ledger.Store
 	kv    builtin.KV
@@ -76,7 +56,7 @@ func newFixture(t testing.TB, c governance.Constitution, store *ledger.Store, kv
 		t.Cleanup(func() { store.Close() })
 	}
 	if kv == nil {
-		kv = &memKV{m: map[string]rtfs.Value{}}
+		kv = store.KV()
 	}
 	fx := &fixture{store: store, kv: kv, calls: map[string]int{}}
 	reg := capability.NewRegistry()

@@ -7,39 +7,25 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
-
-type mapKV struct {
-	mu sync.Mutex
-	m  map[string]rtfs.Value
-}
-
-func (k *mapKV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	v, ok := k.m[key]
-	return v, ok, nil
-}
-
-func (k *mapKV) Put(_ context.Context, key string, v rtfs.Value) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.m[key] = v
-	return nil
-}
 
 func newRegistry(t *testing.T, allow ...string) (*capability.Registry, string) {
 	t.Helper()
 	dir := t.TempDir()
+	store, err := ledger.Open(ledger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
 	r := capability.NewRegistry()
-	if err := Register(r, Options{Workdir: dir, ShellAllow: allow, KV: &mapKV{m: map[string]rtfs.Value{}}}); err != nil {
+	if err := Register(r, Options{Workdir: dir, ShellAllow: allow, KV: store.KV()}); err != nil {
 		t.Fatal(err)
 	}
 	return r, dir
