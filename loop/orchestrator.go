@@ -169,9 +169,8 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	r.stats.mu.Lock()
 	res.Steps, res.Cost, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.failedCmp
 	r.stats.mu.Unlock()
-	end := &ledger.Action{ParentActionID: in.ParentActionID, FunctionName: in.File, Cost: res.Cost,
-		DurationMS: o.o.Now().Sub(start).Milliseconds(),
-		Metadata:   map[string]rtfs.Value{"plan_action_id": rtfs.String(planAction)}}
+	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
+		DurationMS: o.o.Now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}
 	if len(res.FailedCompensations) > 0 {
 		end.Metadata["failed_compensations"] = stringsValue(res.FailedCompensations)
 	}
