@@ -87,6 +87,7 @@ type Store struct {
 	sendClosed bool
 	reqCh      chan *request
 	writerDone chan struct{}
+	appending  atomic.Int64 // callers inside Append: the writer lingers for them
 
 	// Subscribers wait on commitCh, which the writer closes and replaces
 	// after every commit; recent holds the last committed actions.
