@@ -467,7 +467,9 @@ func (l badgerLogger) emit(level slog.Level, f string, a []any) {
 	if !l.log.Enabled(ctx, level) {
 		return
 	}
-	l.log.Log(ctx, level, strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger")
+	// Some Badger messages span lines (level summaries); keep one per record.
+	msg := strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(f, a...)), "\n", " | ")
+	l.log.Log(ctx, level, msg, "component", "badger")
 }
 
 // hasPrefixKey reports whether k is prefix followed by exactly a be64 seq.

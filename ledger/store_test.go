@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
@@ -401,5 +402,53 @@ func rawUpdate(t testing.TB, dir string, fn func(txn *badger.Txn) error) {
 	defer db.Close()
 	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// recordingHandler keeps the records logged through it.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+func TestBadgerLogsGoToSlogAndGCStopsOnClose(t *testing.T) {
+	t.Parallel()
+	h := &recordingHandler{}
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Open(Options{Dir: dir, Logger: slog.New(h), GCInterval: time.Millisecond, MemTableSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, 0, 10)
+	time.Sleep(10 * time.Millisecond) // a few GC ticks
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	badgerLines := 0
+	for _, r := range h.records {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "component" && a.Value.String() == "badger" {
+				badgerLines++
+				if r.Level > slog.LevelWarn || strings.Contains(r.Message, "\n") {
+					t.Errorf("badger message at %v: %q", r.Level, r.Message)
+				}
+			}
+			return true
+		})
+	}
+	if badgerLines == 0 {
+		t.Fatal("no Badger message reached the slog handler")
 	}
 }

@@ -298,52 +298,7 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress fun
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	jobs := make(chan *vbatch, workers*2)
 	order := make(chan *vbatch, workers*2)
-	g.Go(func() error { // scanner
-		defer close(jobs)
-		defer close(order)
-		it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), PrefetchValues: true, PrefetchSize: 256})
-		defer it.Close()
-		b := newVBatch()
-		send := func() error {
-			select {
-			case order <- b:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			select {
-			case jobs <- b:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			b = newVBatch()
-			return nil
-		}
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			k := item.Key()
-			if len(k) != len(prefixAction)+8 {
-				v.add(0, rankRecord, "stored key %q is not a/<be64 seq>", k)
-				continue
-			}
-			if err := item.Value(func(val []byte) error {
-				b.buf = append(b.buf, val...)
-				return nil
-			}); err != nil {
-				return err
-			}
-			b.seqs = append(b.seqs, seqOf(k))
-			b.ends = append(b.ends, len(b.buf))
-			if len(b.seqs) == verifyBatch {
-				if err := send(); err != nil {
-					return err
-				}
-			}
-		}
-		if len(b.seqs) > 0 {
-			return send()
-		}
-		return nil
-	})
+	g.Go(func() error { return v.readActions(ctx, jobs, order) })
 	for range workers {
 		g.Go(func() error {
 			for b := range jobs {
@@ -380,6 +335,52 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress fun
 	err := g.Wait()
 	v.report.Actions = st.n
 	return sum, st, err
+}
+
+// readActions copies the stored actions out of Badger in batches, sending
+// each batch to the in-order checker (order) and to a hashing worker (jobs).
+func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch) error {
+	defer close(jobs)
+	defer close(order)
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), PrefetchValues: true, PrefetchSize: 256})
+	defer it.Close()
+	b := newVBatch()
+	send := func() error {
+		for _, ch := range [...]chan<- *vbatch{order, jobs} {
+			select {
+			case ch <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		b = newVBatch()
+		return nil
+	}
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if len(k) != len(prefixAction)+8 {
+			v.add(0, rankRecord, "stored key %q is not a/<be64 seq>", k)
+			continue
+		}
+		if err := item.Value(func(val []byte) error {
+			b.buf = append(b.buf, val...)
+			return nil
+		}); err != nil {
+			return err
+		}
+		b.seqs = append(b.seqs, seqOf(k))
+		b.ends = append(b.ends, len(b.buf))
+		if len(b.seqs) == verifyBatch {
+			if err := send(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(b.seqs) > 0 {
+		return send()
+	}
+	return nil
 }
 
 func newVBatch() *vbatch {

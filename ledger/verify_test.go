@@ -55,129 +55,133 @@ func rawGet(t *testing.T, txn *badger.Txn, key []byte) []byte {
 	return v
 }
 
-func TestVerifyNamesTheTamperedSeq(t *testing.T) {
+// tamperN is how many actions the tampering tests record, one commit each.
+const tamperN = 40
+
+func TestVerifyNamesAChangedByte(t *testing.T) {
 	t.Parallel()
-	const n = 40
-	t.Run("one byte changed", func(t *testing.T) {
-		t.Parallel()
-		dir := tamperStore(t, n)
-		const target = 17
-		var orig []byte
-		rawUpdate(t, dir, func(txn *badger.Txn) error {
-			orig = rawGet(t, txn, actionKey(target))
-			return nil
-		})
-		// Every region of the record: version, action_hash, chain_hash,
-		// checkpoint_seq, and the encoding from its version byte to its end.
-		positions := []int{0, 1, 40, 70, recordHeaderLen, recordHeaderLen + 5, recordHeaderLen + 30, len(orig) / 2, len(orig) - 30, len(orig) - 1}
-		for _, pos := range positions {
-			t.Run(fmt.Sprintf("byte %d", pos), func(t *testing.T) {
-				bad := append([]byte(nil), orig...)
-				bad[pos] ^= 0x20
-				rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(actionKey(target), bad) })
-				if ie := verifyDir(t, dir); ie.Seq != target {
-					t.Errorf("byte %d: verify names seq %d (%s), want %d", pos, ie.Seq, ie.Reason, target)
-				}
-				rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(actionKey(target), orig) })
-			})
-		}
-		s := openDir(t, dir, false)
-		defer s.Close()
-		mustVerify(t, s)
+	dir := tamperStore(t, tamperN)
+	const target = 17
+	var orig []byte
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		orig = rawGet(t, txn, actionKey(target))
+		return nil
 	})
-	t.Run("action deleted", func(t *testing.T) {
-		t.Parallel()
-		for _, target := range []uint64{1, 23, n} {
-			dir := tamperStore(t, n)
-			rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Delete(actionKey(target)) })
-			if ie := verifyDir(t, dir); ie.Seq != target || !strings.Contains(ie.Reason, "missing") {
-				t.Errorf("deleted %d: verify says %v", target, ie)
+	// Every region of the record: version, action_hash, chain_hash,
+	// checkpoint_seq, and the encoding from its version byte to its end.
+	positions := []int{0, 1, 40, 70, recordHeaderLen, recordHeaderLen + 5, recordHeaderLen + 30, len(orig) / 2, len(orig) - 30, len(orig) - 1}
+	for _, pos := range positions {
+		t.Run(fmt.Sprintf("byte %d", pos), func(t *testing.T) {
+			bad := append([]byte(nil), orig...)
+			bad[pos] ^= 0x20
+			rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(actionKey(target), bad) })
+			if ie := verifyDir(t, dir); ie.Seq != target {
+				t.Errorf("byte %d: verify names seq %d (%s), want %d", pos, ie.Seq, ie.Reason, target)
 			}
-		}
-	})
-	t.Run("two actions swapped", func(t *testing.T) {
-		t.Parallel()
-		dir := tamperStore(t, n)
-		rawUpdate(t, dir, func(txn *badger.Txn) error {
-			a, b := rawGet(t, txn, actionKey(9)), rawGet(t, txn, actionKey(31))
-			if err := txn.Set(actionKey(9), b); err != nil {
-				return err
-			}
-			return txn.Set(actionKey(31), a)
+			rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(actionKey(target), orig) })
 		})
-		if ie := verifyDir(t, dir); ie.Seq != 9 || !strings.Contains(ie.Reason, "swapped") {
-			t.Errorf("swap: verify says %v", ie)
+	}
+	s := openDir(t, dir, false)
+	defer s.Close()
+	mustVerify(t, s)
+}
+
+func TestVerifyNamesADeletedAction(t *testing.T) {
+	t.Parallel()
+	for _, target := range []uint64{1, 23, tamperN} {
+		dir := tamperStore(t, tamperN)
+		rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Delete(actionKey(target)) })
+		if ie := verifyDir(t, dir); ie.Seq != target || !strings.Contains(ie.Reason, "missing") {
+			t.Errorf("deleted %d: verify says %v", target, ie)
 		}
+	}
+}
+
+func TestVerifyNamesSwappedActions(t *testing.T) {
+	t.Parallel()
+	dir := tamperStore(t, tamperN)
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		a, b := rawGet(t, txn, actionKey(9)), rawGet(t, txn, actionKey(31))
+		if err := txn.Set(actionKey(9), b); err != nil {
+			return err
+		}
+		return txn.Set(actionKey(31), a)
 	})
-	t.Run("checkpoint signed by another key", func(t *testing.T) {
-		t.Parallel()
-		dir := tamperStore(t, n)
-		_, other, _ := ed25519.GenerateKey(nil)
-		const target = 28
-		rawUpdate(t, dir, func(txn *badger.Txn) error {
-			cp, err := decodeCheckpoint(rawGet(t, txn, checkpointKey(target)))
+	if ie := verifyDir(t, dir); ie.Seq != 9 || !strings.Contains(ie.Reason, "swapped") {
+		t.Errorf("swap: verify says %v", ie)
+	}
+}
+
+func TestVerifyNamesAForgedCheckpoint(t *testing.T) {
+	t.Parallel()
+	dir := tamperStore(t, tamperN)
+	_, other, _ := ed25519.GenerateKey(nil)
+	const target = 28
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		cp, err := decodeCheckpoint(rawGet(t, txn, checkpointKey(target)))
+		if err != nil {
+			return err
+		}
+		forged := signCheckpoint(other, cp.Seq, cp.ChainHash, cp.Time)
+		return txn.Set(checkpointKey(target), encodeCheckpoint(forged))
+	})
+	if ie := verifyDir(t, dir); ie.Seq != target || !strings.Contains(ie.Reason, "signature") {
+		t.Errorf("forged checkpoint: verify says %v", ie)
+	}
+}
+
+func TestVerifyNamesIndexDrift(t *testing.T) {
+	t.Parallel()
+	dir := tamperStore(t, tamperN)
+	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Delete(indexKey(IndexPlanID, sample(11).PlanID, 12)) })
+	if ie := verifyDir(t, dir); ie.Seq != 12 || !strings.Contains(ie.Reason, "index") {
+		t.Errorf("removed index entry: verify says %v", ie)
+	}
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		if err := txn.Set(indexKey(IndexPlanID, sample(11).PlanID, 12), nil); err != nil {
+			return err
+		}
+		return txn.Set(indexKey(IndexRunID, "run-evil", 5), nil)
+	})
+	if ie := verifyDir(t, dir); ie.Seq != 5 || !strings.Contains(ie.Reason, "index") {
+		t.Errorf("added index entry: verify says %v", ie)
+	}
+}
+
+// An attacker who recomputes every hash after a change still cannot sign:
+// the checkpoints give it away at the changed action's commit.
+func TestVerifyNamesARewrittenChain(t *testing.T) {
+	t.Parallel()
+	dir := tamperStore(t, tamperN)
+	rawUpdate(t, dir, func(txn *badger.Txn) error {
+		var prev Hash
+		for seq := uint64(1); seq <= tamperN; seq++ {
+			r, err := parseRecord(rawGet(t, txn, actionKey(seq)))
 			if err != nil {
 				return err
 			}
-			forged := signCheckpoint(other, cp.Seq, cp.ChainHash, cp.Time)
-			return txn.Set(checkpointKey(target), encodeCheckpoint(forged))
-		})
-		if ie := verifyDir(t, dir); ie.Seq != target || !strings.Contains(ie.Reason, "signature") {
-			t.Errorf("forged checkpoint: verify says %v", ie)
-		}
-	})
-	t.Run("index entry removed and added", func(t *testing.T) {
-		t.Parallel()
-		dir := tamperStore(t, n)
-		rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Delete(indexKey(IndexPlanID, sample(11).PlanID, 12)) })
-		if ie := verifyDir(t, dir); ie.Seq != 12 || !strings.Contains(ie.Reason, "index") {
-			t.Errorf("removed index entry: verify says %v", ie)
-		}
-		rawUpdate(t, dir, func(txn *badger.Txn) error {
-			if err := txn.Set(indexKey(IndexPlanID, sample(11).PlanID, 12), nil); err != nil {
+			a, err := DecodeCanonical(r.encoding)
+			if err != nil {
 				return err
 			}
-			return txn.Set(indexKey(IndexRunID, "run-evil", 5), nil)
-		})
-		if ie := verifyDir(t, dir); ie.Seq != 5 || !strings.Contains(ie.Reason, "index") {
-			t.Errorf("added index entry: verify says %v", ie)
-		}
-	})
-	t.Run("rewritten chain tail", func(t *testing.T) {
-		t.Parallel()
-		// An attacker who recomputes every hash after a change still cannot
-		// sign: the checkpoints give it away at the changed action's commit.
-		dir := tamperStore(t, n)
-		rawUpdate(t, dir, func(txn *badger.Txn) error {
-			var prev Hash
-			for seq := uint64(1); seq <= n; seq++ {
-				r, err := parseRecord(rawGet(t, txn, actionKey(seq)))
-				if err != nil {
-					return err
-				}
-				a, err := DecodeCanonical(r.encoding)
-				if err != nil {
-					return err
-				}
-				if seq == 20 {
-					a.Success = false
-				}
-				enc := AppendCanonical(nil, &a)
-				ah := ComputeActionHash(&a)
-				prev = ChainLink(prev, ah, seq)
-				rec := append([]byte{recordVersion}, ah[:]...)
-				rec = append(rec, prev[:]...)
-				rec = append(rec, rawGet(t, txn, actionKey(seq))[65:73]...)
-				if err := txn.Set(actionKey(seq), append(rec, enc...)); err != nil {
-					return err
-				}
+			if seq == 20 {
+				a.Success = false
 			}
-			return txn.Set([]byte(keyHead), encodeHead(Head{Seq: n, ChainHash: prev}))
-		})
-		if ie := verifyDir(t, dir); ie.Seq != 20 || !strings.Contains(ie.Reason, "checkpoint") {
-			t.Errorf("rewritten tail: verify says %v", ie)
+			enc := AppendCanonical(nil, &a)
+			ah := ComputeActionHash(&a)
+			prev = ChainLink(prev, ah, seq)
+			rec := append([]byte{recordVersion}, ah[:]...)
+			rec = append(rec, prev[:]...)
+			rec = append(rec, rawGet(t, txn, actionKey(seq))[65:73]...)
+			if err := txn.Set(actionKey(seq), append(rec, enc...)); err != nil {
+				return err
+			}
 		}
+		return txn.Set([]byte(keyHead), encodeHead(Head{Seq: tamperN, ChainHash: prev}))
 	})
+	if ie := verifyDir(t, dir); ie.Seq != 20 || !strings.Contains(ie.Reason, "checkpoint") {
+		t.Errorf("rewritten tail: verify says %v", ie)
+	}
 }
 
 func TestVerifyReportsProgressAndCounts(t *testing.T) {
