@@ -1,0 +1,338 @@
+package stop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// Class says what a met condition means for the run.
+type Class string
+
+// Classes, from strongest to weakest: a met abort beats a met failure,
+// which beats a met success, which beats a met limit (DESIGN §8).
+const (
+	ClassAbort   Class = "abort"   // the user asked to stop (user_signal): exit 4
+	ClassFailure Class = "failure" // the run failed: exit 1
+	ClassSuccess Class = "success" // the goal is reached: exit 0
+	ClassLimit   Class = "limit"   // a budget ran out before success: exit 3
+)
+
+// rank orders classes for the decision; higher wins.
+func (c Class) rank() int {
+	switch c {
+	case ClassAbort:
+		return 4
+	case ClassFailure:
+		return 3
+	case ClassSuccess:
+		return 2
+	case ClassLimit:
+		return 1
+	}
+	return 0
+}
+
+// Input is the snapshot one evaluation reads. Conditions are functions of
+// it, plus the outside world for command, file_exists, file_contains and
+// no_progress.
+type Input struct {
+	RunID               string
+	Iteration           int       // 1 for the first iteration
+	Started, Now        time.Time // when the run started; now (zero Now means time.Now)
+	CostUSD             float64
+	Tokens              int64
+	ConsecutiveFailures int             // iterations in a row that failed
+	LastActions         []ledger.Action // the last iteration's actions, in seq order
+	Audit               *Index          // the run's audit index (predicates)
+	Workdir             string          // where commands run and relative paths start
+	HeadSeq             uint64          // the ledger head when the snapshot was taken
+	UserSignal          bool            // the user asked to stop (first Ctrl-C, a stop key)
+}
+
+// Result is one condition's answer in one evaluation.
+type Result struct {
+	Name     string        `json:"name"`
+	Kind     string        `json:"kind"`
+	Class    Class         `json:"class"`
+	Priority int           `json:"priority"`
+	Met      bool          `json:"met"`
+	Reason   string        `json:"reason"`
+	Progress float64       `json:"progress"` // 0–1
+	Detail   string        `json:"detail"`   // "7/20", "$3.10/$5.00", "no progress 2/3"
+	Evidence string        `json:"evidence"` // what was looked at
+	Duration time.Duration `json:"duration_ns"`
+	CacheHit bool          `json:"cache_hit"`
+	TimedOut bool          `json:"timed_out"`
+	Err      string        `json:"error,omitempty"` // the check could not run
+}
+
+// Condition is one configured stop condition.
+type Condition struct {
+	Name     string
+	Kind     string
+	Class    Class
+	Priority int
+	// Timeout bounds one check; 0 takes the evaluator's default (commands:
+	// DefaultCommandTimeout).
+	Timeout time.Duration
+	// TimeoutClass is what a timeout counts as: "" or "not_met" means not
+	// met (still reported as timed_out), otherwise the class it is met with.
+	TimeoutClass string
+	Line         int // config line, 0 when built in code
+
+	check checker
+}
+
+// outcome is what a checker found.
+type outcome struct {
+	met      bool
+	reason   string
+	progress float64
+	detail   string
+	evidence string
+	err      error
+}
+
+// checker is the behaviour of one kind.
+type checker interface {
+	check(ctx context.Context, in *Input) outcome
+	// fingerprint writes every input check reads into f. It reports
+	// external when check also reads something f cannot capture (a
+	// command's effect on the world), so a cached result also needs a TTL.
+	fingerprint(in *Input, f *fp) (external bool)
+	// inputs describes the inputs for debug logs.
+	inputs(in *Input) string
+}
+
+// kindDefaults are the default priority and class of each kind (DESIGN §8).
+var kindDefaults = map[string]struct {
+	priority int
+	class    Class
+}{
+	"on_error": {100, ClassFailure}, "user_signal": {90, ClassAbort},
+	"max_iterations": {80, ClassLimit}, "max_duration": {80, ClassLimit}, "max_cost": {80, ClassLimit},
+	"max_tokens": {80, ClassLimit}, "consecutive_failures": {70, ClassFailure}, "no_progress": {70, ClassFailure},
+	"command": {60, ClassSuccess}, "predicate": {55, ClassSuccess}, "output_pattern": {50, ClassSuccess},
+	"file_exists": {40, ClassSuccess}, "file_contains": {40, ClassSuccess}, "all": {20, ClassSuccess},
+	"any": {20, ClassSuccess}, "not": {10, ClassSuccess}, "never": {0, ClassSuccess},
+}
+
+// Kinds returns every condition kind this package implements.
+func Kinds() []string { return config.StopKinds() }
+
+// FromConfig builds conditions from [[stop]] tables, validating what the
+// config package cannot: predicates compile (RTFS) or parse (JSON), regexes
+// compile, commands can be found, classes make sense. Every error is a
+// *config.Error naming file:line.
+func FromConfig(specs []config.Stop, file string) ([]*Condition, error) {
+	out := make([]*Condition, 0, len(specs))
+	seen := map[string]bool{}
+	for i := range specs {
+		c, err := build(&specs[i], file, specs[i].Line)
+		if err != nil {
+			return nil, err
+		}
+		if c.Name == "" {
+			c.Name = fmt.Sprintf("%s-%d", c.Kind, i+1)
+		}
+		if seen[c.Name] {
+			return nil, &config.Error{File: file, Line: c.Line, Msg: fmt.Sprintf("stop condition name %q is used twice", c.Name)}
+		}
+		seen[c.Name] = true
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// New builds one condition from its config form (line 0, file "<stop>").
+func New(s config.Stop) (*Condition, error) {
+	c, err := build(&s, "<stop>", s.Line)
+	if err != nil {
+		return nil, err
+	}
+	if c.Name == "" {
+		c.Name = c.Kind
+	}
+	return c, nil
+}
+
+func build(s *config.Stop, file string, line int) (*Condition, error) {
+	if line == 0 {
+		line = s.Line
+	}
+	fail := func(format string, args ...any) error {
+		what := fmt.Sprintf("(kind %q)", s.Kind)
+		if s.Name != "" {
+			what = fmt.Sprintf("%q", s.Name)
+		}
+		return &config.Error{File: file, Line: line, Msg: "[[stop]] " + what + ": " + fmt.Sprintf(format, args...)}
+	}
+	def, ok := kindDefaults[s.Kind]
+	if !ok {
+		return nil, fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(Kinds(), ", "))
+	}
+	c := &Condition{Name: s.Name, Kind: s.Kind, Class: def.class, Priority: def.priority,
+		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, Line: line}
+	if s.Priority != nil {
+		c.Priority = *s.Priority
+	}
+	switch Class(s.Class) {
+	case "":
+	case ClassSuccess, ClassFailure, ClassLimit:
+		c.Class = Class(s.Class)
+	default:
+		return nil, fail("class %q must be success, failure or limit", s.Class)
+	}
+	switch s.TimeoutClass {
+	case "", "not_met", "success", "failure", "limit":
+	default:
+		return nil, fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
+	}
+	var err error
+	c.check, err = buildChecker(s, file, line)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	return c, nil
+}
+
+func buildChecker(s *config.Stop, file string, line int) (checker, error) {
+	need := func(ok bool, field string) error {
+		if !ok {
+			return fmt.Errorf("kind %q needs a positive %s", s.Kind, field)
+		}
+		return nil
+	}
+	switch s.Kind {
+	case "max_iterations":
+		return maxIterations{s.Max}, need(s.Max > 0, "max")
+	case "max_duration":
+		return maxDuration{s.Duration.Duration}, need(s.Duration.Duration > 0, "duration")
+	case "max_cost":
+		return maxCost{s.USD}, need(s.USD > 0, "usd")
+	case "max_tokens":
+		return maxTokens{s.Tokens}, need(s.Tokens > 0, "tokens")
+	case "consecutive_failures":
+		return consecutiveFailures{s.Count}, need(s.Count > 0, "count")
+	case "no_progress":
+		return &noProgress{n: s.Iterations}, need(s.Iterations > 0, "iterations")
+	case "user_signal":
+		return userSignal{}, nil
+	case "never":
+		return never{}, nil
+	case "on_error":
+		re, err := compileRe("pattern", s.Pattern, true)
+		return onError{re}, err
+	case "output_pattern":
+		if s.Pattern == "" {
+			return nil, errors.New(`kind "output_pattern" needs a pattern, e.g. "<promise>DONE</promise>"`)
+		}
+		if !s.Regex {
+			return outputPattern{text: s.Pattern}, nil
+		}
+		re, err := compileRe("pattern", s.Pattern, true)
+		return outputPattern{text: s.Pattern, re: re}, err
+	case "file_exists":
+		return fileExists{s.Path}, need(s.Path != "", "path")
+	case "file_contains":
+		re, err := compileRe("pattern", s.Pattern, true)
+		if err != nil {
+			return nil, err
+		}
+		return fileContains{path: s.Path, re: re}, need(s.Path != "", "path")
+	case "command":
+		return buildCommand(s)
+	case "predicate":
+		return buildPredicate(s)
+	case "all", "any", "not":
+		return buildComposite(s, file, line)
+	}
+	return nil, fmt.Errorf("kind %q is unknown", s.Kind)
+}
+
+func compileRe(field, pattern string, required bool) (*regexp.Regexp, error) {
+	if pattern == "" {
+		if required {
+			return nil, fmt.Errorf("needs a %s", field)
+		}
+		return nil, nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a valid regex: %v", field, err)
+	}
+	return re, nil
+}
+
+func buildCommand(s *config.Stop) (checker, error) {
+	if len(s.Cmd) == 0 || s.Cmd[0] == "" {
+		return nil, errors.New(`kind "command" needs cmd, an argv such as ["go", "test", "./..."]`)
+	}
+	if !strings.ContainsRune(s.Cmd[0], '/') {
+		if _, err := exec.LookPath(s.Cmd[0]); err != nil {
+			return nil, fmt.Errorf("cmd %q is not on PATH; install it or write its full path", s.Cmd[0])
+		}
+	}
+	c := &command{argv: s.Cmd, expect: 0}
+	if s.ExpectExit != nil {
+		c.expect = *s.ExpectExit
+	}
+	var err error
+	if c.must, err = compileRe("must_match", s.MustMatch, false); err != nil {
+		return nil, err
+	}
+	if c.mustNot, err = compileRe("must_not_match", s.MustNotMatch, false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func buildPredicate(s *config.Stop) (checker, error) {
+	var p *Predicate
+	var err error
+	switch {
+	case (s.RTFS == "") == (s.JSON == ""):
+		return nil, errors.New(`kind "predicate" needs exactly one of rtfs or json`)
+	case s.RTFS != "":
+		p, err = ParsePredicateRTFS(s.RTFS, "rtfs")
+	default:
+		p, err = ParsePredicateJSON([]byte(s.JSON), "json rtfs")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &predicate{p: p}, nil
+}
+
+func buildComposite(s *config.Stop, file string, line int) (checker, error) {
+	if len(s.Conditions) == 0 {
+		return nil, fmt.Errorf("kind %q needs conditions, a list of stop tables", s.Kind)
+	}
+	if s.Kind == "not" && len(s.Conditions) != 1 {
+		return nil, errors.New(`kind "not" takes exactly one condition`)
+	}
+	kids := make([]*Condition, len(s.Conditions))
+	for i := range s.Conditions {
+		k, err := build(&s.Conditions[i], file, line)
+		if err != nil {
+			var ce *config.Error
+			if errors.As(err, &ce) {
+				return nil, fmt.Errorf("conditions[%d]: %s", i, ce.Msg)
+			}
+			return nil, err
+		}
+		if k.Name == "" {
+			k.Name = fmt.Sprintf("%s[%d]", s.Kind, i)
+		}
+		kids[i] = k
+	}
+	return &composite{op: s.Kind, kids: kids}, nil
+}

@@ -1,0 +1,29 @@
+// Package stop decides when a ralph loop stops: the stop condition kinds of
+// DESIGN §8, the evaluator that runs them in priority order (seed 003, with
+// the fixes of DESIGN §8), and completion predicates over an incremental
+// audit index of the run (seed 000, DESIGN §7).
+//
+// Invariants:
+//   - A condition is a function of an Input snapshot, plus the outside world
+//     for command, file_exists, file_contains and no_progress. Its cache key
+//     is the condition and a fingerprint of exactly the inputs it reads
+//     (iteration, ledger head, audit index size, file stat, …), so a cached
+//     result is never stale; only external checks (command) also expire
+//     after Options.CacheTTL.
+//   - Results come back in priority order (highest first, ties in the order
+//     conditions were added) however they were scheduled.
+//   - The decision is the met result with the strongest class — abort
+//     (user_signal) > failure > success > limit — then the highest priority.
+//   - A check that overruns its timeout is reported with TimedOut set and is
+//     met only when its timeout_class says so; it is never silently "not met".
+//   - Events never block an evaluation: when the buffer is full they are
+//     dropped and counted (Evaluator.Dropped).
+//   - Audit index updates are O(metadata keys) per action and audit.* queries
+//     are O(1) map look-ups by string that do not allocate; a predicate sees
+//     one consistent index state per evaluation.
+//   - A Watcher records at most one RunCompleted per run, naming the action
+//     after which the predicate first held; on resume it rebuilds the index
+//     from the ledger and finds an earlier RunCompleted instead of adding one.
+//   - Malformed conditions and predicates are refused by FromConfig with
+//     file:line; they never become "never met".
+package stop
