@@ -215,40 +215,64 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Evaluation, error) 
 	return ev, err
 }
 
-// evalParallel runs conditions MaxParallel at a time, started in priority
-// order. With StopOnFirst a met condition cancels every lower-priority one.
+// evalParallel answers cache hits inline, then runs the misses
+// MaxParallel at a time, started in priority order. With StopOnFirst a met
+// condition cancels every lower-priority one.
 func (e *Evaluator) evalParallel(ctx context.Context, conds []*Condition, in *Input, results []Result, done []bool) {
-	cancels := make([]context.CancelFunc, len(conds))
-	ctxs := make([]context.Context, len(conds))
-	for i := range conds {
-		ctxs[i], cancels[i] = context.WithCancel(ctx)
+	type miss struct {
+		i        int
+		key      uint64
+		external bool
+		start    time.Time
 	}
-	defer func() {
-		for _, c := range cancels {
-			c()
+	var misses []miss
+	for i, c := range conds {
+		start := e.opts.Now()
+		key, external, r, hit := e.probe(c, in, start)
+		if !hit {
+			misses = append(misses, miss{i, key, external, start})
+			continue
 		}
-	}()
+		results[i], done[i] = r, true
+		if e.opts.StopOnFirst && r.Met {
+			break // everything after it is cut anyway
+		}
+	}
+	if len(misses) == 0 {
+		return
+	}
+	var mu sync.Mutex // guards done and cancels
+	cancels := make([]context.CancelFunc, len(conds))
 	var g errgroup.Group
 	g.SetLimit(e.opts.MaxParallel)
-	var mu sync.Mutex // guards done and the cancellation of later conditions
-	for i, c := range conds {
+	for _, m := range misses {
 		if ctx.Err() != nil {
 			break
 		}
+		cctx := ctx
+		if e.opts.StopOnFirst {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithCancel(ctx)
+			mu.Lock()
+			cancels[m.i] = cancel
+			mu.Unlock()
+			defer cancel()
+		}
 		g.Go(func() error {
-			if ctxs[i].Err() != nil { // cancelled by a met, higher-priority condition
+			if cctx.Err() != nil { // cancelled by a met, higher-priority condition
 				return nil
 			}
-			r := e.evalOne(ctxs[i], c, in)
-			results[i] = r
+			r := e.run(cctx, conds[m.i], in, m.key, m.external, m.start)
 			mu.Lock()
-			done[i] = true
+			defer mu.Unlock()
+			results[m.i], done[m.i] = r, true
 			if e.opts.StopOnFirst && r.Met {
-				for _, cancel := range cancels[i+1:] {
-					cancel()
+				for _, cancel := range cancels[m.i+1:] {
+					if cancel != nil {
+						cancel()
+					}
 				}
 			}
-			mu.Unlock()
 			return nil
 		})
 	}
@@ -288,22 +312,37 @@ func (e *Evaluator) timeoutFor(c *Condition) time.Duration {
 	return e.opts.Timeout
 }
 
-// evalOne evaluates one condition: cache look-up by fingerprint, the check
-// under its timeout, the result, its events and its debug log.
+// evalOne evaluates one condition: cache look-up by fingerprint, else the
+// check under its timeout.
 func (e *Evaluator) evalOne(ctx context.Context, c *Condition, in *Input) Result {
 	start := e.opts.Now()
+	key, external, r, hit := e.probe(c, in, start)
+	if hit {
+		return r
+	}
+	return e.run(ctx, c, in, key, external, start)
+}
+
+// probe fingerprints c's inputs and looks the result up in the cache. A hit
+// is logged and emitted here.
+func (e *Evaluator) probe(c *Condition, in *Input, now time.Time) (key uint64, external bool, r Result, hit bool) {
 	f := newFP()
 	f.str(c.Kind)
-	external := c.check.fingerprint(in, &f)
-	key := f.sum()
-	if !e.opts.NoCache {
-		if r, ok := e.cache.get(c, key, start, e.opts.CacheTTL); ok {
-			r.CacheHit, r.Duration = true, 0
-			e.debug(c, in, "hit", key, 0)
-			e.emit(Event{Kind: EventConditionEvaluated, Iteration: in.Iteration, Condition: c.Name, Result: r})
-			return r
-		}
+	external = c.check.fingerprint(in, &f)
+	key = f.sum()
+	if e.opts.NoCache {
+		return key, external, Result{}, false
 	}
+	if r, hit = e.cache.get(c, key, now, e.opts.CacheTTL); hit {
+		r.CacheHit, r.Duration = true, 0
+		e.debug(c, in, "hit", key, 0)
+		e.emit(Event{Kind: EventConditionEvaluated, Iteration: in.Iteration, Condition: c.Name, Result: r})
+	}
+	return key, external, r, hit
+}
+
+// run checks c under its timeout and caches, logs and emits the result.
+func (e *Evaluator) run(ctx context.Context, c *Condition, in *Input, key uint64, external bool, start time.Time) Result {
 	timeout := e.timeoutFor(c)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	o := c.check.check(cctx, in)

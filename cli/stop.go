@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// runActions reads a recorded run; a run with no actions is a usage error.
+func runActions(storeFlag, runID string) ([]ledger.Action, error) {
+	st, err := existingStore(storeFlag)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	acts, err := st.ByRun(runID)
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	if len(acts) == 0 {
+		return nil, exitError(ExitUsage, fmt.Errorf("run %s has no recorded actions; list runs with `ralph chain show`", runID))
+	}
+	return acts, nil
+}
+
+// predicateReport is the --json form of `ralph predicate`.
+type predicateReport struct {
+	Holds     bool            `json:"holds"`
+	Source    string          `json:"rtfs"`
+	Evidence  []stop.Evidence `json:"evidence"`
+	FirstSeq  uint64          `json:"first_held_seq,omitempty"`
+	FirstID   string          `json:"first_held_action_id,omitempty"`
+	FirstWhat string          `json:"first_held_action,omitempty"`
+	Actions   int             `json:"actions"`
+}
+
+func newPredicateCmd() *cobra.Command {
+	var storeFlag string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "predicate RUN_ID EXPR|JSON",
+		Short: "Evaluate a completion predicate against a recorded run",
+		Long: `Evaluate a completion predicate (RTFS with the audit.* builtins, or the JSON
+DSL when it starts with '{') against the actions a run recorded. Prints true or
+false, the audit queries that decided it with the actions that answered them,
+and the action after which the predicate first held.
+
+Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`,
+		Example: `  ralph predicate 01J… '(and (audit.succeeded? "shell.exec") (not (audit.failed? "git.push")))'
+  ralph predicate 01J… '{"action_metadata_matches": {"function_name": "shell.exec", "key": "exit", "value": "0"}}'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("predicate takes RUN_ID and a predicate, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pred, err := stop.ParsePredicate(args[1], "<predicate>")
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			acts, err := runActions(storeFlag, args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := evalRecorded(cmd, pred, acts)
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			if asJSON {
+				b, _ := json.Marshal(rep) // plain strings, bools and ints: cannot fail
+				err = writeOut(cmd.OutOrStdout(), string(b)+"\n")
+			} else {
+				err = writeOut(cmd.OutOrStdout(), formatPredicate(rep))
+			}
+			if err != nil {
+				return err
+			}
+			if !rep.Holds {
+				return exitError(ExitFailure, errSilent)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+// errSilent carries an exit code whose explanation is already on stdout.
+var errSilent = silentError{}
+
+type silentError struct{}
+
+func (silentError) Error() string { return "the predicate does not hold" }
+
+// evalRecorded replays acts into an audit index, evaluating after each one
+// to find where the predicate first held, then explains the final answer.
+func evalRecorded(cmd *cobra.Command, pred *stop.Predicate, acts []ledger.Action) (predicateReport, error) {
+	ix := stop.NewIndex()
+	b, err := pred.Bind(ix)
+	if err != nil {
+		return predicateReport{}, err
+	}
+	rep := predicateReport{Source: pred.Source, Actions: len(acts)}
+	for i := range acts {
+		ix.Observe(&acts[i])
+		if rep.FirstSeq != 0 {
+			continue
+		}
+		holds, err := b.Eval(cmd.Context())
+		if err != nil {
+			return rep, fmt.Errorf("after seq %d: %w", acts[i].Seq, err)
+		}
+		if holds {
+			rep.FirstSeq, rep.FirstID, rep.FirstWhat = acts[i].Seq, acts[i].ActionID, ledger.Summary(&acts[i])
+		}
+	}
+	rep.Holds, rep.Evidence, err = b.Explain(cmd.Context())
+	return rep, err
+}
+
+func formatPredicate(rep predicateReport) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%t\n", rep.Holds)
+	for _, e := range rep.Evidence {
+		fmt.Fprintf(&b, "  (%s) → %t", e.Query, e.Holds)
+		if e.Seq != 0 {
+			fmt.Fprintf(&b, "  seq %d %s", e.Seq, e.ActionID)
+		}
+		b.WriteByte('\n')
+	}
+	if rep.FirstSeq != 0 {
+		fmt.Fprintf(&b, "first held after %s\n", rep.FirstWhat)
+	}
+	fmt.Fprintf(&b, "%d actions read\n", rep.Actions)
+	return b.String()
+}
+
+func newHistoryCmd() *cobra.Command {
+	var storeFlag string
+	var asJSON, verbose bool
+	cmd := &cobra.Command{
+		Use:   "history RUN_ID",
+		Short: "Show a run's stop-condition evaluations",
+		Long: `Show every stop-condition evaluation a run recorded (StopConditionsEvaluated
+actions), oldest first: for each iteration, each condition's verdict, progress,
+reason, and whether it came from the cache or timed out. --verbose adds the
+evidence each condition looked at; --json prints one object per evaluation.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("history takes one RUN_ID, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			acts, err := runActions(storeFlag, args[0])
+			if err != nil {
+				return err
+			}
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			n := 0
+			for i := range acts {
+				if acts[i].Type != ledger.StopConditionsEvaluated {
+					continue
+				}
+				ev, err := stop.EvaluationFromAction(&acts[i])
+				if err != nil {
+					return exitError(ExitFailure, err)
+				}
+				n++
+				if asJSON {
+					b, err := json.Marshal(ev)
+					if err != nil {
+						return exitError(ExitFailure, err)
+					}
+					w.Write(append(b, '\n'))
+					continue
+				}
+				writeEvaluation(w, acts[i].Seq, ev, verbose)
+			}
+			if n == 0 && !asJSON {
+				fmt.Fprintf(w, "run %s recorded no stop-condition evaluations\n", args[0])
+			}
+			if err := w.Flush(); err != nil {
+				return exitError(ExitFailure, fmt.Errorf("write output: %w", err))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per evaluation")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also print each condition's evidence")
+	return cmd
+}
+
+func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) {
+	verdict := "continue"
+	if ev.ShouldStop {
+		verdict = fmt.Sprintf("STOP (%s) by %s: %s", ev.Class, ev.TriggeredBy, ev.Reason)
+	}
+	fmt.Fprintf(w, "iteration %d  seq %d  %s  %s\n", ev.Iteration, seq, ev.Duration.Round(time.Microsecond), verdict)
+	for _, r := range ev.Results {
+		mark := "·"
+		if r.Met {
+			mark = "✓"
+		}
+		var flags []string
+		if r.CacheHit {
+			flags = append(flags, "cached")
+		}
+		if r.TimedOut {
+			flags = append(flags, "timed out")
+		}
+		if r.Err != "" {
+			flags = append(flags, "error: "+r.Err)
+		}
+		extra := ""
+		if len(flags) > 0 {
+			extra = " [" + strings.Join(flags, ", ") + "]"
+		}
+		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %3.0f%% %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
+			r.Progress*100, r.Detail, r.Reason, extra)
+		if verbose && r.Evidence != "" {
+			for _, line := range strings.Split(r.Evidence, "\n") {
+				fmt.Fprintf(w, "      %s\n", line)
+			}
+		}
+	}
+}
