@@ -184,6 +184,9 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 	if s.Priority != nil {
 		c.Priority = *s.Priority
 	}
+	if s.Kind == "user_signal" && s.Class != "" {
+		return nil, fail("user_signal always aborts the run (exit 4); remove class %q", s.Class)
+	}
 	switch Class(s.Class) {
 	case "":
 	case ClassSuccess, ClassFailure, ClassLimit:

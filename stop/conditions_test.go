@@ -191,6 +191,7 @@ func TestFromConfigErrorsNameTheLine(t *testing.T) {
 		{"json bad rtfs", `kind = "predicate"` + "\n" + `json = '{"rtfs": "(call :x)"}'`, "rtfs:1:"},
 		{"command not on PATH", `kind = "command"` + "\n" + `cmd = ["no-such-program-ralph"]`, "not on PATH"},
 		{"composite child", `kind = "any"` + "\n" + `conditions = [{kind = "predicate", rtfs = "(nope)"}]`, "conditions[0]"},
+		{"user_signal class", `kind = "user_signal"` + "\n" + `class = "success"`, "always aborts"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
