@@ -341,7 +341,7 @@ func TestSlowCommandDelaysOthersOnlyUntilItsTimeout(t *testing.T) {
 	t.Parallel()
 	needShell(t)
 	conds, err := FromConfig([]config.Stop{
-		{Name: "slow", Kind: "command", Cmd: []string{"sh", "-c", "sleep 60 & sleep 60"}, Priority: intp(99), Timeout: dur(300 * time.Millisecond)},
+		{Name: "slow", Kind: "command", Cmd: []string{"sh", "-c", "sleep 60 & sleep 60"}, Priority: intp(99), Timeout: dur(time.Second)},
 		{Name: "iters", Kind: "max_iterations", Max: 3},
 		{Name: "fast", Kind: "command", Cmd: []string{"true"}},
 	}, "t.toml")
