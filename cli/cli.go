@@ -143,7 +143,7 @@ Today the RTFS language is available through 'ralph eval' and 'ralph fmt'.`,
 		}
 		return usageErrorf("%s", err)
 	})
-	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd())
+	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd())
 	return root
 }
 
