@@ -72,3 +72,27 @@ func (k *KV) Put(_ context.Context, key string, v rtfs.Value) error {
 		return txn.Set([]byte(prefixKV+key), []byte(text))
 	})
 }
+
+// Scan calls fn for every key starting with prefix, in key order, until fn
+// returns false.
+func (k *KV) Scan(prefix string, fn func(key string, v rtfs.Value) bool) error {
+	return k.s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixKV + prefix), PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			text, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			v, err := rtfs.ReadValue(string(text))
+			if err != nil {
+				return fmt.Errorf("stored value for %q is corrupt: %w", item.Key()[len(prefixKV):], err)
+			}
+			if !fn(string(item.Key()[len(prefixKV):]), v) {
+				return nil
+			}
+		}
+		return nil
+	})
+}

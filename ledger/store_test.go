@@ -452,3 +452,36 @@ func TestBadgerLogsGoToSlogAndGCStopsOnClose(t *testing.T) {
 		t.Fatal("no Badger message reached the slog handler")
 	}
 }
+
+func TestConcurrentDuplicatesOneWins(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins, dups := 0, 0
+	for range 8 {
+		wg.Go(func() {
+			_, err := s.Append(context.Background(), sample(5))
+			var dup *DuplicateError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.As(err, &dup):
+				dups++
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins != 1 || dups != 7 {
+		t.Fatalf("%d appends of one id succeeded, %d refused", wins, dups)
+	}
+	// A refused request does not poison its id's neighbours in the batch.
+	if _, err := s.Append(context.Background(), sample(6)); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, s)
+}

@@ -53,6 +53,9 @@ type pending struct {
 	count int64   // how many entries it writes
 	req   *request
 	idx   int // position in req.items
+	// fresh is set when Append generated the action_id: a new UUIDv7
+	// cannot already be stored, so the writer skips looking it up.
+	fresh bool
 }
 
 // request is one Append (one item) or one Import (many).
@@ -115,6 +118,7 @@ func fillDefaults(a *Action) error {
 func (s *Store) Append(ctx context.Context, a *Action) (Receipt, error) {
 	s.appending.Add(1)
 	defer s.appending.Add(-1)
+	fresh := a.ActionID == ""
 	if err := fillDefaults(a); err != nil {
 		return Receipt{}, err
 	}
@@ -122,6 +126,7 @@ func (s *Store) Append(ctx context.Context, a *Action) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
+	p.fresh = fresh
 	req := &request{items: []*pending{p}, done: make(chan struct{})}
 	if err := s.submit(ctx, req); err != nil {
 		return Receipt{}, err
@@ -313,19 +318,65 @@ func (s *Store) finish(req *request, err error) {
 }
 
 // rejectDuplicates fails every request holding an action_id that is already
-// stored or that appears earlier in the batch. The writer is the only
-// writer, so a snapshot taken now is the state the batch commits onto.
+// stored or that appears earlier in the batch.
 func (s *Store) rejectDuplicates(batch []*request) []*request {
 	seen := make(map[string]struct{}, len(batch))
 	var ids []string
 	for _, req := range batch {
 		for _, p := range req.items {
-			ids = append(ids, p.a.ActionID)
+			if !p.fresh {
+				ids = append(ids, p.a.ActionID)
+			}
 		}
 	}
-	slices.Sort(ids)
 	stored := make(map[string]struct{})
-	err := s.db.View(func(txn *badger.Txn) error {
+	var err error
+	if len(ids) > 0 {
+		err = s.lookupIDs(ids, stored)
+	}
+	out := batch[:0]
+	for _, req := range batch {
+		if err != nil {
+			s.finish(req, fmt.Errorf("check for duplicate action ids: %w", err))
+			continue
+		}
+		if dup := firstDuplicate(req, stored, seen); dup != "" {
+			s.finish(req, &DuplicateError{ActionID: dup})
+			continue
+		}
+		req.res = make([]Receipt, len(req.items))
+		out = append(out, req)
+	}
+	return out
+}
+
+// firstDuplicate returns the first action_id of req that is stored, seen
+// earlier in the batch or repeated within req. A request without one has
+// its ids added to seen.
+func firstDuplicate(req *request, stored, seen map[string]struct{}) string {
+	mine := make(map[string]struct{}, len(req.items))
+	for _, p := range req.items {
+		id := p.a.ActionID
+		_, inStore := stored[id]
+		_, inBatch := seen[id]
+		_, inReq := mine[id]
+		if inStore || inBatch || inReq {
+			return id
+		}
+		mine[id] = struct{}{}
+	}
+	for id := range mine {
+		seen[id] = struct{}{}
+	}
+	return ""
+}
+
+// lookupIDs adds to stored each of ids that already has an action_id
+// index entry. The writer is the only writer, so the snapshot it reads is
+// the state the batch commits onto.
+func (s *Store) lookupIDs(ids []string, stored map[string]struct{}) error {
+	slices.Sort(ids) // one forward pass over the index
+	return s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for i, id := range ids {
@@ -342,33 +393,6 @@ func (s *Store) rejectDuplicates(batch []*request) []*request {
 		}
 		return nil
 	})
-	out := batch[:0]
-	for _, req := range batch {
-		if err != nil {
-			s.finish(req, fmt.Errorf("check for duplicate action ids: %w", err))
-			continue
-		}
-		var dup string
-		for _, p := range req.items {
-			id := p.a.ActionID
-			if _, ok := stored[id]; ok {
-				dup = id
-				break
-			}
-			if _, ok := seen[id]; ok {
-				dup = id
-				break
-			}
-			seen[id] = struct{}{}
-		}
-		if dup != "" {
-			s.finish(req, &DuplicateError{ActionID: dup})
-			continue
-		}
-		req.res = make([]Receipt, len(req.items))
-		out = append(out, req)
-	}
-	return out
 }
 
 // commitTxn writes items as seqs head+1… in one transaction together with
