@@ -147,3 +147,36 @@ func runAndKill(t *testing.T, dir string, d time.Duration) []string {
 	}
 	return lines
 }
+
+// TestSecondProcessIsNamed opens a store another process holds.
+func TestSecondProcessIsNamed(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if !bufio.NewScanner(r).Scan() { // the child has the store open once it acknowledges
+		t.Fatal("the child never acknowledged an append")
+	}
+	_, err = Open(Options{Dir: dir})
+	want := fmt.Sprintf("ledger store %s is in use by process %d; stop that process or pass another --store", dir, cmd.Process.Pid)
+	if err == nil || err.Error() != want {
+		t.Fatalf("open = %v\nwant %s", err, want)
+	}
+}
