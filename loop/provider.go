@@ -1,0 +1,148 @@
+package loop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// Intent is what the loop is asked to achieve.
+type Intent struct {
+	Goal   string
+	Prompt string     // PROMPT.md text, appended to the goal
+	Params rtfs.Value // the plan context map's starting point
+}
+
+// Feedback is what the previous iteration left for the next plan.
+type Feedback struct {
+	Iteration  int
+	LastPlan   string
+	Failures   []string      // failed steps and calls, with their errors
+	Conditions []stop.Result // each stop condition's status and progress
+}
+
+// PlanRequest asks a provider for one iteration's plan.
+type PlanRequest struct {
+	Intent    Intent
+	Iteration int
+	Feedback  Feedback
+}
+
+// Usage is what producing a plan cost.
+type Usage struct {
+	PromptTokens     int64
+	CompletionTokens int64
+	CostUSD          float64
+}
+
+// Tokens is the total token count.
+func (u Usage) Tokens() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// PlanResponse is a provider's answer: RTFS plan text and its cost.
+type PlanResponse struct {
+	Source   string // RTFS
+	Provider string // "static", "script", "openai", …
+	Mode     string // how the plan was produced ("static", "A", "B")
+	Repairs  int
+	Raw      string // the provider's raw output
+	Usage    Usage
+}
+
+// Provider turns an intent and the last iteration's feedback into a plan.
+// The arbiter implements it for models; static and script are here.
+type Provider interface {
+	Plan(ctx context.Context, req PlanRequest) (PlanResponse, error)
+}
+
+// StaticProvider returns the same plan every iteration: the classic Ralph loop.
+type StaticProvider struct{ Source string }
+
+// Plan returns the static plan.
+func (p StaticProvider) Plan(context.Context, PlanRequest) (PlanResponse, error) {
+	return PlanResponse{Source: p.Source, Provider: "static", Mode: "static", Raw: p.Source}, nil
+}
+
+// ScriptProvider replays canned model answers from a JSONL file, one per
+// plan request, in order. A line is a JSON string (the answer) or an object
+// {"content": "…", "prompt_tokens": n, "completion_tokens": m, "cost_usd": x}.
+type ScriptProvider struct {
+	file    string
+	mu      sync.Mutex
+	answers []scriptAnswer
+	next    int
+}
+
+type scriptAnswer struct {
+	Content          string  `json:"content"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// NewScriptProvider reads and checks every line of file.
+func NewScriptProvider(file string) (*ScriptProvider, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("script provider: %w", err)
+	}
+	p := &ScriptProvider{file: file}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var a scriptAnswer
+		if text[0] == '"' {
+			if err := json.Unmarshal(text, &a.Content); err != nil {
+				return nil, fmt.Errorf("%s:%d: %v", file, line, err)
+			}
+		} else {
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&a); err != nil {
+				return nil, fmt.Errorf("%s:%d: each line must be a JSON string or {\"content\": …, \"prompt_tokens\": n, \"completion_tokens\": m}: %v", file, line, err)
+			}
+		}
+		p.answers = append(p.answers, a)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(p.answers) == 0 {
+		return nil, fmt.Errorf("%s has no answers; write one JSON line per plan", file)
+	}
+	return p, nil
+}
+
+// ErrScriptExhausted is returned once every answer has been used.
+var ErrScriptExhausted = errors.New("script provider has no answers left")
+
+// Plan returns the next answer.
+func (p *ScriptProvider) Plan(context.Context, PlanRequest) (PlanResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.next >= len(p.answers) {
+		return PlanResponse{}, fmt.Errorf("%w (%s had %d)", ErrScriptExhausted, p.file, len(p.answers))
+	}
+	a := p.answers[p.next]
+	p.next++
+	return PlanResponse{Source: a.Content, Provider: "script", Mode: "script", Raw: a.Content,
+		Usage: Usage{PromptTokens: a.PromptTokens, CompletionTokens: a.CompletionTokens, CostUSD: a.CostUSD}}, nil
+}
+
+// Skip advances past n answers (used on resume).
+func (p *ScriptProvider) Skip(n int) {
+	p.mu.Lock()
+	p.next = min(p.next+n, len(p.answers))
+	p.mu.Unlock()
+}

@@ -1,0 +1,487 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// Run states, persisted with each run.
+const (
+	StateRunning = "running"
+	StateDone    = "done"    // a success-class stop
+	StateFailed  = "failed"  // a failure-class stop
+	StateStopped = "stopped" // a limit-class stop
+	StateAborted = "aborted" // the user aborted
+)
+
+// Exit codes of DESIGN §3, by stop class.
+const (
+	ExitSuccess = 0
+	ExitFailure = 1
+	ExitLimit   = 3
+	ExitAborted = 4
+)
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	Config       *config.Config
+	Store        *ledger.Store
+	Orchestrator *Orchestrator
+	Provider     Provider
+	Conditions   []*stop.Condition // from stop.FromConfig
+	Predicates   []*stop.Predicate // completion predicates watched after every action
+	Intent       Intent
+	// Approve, when set, is asked before each plan runs; false skips the iteration.
+	Approve func(ctx context.Context, iteration int, plan string) (bool, error)
+	// Resume continues RunID from its last completed iteration.
+	RunID  string
+	Resume bool
+	Now    func() time.Time
+}
+
+// Outcome is how a run ended, with the condition that ended it.
+type Outcome struct {
+	RunID       string
+	State       string
+	Class       stop.Class
+	TriggeredBy string // the condition's name
+	Reason      string
+	Evidence    string
+	Iterations  int
+	CostUSD     float64
+	Tokens      int64
+	ExitCode    int
+	FinalSeq    uint64 // the Run* action that closed the run
+
+	trigger *ledger.Action // the action after which a completion predicate held
+}
+
+// Runner runs one Ralph loop: plan, admit, execute, record, evaluate the
+// stop conditions, repeat.
+type Runner struct {
+	o    RunnerOptions
+	eval *stop.Evaluator
+}
+
+// NewRunner checks the options and builds the evaluator.
+func NewRunner(o RunnerOptions) (*Runner, error) {
+	if o.Config == nil || o.Store == nil || o.Orchestrator == nil || o.Provider == nil {
+		return nil, errors.New("runner needs a config, a store, an orchestrator and a provider")
+	}
+	if len(o.Conditions) == 0 && len(o.Predicates) == 0 {
+		return nil, errors.New("a run needs at least one stop condition; add a [[stop]] such as max_iterations")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Runner{o: o}, nil
+}
+
+type runState struct {
+	id, intentID, startedID string
+	started                 time.Time
+	iteration               int
+	cost                    float64
+	tokens                  int64
+	iterCosts               []float64
+	iterTokens              []int64
+	failures                int
+	lastPlan                string
+	feedback                Feedback
+}
+
+// Run runs iterations until a stop condition fires, a predicate holds, or
+// ctx is cancelled (an abort: the running plan's compensations run).
+func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
+	st, err := r.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now})
+	index := stop.NewIndex()
+	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFeed()
+	fed, err := r.feedIndex(feedCtx, st.id, index)
+	if err != nil {
+		return nil, err
+	}
+
+	runCtx := ctx
+	if d := r.maxDuration(); d > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(ctx, st.started.Add(d))
+		defer cancel()
+	}
+	for {
+		if out := r.preflight(runCtx, ctx, st); out != nil {
+			return r.finish(ctx, st, out)
+		}
+		st.iteration++
+		iterSeq, err := r.iterate(runCtx, st)
+		if err != nil {
+			return nil, err
+		}
+		fed.waitFor(r.o.Store.Head().Seq)
+		if trig, err := fed.triggered(); err != nil {
+			return nil, err
+		} else if trig != nil {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassSuccess, TriggeredBy: "completion_predicate",
+				Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
+				Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig})
+		}
+		if ctx.Err() != nil {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
+		}
+		if runCtx.Err() != nil {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassLimit, TriggeredBy: "max_duration", Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())})
+		}
+		last, err := r.actionsSince(st.id, iterSeq)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := r.eval.Evaluate(context.WithoutCancel(ctx), stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
+			Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
+			Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
+		if err != nil {
+			return nil, err
+		}
+		st.feedback.Conditions = ev.Results
+		if ev.ShouldStop {
+			t := ev.Trigger()
+			out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
+			if t != nil {
+				out.Evidence = t.Evidence
+			}
+			return r.finish(ctx, st, out)
+		}
+		if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
+			return nil, err
+		}
+		if d := r.o.Config.Loop.Delay.Duration; d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// start records RunStarted (or, on resume, finds it) and the run's state.
+func (r *Runner) start(ctx context.Context) (*runState, error) {
+	st := &runState{id: r.o.RunID, started: r.o.Now()}
+	if r.o.Resume {
+		return r.resumeState(ctx, st)
+	}
+	if st.id == "" {
+		st.id = NewID()
+	}
+	st.intentID = st.id
+	cfg := r.o.Config
+	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true,
+		Metadata: map[string]rtfs.Value{
+			"config":   rtfs.String(cfg.Snapshot()),
+			"provider": rtfs.String(cfg.Model.Provider),
+			"model":    rtfs.String(cfg.Model.Model),
+			"goal":     rtfs.String(cfg.Intent.Goal),
+		}})
+	if err != nil {
+		return nil, err
+	}
+	st.startedID = id
+	return st, r.saveState(ctx, st, StateRunning, nil)
+}
+
+func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (string, error) {
+	if a.ActionID == "" {
+		a.ActionID = NewID()
+	}
+	a.RunID, a.IntentID = st.id, st.intentID
+	if a.ParentActionID == "" && a.Type != ledger.RunStarted {
+		a.ParentActionID = st.startedID
+	}
+	if a.Timestamp.IsZero() {
+		a.Timestamp = r.o.Now()
+	}
+	if _, err := r.o.Store.Append(context.WithoutCancel(ctx), a); err != nil {
+		return "", fmt.Errorf("record %s: %w", a.Type, err)
+	}
+	return a.ActionID, nil
+}
+
+// iterate runs one iteration and returns the seq its actions start after.
+func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
+	begin := r.o.Store.Head().Seq
+	t0 := r.o.Now()
+	iterID, err := r.record(ctx, st, &ledger.Action{Type: ledger.IterationStarted, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
+		Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration))}})
+	if err != nil {
+		return 0, err
+	}
+	status, planCost, usage := "ok", 0.0, Usage{}
+	var failures []string
+	resp, perr := r.o.Provider.Plan(ctx, PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback})
+	usage = resp.Usage
+	gen := &ledger.Action{Type: ledger.PlanGenerated, ParentActionID: iterID, FunctionName: resp.Provider,
+		Arguments: []rtfs.Value{rtfs.String(resp.Source)}, Success: perr == nil, Cost: usage.CostUSD,
+		Metadata: map[string]rtfs.Value{"mode": rtfs.String(resp.Mode), "repairs": rtfs.Int(int64(resp.Repairs)),
+			"prompt_tokens": rtfs.Int(usage.PromptTokens), "completion_tokens": rtfs.Int(usage.CompletionTokens)}}
+	if perr != nil {
+		gen.ErrorMessage = perr.Error()
+	}
+	if _, err := r.record(ctx, st, gen); err != nil {
+		return 0, err
+	}
+	switch {
+	case perr != nil:
+		status, failures = "provider-error", []string{perr.Error()}
+	case r.o.Approve != nil:
+		ok, err := r.o.Approve(ctx, st.iteration, resp.Source)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			status = "skipped"
+		}
+	}
+	if status == "ok" {
+		res, err := r.o.Orchestrator.Execute(ctx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
+			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st)})
+		switch {
+		case errors.Is(err, ErrRefused):
+			status, failures = "refused", []string{err.Error()}
+		case err != nil:
+			return 0, err
+		case res.Err != nil:
+			status, failures = "failed", []string{res.Err.Error()}
+			planCost = res.Cost
+		default:
+			planCost = res.Cost
+		}
+	}
+	cost := planCost + usage.CostUSD
+	st.cost += cost
+	st.tokens += usage.Tokens()
+	st.iterCosts = append(st.iterCosts, cost)
+	st.iterTokens = append(st.iterTokens, usage.Tokens())
+	if status == "ok" || status == "skipped" {
+		st.failures = 0
+	} else {
+		st.failures++
+	}
+	st.lastPlan = resp.Source
+	st.feedback = Feedback{Iteration: st.iteration, LastPlan: resp.Source, Failures: failures}
+	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
+		rtfs.Keyword("tokens"), rtfs.Int(usage.Tokens()), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
+	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
+		Success: status == "ok" || status == "skipped", Result: summary, Cost: cost, DurationMS: r.o.Now().Sub(t0).Milliseconds(),
+		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(status)}}
+	if len(failures) > 0 {
+		done.ErrorMessage = strings.Join(failures, "; ")
+	}
+	if _, err := r.record(ctx, st, done); err != nil {
+		return 0, err
+	}
+	return begin, nil
+}
+
+// planCtx is the plan context: params plus :iteration, :run-id and :last.
+func (r *Runner) planCtx(st *runState) rtfs.Value {
+	m := r.o.Intent.Params.AsMap()
+	if m == nil {
+		m = rtfs.NewMap()
+	}
+	last := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("iteration"), rtfs.Int(int64(st.feedback.Iteration)),
+		rtfs.Keyword("failures"), stringsValue(st.feedback.Failures)))
+	m = m.Assoc(rtfs.Keyword("iteration"), rtfs.Int(int64(st.iteration))).
+		Assoc(rtfs.Keyword("run-id"), rtfs.String(st.id)).
+		Assoc(rtfs.Keyword("last"), last)
+	return rtfs.MapValue(m)
+}
+
+func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error) {
+	var out []ledger.Action
+	err := r.o.Store.Select(ledger.Filter{RunID: runID, FromSeq: seq + 1}, func(a ledger.Action) error {
+		out = append(out, a)
+		return nil
+	})
+	return out, err
+}
+
+// preflight stops the run before an iteration that a budget forbids:
+// cost and tokens by the mean of previous iterations, so no limit is
+// overshot.
+func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
+	if ctx.Err() != nil {
+		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
+	}
+	if runCtx.Err() != nil {
+		return &Outcome{Class: stop.ClassLimit, TriggeredBy: "max_duration", Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
+	}
+	n := len(st.iterCosts)
+	if n == 0 {
+		return nil
+	}
+	var sumCost float64
+	var sumTok int64
+	for i := range n {
+		sumCost += st.iterCosts[i]
+		sumTok += st.iterTokens[i]
+	}
+	meanCost, meanTok := sumCost/float64(n), sumTok/int64(n)
+	for _, s := range r.o.Config.Stop {
+		switch {
+		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
+			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name,
+				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, st.cost, s.USD),
+				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, st.cost)}
+		case s.Kind == "max_tokens" && st.tokens+meanTok > s.Tokens:
+			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name,
+				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, st.tokens, s.Tokens),
+				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, st.tokens)}
+		}
+	}
+	return nil
+}
+
+func (r *Runner) maxDuration() time.Duration {
+	var d time.Duration
+	for _, s := range r.o.Config.Stop {
+		if s.Kind == "max_duration" && (d == 0 || s.Duration.Duration < d) {
+			d = s.Duration.Duration
+		}
+	}
+	return d
+}
+
+// finish records the run's closing action and state.
+func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outcome, error) {
+	out.RunID, out.Iterations, out.CostUSD, out.Tokens = st.id, st.iteration, st.cost, st.tokens
+	typ, state := ledger.RunStopped, StateStopped
+	switch out.Class {
+	case stop.ClassSuccess:
+		typ, state, out.ExitCode = ledger.RunCompleted, StateDone, ExitSuccess
+	case stop.ClassFailure:
+		typ, state, out.ExitCode = ledger.RunFailed, StateFailed, ExitFailure
+	case stop.ClassAbort:
+		typ, state, out.ExitCode = ledger.RunAborted, StateAborted, ExitAborted
+	default:
+		out.ExitCode = ExitLimit
+	}
+	out.State = state
+	{
+		a := &ledger.Action{Type: typ, FunctionName: out.TriggeredBy, Success: out.Class == stop.ClassSuccess,
+			Cost: st.cost, Metadata: map[string]rtfs.Value{
+				"condition": rtfs.String(out.TriggeredBy), "class": rtfs.String(string(out.Class)),
+				"reason": rtfs.String(out.Reason), "evidence": rtfs.String(out.Evidence),
+				"iterations": rtfs.Int(int64(st.iteration)), "tokens": rtfs.Int(st.tokens),
+				"inputs_fresh_at": rtfs.String(r.o.Now().UTC().Format(time.RFC3339Nano)),
+			}}
+		if out.Class != stop.ClassSuccess {
+			a.ErrorMessage = out.Reason
+		}
+		if t := out.trigger; t != nil {
+			a.Metadata[stop.MetaTriggerActionID] = rtfs.String(t.ActionID)
+			a.Metadata[stop.MetaTriggerSeq] = rtfs.Int(int64(t.Seq))
+		}
+		if _, err := r.record(ctx, st, a); err != nil {
+			return nil, err
+		}
+		out.FinalSeq = r.o.Store.Head().Seq
+	}
+	return out, r.saveState(ctx, st, state, out)
+}
+
+// indexFeed keeps the run's audit index current from the ledger and
+// evaluates the completion predicates after every action of the run.
+type indexFeed struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	seen    uint64
+	trigger *ledger.Action // the action after which a predicate first held
+	err     error
+}
+
+// waitFor blocks until the feed has processed seq.
+func (f *indexFeed) waitFor(seq uint64) {
+	f.mu.Lock()
+	for f.seen < seq {
+		f.cond.Wait()
+	}
+	f.mu.Unlock()
+}
+
+func (f *indexFeed) triggered() (*ledger.Action, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.trigger, f.err
+}
+
+func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*indexFeed, error) {
+	f := &indexFeed{}
+	f.cond = sync.NewCond(&f.mu)
+	bounds := make([]*stop.Bound, len(r.o.Predicates))
+	for i, p := range r.o.Predicates {
+		b, err := p.Bind(ix)
+		if err != nil {
+			return nil, err
+		}
+		bounds[i] = b
+	}
+	observe := func(a *ledger.Action) {
+		if a.RunID != runID || a.Type == ledger.RunCompleted {
+			return
+		}
+		ix.Observe(a)
+		for _, b := range bounds {
+			if f.trigger != nil || f.err != nil {
+				return
+			}
+			holds, err := b.Eval(ctx)
+			f.mu.Lock()
+			switch {
+			case err != nil:
+				f.err = fmt.Errorf("evaluate completion predicate after seq %d: %w", a.Seq, err)
+			case holds:
+				c := *a
+				f.trigger = &c
+			}
+			f.mu.Unlock()
+		}
+	}
+	head := r.o.Store.Head().Seq
+	acts, err := r.o.Store.ByRun(runID) // resume: rebuild from the chain
+	if err != nil {
+		return nil, err
+	}
+	for i := range acts {
+		if acts[i].Seq <= head {
+			observe(&acts[i])
+		}
+	}
+	f.seen = head
+	go func() {
+		defer func() { // release waiters for good when the feed ends
+			f.mu.Lock()
+			f.seen = ^uint64(0)
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		}()
+		for a := range r.o.Store.Subscribe(ctx, head+1) {
+			observe(&a)
+			f.mu.Lock()
+			f.seen = a.Seq
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		}
+	}()
+	return f, nil
+}

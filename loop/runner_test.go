@@ -1,0 +1,196 @@
+package loop
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// newRunner builds a runner over an in-memory store from a ralph.toml text.
+func newRunner(t *testing.T, toml string, provider Provider) (*Runner, *fixture) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(toml), filepath.Join(t.TempDir(), "ralph.toml"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if provider == nil {
+		provider = StaticProvider{Source: cfg.Plan.RTFS}
+	}
+	r, err := NewRunner(RunnerOptions{Config: cfg, Store: fx.store, Orchestrator: fx.orch, Provider: provider,
+		Conditions: conds, Intent: Intent{Goal: cfg.Intent.Goal, Params: rtfs.MapValue(rtfs.NewMap())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, fx
+}
+
+func runTypes(t *testing.T, fx *fixture, runID string, typ ledger.ActionType) []ledger.Action {
+	t.Helper()
+	acts, err := fx.store.ByRun(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ledger.Action
+	for _, a := range acts {
+		if a.Type == typ {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestRunnerStopsAtMaxIterations(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message (str "it " (:iteration ctx))}))'
+[[stop]]
+name = "three"
+kind = "max_iterations"
+max = 3
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Iterations != 3 || out.ExitCode != ExitLimit || out.TriggeredBy != "three" || out.State != StateStopped {
+		t.Fatalf("outcome %+v", out)
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.IterationStarted)); n != 3 {
+		t.Errorf("%d IterationStarted, want exactly 3", n)
+	}
+	final := runTypes(t, fx, out.RunID, ledger.RunStopped)
+	if len(final) != 1 || final[0].Metadata["condition"].Str() != "three" || final[0].Metadata["reason"].Str() == "" {
+		t.Errorf("final action %+v", final)
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.StopConditionsEvaluated)); n != 3 {
+		t.Errorf("%d StopConditionsEvaluated", n)
+	}
+	runs, err := ListRuns(fx.store)
+	if err != nil || len(runs) != 1 || runs[0].State != StateStopped || runs[0].Iterations != 3 {
+		t.Errorf("runs %+v %v", runs, err)
+	}
+}
+
+func TestRunnerPredicateCompletes(t *testing.T) {
+	t.Parallel()
+	cfg := `
+[plan]
+rtfs = '(step "Count" (call :kv.put {:key "n" :value (:iteration ctx)}))'
+[[stop]]
+kind = "max_iterations"
+max = 10
+`
+	r, fx := newRunner(t, cfg, nil)
+	p, err := stop.ParsePredicate(`(>= (audit.count "kv.put" :succeeded) 2)`, "ralph.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.o.Predicates = []*stop.Predicate{p}
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != ExitSuccess || out.Iterations != 2 || out.TriggeredBy != "completion_predicate" {
+		t.Fatalf("outcome %+v", out)
+	}
+	done := runTypes(t, fx, out.RunID, ledger.RunCompleted)
+	if len(done) != 1 || done[0].Metadata[stop.MetaTriggerActionID].Str() == "" {
+		t.Fatalf("RunCompleted %+v", done)
+	}
+	trig, err := fx.store.Get(done[0].Metadata[stop.MetaTriggerActionID].Str())
+	if err != nil || trig.FunctionName != "kv.put" {
+		t.Errorf("trigger %+v %v", trig, err)
+	}
+}
+
+func TestRunnerFailureClassAndConsecutiveFailures(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, `
+[plan]
+rtfs = '(step "Boom" (call :test.fail 1))'
+[[stop]]
+name = "limit"
+kind = "max_iterations"
+max = 10
+[[stop]]
+name = "broken"
+kind = "consecutive_failures"
+count = 2
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != ExitFailure || out.Iterations != 2 || out.TriggeredBy != "broken" || out.State != StateFailed {
+		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestRunnerBudgetStopsBeforeOvershoot(t *testing.T) {
+	t.Parallel()
+	// Each iteration costs $0.01 (the test capability) — a budget of $0.025
+	// allows two, and the third would overshoot, so it never starts.
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Spend" (call :test.ok 1))'
+[[stop]]
+name = "budget"
+kind = "max_cost"
+usd = 0.025
+[[stop]]
+kind = "max_iterations"
+max = 10
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Iterations != 2 || out.ExitCode != ExitLimit || out.TriggeredBy != "budget" || out.CostUSD > 0.025 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if !strings.Contains(out.Reason, "expected to cost") {
+		t.Errorf("reason %q", out.Reason)
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.IterationStarted)); n != 2 {
+		t.Errorf("%d iterations started", n)
+	}
+}
+
+func TestRunnerAbortRecordsRunAborted(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+kind = "never"
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for a := range fx.store.Subscribe(ctx, 1) {
+			if a.Type == ledger.IterationCompleted && a.Metadata["iteration"].AsInt() == 2 {
+				cancel()
+				return
+			}
+		}
+	}()
+	out, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != ExitAborted || out.State != StateAborted || len(runTypes(t, fx, out.RunID, ledger.RunAborted)) != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+}

@@ -1,0 +1,98 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// RunKVPrefix is where run records live in the store's kv table.
+const RunKVPrefix = "run/"
+
+// saveState persists the run's state and counters.
+func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
+	b := rtfs.NewMapBuilder(12)
+	b.Set(rtfs.Keyword("id"), rtfs.String(st.id))
+	b.Set(rtfs.Keyword("state"), rtfs.Keyword(state))
+	b.Set(rtfs.Keyword("goal"), rtfs.String(r.o.Config.Intent.Goal))
+	b.Set(rtfs.Keyword("iterations"), rtfs.Int(int64(st.iteration)))
+	b.Set(rtfs.Keyword("cost"), rtfs.Float(st.cost))
+	b.Set(rtfs.Keyword("tokens"), rtfs.Int(st.tokens))
+	b.Set(rtfs.Keyword("started"), rtfs.String(st.started.UTC().Format(time.RFC3339)))
+	b.Set(rtfs.Keyword("updated"), rtfs.String(r.o.Now().UTC().Format(time.RFC3339)))
+	if out != nil {
+		b.Set(rtfs.Keyword("class"), rtfs.Keyword(string(out.Class)))
+		b.Set(rtfs.Keyword("condition"), rtfs.String(out.TriggeredBy))
+		b.Set(rtfs.Keyword("reason"), rtfs.String(out.Reason))
+		b.Set(rtfs.Keyword("evidence"), rtfs.String(out.Evidence))
+	}
+	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, rtfs.MapValue(b.Map()))
+}
+
+// resumeState rebuilds a run's state from the chain: the iteration count
+// carries on, and an iteration the crash interrupted runs again under its
+// own number.
+func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, error) {
+	rec, ok, err := r.o.Store.KV().Get(ctx, RunKVPrefix+st.id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("no run %s in this store; `ralph runs` lists them", st.id)
+	}
+	if s := rec.AsMap().GetKey("state").Str(); s != StateRunning && s != StateAborted {
+		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead", st.id, s)
+	}
+	acts, err := r.o.Store.ByRun(st.id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range acts {
+		a := &acts[i]
+		switch a.Type {
+		case ledger.RunStarted:
+			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
+		case ledger.IterationCompleted:
+			st.iteration = int(a.Metadata["iteration"].AsInt())
+			st.cost += a.Cost
+			tok := a.Result.AsMap().GetKey("tokens").AsInt()
+			st.tokens += tok
+			st.iterCosts = append(st.iterCosts, a.Cost)
+			st.iterTokens = append(st.iterTokens, tok)
+			if a.Success {
+				st.failures = 0
+			} else {
+				st.failures++
+			}
+		}
+	}
+	if st.startedID == "" {
+		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
+	}
+	return st, r.saveState(ctx, st, StateRunning, nil)
+}
+
+// RunRecord is one run as `ralph runs` lists it.
+type RunRecord struct {
+	ID, State, Goal, Class, Condition, Reason, Started string
+	Iterations                                         int
+	CostUSD                                            float64
+	Tokens                                             int64
+}
+
+// ListRuns reads every run record in the store, oldest first.
+func ListRuns(st *ledger.Store) ([]RunRecord, error) {
+	var out []RunRecord
+	err := st.KV().Scan(RunKVPrefix, func(_ string, v rtfs.Value) bool {
+		m := v.AsMap()
+		out = append(out, RunRecord{ID: m.GetKey("id").Str(), State: m.GetKey("state").Str(), Goal: m.GetKey("goal").Str(),
+			Class: m.GetKey("class").Str(), Condition: m.GetKey("condition").Str(), Reason: m.GetKey("reason").Str(),
+			Started: m.GetKey("started").Str(), Iterations: int(m.GetKey("iterations").AsInt()),
+			CostUSD: m.GetKey("cost").AsFloat(), Tokens: m.GetKey("tokens").AsInt()})
+		return true
+	})
+	return out, err
+}
