@@ -260,6 +260,30 @@ type header struct {
 	runID, actionID, parentID, planID, intentID string
 }
 
+// rawHeader is header without copies: its fields alias the encoding.
+type rawHeader struct {
+	seq uint64
+	ids [5][]byte // action_id, plan_id, intent_id, run_id, parent_action_id: the order of indexFields
+}
+
+// decodeRawHeader reads seq and the id fields of an encoding without
+// allocating.
+func decodeRawHeader(b []byte) (rawHeader, error) {
+	d := decoder{b: b}
+	var h rawHeader
+	if v := d.u8(); v != EncodingVersion && d.err == nil {
+		return h, fmt.Errorf("unknown action encoding version %d", v)
+	}
+	h.seq = d.u64()
+	run := d.take(int(d.u32()))
+	action := d.take(int(d.u32()))
+	parent := d.take(int(d.u32()))
+	plan := d.take(int(d.u32()))
+	intent := d.take(int(d.u32()))
+	h.ids = [5][]byte{action, plan, intent, run, parent}
+	return h, d.err
+}
+
 // decodeHeader reads seq and the id fields of a canonical encoding.
 func decodeHeader(b []byte) (header, error) {
 	d := decoder{b: b}

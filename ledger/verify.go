@@ -298,7 +298,10 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress fun
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	jobs := make(chan *vbatch, workers*2)
 	order := make(chan *vbatch, workers*2)
-	g.Go(func() error { return v.readActions(ctx, jobs, order) })
+	// Batches go back to free once checked, so a verification allocates a
+	// few of them however long the chain is.
+	free := make(chan *vbatch, workers*4+2)
+	g.Go(func() error { return v.readActions(ctx, jobs, order, free) })
 	for range workers {
 		g.Go(func() error {
 			for b := range jobs {
@@ -326,6 +329,10 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress fun
 					progress(st.n, max(headSeq, st.n))
 				}
 			}
+			select {
+			case free <- b:
+			default:
+			}
 		}
 		if progress != nil {
 			progress(st.n, max(headSeq, st.n))
@@ -339,12 +346,12 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress fun
 
 // readActions copies the stored actions out of Badger in batches, sending
 // each batch to the in-order checker (order) and to a hashing worker (jobs).
-func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch) error {
+func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch, free chan *vbatch) error {
 	defer close(jobs)
 	defer close(order)
 	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), PrefetchValues: true, PrefetchSize: 256})
 	defer it.Close()
-	b := newVBatch()
+	b := newVBatch(free)
 	send := func() error {
 		for _, ch := range [...]chan<- *vbatch{order, jobs} {
 			select {
@@ -353,7 +360,7 @@ func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch) 
 				return ctx.Err()
 			}
 		}
-		b = newVBatch()
+		b = newVBatch(free)
 		return nil
 	}
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -383,7 +390,16 @@ func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch) 
 	return nil
 }
 
-func newVBatch() *vbatch {
+// newVBatch reuses a checked batch from free, or makes one.
+func newVBatch(free chan *vbatch) *vbatch {
+	select {
+	case b := <-free:
+		b.seqs, b.ends, b.buf = b.seqs[:0], b.ends[:0], b.buf[:0]
+		b.sum = [2]uint64{}
+		b.done = make(chan struct{})
+		return b
+	default:
+	}
 	return &vbatch{
 		seqs: make([]uint64, 0, verifyBatch),
 		ends: make([]int, 0, verifyBatch),
@@ -395,7 +411,11 @@ func newVBatch() *vbatch {
 // hashBatch checks each record on its own: shape, action hash, encoded seq,
 // and adds the index keys it implies to the batch's sum.
 func (v *verifier) hashBatch(b *vbatch) {
-	b.res = make([]vresult, len(b.seqs))
+	if cap(b.res) < len(b.seqs) {
+		b.res = make([]vresult, len(b.seqs))
+	}
+	b.res = b.res[:len(b.seqs)]
+	clear(b.res)
 	var h0, h1 maphash.Hash
 	h0.SetSeed(v.seeds[0])
 	h1.SetSeed(v.seeds[1])
@@ -409,29 +429,29 @@ func (v *verifier) hashBatch(b *vbatch) {
 			continue
 		}
 		r.computed = sha256.Sum256(r.rec.encoding)
-		hd, err := decodeHeader(r.rec.encoding)
+		hd, err := decodeRawHeader(r.rec.encoding)
 		if err != nil {
 			r.err = err
 			continue
 		}
 		r.encSeq = hd.seq
-		hd.seq = b.seqs[i] // the keys an index would hold for this position
-		for fi, val := range [...]string{hd.actionID, hd.planID, hd.intentID, hd.runID, hd.parentID} {
-			if val == "" {
+		// The keys an index would hold for this position.
+		for fi, val := range hd.ids {
+			if len(val) == 0 {
 				continue
 			}
-			b.sum[0] += indexKeyHash(&h0, indexFields[fi], val, hd.seq)
-			b.sum[1] += indexKeyHash(&h1, indexFields[fi], val, hd.seq)
+			b.sum[0] += indexKeyHash(&h0, indexFields[fi], val, b.seqs[i])
+			b.sum[1] += indexKeyHash(&h1, indexFields[fi], val, b.seqs[i])
 		}
 	}
 }
 
-func indexKeyHash(h *maphash.Hash, field, value string, seq uint64) uint64 {
+func indexKeyHash(h *maphash.Hash, field string, value []byte, seq uint64) uint64 {
 	h.Reset()
 	h.WriteString(prefixIndex)
 	h.WriteString(field)
 	h.WriteByte('/')
-	h.WriteString(value)
+	h.Write(value)
 	h.WriteByte('/')
 	var s [8]byte
 	for i := 7; i >= 0; i-- {
