@@ -68,7 +68,7 @@ func TestCrashRecovery(t *testing.T) {
 	acked := map[uint64]string{}
 	var maxAcked uint64
 	for round := range 20 {
-		lines := runAndKill(t, dir, time.Duration(rng.IntN(400))*time.Millisecond)
+		lines := runAndKill(t, dir, time.Duration(rng.IntN(300))*time.Millisecond)
 		for _, line := range lines {
 			seqText, id, ok := strings.Cut(line, " ")
 			seq, err := strconv.ParseUint(seqText, 10, 64)

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -188,14 +189,14 @@ func TestVerifyReportsProgressAndCounts(t *testing.T) {
 	t.Parallel()
 	s := newMemStore(t)
 	ctx := context.Background()
-	var wg = make(chan struct{})
-	go func() {
-		defer close(wg)
-		for i := range 4 {
-			appendN(t, s, i*2500, 2500)
-		}
-	}()
-	<-wg
+	var in bytes.Buffer
+	for i := range 10000 {
+		in.Write(AppendJSON(nil, sample(i)))
+		in.WriteByte('\n')
+	}
+	if _, err := s.Import(ctx, &in); err != nil {
+		t.Fatal(err)
+	}
 	var calls, last uint64
 	rep, err := s.Verify(ctx, func(done, total uint64) {
 		calls++
