@@ -382,5 +382,9 @@ func (d *decoder) value() rtfs.Value {
 		d.fail(fmt.Sprintf("value %.40q does not read back: %v", text, err))
 		return rtfs.Nil
 	}
+	if rtfs.Print(v) != text {
+		d.fail(fmt.Sprintf("value %.40q is not in canonical form", text))
+		return rtfs.Nil
+	}
 	return v
 }

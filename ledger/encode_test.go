@@ -201,7 +201,8 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		"trailing":       append(append([]byte(nil), enc...), 0),
 		"huge length":    append(append([]byte(nil), enc[:9]...), 0xff, 0xff, 0xff, 0xff),
 		"bad type name":  AppendCanonical(nil, &Action{ActionID: "x", Type: ActionType(200)}),
-		"bad value text": appendValueRaw(AppendCanonical(nil, &Action{ActionID: "x", Type: RunStarted})),
+		"bad value text": appendValueRaw(AppendCanonical(nil, &Action{ActionID: "x", Type: RunStarted}), "{:a"),
+		"not canonical":  appendValueRaw(AppendCanonical(nil, &Action{ActionID: "x", Type: RunStarted}), "{:b 1 :a 2}"),
 	}
 	for name, b := range cases {
 		if _, err := DecodeCanonical(b); err == nil {
@@ -210,11 +211,11 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 	}
 }
 
-// appendValueRaw corrupts the result text of a minimal encoding into "{:a".
-func appendValueRaw(enc []byte) []byte {
+// appendValueRaw replaces the result text of a minimal encoding.
+func appendValueRaw(enc []byte, text string) []byte {
 	i := bytes.Index(enc, []byte("nil"))
 	out := append([]byte(nil), enc[:i-4]...)
-	out = append(out, 0, 0, 0, 3, '{', ':', 'a')
+	out = appendStr(out, text)
 	return append(out, enc[i+3:]...)
 }
 
@@ -277,4 +278,34 @@ func TestActionTypeNames(t *testing.T) {
 	if TypeInvalid.Valid() {
 		t.Error("the zero type must be invalid")
 	}
+}
+
+// FuzzDecodeCanonical: any bytes either decode to an action whose
+// re-encoding is the same bytes, or fail with an error; never a panic.
+func FuzzDecodeCanonical(f *testing.F) {
+	for _, a := range vectorActions() {
+		f.Add(AppendCanonical(nil, a))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := DecodeCanonical(b)
+		if err != nil {
+			return
+		}
+		if Validate(&a) != nil {
+			return // decodable but not recordable (e.g. an empty action_id)
+		}
+		if again := AppendCanonical(nil, &a); !bytes.Equal(again, b) {
+			t.Fatalf("decode/encode is not the identity:\n in %x\nout %x", b, again)
+		}
+	})
+}
+
+// FuzzParseJSONAction: any line either parses or fails; never a panic.
+func FuzzParseJSONAction(f *testing.F) {
+	f.Add([]byte(`{"seq":1,"action_id":"a","action_type":"RunStarted","timestamp":"2025-01-01T00:00:00Z","arguments":[1,":k",{"a":[1.5]}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var a Action
+		_ = a.UnmarshalJSON(b)
+	})
 }
