@@ -13,14 +13,10 @@ FUZZTIME ?= 60s
 build:
 	$(GO) build -o $(BIN) .
 
-## run: evaluate every example program and print its result
+## run: run the quickstart loop (static plan, no API key) and verify its causal chain
 run: build
-	@status=0; \
-	for f in examples/rtfs/*.rtfs; do \
-		echo "== $$f"; \
-		$(BIN) eval "$$f" || status=1; \
-	done; \
-	exit $$status
+	$(BIN) run examples/quickstart/ralph.toml
+	$(BIN) chain verify --store examples/quickstart/.ralph
 
 ## test: vet, then every test with the race detector (including the end-to-end tests)
 test:

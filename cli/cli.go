@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +28,7 @@ const (
 // context; after that the default handler is restored, so a second Ctrl-C
 // ends the process at once.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
@@ -69,6 +70,8 @@ func report(stderr io.Writer, cmd *cobra.Command, err error) int {
 	}
 	var re *rtfs.Error
 	switch {
+	case errors.As(err, &silentError{}):
+		// the explanation is already on stdout
 	case errors.As(err, &re):
 		fmt.Fprintln(stderr, re.Error())
 	case usage:
@@ -143,7 +146,8 @@ Today the RTFS language is available through 'ralph eval' and 'ralph fmt'.`,
 		}
 		return usageErrorf("%s", err)
 	})
-	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd())
+	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
+		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd())
 	return root
 }
 

@@ -1,0 +1,411 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
+)
+
+type runFlags struct {
+	noTUI, asJSON, approve, verbose bool
+	maxIterations                   int
+	provider, model, store          string
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [CONFIG]",
+		Short: "Run a Ralph loop until a stop condition fires",
+		Long: `Run the loop described by CONFIG (default ./ralph.toml): each iteration asks the
+provider for a plan, admits it through governance, executes it, records every
+event on the causal chain, then evaluates the stop conditions.
+
+The live UI is not built yet, so runs are headless: one line per event, then a
+summary. --json prints one JSON object per line instead.
+
+Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config or
+plan, 3 a limit-class stop, 4 aborted by the user (first Ctrl-C; compensations
+run). A second Ctrl-C ends the process at once.`,
+		Example: `  ralph run
+  ralph run examples/quickstart/ralph.toml --max-iterations 5
+  ralph run --json | jq .action_type`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("run takes at most one CONFIG, got %d arguments", len(args))
+			}
+			if f.maxIterations < 0 {
+				return usageErrorf("--max-iterations must be positive, got %d", f.maxIterations)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "ralph.toml"
+			if len(args) == 1 {
+				path = args[0]
+			} else if _, err := os.Stat(path); err != nil {
+				return usageErrorf("no ralph.toml here; create one with `ralph init` or pass CONFIG")
+			}
+			cfg, err := config.Load(path, nil)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			return runLoop(cmd, cfg, f, "")
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.noTUI, "no-tui", false, "run headless (the default until the UI lands)")
+	fl.BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
+	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n on stdin before running it")
+	fl.BoolVar(&f.verbose, "verbose", false, "print stop-condition results after each iteration")
+	fl.IntVar(&f.maxIterations, "max-iterations", 0, "stop (limit class) after `N` iterations")
+	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
+	fl.StringVar(&f.model, "model", "", "override [model].model")
+	fl.StringVar(&f.store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	return cmd
+}
+
+// runLoop wires the runner for cfg and drives it headless. resumeID, when
+// set, continues that run.
+func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) error {
+	if f.provider != "" {
+		cfg.Model.Provider = f.provider
+	}
+	if f.model != "" {
+		cfg.Model.Model = f.model
+	}
+	if f.approve {
+		if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+			return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
+		}
+	}
+	specs := cfg.Stop
+	if f.maxIterations > 0 {
+		specs = append(specs, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: f.maxIterations})
+	}
+	conds, err := stop.FromConfig(specs, cfg.File)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	var preds []*stop.Predicate
+	for _, s := range specs {
+		if s.Kind != "predicate" {
+			continue
+		}
+		src := s.RTFS
+		if src == "" {
+			src = s.JSON
+		}
+		p, err := stop.ParsePredicate(src, cfg.File)
+		if err != nil {
+			return exitError(ExitUsage, fmt.Errorf("%s:%d: %w", cfg.File, s.Line, err))
+		}
+		preds = append(preds, p)
+	}
+	provider, err := newProvider(cfg)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	intent, err := intentOf(cfg)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	st, err := openStore(storeDir(f.store, cfg), *cfg.Store.SyncWrites)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eng, err := newEngine(cfg, st)
+	if err != nil {
+		return err
+	}
+	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
+		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
+	if f.approve {
+		opts.Approve = approver(cmd.InOrStdin(), cmd.ErrOrStderr())
+	}
+	runner, err := loop.NewRunner(opts)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	ctx := cmd.Context()
+	printed := p.follow(context.WithoutCancel(ctx), st, st.Head().Seq+1)
+	out, err := runner.Run(ctx)
+	if err != nil {
+		p.stop()
+		<-printed
+		return exitError(ExitFailure, err)
+	}
+	p.until(out.FinalSeq)
+	<-printed
+	if err := p.summary(out); err != nil {
+		return err
+	}
+	if out.ExitCode != 0 {
+		return exitError(out.ExitCode, silentError{})
+	}
+	return nil
+}
+
+func newProvider(cfg *config.Config) (loop.Provider, error) {
+	switch cfg.Model.Provider {
+	case "static":
+		src := cfg.Plan.RTFS
+		if cfg.Plan.File != "" {
+			b, err := os.ReadFile(cfg.Plan.File)
+			if err != nil {
+				return nil, fmt.Errorf("%s: [plan].file: %w", cfg.File, err)
+			}
+			src = string(b)
+		}
+		return loop.StaticProvider{Source: src}, nil
+	case "script":
+		return loop.NewScriptProvider(cfg.Model.Script)
+	}
+	return nil, fmt.Errorf("provider %q is not available yet (it arrives with the arbiter); use \"static\" or \"script\"", cfg.Model.Provider)
+}
+
+func intentOf(cfg *config.Config) (loop.Intent, error) {
+	params, err := paramsValue(cfg.Intent.Params)
+	if err != nil {
+		return loop.Intent{}, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
+	}
+	in := loop.Intent{Goal: cfg.Intent.Goal, Params: params}
+	if cfg.Intent.PromptFile != "" {
+		b, err := os.ReadFile(cfg.Intent.PromptFile)
+		if err != nil {
+			return loop.Intent{}, fmt.Errorf("%s: [intent].prompt_file: %w", cfg.File, err)
+		}
+		in.Prompt = string(b)
+	}
+	return in, nil
+}
+
+func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (bool, error) {
+	r := bufio.NewReader(in)
+	return func(_ context.Context, iteration int, plan string) (bool, error) {
+		fmt.Fprintf(out, "iteration %d plan:\n%s\nrun it? [y/n] ", iteration, plan)
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return false, fmt.Errorf("read approval: %w", err)
+		}
+		return strings.EqualFold(strings.TrimSpace(line), "y"), nil
+	}
+}
+
+// printer is the headless view: it follows the ledger (so it never blocks
+// the runner and never misses an action) and prints one line per action.
+type printer struct {
+	w       *bufio.Writer
+	asJSON  bool
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	target  uint64 // last seq to print
+	last    uint64 // last seq printed
+	iter    int64
+	runID   string
+	started time.Time
+}
+
+func newPrinter(w io.Writer, asJSON bool) *printer {
+	return &printer{w: bufio.NewWriter(w), asJSON: asJSON, target: ^uint64(0)}
+}
+
+func (p *printer) follow(ctx context.Context, st *ledger.Store, from uint64) <-chan struct{} {
+	ctx, p.cancel = context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer p.w.Flush()
+		for a := range st.Subscribe(ctx, from) {
+			p.print(&a)
+			p.mu.Lock()
+			p.last = a.Seq
+			reached := a.Seq >= p.target
+			p.mu.Unlock()
+			if reached {
+				p.cancel()
+			}
+		}
+	}()
+	return done
+}
+
+// until makes the printer end once it has printed seq.
+func (p *printer) until(seq uint64) {
+	p.mu.Lock()
+	p.target = seq
+	done := p.last >= seq
+	p.mu.Unlock()
+	if done {
+		p.cancel()
+	}
+}
+
+func (p *printer) stop() { p.cancel() }
+
+func (p *printer) print(a *ledger.Action) {
+	if p.runID == "" && a.Type == ledger.RunStarted {
+		p.runID = a.RunID
+	}
+	if p.runID != "" && a.RunID != p.runID {
+		return
+	}
+	if p.asJSON {
+		p.w.Write(append(ledger.AppendJSON(nil, a), '\n'))
+		p.w.Flush()
+		return
+	}
+	if a.Type == ledger.IterationStarted {
+		p.iter = a.Metadata["iteration"].AsInt()
+	}
+	fmt.Fprintf(p.w, "%s it %-3d %s\n", a.Timestamp.Local().Format("15:04:05"), p.iter, ledger.Summary(a))
+	p.w.Flush()
+}
+
+func (p *printer) summary(out *loop.Outcome) error {
+	if p.asJSON {
+		b, err := json.Marshal(map[string]any{"summary": true, "run_id": out.RunID, "state": out.State,
+			"class": out.Class, "condition": out.TriggeredBy, "reason": out.Reason, "evidence": out.Evidence,
+			"iterations": out.Iterations, "cost_usd": out.CostUSD, "tokens": out.Tokens, "exit_code": out.ExitCode})
+		if err != nil {
+			return err
+		}
+		return writeOut(p.w, string(b)+"\n")
+	}
+	msg := fmt.Sprintf("run %s %s after %d iteration(s) ($%.4f, %d tokens): %s by %s — %s\n",
+		out.RunID, out.State, out.Iterations, out.CostUSD, out.Tokens, out.Class, out.TriggeredBy, out.Reason)
+	if err := writeOut(p.w, msg); err != nil {
+		return err
+	}
+	return p.w.Flush()
+}
+
+func newRunsCmd() *cobra.Command {
+	var storeFlag string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs [--json]",
+		Short: "List runs with state, iterations, cost and why they stopped",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := existingStore(storeFlag)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runs, err := loop.ListRuns(st)
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				for _, r := range runs {
+					b, _ := json.Marshal(r) // plain strings and numbers cannot fail to marshal
+					if err := writeOut(w, string(b)+"\n"); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATE\tITER\tCOST\tSTOPPED BY\tREASON")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t$%.4f\t%s\t%s\n", r.ID, r.State, r.Iterations, r.CostUSD, r.Condition, r.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR`")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run")
+	return cmd
+}
+
+func newResumeCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Continue a run after a crash or an abort, with the config it was started with",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("resume takes one RUN_ID (see `ralph runs`)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := snapshotConfig(f.store, args[0])
+			if err != nil {
+				return err
+			}
+			return runLoop(cmd, cfg, f, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&f.noTUI, "no-tui", false, "run headless")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
+	cmd.Flags().StringVar(&f.store, "store", "", "store `DIR`")
+	return cmd
+}
+
+// snapshotConfig reads the config recorded with a run's RunStarted.
+func snapshotConfig(storeFlag, runID string) (*config.Config, error) {
+	st, err := existingStore(storeFlag)
+	if err != nil {
+		return nil, err
+	}
+	acts, err := st.ByRun(runID)
+	dir := st.Dir()
+	st.Close()
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	for _, a := range acts {
+		if a.Type == ledger.RunStarted {
+			cfg, err := config.Parse([]byte(a.Metadata["config"].Str()), "run "+runID+" config snapshot", nil)
+			if err != nil {
+				return nil, exitError(ExitUsage, err)
+			}
+			cfg.Store.Dir = dir
+			return cfg, nil
+		}
+	}
+	return nil, exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", runID))
+}
+
+func newInitCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init [DIR]",
+		Short: "Write a commented ralph.toml and PROMPT.md starter",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("init takes at most one DIR")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			files, err := config.WriteStarter(dir)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			return writeOut(cmd.OutOrStdout(), "wrote "+strings.Join(files, " and ")+"; try `ralph run`\n")
+		},
+	}
+}
