@@ -28,6 +28,7 @@ const (
 // context; after that the default handler is restored, so a second Ctrl-C
 // ends the process at once.
 func Main(args []string) int {
+	hideEnvironment()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)

@@ -80,7 +80,11 @@ func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
 		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
 		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD}, reg, nil)
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: store, KV: store.KV()})
+	var secrets []string
+	if key := cfg.APIKey(nil); key != "" {
+		secrets = append(secrets, key)
+	}
+	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: store, KV: store.KV(), Secrets: secrets})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,12 @@ type frame struct {
 	primary *primarySlot
 }
 
-type primarySlot struct{ id string }
+// primarySlot is where the primary step of a saga reports its action id
+// and whether its own :post failed (which compensates it at once).
+type primarySlot struct {
+	id         string
+	postFailed bool
+}
 
 type frameKey struct{}
 
@@ -76,7 +81,7 @@ func (s *scope) mergeInto(parent *scope) {
 
 // compensate runs the scope's compensations LIFO. It runs even when ctx was
 // cancelled (an abort), bounded by CompensationTimeout each.
-func (r *run) compensate(ctx context.Context, s *scope, parent string) {
+func (r *run) compensate(ctx context.Context, s *scope) {
 	entries := s.take()
 	for i := len(entries) - 1; i >= 0; i-- {
 		r.runCompensation(ctx, entries[i])
@@ -123,7 +128,7 @@ func (r *run) Compensated(ctx context.Context, req *rtfs.CompensationRequest) (r
 	v, err := req.Primary(withFrame(ctx, &frame{parent: f.parent, scope: f.scope, primary: slot}))
 	e := compEntry{name: req.CompensationName, primary: slot.id, primaryNm: req.PrimaryName, run: req.Compensation}
 	if err != nil {
-		if contractType(err) == "contract/postcondition-failed" {
+		if slot.postFailed {
 			r.runCompensation(ctx, e)
 		}
 		return v, err
@@ -154,7 +159,7 @@ func (r *run) Parallel(ctx context.Context, req *rtfs.ParallelRequest) ([]rtfs.V
 		g.Go(func() error {
 			v, err := b.Run(withFrame(gctx, &frame{parent: f.parent, scope: scopes[i]}))
 			if err != nil {
-				r.compensate(ctx, scopes[i], f.parent)
+				r.compensate(ctx, scopes[i])
 				return err
 			}
 			out[i], ok[i] = v, true

@@ -93,14 +93,17 @@ func (r *run) runStep(ctx context.Context, req *rtfs.StepRequest, f *frame, step
 		if err == nil {
 			if post := req.Meta.GetKey("post"); !post.IsNil() {
 				if err = r.checkContract(ctx, stepID, "post", post, []rtfs.Value{req.Ctx, rtfs.NextCtx(req.Ctx, v)}, req.Pos, req.File); err != nil {
-					r.compensate(ctx, sc, stepID)
+					r.compensate(ctx, sc)
+					if f.primary != nil && f.primary.id == stepID {
+						f.primary.postFailed = true
+					}
 					return rtfs.Nil, err
 				}
 			}
 			sc.mergeInto(f.scope)
 			return v, nil
 		}
-		r.compensate(ctx, sc, stepID)
+		r.compensate(ctx, sc)
 		if attempt > opts.retries || ctx.Err() != nil || contractType(err) != "" || fatal(err) {
 			return rtfs.Nil, err
 		}

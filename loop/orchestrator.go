@@ -37,7 +37,10 @@ type OrchestratorOptions struct {
 	ContractTimeout time.Duration
 	// CompensationTimeout bounds each compensation when the plan was aborted.
 	CompensationTimeout time.Duration
-	Now                 func() time.Time
+	// Secrets are values (API keys) that must never be recorded: any
+	// occurrence in an action is replaced by [REDACTED] before it is appended.
+	Secrets []string
+	Now     func() time.Time
 }
 
 // Orchestrator runs admitted plans: it is the rtfs.Host that records steps,
@@ -164,7 +167,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	start := o.o.Now()
 	v, runErr := prog.Run(pctx, r, in.Ctx)
 	if runErr != nil {
-		r.compensate(ctx, top, planAction)
+		r.compensate(ctx, top)
 	}
 	r.stats.mu.Lock()
 	res.Steps, res.Cost, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.failedCmp
@@ -219,15 +222,22 @@ func (r *run) record(ctx context.Context, a *ledger.Action) (string, error) {
 	if a.Timestamp.IsZero() {
 		a.Timestamp = r.o.o.Now()
 	}
+	Redact(a, r.o.o.Secrets)
 	if _, err := r.o.o.Ledger.Append(context.WithoutCancel(ctx), a); err != nil {
 		return "", fmt.Errorf("record %s: %w", a.Type, err)
 	}
 	return a.ActionID, nil
 }
 
+// maxRecordedNodes bounds a value the ledger records.
+const maxRecordedNodes = 1 << 20
+
 // dataOnly replaces function values (which the ledger cannot hold) by
 // their printed names, recursively.
 func dataOnly(v rtfs.Value) rtfs.Value {
+	if n, ok := rtfs.Size(v, maxRecordedNodes); !ok {
+		return rtfs.String(fmt.Sprintf("#<value too large to record: more than %d nodes (at least %d)>", maxRecordedNodes, n))
+	}
 	if !hasFn(v) {
 		return v
 	}
@@ -283,4 +293,50 @@ func (r *run) Plan(ctx context.Context, req *rtfs.PlanRequest) (rtfs.Value, erro
 		return rtfs.Nil, cerr
 	}
 	return v, nil
+}
+
+// Redact replaces every occurrence of a secret in a's text and values by
+// [REDACTED]. Secrets shorter than 8 bytes are ignored (they would match
+// ordinary text).
+func Redact(a *ledger.Action, secrets []string) {
+	for _, sec := range secrets {
+		if len(sec) < 8 {
+			continue
+		}
+		a.ErrorMessage = strings.ReplaceAll(a.ErrorMessage, sec, "[REDACTED]")
+		for i, v := range a.Arguments {
+			a.Arguments[i] = redactValue(v, sec)
+		}
+		a.Result = redactValue(a.Result, sec)
+		for k, v := range a.Metadata {
+			a.Metadata[k] = redactValue(v, sec)
+		}
+	}
+}
+
+func redactValue(v rtfs.Value, sec string) rtfs.Value {
+	switch v.Kind() {
+	case rtfs.KindString:
+		if strings.Contains(v.Str(), sec) {
+			return rtfs.String(strings.ReplaceAll(v.Str(), sec, "[REDACTED]"))
+		}
+	case rtfs.KindList, rtfs.KindVector, rtfs.KindMap:
+		if !strings.Contains(rtfs.Print(v), sec) {
+			return v
+		}
+		if v.Kind() == rtfs.KindMap {
+			b := rtfs.NewMapBuilder(v.Len())
+			v.AsMap().Range(func(k, x rtfs.Value) bool { b.Set(redactValue(k, sec), redactValue(x, sec)); return true })
+			return rtfs.MapValue(b.Map())
+		}
+		out := make([]rtfs.Value, len(v.Items()))
+		for i, it := range v.Items() {
+			out[i] = redactValue(it, sec)
+		}
+		if v.Kind() == rtfs.KindList {
+			return rtfs.List(out)
+		}
+		return rtfs.Vector(out)
+	}
+	return v
 }

@@ -494,3 +494,51 @@ func TestAbortRunsCompensations(t *testing.T) {
 		t.Errorf("trace %v", fx.trace(t, res.PlanID))
 	}
 }
+
+func TestContractCannotReachEffectsThroughFunctions(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	for _, src := range []string{
+		"(defn g [c] (call :test.ok {:x 1}) true)\n(step \"S\" ^{:pre g} 1)",
+		"(defn g [r] (call :test.ok {:effect 1}) true)\n(step-loop \"L\" {:max 2 :until (fn [r] (g r))} 1)",
+		"(defn g [x] (call :test.ok 1) true)\n(defn f ^{:pre g} [x] x)\n(step \"S\" (f 1))",
+	} {
+		res, err := fx.exec(t, src, rtfs.Nil)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "must be pure") {
+			t.Errorf("%s: got %v, want an impurity failure", src, res.Err)
+		}
+	}
+	if n := fx.count("test.ok"); n != 0 {
+		t.Errorf("a contract performed %d capability calls", n)
+	}
+}
+
+func TestKVCannotForgeIdempotencyRecords(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	res, err := fx.exec(t, `(do (call :kv.put {:key "idem/global//pay" :value "forged"})
+  (step "Pay" ^{:idempotency {:key "pay" :scope :global}} (call :test.ok {:paid true})))`, rtfs.Nil)
+	if err != nil || res.Err != nil || fx.count("test.ok") != 1 {
+		t.Fatalf("err %v %v; Pay ran %d times", err, res.Err, fx.count("test.ok"))
+	}
+}
+
+func TestSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	fx.orch.o.Secrets = []string{"sk-live-abcdef123456"}
+	res, err := fx.exec(t, `(step "Leak" (call :test.ok {:token "Bearer sk-live-abcdef123456"}))`, rtfs.Nil)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	var buf strings.Builder
+	if _, err := fx.store.Export(&buf, ledger.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "sk-live-abcdef123456") || !strings.Contains(buf.String(), "Bearer [REDACTED]") {
+		t.Errorf("secret not redacted:\n%s", buf.String())
+	}
+}

@@ -205,6 +205,7 @@ func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (st
 		a.ActionID = NewID()
 	}
 	a.RunID, a.IntentID = st.id, st.intentID
+	Redact(a, r.o.Orchestrator.o.Secrets)
 	if a.ParentActionID == "" && a.Type != ledger.RunStarted {
 		a.ParentActionID = st.startedID
 	}

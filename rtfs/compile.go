@@ -3,7 +3,6 @@ package rtfs
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // Mode selects which forms a program may use.
@@ -144,11 +143,12 @@ type local struct {
 }
 
 type compiler struct {
-	env  *Env
-	file string
-	mode Mode
-	pure int // > 0 while compiling code that must be pure (contracts, metadata)
-	sc   *scope
+	env   *Env
+	file  string
+	mode  Mode
+	pure  int // > 0 while compiling code that must be pure (contracts, metadata)
+	depth int // nesting of expr calls
+	sc    *scope
 }
 
 func (c *compiler) errf(pos Pos, format string, args ...any) *Error {
@@ -232,7 +232,16 @@ func constant(v Value) code {
 	return func(*Machine, *frame) (Value, error) { return v, nil }
 }
 
+// maxCompileDepth bounds nesting after macro expansion (-> and ->> can
+// nest deeper than the reader allows).
+const maxCompileDepth = 512
+
 func (c *compiler) expr(n *Node) (code, error) {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > maxCompileDepth {
+		return nil, c.errf(n.Pos, "expression nests deeper than %d levels; flatten it", maxCompileDepth)
+	}
 	switch n.Kind {
 	case NodeAtom:
 		return constant(n.Val), nil
@@ -533,5 +542,3 @@ func describe(n *Node) string {
 	s := PrintNode(n)
 	return truncate(s, 40)
 }
-
-var _ = fmt.Sprintf

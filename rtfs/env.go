@@ -115,10 +115,22 @@ func (f *Fn) IsBuiltin() bool { return f.builtin != nil }
 
 // CallFn applies f to args on a fresh machine under the given limits. It is
 // how hosts run contract predicates and until-conditions: pure, bounded.
+//
+// The machine's host refuses every call and step, so a contract that
+// reaches an effect through a function defined in the plan fails with
+// ErrImpure instead of performing it.
 func CallFn(ctx context.Context, f Value, args []Value, lim Limits) (Value, error) {
-	m := newMachine(ctx, nil, "", lim, nil)
+	file := ""
+	if fn := f.AsFn(); fn != nil && fn.lam != nil {
+		file = fn.lam.file
+	}
+	m := newMachine(ctx, pureHost{}, file, lim, nil)
 	defer m.release()
-	return m.Apply(f, args...)
+	v, err := m.Apply(f, args...)
+	if err != nil {
+		return Nil, m.errAt(err, Pos{})
+	}
+	return v, nil
 }
 
 // Apply calls f (a function, keyword, map or vector) with args.
@@ -248,7 +260,7 @@ func (m *Machine) checkContract(fn *Fn, pred Value, args []Value, result Value, 
 		cargs = append(cargs, result)
 		typ, what = "contract/postcondition-failed", "postcondition"
 	}
-	ok, err := m.Apply(pred, cargs...)
+	ok, err := m.applyPure(pred, cargs...)
 	if err != nil {
 		return m.errAt(err, pos)
 	}

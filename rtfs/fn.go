@@ -8,6 +8,7 @@ type binder func(m *Machine, f *frame, v Value) error
 // lambda is a compiled fn: parameters bound into slots of a new frame.
 type lambda struct {
 	name     string
+	file     string
 	pos      Pos
 	scope    *scope
 	nfixed   int
@@ -57,12 +58,15 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 			return nil, err
 		}
 	}
-	l := &lambda{name: name, pos: pos, selfSlot: -1}
+	l := &lambda{name: name, file: c.file, pos: pos, selfSlot: -1}
 	outer := c.sc
 	l.scope = &scope{kind: scopeFn, parent: outer}
 	c.sc = l.scope
 	defer func() { c.sc = outer }()
 	if self != "" {
+		if err := c.bindable(self, pos); err != nil {
+			return nil, err
+		}
 		l.selfSlot = c.declare(self)
 	}
 	items := params.Items
@@ -145,8 +149,8 @@ func (c *compiler) pattern(p *Node) (binder, error) {
 	switch p.Kind {
 	case NodeSymbol:
 		name := p.Val.Str()
-		if name == "&" || specialForms[name] && planForms[name] {
-			return nil, c.errf(p.Pos, "cannot bind %s", name)
+		if err := c.bindable(name, p.Pos); err != nil {
+			return nil, err
 		}
 		slot := c.declare(name)
 		return func(_ *Machine, f *frame, v Value) error { f.slots[slot] = v; return nil }, nil
@@ -339,4 +343,14 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 		}
 		return nil
 	}, nil
+}
+
+// bindable refuses names that would shadow special forms: a plan could
+// otherwise redefine step or call and slip past governance, which reads
+// the forms as written.
+func (c *compiler) bindable(name string, pos Pos) error {
+	if name == "&" || specialForms[name] {
+		return c.errf(pos, "cannot bind %s: it is a special form; choose another name", name)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"context"
+	"strconv"
 	"sync"
 )
 
@@ -137,4 +138,43 @@ func RunParallel(ctx context.Context, req *ParallelRequest) ([]Value, error) {
 		}
 	}
 	return out, nil
+}
+
+// ErrImpure is the :type of the error raised when pure code (a contract,
+// a predicate, a step-loop :until) reaches a call or a step, for instance
+// through a function defined elsewhere in the plan.
+const ErrImpure = "rtfs/impure"
+
+// pureHost refuses everything: it is the host of every machine that runs
+// contracts and predicates, so purity holds at run time too, not only for
+// the forms the compiler can see.
+type pureHost struct{}
+
+func impure(what string) error {
+	return &Error{Type: ErrImpure, Msg: what + " is not allowed here: contracts, predicates and :until must be pure"}
+}
+
+func (pureHost) Call(_ context.Context, req *CallRequest) (Value, error) {
+	return Nil, impure("calling :" + req.ID)
+}
+func (pureHost) Step(_ context.Context, req *StepRequest) (Value, error) {
+	return Nil, impure("running step " + strconv.Quote(req.Name))
+}
+func (pureHost) Parallel(context.Context, *ParallelRequest) ([]Value, error) {
+	return nil, impure("step-parallel")
+}
+func (pureHost) Compensated(context.Context, *CompensationRequest) (Value, error) {
+	return Nil, impure("step.with-compensation")
+}
+func (pureHost) Plan(context.Context, *PlanRequest) (Value, error) { return Nil, impure("plan") }
+
+// applyPure calls f on a child machine whose host refuses effects; it
+// shares m's fuel budget.
+func (m *Machine) applyPure(f Value, args ...Value) (Value, error) {
+	c := m.child()
+	c.host = pureHost{}
+	v, err := c.Apply(f, args...)
+	c.settle()
+	c.release()
+	return v, err
 }

@@ -222,7 +222,7 @@ func (m *Map) Vals() []Value {
 	return out
 }
 
-func mapEqual(a, b *Map) bool {
+func mapEqual(a, b *Map, budget *int) bool {
 	if a == b {
 		return true
 	}
@@ -231,7 +231,7 @@ func mapEqual(a, b *Map) bool {
 	}
 	for i, k := range a.keys {
 		v, ok := b.Get(k)
-		if !ok || !Equal(v, a.vals[i]) {
+		if !ok || !equal(v, a.vals[i], budget) {
 			return false
 		}
 	}

@@ -303,7 +303,7 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 			if until.IsNil() {
 				continue
 			}
-			done, err := m.Apply(until, r)
+			done, err := m.applyPure(until, r)
 			if err != nil {
 				return Nil, m.errAt(err, pos)
 			}

@@ -229,6 +229,9 @@ func (c *compiler) def(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.bindable(name.Val.Str(), name.Pos); err != nil {
+		return nil, err
+	}
 	slot := c.declare(name.Val.Str())
 	return func(m *Machine, f *frame) (Value, error) {
 		v, err := init(m, f)
@@ -252,6 +255,9 @@ func (c *compiler) defn(n *Node) (code, error) {
 	rest := n.Items[2:]
 	if len(rest) > 0 && rest[0].Kind == NodeAtom && rest[0].Val.Kind() == KindString {
 		rest = rest[1:] // docstring
+	}
+	if err := c.bindable(name, n.Items[1].Pos); err != nil {
+		return nil, err
 	}
 	slot := c.declare(name) // visible in its own body, for recursion
 	mk, err := c.lambda(name, rest, n.Pos, "")
@@ -306,7 +312,7 @@ func (c *compiler) try(n *Node) (code, error) {
 	slot := -1
 	if catchNode != nil {
 		items := catchNode.Items[1:]
-		if len(items) >= 2 && items[0].Kind == NodeSymbol && items[1].Kind == NodeSymbol {
+		if len(items) >= 2 && items[0].Kind == NodeSymbol && items[1].Kind == NodeSymbol && isClassName(items[0].Val.Str()) {
 			items = items[1:] // (catch Exception e …): the class is ignored
 		}
 		if len(items) == 0 || items[0].Kind != NodeSymbol {
@@ -377,8 +383,8 @@ func (c *compiler) throw(n *Node) (code, error) {
 		if e.Msg == "" {
 			e.Msg = "thrown: " + truncate(Print(v), 80)
 		}
-		if strings.HasPrefix(e.Type, "rtfs/fuel") || e.Type == ErrDepth || e.Type == ErrCancelled {
-			e.Type = ErrThrown // user code cannot forge an uncatchable error
+		if strings.HasPrefix(e.Type, "rtfs/") || strings.HasPrefix(e.Type, "contract/") {
+			e.Type = ErrThrown // user code cannot forge runtime or contract errors
 		}
 		return Nil, e
 	}, nil
@@ -406,4 +412,13 @@ func (c *compiler) thread(n *Node, last bool) (code, error) {
 		acc = &Node{Kind: NodeList, Pos: step.Pos, End: step.End, Items: items}
 	}
 	return c.expr(acc)
+}
+
+// isClassName reports whether s looks like a Clojure exception class
+// (Exception, ExceptionInfo, java.lang.Throwable): capitalised last part.
+func isClassName(s string) bool {
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s != "" && s[0] >= 'A' && s[0] <= 'Z'
 }

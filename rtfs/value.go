@@ -229,12 +229,28 @@ func (v Value) Len() int {
 // String renders v in canonical form.
 func (v Value) String() string { return Print(v) }
 
+// maxCompareNodes bounds the nodes one Equal or Hash visits. Values share
+// structure, so (reduce (fn [v _] [v v]) 0 (range 64)) is cheap to build
+// but has 2^64 nodes; past this bound Equal answers false and Hash stops
+// mixing, instead of running for ever. Real data is far smaller.
+const maxCompareNodes = 1 << 24
+
 // Equal reports RTFS equality: same kind (a list equals a vector with equal
-// elements), equal contents. (= 1 1.0) is false.
+// elements), equal contents. (= 1 1.0) is false. Values of more than
+// 16M nodes compare unequal unless they share their storage.
 func Equal(a, b Value) bool {
+	budget := maxCompareNodes
+	return equal(a, b, &budget)
+}
+
+func equal(a, b Value, budget *int) bool {
+	*budget--
+	if *budget < 0 {
+		return false
+	}
 	if a.k != b.k {
 		if a.IsSeq() && b.IsSeq() {
-			return seqEqual(a.Items(), b.Items())
+			return seqEqual(a.Items(), b.Items(), budget)
 		}
 		return false
 	}
@@ -248,9 +264,9 @@ func Equal(a, b Value) bool {
 	case KindString, KindKeyword, KindSymbol:
 		return a.n == b.n && a.Str() == b.Str()
 	case KindList, KindVector:
-		return seqEqual(a.Items(), b.Items())
+		return seqEqual(a.Items(), b.Items(), budget)
 	case KindMap:
-		return mapEqual(a.AsMap(), b.AsMap())
+		return mapEqual(a.AsMap(), b.AsMap(), budget)
 	case KindFn:
 		return a.p == b.p
 	case KindRegex:
@@ -259,7 +275,7 @@ func Equal(a, b Value) bool {
 	return false
 }
 
-func seqEqual(a, b []Value) bool {
+func seqEqual(a, b []Value, budget *int) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -267,7 +283,7 @@ func seqEqual(a, b []Value) bool {
 		return true
 	}
 	for i := range a {
-		if !Equal(a[i], b[i]) {
+		if !equal(a[i], b[i], budget) {
 			return false
 		}
 	}
@@ -276,14 +292,23 @@ func seqEqual(a, b []Value) bool {
 
 // Hash returns a hash of v consistent with Equal.
 func Hash(v Value) uint64 {
+	budget := maxCompareNodes
+	return hash(v, &budget)
+}
+
+func hash(v Value, budget *int) uint64 {
 	const prime = 1099511628211
 	h := uint64(14695981039346656037)
 	mix := func(x uint64) { h = (h ^ x) * prime }
+	*budget--
+	if *budget < 0 {
+		return h
+	}
 	switch v.k {
 	case KindList, KindVector:
 		mix(uint64(KindVector))
 		for _, it := range v.Items() {
-			mix(Hash(it))
+			mix(hash(it, budget))
 		}
 		return h
 	case KindString, KindKeyword, KindSymbol:
@@ -298,7 +323,7 @@ func Hash(v Value) uint64 {
 		var sum uint64
 		m := v.AsMap()
 		for i := range m.keys {
-			sum += Hash(m.keys[i])*31 + Hash(m.vals[i])
+			sum += hash(m.keys[i], budget)*31 + hash(m.vals[i], budget)
 		}
 		mix(uint64(KindMap))
 		mix(sum)

@@ -276,3 +276,17 @@ func TestKV(t *testing.T) {
 		t.Fatalf("get: %s %v", rtfs.Print(res.Value), err)
 	}
 }
+
+func TestShellEnvCannotChangeTheProgram(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "echo")
+	for _, name := range []string{"PATH", "LD_PRELOAD", "GIT_CONFIG_COUNT", "NODE_OPTIONS", "BASH_ENV", "PERL5OPT"} {
+		_, err := invoke(t, r, "shell.exec", `{:cmd "echo" :env {"`+name+`" "x"}}`)
+		if err == nil || !strings.Contains(err.Error(), "may not set "+name) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := invoke(t, r, "shell.exec", `{:cmd "echo" :env {"GREETING" "hi"}}`); err != nil {
+		t.Errorf("a plain variable was refused: %v", err)
+	}
+}

@@ -15,6 +15,10 @@ type KV interface {
 	Put(ctx context.Context, key string, v rtfs.Value) error
 }
 
+// UserKVPrefix namespaces the keys plans use, so kv.* cannot read or forge
+// ralph's own records (runs, idempotency keys) kept in the same table.
+const UserKVPrefix = "user/"
+
 func kvCaps(kv KV) []*capability.Capability {
 	return []*capability.Capability{
 		{
@@ -28,7 +32,7 @@ func kvCaps(kv KV) []*capability.Capability {
 			},
 			Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
 				key := in.AsMap().GetKey("key").Str()
-				v, _, err := kv.Get(ctx, key)
+				v, _, err := kv.Get(ctx, UserKVPrefix+key)
 				if err != nil {
 					return capability.Result{}, fmt.Errorf("kv.get %q: %w", key, err)
 				}
@@ -50,7 +54,7 @@ func kvCaps(kv KV) []*capability.Capability {
 				if v.Kind() == rtfs.KindFn {
 					return capability.Result{}, fmt.Errorf("kv.put %q: functions cannot be stored", key)
 				}
-				if err := kv.Put(ctx, key, v); err != nil {
+				if err := kv.Put(ctx, UserKVPrefix+key, v); err != nil {
 					return capability.Result{}, fmt.Errorf("kv.put %q: %w", key, err)
 				}
 				return capability.Result{Value: v}, nil

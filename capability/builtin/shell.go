@@ -113,10 +113,18 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	cmd := exec.CommandContext(ctx, cmdName, args...)
 	cmd.Dir = dir
 	cmd.Env = slices.Clone(s.env)
+	var envErr error
 	m.GetKey("env").AsMap().Range(func(k, v rtfs.Value) bool {
+		if reason := unsafeEnv(k.Str()); reason != "" {
+			envErr = fmt.Errorf("shell.exec :env may not set %s: %s", k.Str(), reason)
+			return false
+		}
 		cmd.Env = append(cmd.Env, k.Str()+"="+v.Str())
 		return true
 	})
+	if envErr != nil {
+		return capability.Result{}, envErr
+	}
 	if st := m.GetKey("stdin"); !st.IsNil() {
 		cmd.Stdin = strings.NewReader(st.Str())
 	}
@@ -188,3 +196,22 @@ func confine(workdir, p string) (string, error) {
 }
 
 func isFalse(v rtfs.Value) bool { return v.Kind() == rtfs.KindBool && !v.AsBool() }
+
+// unsafeEnv says why a plan may not set an environment variable: these
+// change which program an allowed command runs, or make it run other
+// code (the allowlist names commands; it is not a sandbox).
+func unsafeEnv(name string) string {
+	up := strings.ToUpper(name)
+	switch {
+	case name == "" || strings.ContainsAny(name, "=\x00"):
+		return "it is not a valid variable name"
+	case up == "PATH" || up == "IFS" || up == "BASH_ENV" || up == "ENV" || up == "SHELLOPTS":
+		return "it changes which program runs"
+	case strings.HasPrefix(up, "LD_") || strings.HasPrefix(up, "DYLD_"):
+		return "it injects code into the program"
+	case strings.HasPrefix(up, "GIT_"), strings.HasSuffix(up, "_OPTIONS"), strings.HasSuffix(up, "OPT"),
+		up == "PYTHONPATH", up == "PYTHONSTARTUP", up == "PERL5LIB", up == "NODE_PATH", up == "GOFLAGS":
+		return "it makes the program load other code or configuration"
+	}
+	return ""
+}
