@@ -286,7 +286,10 @@ func (p *printer) summary(out *loop.Outcome) error {
 		if err != nil {
 			return err
 		}
-		return writeOut(p.w, string(b)+"\n")
+		if err := writeOut(p.w, string(b)+"\n"); err != nil {
+			return err
+		}
+		return p.w.Flush()
 	}
 	msg := fmt.Sprintf("run %s %s after %d iteration(s) ($%.4f, %d tokens): %s by %s — %s\n",
 		out.RunID, out.State, out.Iterations, out.CostUSD, out.Tokens, out.Class, out.TriggeredBy, out.Reason)
