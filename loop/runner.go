@@ -310,8 +310,12 @@ func (r *Runner) planCtx(st *runState) rtfs.Value {
 
 func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error) {
 	var out []ledger.Action
-	err := r.o.Store.Select(ledger.Filter{RunID: runID, FromSeq: seq + 1}, func(a ledger.Action) error {
-		out = append(out, a)
+	// Range reads from seq on, so the cost is the iteration's own actions,
+	// not the whole run's.
+	err := r.o.Store.Range(seq+1, func(a ledger.Action) error {
+		if a.RunID == runID {
+			out = append(out, a)
+		}
 		return nil
 	})
 	return out, err

@@ -14,7 +14,7 @@ import (
 )
 
 // newRunner builds a runner over an in-memory store from a ralph.toml text.
-func newRunner(t *testing.T, toml string, provider Provider) (*Runner, *fixture) {
+func newRunner(t testing.TB, toml string, provider Provider) (*Runner, *fixture) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(toml), filepath.Join(t.TempDir(), "ralph.toml"), func(string) string { return "" })
 	if err != nil {
@@ -36,7 +36,7 @@ func newRunner(t *testing.T, toml string, provider Provider) (*Runner, *fixture)
 	return r, fx
 }
 
-func runTypes(t *testing.T, fx *fixture, runID string, typ ledger.ActionType) []ledger.Action {
+func runTypes(t testing.TB, fx *fixture, runID string, typ ledger.ActionType) []ledger.Action {
 	t.Helper()
 	acts, err := fx.store.ByRun(runID)
 	if err != nil {
