@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"os"
+	"testing"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// TestLoopExamplesLoad checks that every loop example's config loads, its
+// stop conditions compile and its static plan passes admission.
+func TestLoopExamplesLoad(t *testing.T) {
+	for _, path := range []string{"../examples/quickstart/ralph.toml", "../examples/ralph-classic/ralph.toml"} {
+		cfg, err := config.Load(path, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if _, err := stop.FromConfig(cfg.Stop, cfg.File); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		st, err := openStore(t.TempDir(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := newEngine(cfg, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms, err := rtfs.Read(cfg.Plan.RTFS, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := eng.gov.Admit(path, forms); !d.Allowed {
+			t.Errorf("%s: plan refused: %v", path, d.Reasons)
+		}
+		st.Close()
+	}
+	_ = os.Getenv
+}
