@@ -131,6 +131,32 @@ func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {
 
 // refuse marks d refused by rule; the reason names the rule so a user can
 // find it in the constitution.
+// CheckPlacement is the run-time half of require_contracts and
+// require_compensation_for_effects: admission judges a call by where it is
+// written, but a function can carry a call elsewhere, so the orchestrator
+// also says where the call actually runs — inside a step with a contract,
+// inside the primary step of a saga — and this decides.
+func (k *Kernel) CheckPlacement(id string, contracted, compensated bool) *Decision {
+	d := &Decision{Allowed: true, Capabilities: []string{id}}
+	if matchAny(k.c.RequireContracts, id) {
+		d.RuleIDs = append(d.RuleIDs, RuleRequireContracts)
+		if !contracted {
+			refuse(d, RuleRequireContracts, fmt.Sprintf("capability %s ran outside a step with a :pre or :post contract ([governance].require_contracts)", id))
+		}
+	}
+	if c := k.reg.Get(id); c != nil {
+		for _, kind := range c.Spec.EffectKinds() {
+			if slices.Contains(k.c.RequireCompensationForEffects, kind) {
+				d.RuleIDs = append(d.RuleIDs, RuleRequireCompensate)
+				if !compensated {
+					refuse(d, RuleRequireCompensate, fmt.Sprintf("capability %s has effect :%s and ran outside the primary step of a step.with-compensation ([governance].require_compensation_for_effects)", id, kind))
+				}
+			}
+		}
+	}
+	return d
+}
+
 func refuse(d *Decision, rule, reason string) *Decision {
 	d.Allowed = false
 	if !slices.Contains(d.RuleIDs, rule) {

@@ -21,6 +21,9 @@ type frame struct {
 	parent  string
 	scope   *scope
 	primary *primarySlot
+	// Where calls in this frame run, for the run-time governance check:
+	// inside a step with a contract, inside the primary step of a saga.
+	contracted, compensated bool
 }
 
 // primarySlot is where the primary step of a saga reports its action id
@@ -28,6 +31,7 @@ type frame struct {
 type primarySlot struct {
 	id         string
 	postFailed bool
+	idemKey    string // the primary's idempotency record, cleared when it is compensated
 }
 
 type frameKey struct{}
@@ -53,6 +57,7 @@ type compEntry struct {
 	name      string // the compensating step's name
 	primary   string // the primary step's PlanStepStarted action id
 	primaryNm string
+	idemKey   string
 	run       func(ctx context.Context, host rtfs.Host) (rtfs.Value, error)
 }
 
@@ -108,6 +113,12 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		r.noteFailedCompensation(e.name)
 	} else {
 		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
+		if e.idemKey != "" && r.o.o.KV != nil {
+			// The primary's effect is undone: a rerun must perform it again.
+			if err := r.o.o.KV.Put(base, e.idemKey, rtfs.Nil); err != nil {
+				end.ErrorMessage = "compensated, but clearing the idempotency record failed: " + err.Error()
+			}
+		}
 	}
 	if _, err := r.record(base, end); err != nil {
 		r.noteFailedCompensation(e.name)
@@ -126,7 +137,7 @@ func (r *run) Compensated(ctx context.Context, req *rtfs.CompensationRequest) (r
 	f := frameOf(ctx)
 	slot := &primarySlot{}
 	v, err := req.Primary(withFrame(ctx, &frame{parent: f.parent, scope: f.scope, primary: slot}))
-	e := compEntry{name: req.CompensationName, primary: slot.id, primaryNm: req.PrimaryName, run: req.Compensation}
+	e := compEntry{name: req.CompensationName, primary: slot.id, primaryNm: req.PrimaryName, run: req.Compensation, idemKey: slot.idemKey}
 	if err != nil {
 		if slot.postFailed {
 			r.runCompensation(ctx, e)
@@ -204,6 +215,11 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 		return fail(err)
 	}
 	d := r.o.o.Governance.CheckCall(req.ID, input)
+	if d.Allowed {
+		if p := r.o.o.Governance.CheckPlacement(req.ID, f.contracted, f.compensated); !p.Allowed {
+			d = p
+		}
+	}
 	a.Metadata[ledger.MetaConstitutionalRuleID] = rtfs.String(strings.Join(d.RuleIDs, ","))
 	if !d.Allowed {
 		decision := decisionAction(d, f.parent)

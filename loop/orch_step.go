@@ -30,11 +30,20 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	f := frameOf(ctx)
 	opts, optErr := parseStepOptions(req.Meta)
 	kv := r.o.o.KV
+	isPrimary := f.primary != nil && f.primary.id == ""
 	if optErr == nil && opts.idemKey != "" && kv != nil {
-		if v, ok, err := kv.Get(ctx, r.idemKVKey(opts)); err == nil && ok {
-			_, rerr := r.record(ctx, &ledger.Action{Type: ledger.CapabilityDeduplicated, ParentActionID: f.parent,
+		rec, ok, err := kv.Get(ctx, r.idemKVKey(opts))
+		if err != nil {
+			return rtfs.Nil, fmt.Errorf("read idempotency record %q: %w", opts.idemKey, err)
+		}
+		if done := rec.AsMap(); ok && done != nil { // Nil is the record of a compensated step
+			v := done.GetKey("result")
+			id, rerr := r.record(ctx, &ledger.Action{Type: ledger.CapabilityDeduplicated, ParentActionID: f.parent,
 				FunctionName: req.Name, Result: v, Success: true, Metadata: map[string]rtfs.Value{
 					"idempotency_key": rtfs.String(opts.idemKey), "idempotency_scope": rtfs.Keyword(opts.idemScope)}})
+			if isPrimary {
+				f.primary.id, f.primary.idemKey = id, r.idemKVKey(opts)
+			}
 			return v, rerr
 		}
 	}
@@ -50,8 +59,11 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	if err != nil {
 		return rtfs.Nil, err
 	}
-	if f.primary != nil && f.primary.id == "" {
+	if isPrimary {
 		f.primary.id = stepID
+		if opts.idemKey != "" {
+			f.primary.idemKey = r.idemKVKey(opts)
+		}
 	}
 	start := r.o.o.Now()
 	v, err := r.runStep(ctx, req, f, stepID, opts, optErr)
@@ -64,7 +76,8 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 		return rtfs.Nil, err
 	}
 	if opts.idemKey != "" && kv != nil {
-		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), dataOnly(v)); err != nil {
+		rec := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("result"), dataOnly(v), rtfs.Keyword("step_action_id"), rtfs.String(stepID)))
+		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), rec); err != nil {
 			return rtfs.Nil, fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
 		}
 	}
@@ -123,7 +136,10 @@ func (r *run) runStep(ctx context.Context, req *rtfs.StepRequest, f *frame, step
 
 // attempt runs the body once under the step's timeout.
 func (r *run) attempt(ctx context.Context, req *rtfs.StepRequest, stepID string, sc *scope, opts stepOptions) (rtfs.Value, error) {
-	bctx := withFrame(ctx, &frame{parent: stepID, scope: sc})
+	f := frameOf(ctx)
+	bctx := withFrame(ctx, &frame{parent: stepID, scope: sc,
+		contracted:  !req.Meta.GetKey("pre").IsNil() || !req.Meta.GetKey("post").IsNil(),
+		compensated: f.primary != nil && f.primary.id == stepID})
 	if opts.timeout > 0 {
 		var cancel context.CancelFunc
 		bctx, cancel = context.WithTimeout(bctx, opts.timeout)

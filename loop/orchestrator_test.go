@@ -542,3 +542,46 @@ func TestSecretsAreRedacted(t *testing.T) {
 		t.Errorf("secret not redacted:\n%s", buf.String())
 	}
 }
+
+func TestPlacementIsCheckedWhereTheCallRuns(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{RequireCompensationForEffects: []string{"network"}}, nil, nil)
+	res, err := fx.exec(t, `
+(step.with-compensation
+  (step "Do" (fn [] (call :bank.credit {:account "x" :amount 1})))
+  (step "Undo" nil))
+(step "Elsewhere" ((:result ctx)))`, rtfs.Nil)
+	if err != nil {
+		t.Fatalf("admission: %v", err)
+	}
+	if res.Err == nil || !errors.Is(res.Err, governance.ErrRefused) || !strings.Contains(res.Err.Error(), "gov.require-compensation") {
+		t.Fatalf("got %v, want a run-time refusal by gov.require-compensation", res.Err)
+	}
+	if fx.count("bank.credit") != 0 {
+		t.Error("the uncompensated call ran")
+	}
+}
+
+func TestCompensationClearsIdempotencyRecord(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	ctx := context.Background()
+	_ = fx.kv.Put(ctx, "bank/a", rtfs.Int(100))
+	res, err := fx.exec(t, `
+(step "Outer" ^{:retry {:max 1 :backoff-ms 1}}
+  (step.with-compensation
+    (step "Debit" ^{:idempotency {:key "debit-1"}} (call :bank.debit {:account "a" :amount 10}))
+    (step "Refund" (call :bank.credit {:account "a" :amount 10})))
+  (if (call :kv.get {:key "failed-once"})
+    :ok
+    (do (call :kv.put {:key "failed-once" :value true}) (call :test.fail 1))))`, rtfs.Nil)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	if v, _, _ := fx.kv.Get(ctx, "bank/a"); v.AsInt() != 90 {
+		t.Errorf("balance %d, want 90: the retry must debit again after the refund", v.AsInt())
+	}
+	if fx.count("bank.debit") != 2 || fx.count("bank.credit") != 1 {
+		t.Errorf("debits %d credits %d", fx.count("bank.debit"), fx.count("bank.credit"))
+	}
+}
