@@ -71,7 +71,7 @@ run). A second Ctrl-C ends the process at once.`,
 	fl.BoolVar(&f.noTUI, "no-tui", false, "run headless (the default until the UI lands)")
 	fl.BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
 	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n on stdin before running it")
-	fl.BoolVar(&f.verbose, "verbose", false, "print stop-condition results after each iteration")
+	fl.BoolVar(&f.verbose, "verbose", false, "print every stop condition's result after each iteration")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "stop (limit class) after `N` iterations")
 	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
 	fl.StringVar(&f.model, "model", "", "override [model].model")
@@ -143,6 +143,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return exitError(ExitUsage, err)
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
+	p.verbose = f.verbose
 	ctx := cmd.Context()
 	printed := p.follow(context.WithoutCancel(ctx), st, st.Head().Seq+1)
 	out, err := runner.Run(ctx)
@@ -215,6 +216,7 @@ type printer struct {
 	asJSON  bool
 	mu      sync.Mutex
 	cancel  context.CancelFunc
+	verbose bool   // also print each stop-condition result
 	target  uint64 // last seq to print
 	last    uint64 // last seq printed
 	iter    int64
@@ -275,6 +277,20 @@ func (p *printer) print(a *ledger.Action) {
 		p.iter = a.Metadata["iteration"].AsInt()
 	}
 	fmt.Fprintf(p.w, "%s it %-3d %s\n", a.Timestamp.Local().Format("15:04:05"), p.iter, ledger.Summary(a))
+	if p.verbose && a.Type == ledger.StopConditionsEvaluated {
+		if ev, err := stop.EvaluationFromAction(a); err == nil {
+			for _, r := range ev.Results {
+				state := "not met"
+				switch {
+				case r.TimedOut:
+					state = "timed out"
+				case r.Met:
+					state = "MET"
+				}
+				fmt.Fprintf(p.w, "           %-24s %-7s %3d  %-9s %-12s %s\n", r.Name, r.Class, r.Priority, state, r.Detail, r.Reason)
+			}
+		}
+	}
 	p.w.Flush()
 }
 

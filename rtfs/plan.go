@@ -150,7 +150,10 @@ func stepCode(name string, kind StepKind, index, max int, metaC func(*Machine, *
 			m.ctx = ctx
 			v, err := body(m, f)
 			m.ctx = saved
-			return v, err
+			if err != nil {
+				return Nil, m.errAt(err, pos) // the host records it: name the file
+			}
+			return v, nil
 		}
 		v, err := m.host.Step(m.ctx, req)
 		if err != nil {
@@ -209,6 +212,9 @@ func (c *compiler) parallel(n *Node) (code, error) {
 				cm := m.child()
 				cm.ctx, cm.planCtx = ctx, start
 				v, err := cm.runBlock(b.sc, b.body, f)
+				if err != nil {
+					err = cm.errAt(err, b.pos)
+				}
 				cm.settle()
 				cm.release()
 				return v, err
