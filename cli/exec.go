@@ -65,6 +65,21 @@ type engine struct {
 	orch  *loop.Orchestrator
 }
 
+// openEngine opens the store cfg (or --store) names and wires the engine
+// over it; Close the engine's store when done.
+func openEngine(cfg *config.Config, storeFlag string) (*engine, error) {
+	st, err := openStore(storeDir(storeFlag, cfg), *cfg.Store.SyncWrites)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := newEngine(cfg, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return eng, nil
+}
+
 func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 	reg := capability.NewRegistry()
 	workdir := cfg.Loop.Workdir
@@ -128,15 +143,12 @@ func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag st
 	if err != nil {
 		return err
 	}
-	st, err := openStore(storeDir(storeFlag, cfg), *cfg.Store.SyncWrites)
+	eng, err := openEngine(cfg, storeFlag)
 	if err != nil {
 		return err
 	}
+	st := eng.store
 	defer st.Close()
-	eng, err := newEngine(cfg, st)
-	if err != nil {
-		return err
-	}
 	params, err := paramsValue(cfg.Intent.Params)
 	if err != nil {
 		return exitError(ExitUsage, fmt.Errorf("%s: [intent].params: %w", cfg.File, err))

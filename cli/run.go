@@ -124,15 +124,12 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
-	st, err := openStore(storeDir(f.store, cfg), *cfg.Store.SyncWrites)
+	eng, err := openEngine(cfg, f.store)
 	if err != nil {
 		return err
 	}
+	st := eng.store
 	defer st.Close()
-	eng, err := newEngine(cfg, st)
-	if err != nil {
-		return err
-	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
 	if f.approve {
