@@ -93,18 +93,18 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 			return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
 		}
 	}
-	specs := cfg.Stop
-	if f.maxIterations > 0 {
-		specs = append(specs, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: f.maxIterations})
+	if f.maxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
+		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: f.maxIterations})
 	}
+	specs := cfg.Stop
 	conds, err := stop.FromConfig(specs, cfg.File)
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
-	var preds []*stop.Predicate
+	var preds []loop.CompletionPredicate
 	for _, s := range specs {
-		if s.Kind != "predicate" {
-			continue
+		if s.Kind != "predicate" || (s.Class != "" && s.Class != "success") {
+			continue // failure- and limit-class predicates are decided by the evaluator
 		}
 		src := s.RTFS
 		if src == "" {
@@ -114,7 +114,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		if err != nil {
 			return exitError(ExitUsage, fmt.Errorf("%s:%d: %w", cfg.File, s.Line, err))
 		}
-		preds = append(preds, p)
+		preds = append(preds, loop.CompletionPredicate{Name: s.Name, Pred: p})
 	}
 	provider, err := newProvider(cfg)
 	if err != nil {
@@ -140,7 +140,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return exitError(ExitUsage, err)
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
-	p.verbose = f.verbose
+	p.verbose, p.runID = f.verbose, resumeID
 	ctx := cmd.Context()
 	printed := p.follow(context.WithoutCancel(ctx), st, st.Head().Seq+1)
 	out, err := runner.Run(ctx)

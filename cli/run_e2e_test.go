@@ -28,7 +28,7 @@ func TestE2EQuickstart(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 	out, _, _ = runBinary(t, ralphBin, "", "runs", "--store", store)
-	if !strings.Contains(out, "done") || !strings.Contains(out, "completion_predicate") {
+	if !strings.Contains(out, "done") || !strings.Contains(out, "counted-to-three") {
 		t.Errorf("runs:\n%s", out)
 	}
 }

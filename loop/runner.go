@@ -38,7 +38,7 @@ type RunnerOptions struct {
 	Orchestrator *Orchestrator
 	Provider     Provider
 	Conditions   []*stop.Condition // from stop.FromConfig
-	Predicates   []*stop.Predicate // completion predicates watched after every action
+	Predicates   []CompletionPredicate // success-class predicates watched after every action
 	Intent       Intent
 	// Approve, when set, is asked before each plan runs; false skips the iteration.
 	Approve func(ctx context.Context, iteration int, plan string) (bool, error)
@@ -46,6 +46,13 @@ type RunnerOptions struct {
 	RunID  string
 	Resume bool
 	Now    func() time.Time
+}
+
+// CompletionPredicate is a success-class predicate stop condition, evaluated
+// after every action of the run rather than once per iteration.
+type CompletionPredicate struct {
+	Name string
+	Pred *stop.Predicate
 }
 
 // Outcome is how a run ended, with the condition that ended it.
@@ -131,31 +138,37 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		fed.waitFor(r.o.Store.Head().Seq)
-		if trig, err := fed.triggered(); err != nil {
+		trig, trigName, err := fed.triggered()
+		if err != nil {
 			return nil, err
-		} else if trig != nil {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassSuccess, TriggeredBy: "completion_predicate",
-				Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
-				Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig})
 		}
 		if ctx.Err() != nil {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
 		}
 		if runCtx.Err() != nil {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassLimit, TriggeredBy: "max_duration", Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())})
+			return r.finish(ctx, st, r.durationOutcome())
 		}
 		last, err := r.actionsSince(st.id, iterSeq)
 		if err != nil {
 			return nil, err
 		}
-		ev, err := r.eval.Evaluate(context.WithoutCancel(ctx), stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
+		ev, err := r.eval.Evaluate(ctx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 			Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
 			Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
+		if ctx.Err() != nil {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
+		}
 		if err != nil {
 			return nil, err
 		}
 		st.feedback.Conditions = ev.Results
-		if ev.ShouldStop {
+		strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
+		switch {
+		case trig != nil && !strong: // a completion predicate held; failure still beats it
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassSuccess, TriggeredBy: trigName,
+				Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
+				Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig})
+		case ev.ShouldStop:
 			t := ev.Trigger()
 			out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
 			if t != nil {
@@ -169,7 +182,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if d := r.o.Config.Loop.Delay.Duration; d > 0 {
 			select {
 			case <-time.After(d):
-			case <-ctx.Done():
+			case <-runCtx.Done(): // an abort or max_duration ends the delay
 			}
 		}
 	}
@@ -329,7 +342,13 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
 	}
 	if runCtx.Err() != nil {
-		return &Outcome{Class: stop.ClassLimit, TriggeredBy: "max_duration", Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
+		return r.durationOutcome()
+	}
+	for _, s := range r.o.Config.Stop { // a resumed run may already be at its limit
+		if s.Kind == "max_iterations" && st.iteration >= s.Max {
+			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
+				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
+		}
 	}
 	n := len(st.iterCosts)
 	if n == 0 {
@@ -341,7 +360,7 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 		sumCost += st.iterCosts[i]
 		sumTok += st.iterTokens[i]
 	}
-	meanCost, meanTok := sumCost/float64(n), sumTok/int64(n)
+	meanCost, meanTok := sumCost/float64(n), (sumTok+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
 	for _, s := range r.o.Config.Stop {
 		switch {
 		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
@@ -355,6 +374,16 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 		}
 	}
 	return nil
+}
+
+func (r *Runner) durationOutcome() *Outcome {
+	name := "max_duration"
+	for _, s := range r.o.Config.Stop {
+		if s.Kind == "max_duration" && s.Duration.Duration == r.maxDuration() {
+			name = s.Name
+		}
+	}
+	return &Outcome{Class: stop.ClassLimit, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
 }
 
 func (r *Runner) maxDuration() time.Duration {
@@ -412,6 +441,7 @@ type indexFeed struct {
 	cond    *sync.Cond
 	seen    uint64
 	trigger *ledger.Action // the action after which a predicate first held
+	name    string         // that predicate's condition name
 	err     error
 }
 
@@ -424,10 +454,10 @@ func (f *indexFeed) waitFor(seq uint64) {
 	f.mu.Unlock()
 }
 
-func (f *indexFeed) triggered() (*ledger.Action, error) {
+func (f *indexFeed) triggered() (*ledger.Action, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.trigger, f.err
+	return f.trigger, f.name, f.err
 }
 
 func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*indexFeed, error) {
@@ -435,7 +465,7 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 	f.cond = sync.NewCond(&f.mu)
 	bounds := make([]*stop.Bound, len(r.o.Predicates))
 	for i, p := range r.o.Predicates {
-		b, err := p.Bind(ix)
+		b, err := p.Pred.Bind(ix)
 		if err != nil {
 			return nil, err
 		}
@@ -446,7 +476,7 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 			return
 		}
 		ix.Observe(a)
-		for _, b := range bounds {
+		for i, b := range bounds {
 			if f.trigger != nil || f.err != nil {
 				return
 			}
@@ -457,7 +487,7 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 				f.err = fmt.Errorf("evaluate completion predicate after seq %d: %w", a.Seq, err)
 			case holds:
 				c := *a
-				f.trigger = &c
+				f.trigger, f.name = &c, r.o.Predicates[i].Name
 			}
 			f.mu.Unlock()
 		}

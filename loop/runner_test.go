@@ -98,12 +98,12 @@ max = 10
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.o.Predicates = []*stop.Predicate{p}
+	r.o.Predicates = []CompletionPredicate{{Name: "counted", Pred: p}}
 	out, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ExitCode != ExitSuccess || out.Iterations != 2 || out.TriggeredBy != "completion_predicate" {
+	if out.ExitCode != ExitSuccess || out.Iterations != 2 || out.TriggeredBy != "counted" {
 		t.Fatalf("outcome %+v", out)
 	}
 	done := runTypes(t, fx, out.RunID, ledger.RunCompleted)
@@ -192,5 +192,66 @@ kind = "never"
 	}
 	if out.ExitCode != ExitAborted || out.State != StateAborted || len(runTypes(t, fx, out.RunID, ledger.RunAborted)) != 1 {
 		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func TestRunnerFailureBeatsCompletionPredicate(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, `
+[plan]
+rtfs = '(do (step "Count" (call :test.ok 1)) (step "Boom" (call :test.fail 1)))'
+[[stop]]
+name = "errors"
+kind = "on_error"
+pattern = "boom"
+[[stop]]
+kind = "max_iterations"
+max = 5
+`, nil)
+	p, err := stop.ParsePredicate(`(audit.succeeded? "Count")`, "ralph.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.o.Predicates = []CompletionPredicate{{Name: "counted", Pred: p}}
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitCode != ExitFailure || out.TriggeredBy != "errors" {
+		t.Fatalf("outcome %+v: a failure in the same iteration must beat the completion predicate", out)
+	}
+}
+
+func TestResumeAtTheLimitStartsNoIteration(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "two"
+kind = "max_iterations"
+max = 2
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil || out.Iterations != 2 {
+		t.Fatalf("first run: %+v %v", out, err)
+	}
+	// As if the process died after iteration 2 but before recording the stop.
+	key := RunKVPrefix + out.RunID
+	rec, _, _ := fx.store.KV().Get(context.Background(), key)
+	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := r2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.IterationStarted)); out2.ExitCode != ExitLimit || n != 2 {
+		t.Fatalf("resume: %+v; %d iterations started, want 2", out2, n)
 	}
 }

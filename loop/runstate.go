@@ -50,16 +50,23 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	if err != nil {
 		return nil, err
 	}
+	// Spend is summed from what was actually spent (calls and plan
+	// generation), so an iteration the crash interrupted still counts.
+	var spent float64
+	var tokens int64
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {
 		case ledger.RunStarted:
 			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
+		case ledger.CapabilityCall, ledger.LlmConsultation:
+			spent += a.Cost
+		case ledger.PlanGenerated:
+			spent += a.Cost
+			tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
 		case ledger.IterationCompleted:
 			st.iteration = int(a.Metadata["iteration"].AsInt())
-			st.cost += a.Cost
 			tok := a.Result.AsMap().GetKey("tokens").AsInt()
-			st.tokens += tok
 			st.iterCosts = append(st.iterCosts, a.Cost)
 			st.iterTokens = append(st.iterTokens, tok)
 			if a.Success {
@@ -69,6 +76,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 			}
 		}
 	}
+	st.cost, st.tokens = spent, tokens
 	if st.startedID == "" {
 		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
 	}
