@@ -37,7 +37,7 @@ type RunnerOptions struct {
 	Store        *ledger.Store
 	Orchestrator *Orchestrator
 	Provider     Provider
-	Conditions   []*stop.Condition // from stop.FromConfig
+	Conditions   []*stop.Condition     // from stop.FromConfig
 	Predicates   []CompletionPredicate // success-class predicates watched after every action
 	Intent       Intent
 	// Approve, when set, is asked before each plan runs; false skips the iteration.
