@@ -80,7 +80,13 @@ func (ix *Index) Observe(a *ledger.Action) {
 	ix.lastID = a.ActionID
 	switch a.Type {
 	case ledger.IterationStarted:
-		ix.iteration++
+		// An iteration a crash interrupted starts again under its own
+		// number: count iterations by number, not by records.
+		if n := a.Metadata["iteration"].AsInt(); n > 0 {
+			ix.iteration = max(ix.iteration, n)
+		} else {
+			ix.iteration++
+		}
 	case ledger.LlmConsultation:
 		ix.cost += a.Cost
 	}

@@ -242,6 +242,9 @@ func buildChecker(s *config.Stop, file string, line int) (checker, error) {
 			return outputPattern{text: s.Pattern}, nil
 		}
 		re, err := compileRe("pattern", s.Pattern, true)
+		if err == nil && re.MatchString("") {
+			return nil, fmt.Errorf("pattern %q matches empty output, so it would always be met; make it require some text", s.Pattern)
+		}
 		return outputPattern{text: s.Pattern, re: re}, err
 	case "file_exists":
 		return fileExists{s.Path}, need(s.Path != "", "path")

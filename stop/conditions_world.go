@@ -61,6 +61,12 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
+	if errors.Is(runErr, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+		runErr = nil // the command exited; a background grandchild kept its output open
+		if !cmd.ProcessState.Success() {
+			runErr = &exec.ExitError{ProcessState: cmd.ProcessState}
+		}
+	}
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // reap stragglers; the group may already be gone
 	}
@@ -132,6 +138,10 @@ func (c fileExists) check(_ context.Context, in *Input) outcome {
 }
 func (c fileExists) fingerprint(in *Input, f *fp) bool {
 	f.stat(resolve(in.Workdir, c.path))
+	// A rewrite can keep size and mtime (cp -p, tar x): never reuse a
+	// result across iterations or ledger changes.
+	f.i64(int64(in.Iteration))
+	f.u64(in.HeadSeq)
 	return false
 }
 func (c fileExists) inputs(in *Input) string { return "path=" + resolve(in.Workdir, c.path) }
@@ -168,6 +178,10 @@ func (c fileContains) check(_ context.Context, in *Input) outcome {
 }
 func (c fileContains) fingerprint(in *Input, f *fp) bool {
 	f.stat(resolve(in.Workdir, c.path))
+	// A rewrite can keep size and mtime (cp -p, tar x): never reuse a
+	// result across iterations or ledger changes.
+	f.i64(int64(in.Iteration))
+	f.u64(in.HeadSeq)
 	return false
 }
 func (c fileContains) inputs(in *Input) string {
@@ -207,6 +221,13 @@ func (c outputPattern) check(_ context.Context, in *Input) outcome {
 		if a.Type != ledger.CapabilityCall && a.Type != ledger.CapabilityDeduplicated {
 			continue
 		}
+		// The promise is something the work printed: a failed call's output
+		// is not a completion, and reading a file or the kv store only
+		// repeats what is already written (the prompt itself may contain the
+		// promise).
+		if !a.Success || readsStoredText(a.FunctionName) {
+			continue
+		}
 		n++
 		text := ResultText(a.Result)
 		var found string
@@ -227,6 +248,11 @@ func (c outputPattern) check(_ context.Context, in *Input) outcome {
 		evidence: fmt.Sprintf("%d capability results", n)}
 }
 func (c outputPattern) fingerprint(in *Input, f *fp) bool { f.lastActions(in); return false }
+
+// readsStoredText reports capabilities whose results only echo stored text.
+func readsStoredText(fn string) bool {
+	return fn == "fs.read" || fn == "fs.list" || fn == "kv.get"
+}
 func (c outputPattern) inputs(in *Input) string {
 	return fmt.Sprintf("pattern=%q regex=%t actions=%d", c.text, c.re != nil, len(in.LastActions))
 }
