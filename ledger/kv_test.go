@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ralphloop/ralph/rtfs"
@@ -41,4 +43,18 @@ func TestKVPersistsAcrossReopen(t *testing.T) {
 	if rep, err := s.Verify(ctx, nil); err != nil || !rep.OK() {
 		t.Errorf("verify with a KV entry present: %+v %v", rep, err)
 	}
+}
+
+func TestOpenAfterCrashDuringCreation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// What a SIGKILL between creating the marker's temp file and renaming it leaves.
+	if err := os.WriteFile(filepath.Join(dir, ".LEDGER.tmp123"), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("a store whose creation was interrupted must open as new: %v", err)
+	}
+	s.Close()
 }

@@ -236,8 +236,16 @@ func prepareDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("open ledger store %s: %w", dir, err)
 	}
-	if len(entries) > 0 {
-		return fmt.Errorf("%s is not a ralph ledger store (it holds %q and no %s file); pass an empty or new directory", dir, entries[0].Name(), markerFile)
+	for _, e := range entries {
+		// A crash while creating the store can leave the marker's temporary
+		// file behind (it is renamed into place last): that is still a new store.
+		if strings.HasPrefix(e.Name(), "."+markerFile+".tmp") {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("open ledger store %s: %w", dir, err)
+			}
+			continue
+		}
+		return fmt.Errorf("%s is not a ralph ledger store (it holds %q and no %s file); pass an empty or new directory", dir, e.Name(), markerFile)
 	}
 	return writeFileAtomic(filepath.Join(dir, markerFile), []byte(markerText), 0o644)
 }
