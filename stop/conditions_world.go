@@ -95,6 +95,11 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	}
 	if out.truncated {
 		o.evidence += "\n(output truncated at 1 MiB)"
+		if o.met && c.mustNot != nil {
+			// What was cut off may hold exactly what must_not_match refuses.
+			o.met, o.progress = false, 0
+			o.reason = fmt.Sprintf("%s printed more than 1 MiB, so must_not_match %q cannot be confirmed on all of it", line, c.mustNot)
+		}
 	}
 	return o
 }

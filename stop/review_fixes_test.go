@@ -64,3 +64,14 @@ func TestAuditIterationCountsNumbersNotRecords(t *testing.T) {
 		t.Errorf("audit.iteration after 1,2,2,3 is not 3: %v %v", ok, err)
 	}
 }
+
+func TestCommandTruncatedOutputIsNotGreen(t *testing.T) {
+	t.Parallel()
+	needShell(t)
+	c := mustCond(t, config.Stop{Kind: "command", MustNotMatch: "FAIL",
+		Cmd: []string{"sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' x; echo; echo 'FAIL: 3 tests failed'"}})
+	o := c.check.check(context.Background(), &Input{Iteration: 1, Workdir: t.TempDir()})
+	if o.met || !strings.Contains(o.reason, "cannot be confirmed") {
+		t.Fatalf("met %v: %s", o.met, o.reason)
+	}
+}
