@@ -194,15 +194,33 @@ func intentOf(cfg *config.Config) (loop.Intent, error) {
 	return in, nil
 }
 
+// approver asks y/n on in for each plan. Ctrl-C while it waits declines the
+// plan, and the runner then aborts the run (the context is cancelled).
 func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (bool, error) {
-	r := bufio.NewReader(in)
-	return func(_ context.Context, iteration int, plan string) (bool, error) {
+	lines := make(chan string)
+	var once sync.Once
+	start := func() { // one reader for the whole run; it ends with stdin
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(in)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+	}
+	return func(ctx context.Context, iteration int, plan string) (bool, error) {
+		once.Do(start)
 		fmt.Fprintf(out, "iteration %d plan:\n%s\nrun it? [y/n] ", iteration, plan)
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return false, fmt.Errorf("read approval: %w", err)
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return false, fmt.Errorf("read approval: standard input closed")
+			}
+			return strings.EqualFold(strings.TrimSpace(line), "y"), nil
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+			return false, nil
 		}
-		return strings.EqualFold(strings.TrimSpace(line), "y"), nil
 	}
 }
 

@@ -104,6 +104,7 @@ type runState struct {
 	failures                int
 	lastPlan                string
 	feedback                Feedback
+	abort                   string // set when the run cannot go on (approval impossible)
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -141,6 +142,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		trig, trigName, err := fed.triggered()
 		if err != nil {
 			return nil, err
+		}
+		if st.abort != "" {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "approve", Reason: st.abort})
 		}
 		if ctx.Err() != nil {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
@@ -259,10 +263,10 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		status, failures = "provider-error", []string{perr.Error()}
 	case r.o.Approve != nil:
 		ok, err := r.o.Approve(ctx, st.iteration, resp.Source)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
+		switch {
+		case err != nil: // nobody can approve any more: close the iteration, then the run
+			status, failures, st.abort = "skipped", []string{err.Error()}, err.Error()
+		case !ok:
 			status = "skipped"
 		}
 	}
