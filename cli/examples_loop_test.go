@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"testing"
 
 	"github.com/ralphloop/ralph/config"
@@ -37,5 +36,4 @@ func TestLoopExamplesLoad(t *testing.T) {
 		}
 		st.Close()
 	}
-	_ = os.Getenv
 }

@@ -12,7 +12,6 @@ func TestE2EExec(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	store := filepath.Join(dir, "store")
 	cfg := filepath.Join(dir, "ralph.toml")
 	writeFile(t, cfg, `[plan]
 rtfs = "(do)"
@@ -66,5 +65,4 @@ dir = "store"
 	if out, _, _ := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "recall.rtfs"), "--config", cfg, "--store", other); !strings.Contains(out, "result: nil") {
 		t.Errorf("a fresh --store saw the other store's kv: %s", out)
 	}
-	_ = store
 }

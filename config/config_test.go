@@ -1,7 +1,6 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,7 +98,6 @@ func TestLoadMissingFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not exist; create one with `ralph init`") {
 		t.Errorf("got %v", err)
 	}
-	_ = os.Remove("")
 }
 
 func FuzzParse(f *testing.F) {
