@@ -155,7 +155,7 @@ func (r *Registry) Specs() []*Spec {
 // ErrUnknown is returned for an id no capability has.
 var ErrUnknown = errors.New("unknown capability")
 
-// Input shapes call arguments for the spec and validates them:
+// InputFrom shapes call arguments for the spec and validates them:
 // (call :x {:k v}) passes the map; positional arguments become a map in
 // field order when the schema is a [:map …], a vector for [:tuple …], and
 // the single argument otherwise. The error names the exact path.

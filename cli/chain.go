@@ -13,16 +13,20 @@ import (
 
 // existingStore opens a store that must already exist (read commands never
 // create one by accident).
-func existingStore(flag string) (*ledger.Store, error) {
+func existingStore(flag string) (*ledger.Store, error) { return commandStore(flag, true, false) }
+
+// commandStore opens the store a command names: --store, else RALPH_STORE,
+// else ./ralph.toml's store.dir, else ./.ralph.
+func commandStore(flag string, mustExist, sync bool) (*ledger.Store, error) {
 	cfg, err := loadConfig("")
 	if err != nil {
 		return nil, err
 	}
 	dir := storeDir(flag, cfg)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); mustExist && errors.Is(err, os.ErrNotExist) {
 		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
 	}
-	return openStore(dir, false)
+	return openStore(dir, sync)
 }
 
 func newChainCmd() *cobra.Command {
@@ -147,11 +151,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 		Short: "Append JSON-line actions to the store, re-chained and re-signed; all or nothing",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig("")
-			if err != nil {
-				return err
-			}
-			st, err := openStore(storeDir(*store, cfg), true)
+			st, err := commandStore(*store, false, true)
 			if err != nil {
 				return err
 			}

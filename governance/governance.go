@@ -174,7 +174,7 @@ func (k *Kernel) Admit(file string, forms []*rtfs.Node) *Decision {
 	d := &Decision{Allowed: true}
 	if _, err := rtfs.Compile(forms, rtfs.Options{File: file, Mode: rtfs.PlanMode, Env: k.env}); err != nil {
 		rule := RuleCompiles
-		if strings.Contains(err.Error(), "not allowed in contracts") {
+		if errors.Is(err, rtfs.ErrPlanFormInPureCode) {
 			rule = RuleContractPurity
 		}
 		refuse(d, rule, err.Error())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/ralphloop/ralph/capability"
@@ -12,14 +11,14 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-var attestations sync.Map // *capability.Spec → string; specs are immutable once registered
-
+// attestation returns the spec's attestation id, computed once per spec
+// (specs are immutable once registered).
 func (o *Orchestrator) attestation(s *capability.Spec) string {
-	if v, ok := attestations.Load(s); ok {
+	if v, ok := o.attestations.Load(s); ok {
 		return v.(string)
 	}
 	a := s.Attestation()
-	attestations.Store(s, a)
+	o.attestations.Store(s, a)
 	return a
 }
 

@@ -46,7 +46,8 @@ type OrchestratorOptions struct {
 // Orchestrator runs admitted plans: it is the rtfs.Host that records steps,
 // calls, contracts and compensations on the ledger.
 type Orchestrator struct {
-	o OrchestratorOptions
+	o            OrchestratorOptions
+	attestations sync.Map // *capability.Spec → attestation id
 }
 
 // NewOrchestrator returns an orchestrator; Registry, Governance and Ledger are required.

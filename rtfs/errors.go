@@ -22,6 +22,11 @@ const (
 	ErrThrown    = "rtfs/thrown"
 )
 
+// ErrPlanFormInPureCode is what errors.Is finds in the compile error for a
+// call or step* form written where code must be pure (a contract, metadata,
+// a predicate), so callers need not read the message.
+var ErrPlanFormInPureCode = errors.New("plan form in pure code")
+
 // Error is an RTFS error with a source position. It prints as
 // "file:line:col: message".
 type Error struct {

@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -137,7 +138,7 @@ func (m *Machine) settle() {
 	}
 }
 
-func itoa(i int64) string { return string(AppendValue(nil, Int(i))) }
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 
 // frame holds the slots of one function activation.
 type frame struct {

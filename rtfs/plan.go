@@ -343,9 +343,6 @@ func (c *compiler) compensated(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc.needsEnv {
-		outer.heap = true
-	}
 	pos := n.Pos
 	pName, cName := StepName(n.Items[1]), StepName(n.Items[2])
 	return func(m *Machine, f *frame) (Value, error) {

@@ -25,7 +25,9 @@ func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 				if c.mode == PlanMode {
 					where = "contracts and step metadata, which must be pure"
 				}
-				return nil, c.errf(n.Pos, "%s is not allowed in %s; move it into a plan step", name, where)
+				e := c.errf(n.Pos, "%s is not allowed in %s; move it into a plan step", name, where)
+				e.cause = ErrPlanFormInPureCode
+				return nil, e
 			}
 			return c.planForm(name, n)
 		}, true
