@@ -196,7 +196,16 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 func (r *Runner) start(ctx context.Context) (*runState, error) {
 	st := &runState{id: r.o.RunID, started: r.o.Now()}
 	if r.o.Resume {
-		return r.resumeState(ctx, st)
+		st, err := r.resumeState(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		// A replaying provider (script) continues after the answers the
+		// completed iterations used; an interrupted iteration gets its answer again.
+		if s, ok := r.o.Provider.(interface{ Skip(n int) }); ok {
+			s.Skip(st.iteration)
+		}
+		return st, nil
 	}
 	if st.id == "" {
 		st.id = NewID()

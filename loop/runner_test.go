@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -253,5 +254,54 @@ max = 2
 	}
 	if n := len(runTypes(t, fx, out.RunID, ledger.IterationStarted)); out2.ExitCode != ExitLimit || n != 2 {
 		t.Fatalf("resume: %+v; %d iterations started, want 2", out2, n)
+	}
+}
+
+func TestResumeContinuesTheScript(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "answers.jsonl")
+	if err := os.WriteFile(script, []byte(`"(step \"A\" (call :ccos.echo {:message \"one\"}))"
+"(step \"B\" (call :ccos.echo {:message \"two\"}))"
+"(step \"C\" (call :ccos.echo {:message \"three\"}))"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newScript := func() Provider {
+		p, err := NewScriptProvider(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	r, fx := newRunner(t, "[plan]\nrtfs = '1'\n[[stop]]\nname = \"one\"\nkind = \"max_iterations\"\nmax = 1\n", newScript())
+	out, err := r.Run(context.Background())
+	if err != nil || out.Iterations != 1 {
+		t.Fatalf("first run: %+v %v", out, err)
+	}
+	key := RunKVPrefix + out.RunID
+	rec, _, _ := fx.store.KV().Get(context.Background(), key)
+	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	cfg := *r.o.Config
+	cfg.Stop = []config.Stop{{Name: "two", Kind: "max_iterations", Max: 2}}
+	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := NewRunner(RunnerOptions{Config: &cfg, Store: fx.store, Orchestrator: fx.orch, Provider: newScript(),
+		Conditions: conds, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, a := range runTypes(t, fx, out.RunID, ledger.PlanStepStarted) {
+		steps = append(steps, a.FunctionName)
+	}
+	if strings.Join(steps, ",") != "A,B" {
+		t.Errorf("steps %v, want A then B: the resumed run must take the script's next answer", steps)
 	}
 }
