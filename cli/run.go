@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -236,7 +235,6 @@ type printer struct {
 	last    uint64 // last seq printed
 	iter    int64
 	runID   string
-	started time.Time
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {

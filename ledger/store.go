@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -478,9 +477,4 @@ func (l badgerLogger) emit(level slog.Level, f string, a []any) {
 	// Some Badger messages span lines (level summaries); keep one per record.
 	msg := strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(f, a...)), "\n", " | ")
 	l.log.Log(ctx, level, msg, "component", "badger")
-}
-
-// hasPrefixKey reports whether k is prefix followed by exactly a be64 seq.
-func hasPrefixKey(k, prefix []byte) bool {
-	return len(k) == len(prefix)+8 && bytes.HasPrefix(k, prefix)
 }

@@ -43,7 +43,7 @@ func BenchmarkPredicateIndex(b *testing.B) {
 	}
 	fresh := benchActions(4096)
 	for _, n := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("%s", short(n)), func(b *testing.B) {
+		b.Run(short(n), func(b *testing.B) {
 			ix := NewIndex()
 			for _, a := range benchActions(n) {
 				ix.Observe(&a)
