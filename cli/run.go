@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
@@ -159,7 +160,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	return nil
 }
 
-func newProvider(cfg *config.Config) (loop.Provider, error) {
+func newProvider(cfg *config.Config) (arbiter.Provider, error) {
 	switch cfg.Model.Provider {
 	case "static":
 		src := cfg.Plan.RTFS
@@ -170,23 +171,23 @@ func newProvider(cfg *config.Config) (loop.Provider, error) {
 			}
 			src = string(b)
 		}
-		return loop.StaticProvider{Source: src}, nil
+		return arbiter.StaticProvider{Source: src}, nil
 	case "script":
-		return loop.NewScriptProvider(cfg.Model.Script)
+		return arbiter.NewScriptProvider(cfg.Model.Script)
 	}
 	return nil, fmt.Errorf("provider %q is not available yet (it arrives with the arbiter); use \"static\" or \"script\"", cfg.Model.Provider)
 }
 
-func intentOf(cfg *config.Config) (loop.Intent, error) {
+func intentOf(cfg *config.Config) (arbiter.Intent, error) {
 	params, err := paramsValue(cfg.Intent.Params)
 	if err != nil {
-		return loop.Intent{}, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
+		return arbiter.Intent{}, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
 	}
-	in := loop.Intent{Goal: cfg.Intent.Goal, Params: params}
+	in := arbiter.Intent{Goal: cfg.Intent.Goal, Params: params}
 	if cfg.Intent.PromptFile != "" {
 		b, err := os.ReadFile(cfg.Intent.PromptFile)
 		if err != nil {
-			return loop.Intent{}, fmt.Errorf("%s: [intent].prompt_file: %w", cfg.File, err)
+			return arbiter.Intent{}, fmt.Errorf("%s: [intent].prompt_file: %w", cfg.File, err)
 		}
 		in.Prompt = string(b)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -36,10 +37,10 @@ type RunnerOptions struct {
 	Config       *config.Config
 	Store        *ledger.Store
 	Orchestrator *Orchestrator
-	Provider     Provider
+	Provider     arbiter.Provider
 	Conditions   []*stop.Condition     // from stop.FromConfig
 	Predicates   []CompletionPredicate // success-class predicates watched after every action
-	Intent       Intent
+	Intent       arbiter.Intent
 	// Approve, when set, is asked before each plan runs; false skips the iteration.
 	Approve func(ctx context.Context, iteration int, plan string) (bool, error)
 	// Resume continues RunID from its last completed iteration.
@@ -103,7 +104,7 @@ type runState struct {
 	iterTokens              []int64
 	failures                int
 	lastPlan                string
-	feedback                Feedback
+	feedback                arbiter.Feedback
 	abort                   string // set when the run cannot go on (approval impossible)
 }
 
@@ -165,7 +166,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		st.feedback.Conditions = ev.Results
+		st.feedback.Conditions = conditionStatus(ev.Results)
 		strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
 		switch {
 		case trig != nil && !strong: // a completion predicate held; failure still beats it
@@ -253,9 +254,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	status, planCost, usage := "ok", 0.0, Usage{}
+	status, planCost, usage := "ok", 0.0, arbiter.Usage{}
 	var failures []string
-	resp, perr := r.o.Provider.Plan(ctx, PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback})
+	resp, perr := r.o.Provider.Plan(ctx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback})
 	usage = resp.Usage
 	gen := &ledger.Action{Type: ledger.PlanGenerated, ParentActionID: iterID, FunctionName: resp.Provider,
 		Arguments: []rtfs.Value{rtfs.String(resp.Source)}, Success: perr == nil, Cost: usage.CostUSD,
@@ -305,7 +306,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		st.failures++
 	}
 	st.lastPlan = resp.Source
-	st.feedback = Feedback{Iteration: st.iteration, LastPlan: resp.Source, Failures: failures}
+	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: resp.Source, Failures: failures}
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
 		rtfs.Keyword("tokens"), rtfs.Int(usage.Tokens()), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
@@ -532,4 +533,14 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 		}
 	}()
 	return f, nil
+}
+
+// conditionStatus is what the provider sees of each stop condition.
+func conditionStatus(rs []stop.Result) []arbiter.ConditionStatus {
+	out := make([]arbiter.ConditionStatus, len(rs))
+	for i, r := range rs {
+		out[i] = arbiter.ConditionStatus{Name: r.Name, Kind: r.Kind, Class: string(r.Class), Met: r.Met,
+			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
@@ -15,7 +16,7 @@ import (
 )
 
 // newRunner builds a runner over an in-memory store from a ralph.toml text.
-func newRunner(t testing.TB, toml string, provider Provider) (*Runner, *fixture) {
+func newRunner(t testing.TB, toml string, provider arbiter.Provider) (*Runner, *fixture) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(toml), filepath.Join(t.TempDir(), "ralph.toml"), func(string) string { return "" })
 	if err != nil {
@@ -27,10 +28,10 @@ func newRunner(t testing.TB, toml string, provider Provider) (*Runner, *fixture)
 		t.Fatal(err)
 	}
 	if provider == nil {
-		provider = StaticProvider{Source: cfg.Plan.RTFS}
+		provider = arbiter.StaticProvider{Source: cfg.Plan.RTFS}
 	}
 	r, err := NewRunner(RunnerOptions{Config: cfg, Store: fx.store, Orchestrator: fx.orch, Provider: provider,
-		Conditions: conds, Intent: Intent{Goal: cfg.Intent.Goal, Params: rtfs.MapValue(rtfs.NewMap())}})
+		Conditions: conds, Intent: arbiter.Intent{Goal: cfg.Intent.Goal, Params: rtfs.MapValue(rtfs.NewMap())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +267,8 @@ func TestResumeContinuesTheScript(t *testing.T) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	newScript := func() Provider {
-		p, err := NewScriptProvider(script)
+	newScript := func() arbiter.Provider {
+		p, err := arbiter.NewScriptProvider(script)
 		if err != nil {
 			t.Fatal(err)
 		}

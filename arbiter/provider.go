@@ -1,4 +1,4 @@
-package loop
+package arbiter
 
 import (
 	"bufio"
@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/ralphloop/ralph/rtfs"
-	"github.com/ralphloop/ralph/stop"
 )
 
 // Intent is what the loop is asked to achieve.
@@ -25,8 +25,19 @@ type Intent struct {
 type Feedback struct {
 	Iteration  int
 	LastPlan   string
-	Failures   []string      // failed steps and calls, with their errors
-	Conditions []stop.Result // each stop condition's status and progress
+	Failures   []string          // failed steps and calls, with their errors
+	Conditions []ConditionStatus // each stop condition's status and progress, in priority order
+}
+
+// ConditionStatus is one stop condition's result as the model sees it.
+type ConditionStatus struct {
+	Name     string
+	Kind     string
+	Class    string // success | failure | limit | abort
+	Met      bool
+	Progress float64 // 0–1
+	Detail   string  // "7/20", "exit 1"
+	Reason   string
 }
 
 // PlanRequest asks a provider for one iteration's plan.
@@ -34,6 +45,47 @@ type PlanRequest struct {
 	Intent    Intent
 	Iteration int
 	Feedback  Feedback
+	// Observer, when set, hears about the exchange as it happens: each
+	// model consultation (to be recorded as an LlmConsultation action the
+	// moment it completes, so a crash loses none), rate-limit waits and
+	// streamed tokens. Nil is fine.
+	Observer Observer
+}
+
+// Observer receives what a provider does while producing one plan. Calls
+// come from the provider's goroutine; implementations must not block long.
+type Observer interface {
+	// Consulted reports one finished model exchange, successful or not.
+	Consulted(Consultation)
+	// Waiting reports a pause the provider takes before retrying, e.g. a 429
+	// with Retry-After: the UI shows a countdown to until. It is neither an
+	// iteration nor charged to any budget.
+	Waiting(reason string, until time.Time)
+	// Token reports streamed completion text as it arrives.
+	Token(text string)
+}
+
+// Consultation is one request to a model and its answer.
+type Consultation struct {
+	Model        string
+	Mode         string // "A" (RTFS) or "B" (JSON IR)
+	Attempt      int    // 1 for the first try in a mode, 2.. for repairs
+	PromptSHA256 string // hex SHA-256 of the prompt text before redaction
+	Prompt       string // the prompt text, secrets redacted
+	Response     string
+	Usage        Usage
+	Duration     time.Duration
+	Err          string // empty on success
+}
+
+// Diagnostic is one problem found in a model's output.
+type Diagnostic struct {
+	Mode    string `json:"mode"` // "A" or "B"
+	Attempt int    `json:"attempt"`
+	Stage   string `json:"stage"`         // "extract" "parse" "forms" "capability" "schema" "governance" "ir"
+	Pos     string `json:"pos,omitempty"` // "line:col" in the extracted plan, or a JSON path for IR
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 // Usage is what producing a plan cost.
@@ -46,18 +98,26 @@ type Usage struct {
 // Tokens is the total token count.
 func (u Usage) Tokens() int64 { return u.PromptTokens + u.CompletionTokens }
 
-// PlanResponse is a provider's answer: RTFS plan text and its cost.
+// PlanResponse is a provider's answer: RTFS plan text, how it was
+// obtained, and what it cost.
 type PlanResponse struct {
-	Source   string // RTFS
-	Provider string // "static", "script", "openai", …
-	Mode     string // how the plan was produced ("static", "A", "B")
-	Repairs  int
-	Raw      string // the provider's raw output
-	Usage    Usage
+	Source   string // RTFS, checked when Mode is "A" or "B"
+	Provider string // "static", "script", "openai", "command"
+	Model    string
+	Mode     string         // how the plan was produced: "static", "script", "A", "B"
+	Repairs  int            // repairs across both modes
+	Attempts map[string]int // attempts per mode ("A": 3, "B": 1)
+	Raw      string         // the final raw model output
+	Usage    Usage          // every consultation's tokens and cost summed
+	// Diagnostics lists every problem found on the way, across attempts.
+	Diagnostics []Diagnostic
+	IR          string // the final plan's canonical JSON IR, when computed
+	IRDiff      string // Mode B: model IR vs canonical IR; empty when equivalent
 }
 
 // Provider turns an intent and the last iteration's feedback into a plan.
-// The arbiter implements it for models; static and script are here.
+// static and script return plan text as written; model-backed providers
+// run the arbiter pipeline (extract, check, repair, Mode B).
 type Provider interface {
 	Plan(ctx context.Context, req PlanRequest) (PlanResponse, error)
 }
