@@ -26,6 +26,11 @@ func (o *Orchestrator) attestation(s *capability.Spec) string {
 // :timeout-ms, :post, and the records that say what happened. A run-time
 // error always closes its step with PlanStepFailed.
 func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, error) {
+	if r.in.BeforeStep != nil {
+		if err := r.in.BeforeStep(ctx); err != nil {
+			return rtfs.Nil, err
+		}
+	}
 	f := frameOf(ctx)
 	opts, optErr := parseStepOptions(req.Meta)
 	kv := r.o.o.KV

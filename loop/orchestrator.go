@@ -79,6 +79,9 @@ type PlanInput struct {
 	PlanID         string     // optional; generated when empty
 	ParentActionID string     // e.g. the IterationStarted action
 	Ctx            rtfs.Value // the plan context map
+	// BeforeStep, when set, runs before each step starts; the runner pauses
+	// there. An error fails the step.
+	BeforeStep func(ctx context.Context) error
 }
 
 // PlanResult is the outcome of Execute.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,7 @@ const (
 const (
 	ExitSuccess = 0
 	ExitFailure = 1
+	ExitUsage   = 2 // the provider cannot serve the run (bad key, unknown model)
 	ExitLimit   = 3
 	ExitAborted = 4
 )
@@ -47,6 +49,7 @@ type RunnerOptions struct {
 	RunID  string
 	Resume bool
 	Now    func() time.Time
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // CompletionPredicate is a success-class predicate stop condition, evaluated
@@ -70,7 +73,16 @@ type Outcome struct {
 	ExitCode    int
 	FinalSeq    uint64 // the Run* action that closed the run
 
-	trigger *ledger.Action // the action after which a completion predicate held
+	trigger   *ledger.Action // the action after which a completion predicate held
+	usageExit bool           // the run could not work at all (exit 2)
+}
+
+// abortOutcome says who aborted the run: Abort (the UI) or a signal.
+func abortOutcome(ctx context.Context) *Outcome {
+	if errors.Is(context.Cause(ctx), errUserAbort) {
+		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_abort", Reason: "aborted by the user"}
+	}
+	return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
 }
 
 // Runner runs one Ralph loop: plan, admit, execute, record, evaluate the
@@ -78,6 +90,9 @@ type Outcome struct {
 type Runner struct {
 	o    RunnerOptions
 	eval *stop.Evaluator
+	bus  *Bus
+	log  *slog.Logger
+	ctl  control
 }
 
 // NewRunner checks the options and builds the evaluator.
@@ -91,8 +106,23 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Runner{o: o}, nil
+	if o.Resume && o.RunID == "" {
+		return nil, errors.New("resume needs the run id")
+	}
+	if o.RunID == "" {
+		o.RunID = NewID()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Runner{o: o, bus: NewBus(o.Store, o.RunID), log: o.Logger.With("run", o.RunID)}, nil
 }
+
+// RunID is the run's id, known before Run starts.
+func (r *Runner) RunID() string { return r.o.RunID }
+
+// Events is the run's event bus.
+func (r *Runner) Events() *Bus { return r.bus }
 
 type runState struct {
 	id, intentID, startedID string
@@ -106,16 +136,25 @@ type runState struct {
 	lastPlan                string
 	feedback                arbiter.Feedback
 	abort                   string // set when the run cannot go on (approval impossible)
+	fatal                   string // a provider error no retry can fix: the run stops with exit 2
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
 // ctx is cancelled (an abort: the running plan's compensations run).
 func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	r.ctl.mu.Lock()
+	r.ctl.abort = abort
+	if r.ctl.aborted {
+		abort(errUserAbort)
+	}
+	r.ctl.mu.Unlock()
 	st, err := r.start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now})
+	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now, Logger: r.log})
 	index := stop.NewIndex()
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()
@@ -131,6 +170,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		defer cancel()
 	}
 	for {
+		if err := r.gate(runCtx, st); err != nil && runCtx.Err() == nil {
+			return nil, err
+		}
 		if out := r.preflight(runCtx, ctx, st); out != nil {
 			return r.finish(ctx, st, out)
 		}
@@ -147,8 +189,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if st.abort != "" {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "approve", Reason: st.abort})
 		}
+		if st.fatal != "" {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassFailure, TriggeredBy: "provider", Reason: st.fatal, usageExit: true})
+		}
 		if ctx.Err() != nil {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
+			return r.finish(ctx, st, abortOutcome(ctx))
 		}
 		if runCtx.Err() != nil {
 			return r.finish(ctx, st, r.durationOutcome())
@@ -161,7 +206,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
 			Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
 		if ctx.Err() != nil {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"})
+			return r.finish(ctx, st, abortOutcome(ctx))
 		}
 		if err != nil {
 			return nil, err
@@ -206,10 +251,8 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 		if s, ok := r.o.Provider.(interface{ Skip(n int) }); ok {
 			s.Skip(st.iteration)
 		}
+		r.bus.setState(StateRunning, r.o.Now())
 		return st, nil
-	}
-	if st.id == "" {
-		st.id = NewID()
 	}
 	st.intentID = st.id
 	cfg := r.o.Config
@@ -224,6 +267,7 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 		return nil, err
 	}
 	st.startedID = id
+	r.bus.setState(StateRunning, r.o.Now())
 	return st, r.saveState(ctx, st, StateRunning, nil)
 }
 
@@ -254,26 +298,45 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	status, planCost, usage := "ok", 0.0, arbiter.Usage{}
+	ictx, skip := context.WithCancelCause(ctx)
+	defer skip(nil)
+	r.ctl.mu.Lock()
+	r.ctl.skip = skip
+	r.ctl.mu.Unlock()
+	defer func() {
+		r.ctl.mu.Lock()
+		r.ctl.skip = nil
+		r.ctl.mu.Unlock()
+	}()
+	skipped := func() bool { return errors.Is(context.Cause(ictx), errSkipped) }
+
+	status, planCost := "ok", 0.0
 	var failures []string
-	resp, perr := r.o.Provider.Plan(ctx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback})
-	usage = resp.Usage
-	gen := &ledger.Action{Type: ledger.PlanGenerated, ParentActionID: iterID, FunctionName: resp.Provider,
-		Arguments: []rtfs.Value{rtfs.String(resp.Source)}, Success: perr == nil, Cost: usage.CostUSD,
-		Metadata: map[string]rtfs.Value{"mode": rtfs.String(resp.Mode), "repairs": rtfs.Int(int64(resp.Repairs)),
-			"prompt_tokens": rtfs.Int(usage.PromptTokens), "completion_tokens": rtfs.Int(usage.CompletionTokens)}}
-	if perr != nil {
-		gen.ErrorMessage = perr.Error()
+	obs := &observer{r: r, ctx: ctx, st: st, parent: iterID, iteration: st.iteration}
+	resp, perr := r.o.Provider.Plan(ictx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback, Observer: obs})
+	if obs.err != nil {
+		return 0, obs.err
 	}
-	if _, err := r.record(ctx, st, gen); err != nil {
+	usage := resp.Usage
+	if _, err := r.record(ctx, st, planAction(iterID, resp, perr)); err != nil {
 		return 0, err
 	}
 	switch {
+	case skipped():
+		status = "skipped"
 	case perr != nil:
 		status, failures = "provider-error", []string{perr.Error()}
+		if errors.Is(perr, arbiter.ErrFatal) {
+			st.fatal = perr.Error()
+		}
 	case r.o.Approve != nil:
-		ok, err := r.o.Approve(ctx, st.iteration, resp.Source)
+		info := PlanInfo{Iteration: st.iteration, Source: resp.Source, Provider: resp.Provider, Model: resp.Model,
+			Mode: resp.Mode, Repairs: resp.Repairs, OK: true}
+		r.bus.publish(Event{Kind: EventApprove, Iteration: st.iteration, Plan: &info, Time: r.o.Now()})
+		ok, err := r.o.Approve(ictx, st.iteration, resp.Source)
 		switch {
+		case skipped():
+			status = "skipped"
 		case err != nil: // nobody can approve any more: close the iteration, then the run
 			status, failures, st.abort = "skipped", []string{err.Error()}, err.Error()
 		case !ok:
@@ -281,18 +344,21 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		}
 	}
 	if status == "ok" {
-		res, err := r.o.Orchestrator.Execute(ctx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
-			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st)})
+		res, err := r.o.Orchestrator.Execute(ictx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
+			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st),
+			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }})
+		if res != nil {
+			planCost = res.Cost
+		}
 		switch {
-		case errors.Is(err, ErrRefused):
+		case err != nil && errors.Is(err, ErrRefused):
 			status, failures = "refused", []string{err.Error()}
 		case err != nil:
 			return 0, err
+		case skipped():
+			status = "skipped"
 		case res.Err != nil:
 			status, failures = "failed", []string{res.Err.Error()}
-			planCost = res.Cost
-		default:
-			planCost = res.Cost
 		}
 	}
 	cost := planCost + usage.CostUSD
@@ -353,7 +419,7 @@ func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error)
 // overshot.
 func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	if ctx.Err() != nil {
-		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
+		return abortOutcome(ctx)
 	}
 	if runCtx.Err() != nil {
 		return r.durationOutcome()
@@ -424,6 +490,9 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 	default:
 		out.ExitCode = ExitLimit
 	}
+	if out.usageExit {
+		out.ExitCode = ExitUsage
+	}
 	out.State = state
 	{
 		a := &ledger.Action{Type: typ, FunctionName: out.TriggeredBy, Success: out.Class == stop.ClassSuccess,
@@ -445,6 +514,7 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		}
 		out.FinalSeq = r.o.Store.Head().Seq
 	}
+	r.bus.setState(state, r.o.Now())
 	return out, r.saveState(ctx, st, state, out)
 }
 
@@ -543,4 +613,48 @@ func conditionStatus(rs []stop.Result) []arbiter.ConditionStatus {
 			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason}
 	}
 	return out
+}
+
+// planAction is the PlanGenerated record of a provider's answer.
+func planAction(iterID string, resp arbiter.PlanResponse, perr error) *ledger.Action {
+	u := resp.Usage
+	meta := map[string]rtfs.Value{"mode": rtfs.String(resp.Mode), "repairs": rtfs.Int(int64(resp.Repairs)),
+		"model": rtfs.String(resp.Model), "prompt_tokens": rtfs.Int(u.PromptTokens), "completion_tokens": rtfs.Int(u.CompletionTokens)}
+	if len(resp.Attempts) > 0 {
+		b := rtfs.NewMapBuilder(len(resp.Attempts))
+		for mode, n := range resp.Attempts {
+			b.Set(rtfs.String(mode), rtfs.Int(int64(n)))
+		}
+		meta["attempts"] = rtfs.MapValue(b.Map())
+	}
+	if len(resp.Diagnostics) > 0 {
+		var sb strings.Builder
+		for _, d := range resp.Diagnostics {
+			fmt.Fprintf(&sb, "%s#%d %s", d.Mode, d.Attempt, d.Stage)
+			if d.Pos != "" {
+				sb.WriteString(" " + d.Pos)
+			}
+			sb.WriteString(": " + d.Message)
+			if d.Fix != "" {
+				sb.WriteString(" — " + d.Fix)
+			}
+			sb.WriteByte('\n')
+		}
+		meta["diagnostics"] = rtfs.String(strings.TrimSuffix(sb.String(), "\n"))
+	}
+	if resp.IR != "" {
+		meta["ir"] = rtfs.String(resp.IR)
+	}
+	if resp.IRDiff != "" {
+		meta["ir_diff"] = rtfs.String(resp.IRDiff)
+	}
+	if resp.Raw != "" && resp.Raw != resp.Source {
+		meta["raw"] = rtfs.String(resp.Raw)
+	}
+	gen := &ledger.Action{Type: ledger.PlanGenerated, ParentActionID: iterID, FunctionName: resp.Provider,
+		Arguments: []rtfs.Value{rtfs.String(resp.Source)}, Success: perr == nil, Cost: u.CostUSD, Metadata: meta}
+	if perr != nil {
+		gen.ErrorMessage = perr.Error()
+	}
+	return gen
 }

@@ -43,7 +43,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	if !ok {
 		return nil, fmt.Errorf("no run %s in this store; `ralph runs` lists them", st.id)
 	}
-	if s := rec.AsMap().GetKey("state").Str(); s != StateRunning && s != StateAborted {
+	if s := rec.AsMap().GetKey("state").Str(); s != StateRunning && s != StateAborted && s != StatePaused {
 		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead", st.id, s)
 	}
 	acts, err := r.o.Store.ByRun(st.id)
@@ -59,7 +59,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		switch a.Type {
 		case ledger.RunStarted:
 			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
-		case ledger.CapabilityCall, ledger.LlmConsultation:
+		case ledger.CapabilityCall: // LlmConsultation costs are summed in their PlanGenerated
 			spent += a.Cost
 		case ledger.PlanGenerated:
 			spent += a.Cost
