@@ -116,10 +116,6 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		}
 		preds = append(preds, loop.CompletionPredicate{Name: s.Name, Pred: p})
 	}
-	provider, err := newProvider(cfg)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
 	intent, err := intentOf(cfg)
 	if err != nil {
 		return exitError(ExitUsage, err)
@@ -130,6 +126,10 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	st := eng.store
 	defer st.Close()
+	provider, err := newProvider(cfg, eng)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
 	if f.approve {
@@ -158,24 +158,6 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return exitError(out.ExitCode, silentError{})
 	}
 	return nil
-}
-
-func newProvider(cfg *config.Config) (arbiter.Provider, error) {
-	switch cfg.Model.Provider {
-	case "static":
-		src := cfg.Plan.RTFS
-		if cfg.Plan.File != "" {
-			b, err := os.ReadFile(cfg.Plan.File)
-			if err != nil {
-				return nil, fmt.Errorf("%s: [plan].file: %w", cfg.File, err)
-			}
-			src = string(b)
-		}
-		return arbiter.StaticProvider{Source: src}, nil
-	case "script":
-		return arbiter.NewScriptProvider(cfg.Model.Script)
-	}
-	return nil, fmt.Errorf("provider %q is not available yet (it arrives with the arbiter); use \"static\" or \"script\"", cfg.Model.Provider)
 }
 
 func intentOf(cfg *config.Config) (arbiter.Intent, error) {
