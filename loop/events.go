@@ -18,8 +18,9 @@ import (
 type EventKind uint8
 
 // Event kinds. Action, Plan and Conditions events are read from the ledger,
-// so a consumer never loses one; the others are transient and a consumer
-// that falls more than a queue behind gets a Dropped event instead.
+// so a consumer never loses one. State and Approve events are few and always
+// queued. Wait, Token and Log events are transient: a consumer that falls
+// more than a queue behind loses them and gets a Dropped event instead.
 const (
 	EventAction     EventKind = iota + 1 // Action was appended to the chain
 	EventPlan                            // Plan is ready (read from its PlanGenerated action)
@@ -139,7 +140,7 @@ func (b *Bus) publish(e Event) {
 	defer b.mu.Unlock()
 	for s := range b.subs {
 		s.mu.Lock()
-		if len(s.queue) >= subscriberQueue {
+		if len(s.queue) >= subscriberQueue && e.Kind != EventState && e.Kind != EventApprove {
 			s.dropped++
 		} else {
 			s.queue = append(s.queue, e)
@@ -382,4 +383,13 @@ func consultationMeta(c arbiter.Consultation) map[string]rtfs.Value {
 		"prompt_sha256": rtfs.String(c.PromptSHA256), "prompt": rtfs.String(c.Prompt), "response": rtfs.String(c.Response),
 		"prompt_tokens": rtfs.Int(c.Usage.PromptTokens), "completion_tokens": rtfs.Int(c.Usage.CompletionTokens),
 	}
+}
+
+// IsRunEnd reports whether t is one of the actions that close a run.
+func IsRunEnd(t ledger.ActionType) bool {
+	switch t {
+	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:
+		return true
+	}
+	return false
 }

@@ -21,6 +21,10 @@ type fixture struct {
 	orch  *Orchestrator
 	calls map[string]int
 	mu    sync.Mutex
+	// hold, when set, is where test.wait blocks until it is closed (or its
+	// context ends); waiting is closed each time a test.wait call starts.
+	hold    chan struct{}
+	waiting chan struct{}
 }
 
 func (fx *fixture) count(id string) int {
@@ -93,6 +97,22 @@ func newFixture(t testing.TB, c governance.Constitution, store *ledger.Store, kv
 	fx.testCap(reg, "notify.slack", net, func(context.Context, rtfs.Value) (rtfs.Value, error) { return rtfs.True, nil })
 	fx.testCap(reg, "test.fail", nil, func(context.Context, rtfs.Value) (rtfs.Value, error) { return rtfs.Nil, errors.New("boom") })
 	fx.testCap(reg, "test.ok", nil, func(_ context.Context, in rtfs.Value) (rtfs.Value, error) { return in, nil })
+	fx.testCap(reg, "test.wait", nil, func(ctx context.Context, in rtfs.Value) (rtfs.Value, error) {
+		fx.mu.Lock()
+		hold, waiting := fx.hold, fx.waiting
+		fx.mu.Unlock()
+		if waiting != nil {
+			waiting <- struct{}{}
+		}
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+				return rtfs.Nil, ctx.Err()
+			}
+		}
+		return in, nil
+	})
 	fx.testCap(reg, "test.undo", nil, func(_ context.Context, in rtfs.Value) (rtfs.Value, error) { return in, nil })
 	orch, err := NewOrchestrator(OrchestratorOptions{Registry: reg, Governance: governance.New(c, reg, nil), Ledger: store, KV: kv})
 	if err != nil {

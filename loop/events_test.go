@@ -1,0 +1,283 @@
+package loop
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// collect reads the bus until the run's closing action has been delivered
+// and the final state reported.
+func collect(t *testing.T, events <-chan Event) []Event {
+	t.Helper()
+	var got []Event
+	closed := false
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream closed before the run ended")
+			}
+			got = append(got, e)
+			if e.Kind == EventAction && IsRunEnd(e.Action.Type) {
+				closed = true
+			}
+			if closed && e.Kind == EventState && e.State != StateRunning && e.State != StatePaused {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no final state after 30s; got %d events", len(got))
+		}
+	}
+}
+
+func kinds(evs []Event, k EventKind) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestBusDeliversTheRunInOrder(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(do (step "A" (call :ccos.echo {:message "a"})) (step "B" (call :ccos.echo {:message "b"})))'
+[[stop]]
+name = "three"
+kind = "max_iterations"
+max = 3
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, events)
+	acts, err := fx.store.ByRun(out.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := kinds(got, EventAction)
+	if len(delivered) != len(acts) {
+		t.Fatalf("%d actions delivered, the run has %d", len(delivered), len(acts))
+	}
+	for i, e := range delivered {
+		if e.Action.Seq != acts[i].Seq || e.RunID != out.RunID {
+			t.Fatalf("action %d: seq %d run %s, want seq %d", i, e.Action.Seq, e.RunID, acts[i].Seq)
+		}
+	}
+	if n := len(kinds(got, EventPlan)); n != 3 {
+		t.Errorf("%d plan events, want 3", n)
+	}
+	conds := kinds(got, EventConditions)
+	if len(conds) != 3 || conds[2].Evaluation.TriggeredBy != "three" || conds[2].Iteration != 3 {
+		t.Errorf("condition events %+v", conds)
+	}
+	var states []string
+	for _, e := range kinds(got, EventState) {
+		states = append(states, e.State)
+	}
+	if len(states) != 2 || states[0] != StateRunning || states[1] != StateStopped {
+		t.Errorf("states %v, want [running stopped]", states)
+	}
+	// Each transient event comes after the actions that preceded it: running
+	// after RunStarted, stopped after RunStopped.
+	for i, e := range got {
+		if e.Kind == EventState && e.State == StateStopped && (i == 0 || got[i-1].Kind != EventAction || got[i-1].Action.Type != ledger.RunStopped) {
+			t.Errorf("the stopped state is not right after RunStopped: event %d follows %v", i, got[i-1].Kind)
+		}
+	}
+	if got[0].Kind != EventAction || got[0].Action.Type != ledger.RunStarted || got[1].Kind != EventState {
+		t.Errorf("the stream starts %v %v, want RunStarted then the running state", got[0].Kind, got[1].Kind)
+	}
+	if r.Events().State() != StateStopped {
+		t.Errorf("bus state %q", r.Events().State())
+	}
+}
+
+// A consumer that reads nothing while the run goes on never blocks it, and
+// afterwards gets every action from the ledger plus a count of the
+// transient events it lost.
+func TestBusSlowConsumerNeverBlocksTheRunner(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 50
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	log := slog.New(r.Events().LogHandler(slog.LevelInfo))
+	for i := range subscriberQueue + 500 { // the stream's own buffer holds a few more
+		log.Info("line", "i", i)
+	}
+	out, err := r.Run(context.Background()) // nobody reads events meanwhile
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, events)
+	acts, _ := fx.store.ByRun(out.RunID)
+	if n := len(kinds(got, EventAction)); n != len(acts) {
+		t.Errorf("%d actions delivered, the run has %d", n, len(acts))
+	}
+	dropped := kinds(got, EventDropped)
+	if len(dropped) != 1 || dropped[0].Dropped < 400 {
+		t.Errorf("dropped events %+v, want one reporting at least 400", dropped)
+	}
+	logs := kinds(got, EventLog)
+	if len(logs) == 0 || logs[0].Log.Msg != "line" || logs[0].Log.Attrs != "i=0" {
+		t.Errorf("first log event %+v", logs)
+	}
+}
+
+func TestPauseTakesEffectAfterTheCurrentStep(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(do (step "A" (call :test.wait {})) (step "B" (call :ccos.echo {:message "b"})))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-fx.waiting // step A is running
+	r.Pause()
+	close(fx.hold) // A completes; B must wait
+	for e := range events {
+		if e.Kind == EventState && e.State == StatePaused {
+			break
+		}
+	}
+	acts, _ := fx.store.ByRun(r.RunID())
+	for _, a := range acts {
+		if a.Type == ledger.PlanStepStarted && a.FunctionName == "B" {
+			t.Fatal("step B started while the run was paused")
+		}
+	}
+	rec, _, _ := fx.store.KV().Get(ctx, RunKVPrefix+r.RunID())
+	if s := rec.AsMap().GetKey("state").Str(); s != StatePaused {
+		t.Errorf("stored state %q while paused", s)
+	}
+	r.Resume()
+	out := <-done
+	if out.ExitCode != ExitLimit || out.Iterations != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+	started := runTypes(t, fx, out.RunID, ledger.PlanStepCompleted)
+	if len(started) != 2 {
+		t.Errorf("%d steps completed, want A and B", len(started))
+	}
+}
+
+func TestSkipIterationCancelsOnlyTheCurrentIteration(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :test.wait {}))'
+[[stop]]
+kind = "max_iterations"
+max = 2
+`, nil)
+	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 2)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-fx.waiting
+	r.SkipIteration()
+	<-fx.waiting // iteration 2 is waiting: let it finish
+	close(fx.hold)
+	out := <-done
+	if out.Iterations != 2 || out.ExitCode != ExitLimit {
+		t.Fatalf("outcome %+v", out)
+	}
+	iters := runTypes(t, fx, out.RunID, ledger.IterationCompleted)
+	if len(iters) != 2 || iters[0].Metadata["status"].Str() != "skipped" || iters[1].Metadata["status"].Str() != "ok" {
+		t.Fatalf("iterations %v %v", iters[0].Metadata["status"], iters[1].Metadata["status"])
+	}
+}
+
+func TestAbortEndsTheRunAsAborted(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :test.wait {}))'
+[[stop]]
+kind = "never"
+`, nil)
+	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-fx.waiting
+	r.Abort()
+	out := <-done
+	if out.ExitCode != ExitAborted || out.TriggeredBy != "user_abort" || out.Reason != "aborted by the user" {
+		t.Fatalf("outcome %+v", out)
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.RunAborted)); n != 1 {
+		t.Errorf("%d RunAborted", n)
+	}
+}
+
+// Abort while paused still ends the run.
+func TestAbortWhilePaused(t *testing.T) {
+	t.Parallel()
+	r, _ := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "never"
+`, nil)
+	r.Pause()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, 1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, _ := r.Run(context.Background())
+		done <- out
+	}()
+	for e := range events {
+		if e.Kind == EventState && e.State == StatePaused {
+			break
+		}
+	}
+	r.Abort()
+	if out := <-done; out == nil || out.ExitCode != ExitAborted || out.Iterations != 0 {
+		t.Fatalf("outcome %+v", out)
+	}
+}
