@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -140,16 +141,17 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return exitError(ExitUsage, err)
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
-	p.verbose, p.runID = f.verbose, resumeID
+	p.verbose = f.verbose
 	ctx := cmd.Context()
-	printed := p.follow(context.WithoutCancel(ctx), st, st.Head().Seq+1)
+	followCtx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFollowing()
+	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))
 	out, err := runner.Run(ctx)
 	if err != nil {
-		p.stop()
+		stopFollowing()
 		<-printed
 		return exitError(ExitFailure, err)
 	}
-	p.until(out.FinalSeq)
 	<-printed
 	if err := p.summary(out); err != nil {
 		return err
@@ -206,88 +208,82 @@ func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (b
 	}
 }
 
-// printer is the headless view: it follows the ledger (so it never blocks
-// the runner and never misses an action) and prints one line per action.
+// printer is the headless view of the run's event bus: one line per event
+// (time, iteration, what, outcome). It reads actions from the ledger, so it
+// never blocks the runner and never misses one.
 type printer struct {
 	w       *bufio.Writer
 	asJSON  bool
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	verbose bool   // also print each stop-condition result
-	target  uint64 // last seq to print
-	last    uint64 // last seq printed
-	iter    int64
-	runID   string
+	verbose bool // also print each stop-condition result
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
-	return &printer{w: bufio.NewWriter(w), asJSON: asJSON, target: ^uint64(0)}
+	return &printer{w: bufio.NewWriter(w), asJSON: asJSON}
 }
 
-func (p *printer) follow(ctx context.Context, st *ledger.Store, from uint64) <-chan struct{} {
-	ctx, p.cancel = context.WithCancel(ctx)
+// follow prints events until the run's closing action or ctx's end.
+func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer p.w.Flush()
-		for a := range st.Subscribe(ctx, from) {
-			p.print(&a)
-			p.mu.Lock()
-			p.last = a.Seq
-			reached := a.Seq >= p.target
-			p.mu.Unlock()
-			if reached {
-				p.cancel()
+		for e := range events {
+			p.print(&e)
+			if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
+				return
 			}
 		}
 	}()
 	return done
 }
 
-// until makes the printer end once it has printed seq.
-func (p *printer) until(seq uint64) {
-	p.mu.Lock()
-	p.target = seq
-	done := p.last >= seq
-	p.mu.Unlock()
-	if done {
-		p.cancel()
-	}
-}
-
-func (p *printer) stop() { p.cancel() }
-
-func (p *printer) print(a *ledger.Action) {
-	if p.runID == "" && a.Type == ledger.RunStarted {
-		p.runID = a.RunID
-	}
-	if p.runID != "" && a.RunID != p.runID {
-		return
-	}
+func (p *printer) print(e *loop.Event) {
+	defer p.w.Flush()
 	if p.asJSON {
-		p.w.Write(append(ledger.AppendJSON(nil, a), '\n'))
-		p.w.Flush()
+		switch e.Kind {
+		case loop.EventAction:
+			p.w.Write(append(ledger.AppendJSON(nil, e.Action), '\n'))
+		case loop.EventState, loop.EventWait, loop.EventDropped:
+			m := map[string]any{"event": e.Kind.String(), "time": e.Time.UTC().Format(time.RFC3339Nano),
+				"run_id": e.RunID, "iteration": e.Iteration}
+			switch e.Kind {
+			case loop.EventState:
+				m["state"] = e.State
+			case loop.EventWait:
+				m["reason"], m["until"] = e.Text, e.Until.UTC().Format(time.RFC3339Nano)
+			case loop.EventDropped:
+				m["dropped"] = e.Dropped
+			}
+			b, _ := json.Marshal(m) // strings and numbers cannot fail to marshal
+			p.w.Write(append(b, '\n'))
+		}
 		return
 	}
-	if a.Type == ledger.IterationStarted {
-		p.iter = a.Metadata["iteration"].AsInt()
-	}
-	fmt.Fprintf(p.w, "%s it %-3d %s\n", a.Timestamp.Local().Format("15:04:05"), p.iter, ledger.Summary(a))
-	if p.verbose && a.Type == ledger.StopConditionsEvaluated {
-		if ev, err := stop.EvaluationFromAction(a); err == nil {
-			for _, r := range ev.Results {
-				state := "not met"
-				switch {
-				case r.TimedOut:
-					state = "timed out"
-				case r.Met:
-					state = "MET"
-				}
-				fmt.Fprintf(p.w, "           %-24s %-7s %3d  %-9s %-12s %s\n", r.Name, r.Class, r.Priority, state, r.Detail, r.Reason)
+	at := e.Time.Local().Format("15:04:05")
+	switch e.Kind {
+	case loop.EventAction:
+		fmt.Fprintf(p.w, "%s it %-3d %s\n", at, e.Iteration, ledger.Summary(e.Action))
+	case loop.EventState:
+		fmt.Fprintf(p.w, "%s it %-3d state %s\n", at, e.Iteration, e.State)
+	case loop.EventWait:
+		fmt.Fprintf(p.w, "%s it %-3d waiting until %s: %s\n", at, e.Iteration, e.Until.Local().Format("15:04:05"), e.Text)
+	case loop.EventDropped:
+		fmt.Fprintf(p.w, "%s it %-3d (%d transient events skipped: output was too slow)\n", at, e.Iteration, e.Dropped)
+	case loop.EventConditions:
+		if !p.verbose {
+			return
+		}
+		for _, r := range e.Evaluation.Results {
+			state := "not met"
+			switch {
+			case r.TimedOut:
+				state = "timed out"
+			case r.Met:
+				state = "MET"
 			}
+			fmt.Fprintf(p.w, "           %-24s %-7s %3d  %-9s %-12s %s\n", r.Name, r.Class, r.Priority, state, r.Detail, r.Reason)
 		}
 	}
-	p.w.Flush()
 }
 
 func (p *printer) summary(out *loop.Outcome) error {
