@@ -107,6 +107,17 @@ func (k *Kernel) permitted(id string) (string, string, bool) {
 	return RuleAllow, "", true
 }
 
+// Permits reports whether plans may call capability id at all: it is
+// registered, and allow/deny let it through. (shell.exec's commands are
+// judged per call.)
+func (k *Kernel) Permits(id string) bool {
+	if k.reg.Get(id) == nil {
+		return false
+	}
+	_, _, ok := k.permitted(id)
+	return ok
+}
+
 // CheckCall is the run-time check of one call with its shaped input:
 // allow/deny and, for shell.exec, the shell allowlist.
 func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {

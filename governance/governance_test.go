@@ -127,3 +127,16 @@ func TestCheckCall(t *testing.T) {
 		t.Errorf("unknown: %+v", d)
 	}
 }
+
+func TestPermits(t *testing.T) {
+	t.Parallel()
+	k := kernel(t, Constitution{Allow: []string{"ccos.*", "shell.exec"}, Deny: []string{"ccos.math.*"}})
+	for id, want := range map[string]bool{"ccos.echo": true, "ccos.math.add": false, "shell.exec": true, "fs.read": false, "nope.x": false} {
+		if got := k.Permits(id); got != want {
+			t.Errorf("Permits(%s) = %v, want %v", id, got, want)
+		}
+	}
+	if !kernel(t, Constitution{}).Permits("fs.read") {
+		t.Error("an empty allow list permits every registered capability")
+	}
+}

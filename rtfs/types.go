@@ -154,6 +154,31 @@ func (t *Type) FieldKeys() []Value {
 	return out
 }
 
+// Kind names the type: a primitive ("string", "int", "any", "map", …) or
+// a constructor ("vector", "tuple", "map", "map-of", "or", "and", "maybe",
+// "enum", "=").
+func (t *Type) Kind() string { return t.kind }
+
+// Elems returns the element types of [:vector T], [:tuple T…], [:map-of K V],
+// [:maybe T], [:or T…] and [:and T…], in order; nil for other types.
+func (t *Type) Elems() []*Type { return t.elems }
+
+// Field is one field of a [:map …] type.
+type Field struct {
+	Key      Value
+	Optional bool
+	Type     *Type
+}
+
+// Fields returns the fields of a [:map …] type in declaration order.
+func (t *Type) Fields() []Field {
+	out := make([]Field, len(t.fields))
+	for i, f := range t.fields {
+		out[i] = Field{Key: f.key, Optional: f.optional, Type: f.t}
+	}
+	return out
+}
+
 // TypeError says where a value departs from its type.
 type TypeError struct {
 	Path []string // :key for map fields, [i] for positions

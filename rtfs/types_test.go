@@ -51,3 +51,24 @@ func TestTypeParseErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestTypeIntrospection(t *testing.T) {
+	t.Parallel()
+	typ := MustParseType(`[:map [:cmd :string] [:args {:optional true} [:vector :string]] [:env {:optional true} [:map-of :string :string]]]`)
+	if typ.Kind() != "map" {
+		t.Fatalf("Kind = %q, want map", typ.Kind())
+	}
+	fs := typ.Fields()
+	if len(fs) != 3 || Print(fs[0].Key) != ":cmd" || fs[0].Optional || !fs[1].Optional || fs[1].Type.Kind() != "vector" {
+		t.Fatalf("Fields = %+v", fs)
+	}
+	if el := fs[1].Type.Elems(); len(el) != 1 || el[0].Kind() != "string" {
+		t.Fatalf("vector Elems = %v", el)
+	}
+	if el := fs[2].Type.Elems(); len(el) != 2 || el[0].Kind() != "string" || fs[2].Type.Kind() != "map-of" {
+		t.Fatalf("map-of Elems = %v", el)
+	}
+	if MustParseType(":int").Fields() == nil || len(MustParseType(":int").Fields()) != 0 {
+		t.Fatal("a primitive has no fields")
+	}
+}
