@@ -190,6 +190,7 @@ type Message struct {
 
 // Request is one request the server received.
 type Request struct {
+	At     time.Time // when it arrived
 	Method string
 	Path   string
 	Header http.Header // Authorization included
@@ -320,7 +321,7 @@ func (s *Server) record(r Request) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20)) // a short read shows up as a decode error below
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Answered: -1}
+	req := Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Answered: -1}
 	switch {
 	case r.URL.Path == "/v1/models" && r.Method == http.MethodGet:
 		req.Status = s.serveModels(w, r)

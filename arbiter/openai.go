@@ -1,0 +1,423 @@
+package arbiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ralphloop/ralph/config"
+)
+
+// DefaultOpenAIBaseURL is the API root used when model.base_url and
+// OPENAI_BASE_URL are both empty.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// Defaults for the openai provider.
+const (
+	DefaultRequestTimeout   = 5 * time.Minute // one request, streamed or not
+	DefaultMaxResponseBytes = 1 << 20         // completion text kept from one answer
+)
+
+// OpenAIOptions tune the openai provider; the zero value is ready to use.
+type OpenAIOptions struct {
+	// HTTPClient sends the requests; nil uses a client on a clone of
+	// http.DefaultTransport. Its Timeout should be zero: model.timeout
+	// bounds each request instead.
+	HTTPClient *http.Client
+	// Retry says how transient failures are waited out.
+	Retry RetryPolicy
+	// MaxResponseBytes bounds the completion text of one answer (default
+	// 1 MiB); a longer answer is an error, not a truncated plan.
+	MaxResponseBytes int
+	// Now is the clock for rate-limit deadlines; nil means time.Now.
+	Now func() time.Time
+}
+
+// openAIModel is the openai provider: any server speaking OpenAI's
+// chat-completions API (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp).
+type openAIModel struct {
+	cfg     config.Model
+	key     string
+	keyEnv  string
+	baseURL string // as configured, for requests
+	shown   string // baseURL with any credentials redacted, for messages
+	client  *openai.Client
+	timeout time.Duration
+	retry   RetryPolicy
+	maxResp int
+	now     func() time.Time
+
+	// Learned from the server's refusals, so later requests do not ask
+	// again for what it rejected.
+	noJSONMode    atomic.Bool
+	noStreamUsage atomic.Bool
+}
+
+// NewOpenAI returns the openai provider for cfg, authenticating with
+// apiKey. A missing key or model is an error wrapping ErrFatal that names
+// the fix. Servers that need no key (a local Ollama) still take any
+// non-empty one.
+func NewOpenAI(cfg config.Model, apiKey string, opts OpenAIOptions) (Model, error) {
+	keyEnv := orDefault(cfg.APIKeyEnv, "OPENAI_API_KEY")
+	if cfg.Model == "" {
+		return nil, &transportError{kind: ErrFatal, msg: `provider "openai" needs model.model, e.g. "gpt-4o-mini"`}
+	}
+	if apiKey == "" {
+		return nil, &transportError{kind: ErrFatal, msg: fmt.Sprintf(
+			"provider \"openai\" has no API key: set %s (any non-empty value for a local server that needs none, such as Ollama)", keyEnv)}
+	}
+	base := strings.TrimRight(orDefault(cfg.BaseURL, DefaultOpenAIBaseURL), "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &transportError{kind: ErrFatal, msg: fmt.Sprintf("model.base_url %q is not an http(s) URL", redactBaseURL(base))}
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	oc := openai.DefaultConfig(apiKey)
+	oc.BaseURL = base
+	oc.HTTPClient = recordingDoer{c: hc}
+	m := &openAIModel{cfg: cfg, key: apiKey, keyEnv: keyEnv, baseURL: base, shown: redactBaseURL(base),
+		client: openai.NewClientWithConfig(oc), timeout: cfg.Timeout.Duration, retry: opts.Retry.withDefaults(),
+		maxResp: opts.MaxResponseBytes, now: opts.Now}
+	if m.timeout <= 0 {
+		m.timeout = DefaultRequestTimeout
+	}
+	if m.maxResp <= 0 {
+		m.maxResp = DefaultMaxResponseBytes
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m, nil
+}
+
+func orDefault(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Name is "openai/<model>".
+func (m *openAIModel) Name() string { return "openai/" + m.cfg.Model }
+
+// Complete sends c and returns the answer. It streams when obs is non-nil
+// (each piece of text goes to obs.Token), asks for JSON mode when c.JSON
+// (dropping it for good when the server rejects it), waits out 429s as the
+// server asks (obs.Waiting, not counted as retries), retries 5xx, timeouts
+// and dropped connections with backoff, and fails at once on a bad key,
+// an unserved model or a prompt over the context length.
+func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) (Reply, error) {
+	stream := obs != nil
+	if obs == nil {
+		obs = silentObserver{}
+	}
+	var retries, rateLimits int
+	var rateWaited time.Duration
+	for {
+		jsonMode := c.JSON && !m.noJSONMode.Load()
+		reply, err := m.attempt(ctx, c, jsonMode, stream, obs)
+		if err == nil {
+			return reply, nil
+		}
+		if ctx.Err() != nil {
+			return Reply{}, fmt.Errorf("openai %s: %w", m.shown, context.Cause(ctx))
+		}
+		f := m.classify(err)
+		switch f.class {
+		case failJSONMode:
+			if jsonMode {
+				m.noJSONMode.Store(true)
+				continue
+			}
+		case failStreamOptions:
+			if stream && !m.noStreamUsage.Load() {
+				m.noStreamUsage.Store(true)
+				continue
+			}
+		case failRateLimited:
+			rateLimits++
+			wait := f.wait
+			if !f.hasWait {
+				wait = m.retry.Backoff(rateLimits)
+			}
+			wait = min(wait, m.retry.MaxRetryAfter)
+			if rateWaited+wait > m.retry.RateLimitBudget {
+				return Reply{}, &transportError{msg: fmt.Sprintf("%s kept rate-limiting requests for %s (429: %s); wait, or lower the request rate",
+					m.shown, rateWaited.Round(time.Second), f.detail)}
+			}
+			if err := m.wait(ctx, obs, wait, fmt.Sprintf("rate limited by %s (429)", m.host())); err != nil {
+				return Reply{}, err
+			}
+			rateWaited += wait
+			continue
+		case failTransient:
+			retries++
+			if retries > m.retry.Retries {
+				return Reply{}, &transportError{msg: fmt.Sprintf("%s failed %d times in a row, giving up: %s", m.shown, retries, f.detail)}
+			}
+			wait := m.retry.Backoff(retries)
+			if f.hasWait { // a 503 that says when to come back
+				wait = max(wait, min(f.wait, m.retry.MaxRetryAfter))
+			}
+			reason := fmt.Sprintf("%s; retry %d of %d", f.detail, retries, m.retry.Retries)
+			if err := m.wait(ctx, obs, wait, reason); err != nil {
+				return Reply{}, err
+			}
+			continue
+		}
+		return Reply{}, m.final(ctx, f)
+	}
+}
+
+// wait tells obs about a pause and takes it.
+func (m *openAIModel) wait(ctx context.Context, obs Observer, d time.Duration, reason string) error {
+	obs.Waiting(reason, m.now().Add(d))
+	if err := sleepCtx(ctx, d); err != nil {
+		return fmt.Errorf("openai %s: %w", m.shown, err)
+	}
+	return nil
+}
+
+func (m *openAIModel) host() string {
+	if u, err := url.Parse(m.baseURL); err == nil {
+		return u.Host
+	}
+	return m.shown
+}
+
+var errRequestTimeout = errors.New("request timed out")
+
+// attempt makes one request.
+func (m *openAIModel) attempt(ctx context.Context, c Completion, jsonMode, stream bool, obs Observer) (Reply, error) {
+	actx, cancel := context.WithTimeoutCause(ctx, m.timeout, errRequestTimeout)
+	defer cancel()
+	info := &responseInfo{}
+	actx = context.WithValue(actx, responseInfoKey{}, info)
+	req := m.request(c, jsonMode, stream)
+	var reply Reply
+	var err error
+	if stream {
+		reply, err = m.streamed(actx, req, obs)
+	} else {
+		reply, err = m.plain(actx, req)
+	}
+	if err != nil {
+		return Reply{}, &attemptError{err: err, status: info.status, header: info.header,
+			timedOut: errors.Is(context.Cause(actx), errRequestTimeout) && ctx.Err() == nil}
+	}
+	reply.Usage.CostUSD = m.cost(reply.Usage)
+	if reply.Model == "" {
+		reply.Model = m.cfg.Model
+	}
+	return reply, nil
+}
+
+func (m *openAIModel) request(c Completion, jsonMode, stream bool) openai.ChatCompletionRequest {
+	req := openai.ChatCompletionRequest{Model: m.cfg.Model, Messages: make([]openai.ChatCompletionMessage, len(c.Messages))}
+	for i, msg := range c.Messages {
+		req.Messages[i] = openai.ChatCompletionMessage{Role: msg.Role, Content: msg.Content}
+	}
+	if t := m.cfg.Temperature; t != nil {
+		req.Temperature = float32(*t)
+		if *t == 0 {
+			// go-openai omits a zero temperature (omitempty), which servers
+			// read as their default of 1; the smallest float32 is sent
+			// instead and means 0 in effect.
+			req.Temperature = math.SmallestNonzeroFloat32
+		}
+	}
+	if n := m.cfg.MaxTokens; n > 0 {
+		if reasoningModel(m.cfg.Model) {
+			req.MaxCompletionTokens = n // these models refuse max_tokens
+		} else {
+			req.MaxTokens = n // what every compatible server understands
+		}
+	}
+	if jsonMode {
+		req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	if stream {
+		req.Stream = true
+		if !m.noStreamUsage.Load() {
+			req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+		}
+	}
+	return req
+}
+
+// reasoningModel reports OpenAI's reasoning models, which take
+// max_completion_tokens and no temperature.
+func reasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(model, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var errAnswerTooLarge = errors.New("answer too large")
+
+func (m *openAIModel) plain(ctx context.Context, req openai.ChatCompletionRequest) (Reply, error) {
+	resp, err := m.client.CreateChatCompletion(ctx, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return Reply{}, errNoChoices
+	}
+	text := resp.Choices[0].Message.Content
+	if len(text) > m.maxResp {
+		return Reply{}, errAnswerTooLarge
+	}
+	return Reply{Text: text, Model: resp.Model, Usage: Usage{PromptTokens: int64(resp.Usage.PromptTokens),
+		CompletionTokens: int64(resp.Usage.CompletionTokens)}}, nil
+}
+
+var errNoChoices = errors.New("the answer had no choices")
+
+func (m *openAIModel) streamed(ctx context.Context, req openai.ChatCompletionRequest, obs Observer) (Reply, error) {
+	s, err := m.client.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer s.Close()
+	var text strings.Builder
+	var reply Reply
+	var usage *openai.Usage
+	for {
+		chunk, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Reply{}, err
+		}
+		if chunk.Model != "" {
+			reply.Model = chunk.Model
+		}
+		if chunk.Usage != nil {
+			usage = chunk.Usage
+		}
+		for _, ch := range chunk.Choices {
+			d := ch.Delta.Content
+			if ch.Index != 0 || d == "" {
+				continue
+			}
+			if text.Len()+len(d) > m.maxResp {
+				return Reply{}, errAnswerTooLarge
+			}
+			text.WriteString(d)
+			obs.Token(d)
+		}
+	}
+	reply.Text = text.String()
+	if usage != nil {
+		reply.Usage = Usage{PromptTokens: int64(usage.PromptTokens), CompletionTokens: int64(usage.CompletionTokens)}
+	} else { // the server streamed no usage: estimate, so budgets still see the spend
+		var prompt int
+		for _, msg := range req.Messages {
+			prompt += len(msg.Content)
+		}
+		reply.Usage = Usage{PromptTokens: roughTokens(prompt), CompletionTokens: roughTokens(text.Len())}
+	}
+	return reply, nil
+}
+
+// roughTokens is the usual rough count of four bytes a token.
+func roughTokens(bytes int) int64 { return int64((bytes + 3) / 4) }
+
+// cost prices usage with [model.price] (USD per million tokens).
+func (m *openAIModel) cost(u Usage) float64 {
+	return (float64(u.PromptTokens)*m.cfg.Price.InputPerMTok + float64(u.CompletionTokens)*m.cfg.Price.OutputPerMTok) / 1e6
+}
+
+// silentObserver is used when the caller passes none.
+type silentObserver struct{}
+
+func (silentObserver) Consulted(Consultation)    {}
+func (silentObserver) Waiting(string, time.Time) {}
+func (silentObserver) Token(string)              {}
+
+// responseInfo carries the status and headers of the last response from
+// the transport to the retry loop: go-openai's errors keep the status but
+// not the headers, and Retry-After lives there.
+type responseInfo struct {
+	status int
+	header http.Header
+}
+
+type responseInfoKey struct{}
+
+// Bounds on what is read from a server.
+const (
+	maxErrorBody   = 64 << 10
+	maxSuccessBody = 32 << 20 // a JSON answer or an SSE stream, envelope included
+)
+
+// recordingDoer sends requests for go-openai, noting each response's
+// status and headers and bounding its body.
+type recordingDoer struct{ c *http.Client }
+
+func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if info, ok := req.Context().Value(responseInfoKey{}).(*responseInfo); ok {
+		info.status, info.header = resp.StatusCode, resp.Header.Clone()
+	}
+	limit := int64(maxSuccessBody)
+	if resp.StatusCode >= 400 {
+		limit = maxErrorBody
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: limit, truncate: resp.StatusCode >= 400}
+	return resp, nil
+}
+
+// cappedBody ends a body after a limit: error bodies are cut short quietly
+// (only their message matters), others fail with errAnswerTooLarge.
+type cappedBody struct {
+	rc       io.ReadCloser
+	left     int64
+	truncate bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if b.truncate {
+			return 0, io.EOF
+		}
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// redactBaseURL hides credentials written into a URL.
+func redactBaseURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	u.User = url.User("REDACTED")
+	return u.String()
+}

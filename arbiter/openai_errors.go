@@ -1,0 +1,272 @@
+package arbiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// transportError is a model provider's failure as the caller sees it: one
+// sentence naming the server and the fix, never the API key, and the
+// sentinel (ErrFatal, ErrContextLength) a caller branches on, if any.
+type transportError struct {
+	msg  string
+	kind error
+}
+
+func (e *transportError) Error() string { return e.msg }
+func (e *transportError) Unwrap() error { return e.kind }
+
+// attemptError is one failed request with what the transport saw of it.
+type attemptError struct {
+	err      error
+	status   int
+	header   http.Header
+	timedOut bool // model.timeout ran out, not the caller's context
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+type failClass int
+
+const (
+	failRejected      failClass = iota // the server refused this request; retrying will not help
+	failFatal                          // nothing this run sends can succeed: key, model, quota
+	failContextLength                  // the prompt is too long for the model
+	failJSONMode                       // the server does not take response_format
+	failStreamOptions                  // the server does not take stream_options
+	failRateLimited                    // 429: wait as told, then try again
+	failTransient                      // 5xx, timeout, dropped connection: back off and retry
+)
+
+// failure is a classified attemptError.
+type failure struct {
+	class   failClass
+	status  int
+	code    string // the API error code, e.g. "model_not_found"
+	detail  string // what went wrong, scrubbed of secrets, for messages
+	wait    time.Duration
+	hasWait bool
+}
+
+// classify decides what a failed attempt means.
+func (m *openAIModel) classify(err error) failure {
+	var ae *attemptError
+	if !errors.As(err, &ae) {
+		ae = &attemptError{err: err}
+	}
+	f := failure{status: ae.status}
+	if ae.header != nil {
+		f.wait, f.hasWait = RetryAfter(ae.header, m.now())
+	}
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	var message, param string
+	switch {
+	case ae.timedOut:
+		f.class, f.detail = failTransient, fmt.Sprintf("no answer from %s within %s (model.timeout)", m.host(), m.timeout)
+		return f
+	case errors.Is(err, errAnswerTooLarge):
+		f.class, f.detail = failRejected, fmt.Sprintf("the answer from %s exceeded %d bytes", m.shown, m.maxResp)
+		return f
+	case errors.Is(err, errNoChoices):
+		f.class, f.detail = failRejected, fmt.Sprintf("%s answered without any choice", m.shown)
+		return f
+	case errors.As(err, &apiErr):
+		f.status = apiErr.HTTPStatusCode // 0 for an error event inside a stream that began with 200
+		message, f.code = apiErr.Message, codeString(apiErr.Code)
+		if apiErr.Param != nil {
+			param = *apiErr.Param
+		}
+		if f.code == "" {
+			f.code = apiErr.Type
+		}
+	case errors.As(err, &reqErr):
+		f.status = max(f.status, reqErr.HTTPStatusCode)
+		message = string(reqErr.Body)
+	case isReasoningLimit(err):
+		f.class = failFatal
+		f.detail = fmt.Sprintf("model %s takes no temperature and no max_tokens: remove model.temperature (%v)", m.cfg.Model, err)
+		return f
+	default:
+		f.class, f.detail = failTransient, m.networkDetail(err)
+		return f
+	}
+	f.detail = m.statusDetail(f.status, message)
+	f.class = m.classOf(f, message, param)
+	return f
+}
+
+func (m *openAIModel) classOf(f failure, message, param string) failClass {
+	lower := strings.ToLower(message)
+	switch {
+	case f.status == 0: // an error event inside a stream that had started
+		if contextLengthText(lower) {
+			return failContextLength
+		}
+		return failTransient
+	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
+		return failFatal
+	case f.status == http.StatusNotFound:
+		return failFatal
+	case f.status == http.StatusTooManyRequests:
+		if f.code == "insufficient_quota" || strings.Contains(lower, "quota") {
+			return failFatal
+		}
+		return failRateLimited
+	case f.code == "context_length_exceeded" || f.status == http.StatusRequestEntityTooLarge || contextLengthText(lower):
+		return failContextLength
+	case f.status == http.StatusBadRequest || f.status == http.StatusUnprocessableEntity:
+		switch {
+		case param == "response_format" || strings.Contains(lower, "response_format") || strings.Contains(lower, "json_object") ||
+			strings.Contains(lower, "json mode"):
+			return failJSONMode
+		case param == "stream_options" || strings.Contains(lower, "stream_options") || strings.Contains(lower, "include_usage"):
+			return failStreamOptions
+		}
+		return failRejected
+	case f.status == http.StatusRequestTimeout || f.status == http.StatusConflict || f.status == 425 || f.status >= 500:
+		return failTransient
+	}
+	return failRejected
+}
+
+var contextLengthRE = regexp.MustCompile(`context[ _-]?(length|window|size)|maximum context|too many tokens|prompt is too long|input is too long|exceeds the (model's )?max`)
+
+func contextLengthText(lower string) bool { return contextLengthRE.MatchString(lower) }
+
+func isReasoningLimit(err error) bool {
+	return errors.Is(err, openai.ErrReasoningModelLimitationsOther) || errors.Is(err, openai.ErrReasoningSamplingUnsupported) ||
+		errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated)
+}
+
+func codeString(c any) string {
+	switch v := c.(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(c)
+}
+
+// statusDetail describes an HTTP failure: "503 Service Unavailable from
+// host: message".
+func (m *openAIModel) statusDetail(status int, message string) string {
+	msg := m.scrub(message)
+	var b strings.Builder
+	if status > 0 {
+		fmt.Fprintf(&b, "%d %s from %s", status, http.StatusText(status), m.host())
+	} else {
+		fmt.Fprintf(&b, "error from %s mid-answer", m.host())
+	}
+	if msg != "" {
+		b.WriteString(": ")
+		b.WriteString(msg)
+	}
+	return b.String()
+}
+
+// networkDetail describes a failure below HTTP, hiding the URL (which may
+// carry credentials) behind the host.
+func (m *openAIModel) networkDetail(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Sprintf("%s dropped the connection mid-answer", m.host())
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("%s did not answer in time (%s)", m.host(), m.scrub(err.Error()))
+	}
+	return fmt.Sprintf("cannot reach %s: %s", m.host(), m.scrub(err.Error()))
+}
+
+// keyLikeRE matches API-key-shaped tokens (sk-…, sk-proj-…) that a server
+// may echo back.
+var keyLikeRE = regexp.MustCompile(`\b(?:sk|rk|pk)-[A-Za-z0-9_\-]{6,}[A-Za-z0-9_\-*.]*`)
+
+// scrub makes server text safe to show: no API key, one line, bounded.
+func (m *openAIModel) scrub(s string) string {
+	if m.key != "" {
+		s = strings.ReplaceAll(s, m.key, "[REDACTED]")
+	}
+	s = keyLikeRE.ReplaceAllString(s, "[REDACTED]")
+	s = strings.Join(strings.Fields(s), " ")
+	const limit = 300
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// final turns a failure that ends the completion into its error.
+func (m *openAIModel) final(ctx context.Context, f failure) error {
+	switch f.class {
+	case failContextLength:
+		return &transportError{kind: ErrContextLength, msg: fmt.Sprintf("model %s refused the prompt as too long (%s)", m.cfg.Model, f.detail)}
+	case failFatal:
+		return &transportError{kind: ErrFatal, msg: m.fatalMessage(ctx, f)}
+	case failJSONMode, failStreamOptions, failRejected:
+		return &transportError{msg: fmt.Sprintf("%s rejected the request (%s)", m.shown, f.detail)}
+	}
+	return &transportError{msg: f.detail}
+}
+
+func (m *openAIModel) fatalMessage(ctx context.Context, f failure) string {
+	switch {
+	case f.status == http.StatusUnauthorized:
+		return fmt.Sprintf("%s refused the API key (%s): set %s to a valid key", m.shown, f.detail, m.keyEnv)
+	case f.status == http.StatusForbidden:
+		return fmt.Sprintf("%s denied access (%s): check that the key in %s may use model %s", m.shown, f.detail, m.keyEnv, m.cfg.Model)
+	case f.status == http.StatusNotFound && (f.code == "model_not_found" || strings.Contains(strings.ToLower(f.detail), "model")):
+		return fmt.Sprintf("model %s is not served at %s (%s): %s", m.cfg.Model, m.shown, f.detail, m.modelsHint(ctx))
+	case f.status == http.StatusNotFound:
+		return fmt.Sprintf("%s/chat/completions does not exist (%s): set model.base_url to the API root, which usually ends in /v1", m.shown, f.detail)
+	case f.status == http.StatusTooManyRequests:
+		return fmt.Sprintf("%s says the account is out of quota (%s): check its plan and billing", m.shown, f.detail)
+	}
+	return f.detail
+}
+
+// modelsHint asks the server which models it serves, briefly; the answer
+// is the fix for an unserved model.
+func (m *openAIModel) modelsHint(ctx context.Context) string {
+	const fix = "set model.model to one it serves"
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	list, err := m.client.ListModels(lctx)
+	if err != nil || len(list.Models) == 0 {
+		return fix
+	}
+	ids := make([]string, 0, len(list.Models))
+	for _, md := range list.Models {
+		ids = append(ids, md.ID)
+	}
+	slices.Sort(ids)
+	const show = 10
+	more := ""
+	if len(ids) > show {
+		more = fmt.Sprintf(" and %d more", len(ids)-show)
+		ids = ids[:show]
+	}
+	return fmt.Sprintf("%s (%s%s)", fix, m.scrub(strings.Join(ids, ", ")), more)
+}
