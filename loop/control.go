@@ -86,17 +86,17 @@ func (r *Runner) gate(ctx context.Context, st *runState) error {
 	if !paused {
 		return nil
 	}
-	r.bus.setState(StatePaused, r.o.Now())
 	if err := r.saveState(ctx, st, StatePaused, nil); err != nil {
 		return err
 	}
+	r.bus.setState(StatePaused, r.o.Now())
 	select {
 	case <-resumed:
 	case <-ctx.Done():
 	}
-	r.bus.setState(StateRunning, r.o.Now())
 	if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
 		return err
 	}
+	r.bus.setState(StateRunning, r.o.Now())
 	return ctx.Err()
 }

@@ -135,8 +135,9 @@ type runState struct {
 	failures                int
 	lastPlan                string
 	feedback                arbiter.Feedback
-	abort                   string // set when the run cannot go on (approval impossible)
-	fatal                   string // a provider error no retry can fix: the run stops with exit 2
+	abort                   string           // set when the run cannot go on (approval impossible)
+	fatal                   string           // a provider error no retry can fix: the run stops with exit 2
+	lastEval                *stop.Evaluation // resume: the last recorded stop evaluation
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -155,6 +156,9 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now, Logger: r.log})
+	if st.lastEval != nil {
+		r.eval.Restore(*st.lastEval) // no_progress counts carry on across the crash
+	}
 	index := stop.NewIndex()
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()
@@ -267,8 +271,9 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 		return nil, err
 	}
 	st.startedID = id
+	err = r.saveState(ctx, st, StateRunning, nil)
 	r.bus.setState(StateRunning, r.o.Now())
-	return st, r.saveState(ctx, st, StateRunning, nil)
+	return st, err
 }
 
 func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (string, error) {
@@ -514,8 +519,9 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		}
 		out.FinalSeq = r.o.Store.Head().Seq
 	}
+	err := r.saveState(ctx, st, state, out)
 	r.bus.setState(state, r.o.Now())
-	return out, r.saveState(ctx, st, state, out)
+	return out, err
 }
 
 // indexFeed keeps the run's audit index current from the ledger and

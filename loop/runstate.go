@@ -7,6 +7,7 @@ import (
 
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // RunKVPrefix is where run records live in the store's kv table.
@@ -64,6 +65,10 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		case ledger.PlanGenerated:
 			spent += a.Cost
 			tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+		case ledger.StopConditionsEvaluated:
+			if ev, err := stop.EvaluationFromAction(a); err == nil {
+				st.lastEval = &ev
+			}
 		case ledger.IterationCompleted:
 			st.iteration = int(a.Metadata["iteration"].AsInt())
 			tok := a.Result.AsMap().GetKey("tokens").AsInt()

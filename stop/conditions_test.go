@@ -233,3 +233,32 @@ func TestFromConfigDefaultsAndOverrides(t *testing.T) {
 }
 
 func itoa(i int) string { return rtfs.Print(rtfs.Int(int64(i))) }
+
+// A resumed run's evaluator takes no_progress's count back from the last
+// recorded evaluation instead of starting again from zero.
+func TestRestoreKeepsNoProgressCount(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	same := []ledger.Action{{Seq: 1, Type: ledger.CapabilityCall, FunctionName: "x", Success: true, Result: shellResult("same")}}
+	evaluate := func(e *Evaluator, i int) Evaluation {
+		ev, err := e.Evaluate(context.Background(), Input{Iteration: i, Workdir: dir, LastActions: same})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	first := NewEvaluator([]*Condition{mustCond(t, config.Stop{Name: "stuck", Kind: "no_progress", Iterations: 3})}, Options{})
+	evaluate(first, 1)
+	last := evaluate(first, 2)
+	if d := last.Results[0].Detail; d != "no progress 1/3" {
+		t.Fatalf("before the crash: %s", d)
+	}
+	resumed := NewEvaluator([]*Condition{mustCond(t, config.Stop{Name: "stuck", Kind: "no_progress", Iterations: 3})}, Options{})
+	resumed.Restore(last)
+	if d := evaluate(resumed, 3).Results[0].Detail; d != "no progress 2/3" {
+		t.Errorf("after resume: %s, want the count to carry on at 2/3", d)
+	}
+	if ev := evaluate(resumed, 4); !ev.ShouldStop || ev.TriggeredBy != "stuck" {
+		t.Errorf("iteration 4: %+v", ev)
+	}
+}

@@ -405,6 +405,23 @@ func (c *noProgress) check(ctx context.Context, in *Input) outcome {
 	return o
 }
 
+// restore takes the count and the last fingerprint back from a recorded
+// result ("no progress 2/3", "fingerprint 89ab…").
+func (c *noProgress) restore(iteration int, r Result) {
+	var unchanged, n int
+	var sum uint64
+	if _, err := fmt.Sscanf(r.Detail, "no progress %d/%d", &unchanged, &n); err != nil {
+		return
+	}
+	if _, err := fmt.Sscanf(r.Evidence, "fingerprint %x", &sum); err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.have, c.iteration, c.last, c.unchanged = true, iteration, sum, unchanged
+	c.prev = outcome{met: r.Met, progress: r.Progress, detail: r.Detail, evidence: r.Evidence, reason: r.Reason}
+}
+
 func (c *noProgress) fingerprint(in *Input, f *fp) bool {
 	f.i64(int64(in.Iteration))
 	f.u64(in.HeadSeq)

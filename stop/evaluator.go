@@ -414,3 +414,28 @@ func (e *Evaluator) record(ctx context.Context, in Input, ev Evaluation) error {
 	}
 	return nil
 }
+
+// restorer is a condition that carries state from one iteration to the
+// next and can take it back from its last recorded result.
+type restorer interface {
+	restore(iteration int, r Result)
+}
+
+// Restore seeds the evaluator from a run's last recorded evaluation, so a
+// resumed run carries on where the dead process stopped: progress changes
+// are measured from the recorded values, and stateful conditions
+// (no_progress) keep their counts instead of starting over.
+func (e *Evaluator) Restore(ev Evaluation) {
+	e.evalMu.Lock()
+	defer e.evalMu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, r := range ev.Results {
+		e.progress[r.Name] = r.Progress
+		for _, c := range e.conds {
+			if s, ok := c.check.(restorer); ok && c.Name == r.Name {
+				s.restore(ev.Iteration, r)
+			}
+		}
+	}
+}
