@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -345,6 +346,31 @@ func StopKinds() []string {
 	return out
 }
 
+// stopOptional lists, for each kind, the fields it may take beyond its
+// required ones and those every kind takes (name, kind, class, priority,
+// timeout, timeout_class).
+var stopOptional = map[string][]string{
+	"command": {"expect_exit", "must_match", "must_not_match"}, "predicate": {"rtfs", "json"},
+	"output_pattern": {"regex"},
+}
+
+// strayStopFields names the fields set on s that its kind does not read.
+func strayStopFields(s *Stop, req []string) []string {
+	set := map[string]bool{
+		"max": s.Max != 0, "duration": s.Duration.Duration != 0, "usd": s.USD != 0, "tokens": s.Tokens != 0,
+		"count": s.Count != 0, "iterations": s.Iterations != 0, "cmd": len(s.Cmd) > 0, "expect_exit": s.ExpectExit != nil,
+		"must_match": s.MustMatch != "", "must_not_match": s.MustNotMatch != "", "rtfs": s.RTFS != "", "json": s.JSON != "",
+		"pattern": s.Pattern != "", "regex": s.Regex, "path": s.Path != "", "conditions": len(s.Conditions) > 0,
+	}
+	var out []string
+	for _, f := range slices.Sorted(maps.Keys(set)) {
+		if set[f] && !slices.Contains(req, f) && !slices.Contains(stopOptional[s.Kind], f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func validateStop(s *Stop, file string, line int) error {
 	fail := func(format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
@@ -380,6 +406,9 @@ func validateStop(s *Stop, file string, line int) error {
 		if missing {
 			return fail("kind %q needs a positive %s", s.Kind, f)
 		}
+	}
+	if extra := strayStopFields(s, req); len(extra) > 0 {
+		return fail("%s does not apply to kind %q and would be ignored; remove it", strings.Join(extra, ", "), s.Kind)
 	}
 	if s.Kind == "not" && len(s.Conditions) != 1 {
 		return fail("kind \"not\" takes exactly one condition")

@@ -431,7 +431,7 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	}
 	for _, s := range r.o.Config.Stop { // a resumed run may already be at its limit
 		if s.Kind == "max_iterations" && st.iteration >= s.Max {
-			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
 				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
 		}
 	}
@@ -449,11 +449,11 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	for _, s := range r.o.Config.Stop {
 		switch {
 		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
-			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name,
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
 				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, st.cost, s.USD),
 				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, st.cost)}
 		case s.Kind == "max_tokens" && st.tokens+meanTok > s.Tokens:
-			return &Outcome{Class: stop.ClassLimit, TriggeredBy: s.Name,
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
 				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, st.tokens, s.Tokens),
 				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, st.tokens)}
 		}
@@ -461,14 +461,22 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	return nil
 }
 
+// classOf is a budget condition's class: limit unless the config says otherwise.
+func classOf(s config.Stop) stop.Class {
+	if s.Class != "" {
+		return stop.Class(s.Class)
+	}
+	return stop.ClassLimit
+}
+
 func (r *Runner) durationOutcome() *Outcome {
-	name := "max_duration"
+	name, class := "max_duration", stop.ClassLimit
 	for _, s := range r.o.Config.Stop {
 		if s.Kind == "max_duration" && s.Duration.Duration == r.maxDuration() {
-			name = s.Name
+			name, class = s.Name, classOf(s)
 		}
 	}
-	return &Outcome{Class: stop.ClassLimit, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
+	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
 }
 
 func (r *Runner) maxDuration() time.Duration {
