@@ -225,10 +225,12 @@ func (w *walker) at(n *rtfs.Node) string {
 // compensated says whether that step is the primary of a saga. primary is
 // true only for the first step of a step.with-compensation form.
 func (w *walker) walk(n *rtfs.Node, step *rtfs.Node, compensated, primary bool) {
-	if n == nil {
+	if n == nil || n.Kind == rtfs.NodeQuote { // quoted forms are data: they never run
 		return
 	}
 	switch n.Head() {
+	case "quote":
+		return
 	case "step":
 		w.steps++
 		step, compensated = n, primary
@@ -327,7 +329,8 @@ func hasKey(meta *rtfs.Node, key string) bool {
 	}
 	for i := 0; i+1 < len(meta.Items); i += 2 {
 		if k := meta.Items[i]; k.Kind == rtfs.NodeAtom && k.Val.Kind() == rtfs.KindKeyword && k.Val.Str() == key {
-			return true
+			v := meta.Items[i+1] // ^{:pre nil} or ^{:pre false} is no contract
+			return v.Kind != rtfs.NodeAtom || v.Val.Truthy()
 		}
 	}
 	return false

@@ -48,6 +48,8 @@ func TestAdmission(t *testing.T) {
 		{"shell dynamic deferred", Constitution{ShellAllow: []string{"go"}}, `(step "T" (call :shell.exec {:cmd (:tool ctx)}))`, "", ""},
 		{"bad literal args", Constitution{}, `(call :ccos.echo {:message 5})`, RuleArguments, "plan.rtfs:1:1: ccos.echo: :message expected string, got int"},
 		{"contract required", Constitution{RequireContracts: []string{"fs.write"}}, `(step "W" (call :fs.write {:path "a" :content "b"}))`, RuleRequireContracts, "must run inside a step with a :pre or :post contract"},
+		{"nil contract is none", Constitution{RequireContracts: []string{"fs.write"}}, `(step "W" ^{:pre nil :post false} (call :fs.write {:path "a" :content "b"}))`, RuleRequireContracts, "must run inside a step with a :pre or :post contract"},
+		{"quoted call is data", Constitution{Deny: []string{"fs.*"}}, `(step "Q" (call :ccos.echo {:message (str '(call :fs.write {:path "a"}))}))`, "", ""},
 		{"contract present", Constitution{RequireContracts: []string{"fs.write"}}, `(step "W" ^{:pre (fn [c] true)} (call :fs.write {:path "a" :content "b"}))`, "", ""},
 		{"compensation required", Constitution{RequireCompensationForEffects: []string{"process"}}, `(step "T" (call :shell.exec {:cmd "x" :check false}))`, RuleRequireCompensate, "has effect :process and must be the primary of a step.with-compensation"},
 		{"compensation present", Constitution{RequireCompensationForEffects: []string{"process"}, ShellAllow: []string{"x"}},
