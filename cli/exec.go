@@ -49,9 +49,13 @@ func storeDir(flag string, c *config.Config) string {
 }
 
 func openStore(dir string, sync bool) (*ledger.Store, error) {
+	stale := staleLockPID(dir)
 	s, err := ledger.Open(ledger.Options{Dir: dir, SyncWrites: sync})
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
+	}
+	if stale > 0 {
+		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)
 	}
 	return s, nil
 }

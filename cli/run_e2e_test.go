@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,9 @@ shell_allow = ["sleep"]
 	runs, errOut, code := runBinary(t, ralphBin, "", "runs", "--json", "--store", store)
 	if code != 0 {
 		t.Fatalf("runs: %d %s", code, errOut)
+	}
+	if want := fmt.Sprintf("cleared a stale lock on %s left by process %d", store, cmd.Process.Pid); !strings.Contains(errOut, want) {
+		t.Errorf("runs after the crash said %q, want %q", errOut, want)
 	}
 	var rec struct{ ID, State string }
 	if err := json.Unmarshal([]byte(strings.SplitN(runs, "\n", 2)[0]), &rec); err != nil || rec.State != "running" {
