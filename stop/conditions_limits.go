@@ -125,7 +125,7 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 	met, sum, maxP := 0, 0.0, 0.0
 	parts := make([]string, len(c.kids))
 	for i, k := range c.kids {
-		o := k.check.check(ctx, in)
+		o := checkChild(ctx, k, in)
 		if o.err != nil {
 			return outcome{err: fmt.Errorf("%s: %w", k.Name, o.err), reason: fmt.Sprintf("%s could not be checked: %v", k.Name, o.err)}
 		}
@@ -152,6 +152,48 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 		}
 	}
 	o.reason = fmt.Sprintf("%s: %s", c.op, o.evidence)
+	return o
+}
+
+// childTimeout bounds one child's check: its own timeout, else the
+// command default for commands, else (0) only the composite's bound.
+func childTimeout(k *Condition) time.Duration {
+	switch {
+	case k.Timeout > 0:
+		return k.Timeout
+	case k.Kind == "command":
+		return DefaultCommandTimeout
+	case k.Kind == "all" || k.Kind == "any" || k.Kind == "not":
+		return k.check.(*composite).budget()
+	}
+	return 0
+}
+
+// budget is the time the composite's children may take together.
+func (c *composite) budget() time.Duration {
+	var d time.Duration
+	for _, k := range c.kids {
+		d += childTimeout(k)
+	}
+	return d
+}
+
+// checkChild checks k under its own timeout; a child that times out is
+// not met, or counts as its timeout_class says.
+func checkChild(ctx context.Context, k *Condition, in *Input) outcome {
+	d := childTimeout(k)
+	if d <= 0 {
+		return k.check.check(ctx, in)
+	}
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	o := k.check.check(cctx, in)
+	if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		o = outcome{detail: "timed out", reason: fmt.Sprintf("timed out after %s", d)}
+		if tc := Class(k.TimeoutClass); tc != "" && tc != "not_met" {
+			o.met, o.reason = true, fmt.Sprintf("timed out after %s; counts as met (timeout_class %s)", d, tc)
+		}
+	}
 	return o
 }
 

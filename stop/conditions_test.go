@@ -262,3 +262,25 @@ func TestRestoreKeepsNoProgressCount(t *testing.T) {
 		t.Errorf("iteration 4: %+v", ev)
 	}
 }
+
+// A composite's children keep their own timeouts: a hung command inside
+// `any` times out on its own bound, not the composite's.
+func TestCompositeChildTimeouts(t *testing.T) {
+	t.Parallel()
+	needShell(t)
+	hung := config.Stop{Name: "hung", Kind: "command", Cmd: []string{"sleep", "30"}, Timeout: dur(100 * time.Millisecond)}
+	c := mustCond(t, config.Stop{Name: "either", Kind: "any", Conditions: []config.Stop{hung, {Name: "n", Kind: "never"}}})
+	o := c.check.check(context.Background(), &Input{})
+	if o.met || !strings.Contains(o.reason, "hung not met (timed out after 100ms)") {
+		t.Errorf("any over a hung command: %+v", o)
+	}
+	hung.TimeoutClass = "success"
+	c = mustCond(t, config.Stop{Name: "either", Kind: "any", Conditions: []config.Stop{hung}})
+	if o := c.check.check(context.Background(), &Input{}); !o.met {
+		t.Errorf("timeout_class success inside any: %+v", o)
+	}
+	e := NewEvaluator([]*Condition{c}, Options{Timeout: time.Millisecond})
+	if d := e.timeoutFor(c); d != 100*time.Millisecond {
+		t.Errorf("the composite's bound is %s, want its children's 100ms", d)
+	}
+}

@@ -308,6 +308,9 @@ func (e *Evaluator) timeoutFor(c *Condition) time.Duration {
 		return c.Timeout
 	case c.Kind == "command":
 		return DefaultCommandTimeout
+	case c.Kind == "all" || c.Kind == "any" || c.Kind == "not":
+		// children run one after another, each under its own timeout
+		return max(e.opts.Timeout, c.check.(*composite).budget())
 	}
 	return e.opts.Timeout
 }
