@@ -410,6 +410,9 @@ func validateStop(s *Stop, file string, line int) error {
 	if extra := strayStopFields(s, req); len(extra) > 0 {
 		return fail("%s does not apply to kind %q and would be ignored; remove it", strings.Join(extra, ", "), s.Kind)
 	}
+	if s.ExpectExit != nil && (*s.ExpectExit < 0 || *s.ExpectExit > 255) {
+		return fail("expect_exit %d is not an exit status; use 0 to 255", *s.ExpectExit)
+	}
 	if s.Kind == "not" && len(s.Conditions) != 1 {
 		return fail("kind \"not\" takes exactly one condition")
 	}

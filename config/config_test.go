@@ -55,6 +55,7 @@ func TestConfigErrors(t *testing.T) {
 		{"predicate needs one", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"predicate\"\n", `needs exactly one of rtfs or json`},
 		{"nested stop", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"all\"\nconditions = [{kind = \"file_exists\"}]\n", `kind "file_exists" needs a positive path`},
 		{"wrong type", "[loop]\nmax_iterations = \"ten\"\n", "max_iterations"},
+		{"exit out of range", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"command\"\ncmd = [\"go\"]\nexpect_exit = -1\n", `expect_exit -1 is not an exit status; use 0 to 255`},
 		{"field of another kind", "[plan]\nrtfs = \"1\"\n[[stop]]\nname = \"tests\"\nkind = \"command\"\ncmd = [\"go\"]\nmax = 3\n", `ralph.toml:3: [[stop]] "tests": max does not apply to kind "command" and would be ignored; remove it`},
 	}
 	for _, tc := range cases {
