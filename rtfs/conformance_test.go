@@ -579,6 +579,7 @@ var confCompileErrors = []confErrCase{
 	{"special form as value", "(map if\n  [1])", ErrCompile, "1:6", "if is a special form"},
 	{"cond odd", "(cond\n  true)", ErrCompile, "1:1", "cond needs test/expression pairs"},
 	{"fn without params", "(fn x)", ErrCompile, "1:1", "fn needs a parameter vector"},
+	{"clojure condition map", "(defn f [x]\n  {:pre [(pos? x)]}\n  x)", ErrCompile, "2:3", "put ^{:pre (fn [args…] test)} on the parameter vector"},
 	{"int literal overflow", "(+ 1\n   99999999999999999999)", ErrRead, "2:4", "overflows int64"},
 	{"unclosed list", "(+ 1\n  (* 2 3)", ErrRead, "1:1", "never closed"},
 }

@@ -90,6 +90,10 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		l.params = append(l.params, b)
 	}
 	l.nfixed = len(l.params)
+	if len(rest) > 2 && rest[1].Kind == NodeMap && (mapHasKeyword(rest[1], "pre") || mapHasKeyword(rest[1], "post")) {
+		// Clojure's condition map would otherwise be evaluated and dropped.
+		return nil, c.errf(rest[1].Pos, "a {:pre … :post …} body map is not a contract here; put ^{:pre (fn [args…] test)} on the parameter vector")
+	}
 	body, err := c.body(rest[1:], pos)
 	if err != nil {
 		return nil, err
@@ -353,4 +357,14 @@ func (c *compiler) bindable(name string, pos Pos) error {
 		return c.errf(pos, "cannot bind %s: it is a special form; choose another name", name)
 	}
 	return nil
+}
+
+// mapHasKeyword reports whether map literal n has the key :name.
+func mapHasKeyword(n *Node, name string) bool {
+	for i := 0; i < len(n.Items); i += 2 {
+		if k := n.Items[i]; k.Kind == NodeAtom && k.Val.Kind() == KindKeyword && k.Val.Str() == name {
+			return true
+		}
+	}
+	return false
 }
