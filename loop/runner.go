@@ -591,13 +591,31 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 		}
 	}
 	head := r.o.Store.Head().Seq
-	acts, err := r.o.Store.ByRun(runID) // resume: rebuild from the chain
+	acts, err := r.o.Store.ByRun(runID)
 	if err != nil {
 		return nil, err
 	}
-	for i := range acts {
-		if acts[i].Seq <= head {
-			observe(&acts[i])
+	if r.o.Resume {
+		// Rebuild the index from the iterations that completed. The dead
+		// process's interrupted iteration runs again, so its actions are
+		// left out, and nothing replayed can end the new process: the
+		// predicates are evaluated from its first action on.
+		var cutoff uint64
+		for i := range acts {
+			if acts[i].Type == ledger.IterationCompleted || acts[i].Type == ledger.RunStarted {
+				cutoff = acts[i].Seq
+			}
+		}
+		for i := range acts {
+			if acts[i].Seq <= cutoff && acts[i].Seq <= head {
+				ix.Observe(&acts[i])
+			}
+		}
+	} else {
+		for i := range acts {
+			if acts[i].Seq <= head {
+				observe(&acts[i])
+			}
 		}
 	}
 	f.seen = head

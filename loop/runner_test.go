@@ -306,3 +306,57 @@ func TestResumeContinuesTheScript(t *testing.T) {
 		t.Errorf("steps %v, want A then B: the resumed run must take the script's next answer", steps)
 	}
 }
+
+// A completion signal the dead process left in the iteration it did not
+// finish does not end the resumed run: that iteration runs again.
+func TestResumeIgnoresLeftoverCompletionSignals(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "three"
+kind = "max_iterations"
+max = 3
+`, nil)
+	ctx := context.Background()
+	r.o.Config.Stop[0].Max = 1 // the first process completes one iteration …
+	out, err := r.Run(ctx)
+	if err != nil || out.Iterations != 1 {
+		t.Fatalf("first run: %+v %v", out, err)
+	}
+	r.o.Config.Stop[0].Max = 3
+	// … then starts iteration 2, where "Done" succeeds, and dies.
+	parent := runTypes(t, fx, out.RunID, ledger.RunStarted)[0]
+	for _, a := range []*ledger.Action{
+		{Type: ledger.IterationStarted, FunctionName: "iteration 2", Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(2)}},
+		{Type: ledger.PlanStepCompleted, FunctionName: "Done", Success: true},
+	} {
+		a.ActionID, a.RunID, a.IntentID, a.ParentActionID = NewID(), out.RunID, parent.IntentID, parent.ActionID
+		if _, err := fx.store.Append(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := RunKVPrefix + out.RunID
+	rec, _, _ := fx.store.KV().Get(ctx, key)
+	if err := fx.store.KV().Put(ctx, key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := stop.ParsePredicate(`(audit.succeeded? "Done")`, "ralph.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _ := stop.FromConfig(r.o.Config.Stop, r.o.Config.File)
+	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: conds, Predicates: []CompletionPredicate{{Name: "done", Pred: p}}, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := r2.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out2.ExitCode != ExitLimit || out2.TriggeredBy != "three" || out2.Iterations != 3 {
+		t.Fatalf("resumed run %+v: the dead process's leftover signal must not complete it", out2)
+	}
+}
