@@ -55,6 +55,9 @@ func NewCommand(argv []string, opts CommandOptions) (Model, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, &transportError{kind: ErrFatal, msg: `provider "command" needs model.command, e.g. ["claude", "-p"]`}
 	}
+	if err := findProgram(argv[0], opts.Workdir); err != nil {
+		return nil, err
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultCommandTimeout
 	}
@@ -62,6 +65,29 @@ func NewCommand(argv []string, opts CommandOptions) (Model, error) {
 		opts.MaxOutput = DefaultCommandOutput
 	}
 	return &commandModel{argv: append([]string(nil), argv...), opts: opts}, nil
+}
+
+// findProgram checks, before any run starts, that the program exists and
+// can be run: a bare name on PATH, a path relative to workdir.
+func findProgram(prog, workdir string) error {
+	if !strings.Contains(prog, "/") {
+		if _, err := exec.LookPath(prog); err != nil {
+			return &transportError{kind: ErrFatal, msg: fmt.Sprintf("command %s was not found on PATH: install it or fix model.command", prog)}
+		}
+		return nil
+	}
+	path := prog
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(workdir, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return &transportError{kind: ErrFatal, msg: fmt.Sprintf("command %s was not found: install it or fix model.command", path)}
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return &transportError{kind: ErrFatal, msg: fmt.Sprintf("command %s is not executable: chmod +x it or fix model.command", path)}
+	}
+	return nil
 }
 
 // Name is "command/<program>", e.g. "command/claude".

@@ -167,14 +167,43 @@ func TestCommandOutputIsCapped(t *testing.T) {
 
 func TestCommandNotFoundIsFatal(t *testing.T) {
 	t.Parallel()
-	for _, argv := range [][]string{{"ralph-no-such-agent-cli"}, {filepath.Join(t.TempDir(), "missing")}} {
-		_, err := newCommand(t, argv, arbiter.CommandOptions{}).Complete(context.Background(), prompt, nil)
-		if !errors.Is(err, arbiter.ErrFatal) || !strings.Contains(err.Error(), "fix model.command") {
-			t.Errorf("%v: err = %v", argv, err)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "plain.txt")
+	if err := os.WriteFile(notExec, []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"ralph-no-such-agent-cli"}, "was not found on PATH"},
+		{[]string{filepath.Join(dir, "missing")}, "was not found"},
+		{[]string{"./missing.sh"}, filepath.Join(dir, "missing.sh") + " was not found"},
+		{[]string{notExec}, "is not executable"},
+		{nil, "needs model.command"},
+	} {
+		_, err := arbiter.NewCommand(tc.argv, arbiter.CommandOptions{Workdir: dir})
+		if !errors.Is(err, arbiter.ErrFatal) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want ErrFatal mentioning %q", tc.argv, err, tc.want)
 		}
 	}
-	if _, err := arbiter.NewCommand(nil, arbiter.CommandOptions{}); !errors.Is(err, arbiter.ErrFatal) {
-		t.Errorf("empty argv: %v", err)
+	// A program that disappears after the check fails the same way.
+	path, _ := script(t, "cat")
+	m := newCommand(t, []string{path}, arbiter.CommandOptions{})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(context.Background(), prompt, nil); !errors.Is(err, arbiter.ErrFatal) || !strings.Contains(err.Error(), "fix model.command") {
+		t.Errorf("removed program: %v", err)
+	}
+}
+
+func TestCommandRelativeProgramRunsFromWorkdir(t *testing.T) {
+	t.Parallel()
+	_, dir := script(t, `echo "(do 2)"`)
+	reply, err := newCommand(t, []string{"./agent.sh"}, arbiter.CommandOptions{Workdir: dir}).Complete(context.Background(), prompt, nil)
+	if err != nil || strings.TrimSpace(reply.Text) != "(do 2)" {
+		t.Errorf("reply %q, %v", reply.Text, err)
 	}
 }
 

@@ -56,7 +56,8 @@ type failure struct {
 	class   failClass
 	status  int
 	code    string // the API error code, e.g. "model_not_found"
-	detail  string // what went wrong, scrubbed of secrets, for messages
+	detail  string // what went wrong, scrubbed of secrets, naming the host
+	brief   string // the same without the host, for errors that name the server; "" means detail
 	wait    time.Duration
 	hasWait bool
 }
@@ -104,7 +105,7 @@ func (m *openAIModel) classify(err error) failure {
 		f.class, f.detail = failTransient, m.networkDetail(err)
 		return f
 	}
-	f.detail = m.statusDetail(f.status, message)
+	f.detail, f.brief = m.statusDetail(f.status, message)
 	f.class = m.classOf(f, message, param)
 	return f
 }
@@ -162,21 +163,23 @@ func codeString(c any) string {
 	return fmt.Sprint(c)
 }
 
-// statusDetail describes an HTTP failure: "503 Service Unavailable from
-// host: message".
-func (m *openAIModel) statusDetail(status int, message string) string {
+// statusDetail describes an HTTP failure, for a retry notice ("503
+// Service Unavailable from host: message") and for a final error, which
+// names the server already ("503 Service Unavailable: message").
+func (m *openAIModel) statusDetail(status int, message string) (detail, brief string) {
 	msg := m.scrub(message)
-	var b strings.Builder
 	if status > 0 {
-		fmt.Fprintf(&b, "%d %s from %s", status, http.StatusText(status), m.host())
+		detail = fmt.Sprintf("%d %s from %s", status, http.StatusText(status), m.host())
+		brief = fmt.Sprintf("%d %s", status, http.StatusText(status))
 	} else {
-		fmt.Fprintf(&b, "error from %s mid-answer", m.host())
+		detail = fmt.Sprintf("error from %s mid-answer", m.host())
+		brief = "error event mid-answer"
 	}
 	if msg != "" {
-		b.WriteString(": ")
-		b.WriteString(msg)
+		detail += ": " + msg
+		brief += ": " + msg
 	}
-	return b.String()
+	return detail, brief
 }
 
 // networkDetail describes a failure below HTTP, hiding the URL (which may
@@ -218,31 +221,33 @@ func (m *openAIModel) scrub(s string) string {
 	return s
 }
 
-// final turns a failure that ends the completion into its error.
+// final turns a failure that ends the completion into its error: what
+// happened, the fix, then the server's own words.
 func (m *openAIModel) final(ctx context.Context, f failure) error {
+	why := orDefault(f.brief, f.detail)
 	switch f.class {
 	case failContextLength:
-		return &transportError{kind: ErrContextLength, msg: fmt.Sprintf("model %s refused the prompt as too long (%s)", m.cfg.Model, f.detail)}
+		return &transportError{kind: ErrContextLength, msg: fmt.Sprintf("model %s refused the prompt as too long (%s)", m.cfg.Model, why)}
 	case failFatal:
-		return &transportError{kind: ErrFatal, msg: m.fatalMessage(ctx, f)}
+		return &transportError{kind: ErrFatal, msg: m.fatalMessage(ctx, f, why)}
 	case failJSONMode, failStreamOptions, failRejected:
-		return &transportError{msg: fmt.Sprintf("%s rejected the request (%s)", m.shown, f.detail)}
+		return &transportError{msg: fmt.Sprintf("%s rejected the request (%s)", m.shown, why)}
 	}
 	return &transportError{msg: f.detail}
 }
 
-func (m *openAIModel) fatalMessage(ctx context.Context, f failure) string {
+func (m *openAIModel) fatalMessage(ctx context.Context, f failure, why string) string {
 	switch {
 	case f.status == http.StatusUnauthorized:
-		return fmt.Sprintf("%s refused the API key (%s): set %s to a valid key", m.shown, f.detail, m.keyEnv)
+		return fmt.Sprintf("%s refused the API key: set %s to a valid key (%s)", m.shown, m.keyEnv, why)
 	case f.status == http.StatusForbidden:
-		return fmt.Sprintf("%s denied access (%s): check that the key in %s may use model %s", m.shown, f.detail, m.keyEnv, m.cfg.Model)
-	case f.status == http.StatusNotFound && (f.code == "model_not_found" || strings.Contains(strings.ToLower(f.detail), "model")):
-		return fmt.Sprintf("model %s is not served at %s (%s): %s", m.cfg.Model, m.shown, f.detail, m.modelsHint(ctx))
+		return fmt.Sprintf("%s denied access: check that the key in %s may use model %s (%s)", m.shown, m.keyEnv, m.cfg.Model, why)
+	case f.status == http.StatusNotFound && (f.code == "model_not_found" || strings.Contains(strings.ToLower(why), "model")):
+		return fmt.Sprintf("model %s is not served at %s: %s (%s)", m.cfg.Model, m.shown, m.modelsHint(ctx), why)
 	case f.status == http.StatusNotFound:
-		return fmt.Sprintf("%s/chat/completions does not exist (%s): set model.base_url to the API root, which usually ends in /v1", m.shown, f.detail)
+		return fmt.Sprintf("%s/chat/completions does not exist: set model.base_url to the API root, which usually ends in /v1 (%s)", m.shown, why)
 	case f.status == http.StatusTooManyRequests:
-		return fmt.Sprintf("%s says the account is out of quota (%s): check its plan and billing", m.shown, f.detail)
+		return fmt.Sprintf("%s says the account is out of quota: check its plan and billing (%s)", m.shown, why)
 	}
 	return f.detail
 }
@@ -268,5 +273,5 @@ func (m *openAIModel) modelsHint(ctx context.Context) string {
 		more = fmt.Sprintf(" and %d more", len(ids)-show)
 		ids = ids[:show]
 	}
-	return fmt.Sprintf("%s (%s%s)", fix, m.scrub(strings.Join(ids, ", ")), more)
+	return fmt.Sprintf("%s: %s%s", fix, m.scrub(strings.Join(ids, ", ")), more)
 }

@@ -364,7 +364,7 @@ func TestOpenAIFatalErrors(t *testing.T) {
 		{name: "403", first: oaitest.Error(403, "unsupported_country_region_territory", "Country, region, or territory not supported"),
 			want: []string{"denied access", "403", "RALPH_TEST_KEY", "gpt-4o-mini"}},
 		{name: "model not served", opts: oaitest.Options{Models: []string{"llama3.1:8b", "qwen2.5-coder"}},
-			want: []string{"model gpt-4o-mini is not served at", "/v1", "llama3.1:8b, qwen2.5-coder"}},
+			want: []string{"model gpt-4o-mini is not served at", "/v1", "set model.model to one it serves: llama3.1:8b, qwen2.5-coder"}},
 		{name: "404 model scripted", first: oaitest.ModelNotFound("gpt-4o-mini"), want: []string{"model gpt-4o-mini is not served at"}},
 		{name: "base_url without /v1", base: "/", want: []string{"/chat/completions does not exist", "ends in /v1"}},
 		{name: "quota", first: oaitest.Error(429, "insufficient_quota", "You exceeded your current quota, please check your plan and billing details."),
