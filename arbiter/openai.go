@@ -2,6 +2,7 @@ package arbiter
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,7 @@ type openAIModel struct {
 	// again for what it rejected.
 	noJSONMode    atomic.Bool
 	noStreamUsage atomic.Bool
+	noStream      atomic.Bool // the server answers plain JSON to stream requests
 }
 
 // NewOpenAI returns the openai provider for cfg, authenticating with
@@ -113,13 +115,14 @@ func orDefault(a, b string) string {
 func (m *openAIModel) Name() string { return "openai/" + m.cfg.Model }
 
 // Complete sends c and returns the answer. It streams when obs is non-nil
-// (each piece of text goes to obs.Token), asks for JSON mode when c.JSON
+// (each piece of text goes to obs.Token; a server that ignores "stream" is
+// asked without it from then on), asks for JSON mode when c.JSON
 // (dropping it for good when the server rejects it), waits out 429s as the
 // server asks (obs.Waiting, not counted as retries), retries 5xx, timeouts
 // and dropped connections with backoff, and fails at once on a bad key,
 // an unserved model or a prompt over the context length.
 func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) (Reply, error) {
-	stream := obs != nil
+	stream := obs != nil && !m.noStream.Load()
 	if obs == nil {
 		obs = silentObserver{}
 	}
@@ -141,6 +144,12 @@ func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) 
 				m.noJSONMode.Store(true)
 				continue
 			}
+		case failNotStreamed:
+			if stream {
+				m.noStream.Store(true)
+				stream = false
+				continue
+			}
 		case failStreamOptions:
 			if stream && !m.noStreamUsage.Load() {
 				m.noStreamUsage.Store(true)
@@ -152,7 +161,9 @@ func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) 
 			if !f.hasWait {
 				wait = m.retry.Backoff(rateLimits)
 			}
-			wait = min(wait, m.retry.MaxRetryAfter)
+			// Never hammer: "Retry-After: 0" still waits a little, so the
+			// budget ends a server that says it forever.
+			wait = max(min(wait, m.retry.MaxRetryAfter), m.retry.Base/2)
 			if rateWaited+wait > m.retry.RateLimitBudget {
 				return Reply{}, &transportError{msg: fmt.Sprintf("%s kept rate-limiting requests for %s (429: %s); wait, or lower the request rate",
 					m.shown, rateWaited.Round(time.Second), f.detail)}
@@ -286,7 +297,10 @@ func (m *openAIModel) plain(ctx context.Context, req openai.ChatCompletionReques
 		CompletionTokens: int64(resp.Usage.CompletionTokens)}}, nil
 }
 
-var errNoChoices = errors.New("the answer had no choices")
+var (
+	errNoChoices   = errors.New("the answer had no choices")
+	errNotStreamed = errors.New("the server sent no stream events")
+)
 
 func (m *openAIModel) streamed(ctx context.Context, req openai.ChatCompletionRequest, obs Observer) (Reply, error) {
 	s, err := m.client.CreateChatCompletionStream(ctx, req)
@@ -297,8 +311,11 @@ func (m *openAIModel) streamed(ctx context.Context, req openai.ChatCompletionReq
 	var text strings.Builder
 	var reply Reply
 	var usage *openai.Usage
-	for {
+	for events := 0; ; events++ {
 		chunk, err := s.Recv()
+		if errors.Is(err, io.EOF) && events == 0 {
+			return m.unstreamed(ctx, obs)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -336,6 +353,30 @@ func (m *openAIModel) streamed(ctx context.Context, req openai.ChatCompletionReq
 	return reply, nil
 }
 
+// unstreamed reads the plain JSON answer a server sent to a stream
+// request (the transport kept it aside), and makes later requests plain.
+func (m *openAIModel) unstreamed(ctx context.Context, obs Observer) (Reply, error) {
+	info, _ := ctx.Value(responseInfoKey{}).(*responseInfo)
+	if info == nil || info.plain == nil {
+		return Reply{}, errNotStreamed
+	}
+	m.noStream.Store(true)
+	var resp openai.ChatCompletionResponse
+	if err := json.Unmarshal(info.plain, &resp); err != nil {
+		return Reply{}, fmt.Errorf("%w: %v", errNotStreamed, err)
+	}
+	if len(resp.Choices) == 0 {
+		return Reply{}, errNoChoices
+	}
+	text := resp.Choices[0].Message.Content
+	if len(text) > m.maxResp {
+		return Reply{}, errAnswerTooLarge
+	}
+	obs.Token(text)
+	return Reply{Text: text, Model: resp.Model, Usage: Usage{PromptTokens: int64(resp.Usage.PromptTokens),
+		CompletionTokens: int64(resp.Usage.CompletionTokens)}}, nil
+}
+
 // roughTokens is the usual rough count of four bytes a token.
 func roughTokens(bytes int) int64 { return int64((bytes + 3) / 4) }
 
@@ -357,6 +398,7 @@ func (silentObserver) Token(string)              {}
 type responseInfo struct {
 	status int
 	header http.Header
+	plain  []byte // a JSON answer to a stream request, which go-openai cannot read
 }
 
 type responseInfoKey struct{}
@@ -376,12 +418,31 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info, ok := req.Context().Value(responseInfoKey{}).(*responseInfo); ok {
-		info.status, info.header = resp.StatusCode, resp.Header.Clone()
-	}
 	limit := int64(maxSuccessBody)
 	if resp.StatusCode >= 400 {
 		limit = maxErrorBody
+	}
+	info, _ := req.Context().Value(responseInfoKey{}).(*responseInfo)
+	if info == nil {
+		resp.Body = &cappedBody{rc: resp.Body, left: limit, truncate: resp.StatusCode >= 400}
+		return resp, nil
+	}
+	info.status, info.header = resp.StatusCode, resp.Header.Clone()
+	if resp.StatusCode < 300 && req.Header.Get("Accept") == "text/event-stream" &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		// A plain answer to a stream request: keep it for unstreamed, and
+		// give go-openai's stream reader an empty stream.
+		body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(body)) > limit {
+			return nil, errAnswerTooLarge
+		}
+		info.plain = body
+		resp.Body = io.NopCloser(strings.NewReader(""))
+		return resp, nil
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: limit, truncate: resp.StatusCode >= 400}
 	return resp, nil

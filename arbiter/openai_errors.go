@@ -47,6 +47,7 @@ const (
 	failContextLength                  // the prompt is too long for the model
 	failJSONMode                       // the server does not take response_format
 	failStreamOptions                  // the server does not take stream_options
+	failNotStreamed                    // the server answered a stream request without streaming
 	failRateLimited                    // 429: wait as told, then try again
 	failTransient                      // 5xx, timeout, dropped connection: back off and retry
 )
@@ -81,6 +82,9 @@ func (m *openAIModel) classify(err error) failure {
 		return f
 	case errors.Is(err, errAnswerTooLarge):
 		f.class, f.detail = failRejected, fmt.Sprintf("the answer from %s exceeded %d bytes", m.shown, m.maxResp)
+		return f
+	case errors.Is(err, errNotStreamed):
+		f.class, f.detail = failNotStreamed, fmt.Sprintf("%s answered a stream request without streaming", m.shown)
 		return f
 	case errors.Is(err, errNoChoices):
 		f.class, f.detail = failRejected, fmt.Sprintf("%s answered without any choice", m.shown)
@@ -230,7 +234,7 @@ func (m *openAIModel) final(ctx context.Context, f failure) error {
 		return &transportError{kind: ErrContextLength, msg: fmt.Sprintf("model %s refused the prompt as too long (%s)", m.cfg.Model, why)}
 	case failFatal:
 		return &transportError{kind: ErrFatal, msg: m.fatalMessage(ctx, f, why)}
-	case failJSONMode, failStreamOptions, failRejected:
+	case failJSONMode, failStreamOptions, failNotStreamed, failRejected:
 		return &transportError{msg: fmt.Sprintf("%s rejected the request (%s)", m.shown, why)}
 	}
 	return &transportError{msg: f.detail}

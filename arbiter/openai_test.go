@@ -572,3 +572,45 @@ func TestOpenAIBaseURLCredentialsStayHidden(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestOpenAIServerThatIgnoresStream(t *testing.T) {
+	t.Parallel()
+	srv := oaitest.New(t, oaitest.Options{IgnoreStream: true}, oaitest.Text("(do 1)").WithUsage(5, 3), oaitest.Text("(do 2)"))
+	m := newModel(t, srv, nil)
+	for _, want := range []string{"(do 1)", "(do 2)"} {
+		reply, err := m.Complete(context.Background(), prompt, &recorder{})
+		if err != nil || reply.Text != want {
+			t.Fatalf("reply %+v, %v", reply, err)
+		}
+	}
+	var streams []bool
+	for _, r := range srv.Completions() {
+		streams = append(streams, r.Stream)
+	}
+	// Asked to stream once; the plain answer to that is used as it is, and
+	// later questions are asked plainly.
+	if !slices.Equal(streams, []bool{true, false}) {
+		t.Errorf("stream per request = %v", streams)
+	}
+}
+
+func TestOpenAIRetryAfterZeroForeverEnds(t *testing.T) {
+	t.Parallel()
+	var answers []oaitest.Answer
+	for range 200 {
+		answers = append(answers, oaitest.RateLimit("0"))
+	}
+	srv := oaitest.New(t, oaitest.Options{}, answers...)
+	p := fastRetry
+	p.RateLimitBudget = 20 * time.Millisecond
+	m, err := arbiter.NewOpenAI(config.Model{Model: "m", BaseURL: srv.BaseURL}, testKey, arbiter.OpenAIOptions{Retry: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Complete(context.Background(), prompt, nil); err == nil || !strings.Contains(err.Error(), "kept rate-limiting") {
+		t.Errorf("err = %v", err)
+	}
+	if srv.Remaining() == 0 {
+		t.Errorf("every answer was used: the waits did not add up")
+	}
+}

@@ -233,6 +233,9 @@ type Options struct {
 	// IgnoreIncludeUsage streams without the usage chunk even when
 	// stream_options.include_usage asks for it, as some servers do.
 	IgnoreIncludeUsage bool
+	// IgnoreStream answers "stream": true with a plain JSON response, as
+	// some proxies do.
+	IgnoreStream bool
 }
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -493,7 +496,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req Request) 
 	switch {
 	case a.Status != 0:
 		writeJSON(w, a.Status, a.Header, a.Body)
-	case req.Stream:
+	case req.Stream && !s.opts.IgnoreStream:
 		s.stream(w, r, req, a)
 	default:
 		writeJSON(w, http.StatusOK, a.Header, completionBody(req, a))
