@@ -165,8 +165,8 @@ func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) 
 			// budget ends a server that says it forever.
 			wait = max(min(wait, m.retry.MaxRetryAfter), m.retry.Base/2)
 			if rateWaited+wait > m.retry.RateLimitBudget {
-				return Reply{}, &transportError{msg: fmt.Sprintf("%s kept rate-limiting requests for %s (429: %s); wait, or lower the request rate",
-					m.shown, rateWaited.Round(time.Second), f.detail)}
+				return Reply{}, &transportError{msg: fmt.Sprintf("%s kept rate-limiting requests for %s: wait, or lower the request rate (%s)",
+					m.shown, rateWaited.Round(time.Millisecond), orDefault(f.brief, f.detail))}
 			}
 			if err := m.wait(ctx, obs, wait, fmt.Sprintf("rate limited by %s (429)", m.host())); err != nil {
 				return Reply{}, err
