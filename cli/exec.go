@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
@@ -67,6 +68,10 @@ type engine struct {
 	reg   *capability.Registry
 	gov   *governance.Kernel
 	orch  *loop.Orchestrator
+
+	model   arbiter.Model // behind provider openai or command; nil for static and script
+	workdir string
+	secrets []string // values redacted wherever text is recorded (the API key)
 }
 
 // openEngine opens the store cfg (or --store) names and wires the engine
@@ -95,6 +100,15 @@ func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}
+	model, err := newModel(cfg, workdir)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	if model != nil { // plans may ask the run's model through llm.ask
+		if err := arbiter.RegisterLLMAsk(reg, model); err != nil {
+			return nil, exitError(ExitUsage, err)
+		}
+	}
 	g := cfg.Governance
 	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
 		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
@@ -107,7 +121,7 @@ func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &engine{cfg: cfg, store: store, reg: reg, gov: gov, orch: orch}, nil
+	return &engine{cfg: cfg, store: store, reg: reg, gov: gov, orch: orch, model: model, workdir: workdir, secrets: secrets}, nil
 }
 
 func newExecCmd() *cobra.Command {

@@ -9,8 +9,10 @@ import (
 )
 
 // newProvider builds the plan provider [model].provider names, over the
-// engine's capability registry and governance kernel.
-func newProvider(cfg *config.Config, _ *engine) (arbiter.Provider, error) {
+// engine's capability registry and governance kernel. Model-backed
+// providers (openai, command) run the arbiter pipeline over the engine's
+// model.
+func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 	switch cfg.Model.Provider {
 	case "static":
 		src := cfg.Plan.RTFS
@@ -24,6 +26,32 @@ func newProvider(cfg *config.Config, _ *engine) (arbiter.Provider, error) {
 		return arbiter.StaticProvider{Source: src}, nil
 	case "script":
 		return arbiter.NewScriptProvider(cfg.Model.Script)
+	case "openai", "command":
+		m := eng.model
+		if m == nil {
+			var err error
+			if m, err = newModel(cfg, eng.workdir); err != nil {
+				return nil, err
+			}
+		}
+		return arbiter.NewPipeline(m, arbiter.PipelineOptions{
+			Registry: eng.reg, Governance: eng.gov, MaxRepairs: cfg.Model.MaxRepairs, Secrets: eng.secrets,
+		}), nil
 	}
-	return nil, fmt.Errorf("provider %q is not available yet (it arrives with the arbiter); use \"static\" or \"script\"", cfg.Model.Provider)
+	return nil, fmt.Errorf("model.provider %q is not one of openai, static, script, command", cfg.Model.Provider)
+}
+
+// newModel builds the model behind a model-backed provider, or returns nil
+// for static and script. The openai provider reads its key from the
+// environment variable model.api_key_env names; a missing key is an error
+// naming that variable, raised before any run starts.
+func newModel(cfg *config.Config, workdir string) (arbiter.Model, error) {
+	m := cfg.Model
+	switch m.Provider {
+	case "openai":
+		return arbiter.NewOpenAI(m, cfg.APIKey(nil), arbiter.OpenAIOptions{})
+	case "command":
+		return arbiter.NewCommand(m.Command, arbiter.CommandOptions{Timeout: m.Timeout.Duration, Workdir: workdir, Price: m.Price})
+	}
+	return nil, nil
 }

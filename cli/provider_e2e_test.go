@@ -1,0 +1,168 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/arbiter/oaitest"
+)
+
+// runWithEnv runs the binary with env added to a clean environment (PATH
+// and HOME kept), so no key from the developer's shell leaks in.
+func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ralphBin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr) && exitErr.Exited():
+		code = exitErr.ExitCode()
+	default:
+		t.Fatalf("ralph %q: %v (stderr %q)", args, err, errOut.String())
+	}
+	if s := errOut.String(); strings.Contains(s, "goroutine ") || strings.Contains(s, "panic") {
+		t.Errorf("ralph %q printed a stack trace or panic:\n%s", args, s)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// openaiConfig writes a ralph.toml for provider openai at baseURL.
+func openaiConfig(t *testing.T, baseURL, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ralph.toml")
+	writeFile(t, path, `[intent]
+goal = "Say hello"
+
+[model]
+provider = "openai"
+model = "gpt-4o-mini"
+base_url = "`+baseURL+`"
+api_key_env = "RALPH_E2E_KEY"
+max_repairs = 0
+[model.price]
+input_per_mtok = 1.0
+output_per_mtok = 2.0
+
+[[stop]]
+kind = "max_iterations"
+max = 1
+`+extra)
+	return path
+}
+
+// TestE2EOpenAIUnauthorized: a 401 ends `ralph run` with exit 2 and the fix,
+// and the rejected key appears nowhere — not in the output, not in the
+// chain, though the server echoed it back.
+func TestE2EOpenAIUnauthorized(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	const key = "sk-e2e-wrong-4b1d9f7c2a"
+	srv := oaitest.New(t, oaitest.Options{APIKey: "sk-e2e-the-right-one"}, oaitest.Text("(do 1)"))
+	cfg := openaiConfig(t, srv.BaseURL, "")
+	store := filepath.Join(t.TempDir(), "store")
+	env := []string{"RALPH_E2E_KEY=" + key}
+
+	out, errOut, code := runWithEnv(t, env, "run", cfg, "--no-tui", "--store", store)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out+errOut, "set RALPH_E2E_KEY to a valid key") {
+		t.Errorf("the fix is not printed:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	reqs := srv.Completions()
+	if len(reqs) != 1 || reqs[0].Authorization() != key || reqs[0].Status != 401 {
+		t.Errorf("requests = %+v", reqs)
+	}
+	export, exErr, exCode := runWithEnv(t, env, "chain", "export", "--store", store)
+	if exCode != 0 || !strings.Contains(export, "LlmConsultation") {
+		t.Fatalf("export: exit %d, %s\n%s", exCode, exErr, export)
+	}
+	for name, text := range map[string]string{"run stdout": out, "run stderr": errOut, "chain export": export} {
+		if strings.Contains(text, key) || strings.Contains(text, "sk-e2e") {
+			t.Errorf("%s contains the API key:\n%s", name, text)
+		}
+	}
+	if _, _, code := runWithEnv(t, nil, "chain", "verify", "--store", store); code != 0 {
+		t.Errorf("chain verify: exit %d", code)
+	}
+}
+
+// TestE2EOpenAIMissingKey: without the key the run does not start.
+func TestE2EOpenAIMissingKey(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	srv := oaitest.New(t, oaitest.Options{}, oaitest.Text("(do 1)"))
+	cfg := openaiConfig(t, srv.BaseURL, "")
+	store := filepath.Join(t.TempDir(), "store")
+	out, errOut, code := runWithEnv(t, nil, "run", cfg, "--no-tui", "--store", store)
+	if code != 2 || !strings.Contains(errOut, "set RALPH_E2E_KEY") || out != "" {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the server", n)
+	}
+	export, _, _ := runWithEnv(t, nil, "chain", "export", "--store", store)
+	if strings.Contains(export, "RunStarted") {
+		t.Errorf("a run was started:\n%s", export)
+	}
+}
+
+// TestE2EOpenAIPlanAndLLMAsk: the model writes a plan that asks the model
+// through llm.ask; the run finishes, both exchanges are recorded, the
+// llm.ask call carries its cost, and the key is nowhere in the chain.
+func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	const key = "sk-e2e-good-93c0e1f5b7"
+	srv := oaitest.New(t, oaitest.Options{APIKey: key},
+		oaitest.Text("Here is the plan:\n```clojure\n(do (step \"Ask\" (call :llm.ask {:prompt \"Say hello in French.\"})))\n```").WithUsage(3000, 40),
+		oaitest.Text("Bonjour").WithUsage(1000, 500))
+	cfg := openaiConfig(t, srv.BaseURL, "")
+	store := filepath.Join(t.TempDir(), "store")
+	env := []string{"RALPH_E2E_KEY=" + key}
+	out, errOut, code := runWithEnv(t, env, "run", cfg, "--no-tui", "--store", store)
+	if code != 3 { // max_iterations is a limit-class stop
+		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	reqs := srv.Completions()
+	if len(reqs) != 2 || reqs[1].Messages[0].Content != "Say hello in French." || reqs[0].Model != "gpt-4o-mini" {
+		t.Fatalf("requests = %+v", reqs)
+	}
+	export, _, _ := runWithEnv(t, env, "chain", "export", "--store", store)
+	if strings.Contains(export, key) {
+		t.Errorf("chain export contains the API key")
+	}
+	var call string
+	for _, line := range strings.Split(export, "\n") {
+		if strings.Contains(line, `"action_type":"CapabilityCall"`) && strings.Contains(line, `"function_name":"llm.ask"`) {
+			call = line
+		}
+	}
+	// 1000 prompt tokens at $1/M and 500 completion tokens at $2/M.
+	if !strings.Contains(call, `"result":"Bonjour"`) || !strings.Contains(call, `"cost":0.002`) {
+		t.Errorf("llm.ask call = %s", call)
+	}
+	if !strings.Contains(export, "LlmConsultation") || !strings.Contains(export, "PlanGenerated") {
+		t.Errorf("the exchange is not recorded:\n%s", export)
+	}
+}
