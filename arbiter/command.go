@@ -161,7 +161,7 @@ func (m *commandModel) Complete(ctx context.Context, c Completion, obs Observer)
 	}
 	text := stdout.String()
 	u := Usage{PromptTokens: roughTokens(len(prompt)), CompletionTokens: roughTokens(len(text))}
-	u.CostUSD = (float64(u.PromptTokens)*m.opts.Price.InputPerMTok + float64(u.CompletionTokens)*m.opts.Price.OutputPerMTok) / 1e6
+	u.CostUSD = priced(m.opts.Price, u)
 	return Reply{Text: text, Model: filepath.Base(m.argv[0]), Usage: u}, nil
 }
 

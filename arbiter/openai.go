@@ -228,7 +228,7 @@ func (m *openAIModel) attempt(ctx context.Context, c Completion, jsonMode, strea
 		return Reply{}, &attemptError{err: err, status: info.status, header: info.header,
 			timedOut: errors.Is(context.Cause(actx), errRequestTimeout) && ctx.Err() == nil}
 	}
-	reply.Usage.CostUSD = m.cost(reply.Usage)
+	reply.Usage.CostUSD = priced(m.cfg.Price, reply.Usage)
 	if reply.Model == "" {
 		reply.Model = m.cfg.Model
 	}
@@ -380,9 +380,9 @@ func (m *openAIModel) unstreamed(ctx context.Context, obs Observer) (Reply, erro
 // roughTokens is the usual rough count of four bytes a token.
 func roughTokens(bytes int) int64 { return int64((bytes + 3) / 4) }
 
-// cost prices usage with [model.price] (USD per million tokens).
-func (m *openAIModel) cost(u Usage) float64 {
-	return (float64(u.PromptTokens)*m.cfg.Price.InputPerMTok + float64(u.CompletionTokens)*m.cfg.Price.OutputPerMTok) / 1e6
+// priced is u's cost at [model.price] (USD per million tokens).
+func priced(p config.Price, u Usage) float64 {
+	return (float64(u.PromptTokens)*p.InputPerMTok + float64(u.CompletionTokens)*p.OutputPerMTok) / 1e6
 }
 
 // silentObserver is used when the caller passes none.
