@@ -226,7 +226,11 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 		return nil, &Error{File: path, Line: c.lines.find(und[0]),
 			Msg: fmt.Sprintf("unknown key %s; check the spelling against the commented ralph.toml that `ralph init` writes", und[0])}
 	}
+	repairs := c.Model.MaxRepairs
 	c.applyDefaults()
+	if md.IsDefined("model", "max_repairs") { // 0 is a choice (no repairs), not "unset"
+		c.Model.MaxRepairs = repairs
+	}
 	dir := filepath.Dir(abs)
 	for i := range c.Stop {
 		c.Stop[i].Line = c.lines.stopLine(i)

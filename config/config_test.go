@@ -112,3 +112,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestMaxRepairsZeroIsKept(t *testing.T) {
+	t.Parallel()
+	for src, want := range map[string]int{
+		"[model]\nprovider = \"static\"\n":                  2, // the default
+		"[model]\nprovider = \"static\"\nmax_repairs = 0\n": 0, // no repairs, as written
+		"[model]\nprovider = \"static\"\nmax_repairs = 5\n": 5,
+	} {
+		c, err := Parse([]byte(src+"[plan]\nrtfs = \"(do)\"\n"), filepath.Join(t.TempDir(), "ralph.toml"), noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Model.MaxRepairs != want {
+			t.Errorf("%q: max_repairs = %d, want %d", src, c.Model.MaxRepairs, want)
+		}
+	}
+}
