@@ -441,7 +441,7 @@ func suggestID(id string, steps []*irStep) string {
 			best, bestD = s.id, d
 		}
 	}
-	if best != "" && bestD <= max(2, len(id)/3) {
+	if best != "" && bestD <= max(1, len(id)/3) {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""

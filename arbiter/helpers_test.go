@@ -64,7 +64,9 @@ func (m *scriptModel) Complete(ctx context.Context, c Completion, obs Observer) 
 	}
 	a := m.answers[0]
 	m.answers = m.answers[1:]
-	obs.Token(a.text)
+	if obs != nil {
+		obs.Token(a.text)
+	}
 	return Reply{Text: a.text, Model: "model", Usage: a.usage}, a.err
 }
 

@@ -154,16 +154,16 @@ func decodeIR(data []byte) ([]*irStep, []Diagnostic) {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		ds.add(jsonErrPos(data, err), "the answer is not valid JSON: "+jsonErrText(err), `answer with one JSON object {"steps": […]}`)
+		ds.add(jsonErrPos(data, err), "not valid JSON: "+jsonErrText(err), `write one JSON object {"steps": […]}`)
 		return nil, ds.list
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		ds.add("$", "there is more text after the JSON object", `answer with one JSON object {"steps": […]} and nothing else`)
+		ds.add("$", "there is more text after the JSON object", `write one JSON object {"steps": […]} and nothing else`)
 		return nil, ds.list
 	}
 	top, ok := doc.(map[string]any)
 	if !ok {
-		ds.add("$", "the answer is "+jsonKind(doc)+", not an object", `answer with one JSON object {"steps": […]}`)
+		ds.add("$", "the IR is "+jsonKind(doc)+", not an object", `write one JSON object {"steps": […]}`)
 		return nil, ds.list
 	}
 	for _, k := range sortedKeys(top) {
@@ -175,7 +175,7 @@ func decodeIR(data []byte) ([]*irStep, []Diagnostic) {
 	arr, isArr := raw.([]any)
 	switch {
 	case !ok:
-		ds.add("$", `there is no "steps" array`, `answer with {"steps": [{"id": …, "name": …, "capability": …, "args": …, "deps": […]}]}`)
+		ds.add("$", `there is no "steps" array`, `write {"steps": [{"id": …, "name": …, "capability": …, "args": …, "deps": […]}]}`)
 		return nil, ds.list
 	case !isArr:
 		ds.add("steps", "must be an array of steps, got "+jsonKind(raw), `write "steps": [{…}, …]`)

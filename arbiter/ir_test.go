@@ -15,7 +15,7 @@ func TestDecodeIR(t *testing.T) {
 		{"not json", `{"steps": [}`, "1:12", "not valid JSON"},
 		{"truncated", `{"steps": [{"id": "a"`, "1:22", "ends before the object is closed"},
 		{"trailing text", `{"steps": []} and more`, "$", "more text after"},
-		{"array", `[{"id": "a"}]`, "$", "an array, not an object"},
+		{"array", `[{"id": "a"}]`, "$", "the IR is an array, not an object"},
 		{"no steps", `{"plan": []}`, "$.plan", "unknown key"},
 		{"steps not array", `{"steps": {}}`, "steps", "must be an array"},
 		{"empty steps", `{"steps": []}`, "steps", "is empty"},

@@ -239,7 +239,11 @@ func (s *session) exchange(ctx context.Context, mode string, attempt int, msgs [
 	prompt := renderPrompt(msgs)
 	sum := sha256.Sum256([]byte(prompt))
 	start := time.Now()
-	reply, err := s.p.model.Complete(ctx, Completion{Messages: msgs, JSON: json}, modelObserver{s.req.Observer})
+	var obs Observer // nil tells the model nobody listens (no streaming needed)
+	if s.req.Observer != nil {
+		obs = modelObserver{s.req.Observer}
+	}
+	reply, err := s.p.model.Complete(ctx, Completion{Messages: msgs, JSON: json}, obs)
 	c := Consultation{Model: s.p.model.Name(), Mode: mode, Attempt: attempt, PromptSHA256: hex.EncodeToString(sum[:]),
 		Prompt: redact(prompt, s.p.opts.Secrets), Response: redact(capText(reply.Text, maxRecorded), s.p.opts.Secrets),
 		Usage: reply.Usage, Duration: time.Since(start)}
@@ -259,19 +263,9 @@ func (s *session) exchange(ctx context.Context, mode string, attempt int, msgs [
 // the pipeline's to report.
 type modelObserver struct{ o Observer }
 
-func (m modelObserver) Consulted(Consultation) {}
-
-func (m modelObserver) Waiting(reason string, until time.Time) {
-	if m.o != nil {
-		m.o.Waiting(reason, until)
-	}
-}
-
-func (m modelObserver) Token(text string) {
-	if m.o != nil {
-		m.o.Token(text)
-	}
-}
+func (m modelObserver) Consulted(Consultation)                 {}
+func (m modelObserver) Waiting(reason string, until time.Time) { m.o.Waiting(reason, until) }
+func (m modelObserver) Token(text string)                      { m.o.Token(text) }
 
 // checkRTFS extracts and checks a Mode A answer.
 func (p *pipeline) checkRTFS(answer string) outcome {
