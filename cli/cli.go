@@ -149,6 +149,8 @@ Today the RTFS language is available through 'ralph eval' and 'ralph fmt'.`,
 	})
 	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
 		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd())
+	root.AddCommand(newPlanCmd())
+	root.AddCommand(newIRCmd())
 	return root
 }
 
