@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -358,5 +359,81 @@ max = 3
 	}
 	if out2.ExitCode != ExitLimit || out2.TriggeredBy != "three" || out2.Iterations != 3 {
 		t.Fatalf("resumed run %+v: the dead process's leftover signal must not complete it", out2)
+	}
+}
+
+// appendRun appends hand-built actions to a run, as a dead process would
+// have left them.
+func appendRun(t *testing.T, fx *fixture, runID string, acts ...*ledger.Action) {
+	t.Helper()
+	parent := runTypes(t, fx, runID, ledger.RunStarted)[0]
+	for _, a := range acts {
+		a.ActionID, a.RunID, a.IntentID = NewID(), runID, parent.IntentID
+		if a.ParentActionID == "" {
+			a.ParentActionID = parent.ActionID
+		}
+		if _, err := fx.store.Append(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := RunKVPrefix + runID
+	rec, _, _ := fx.store.KV().Get(context.Background(), key)
+	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Resume counts what the chain says was spent: a completed iteration's
+// plan cost once (its PlanGenerated sums its consultations), and the
+// consultations of an iteration the crash interrupted before its plan was
+// recorded.
+func TestResumeCountsTheInterruptedIterationsConsultations(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "limit"
+kind = "max_iterations"
+max = 1
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil || out.Iterations != 1 {
+		t.Fatalf("first run: %+v %v", out, err)
+	}
+	consult := func(cost float64, p, c int64) *ledger.Action {
+		return &ledger.Action{Type: ledger.LlmConsultation, FunctionName: "m", Success: true, Cost: cost,
+			Metadata: map[string]rtfs.Value{"prompt_tokens": rtfs.Int(p), "completion_tokens": rtfs.Int(c)}}
+	}
+	it := func(n int64) map[string]rtfs.Value { return map[string]rtfs.Value{"iteration": rtfs.Int(n)} }
+	appendRun(t, fx, out.RunID,
+		// iteration 2 completed: two consultations, summed in its PlanGenerated
+		&ledger.Action{Type: ledger.IterationStarted, Success: true, Metadata: it(2)},
+		consult(0.1, 60, 20), consult(0.15, 50, 20),
+		&ledger.Action{Type: ledger.PlanGenerated, FunctionName: "openai", Success: true, Cost: 0.25,
+			Arguments: []rtfs.Value{rtfs.String("1")},
+			Metadata:  map[string]rtfs.Value{"prompt_tokens": rtfs.Int(110), "completion_tokens": rtfs.Int(40)}},
+		&ledger.Action{Type: ledger.IterationCompleted, Success: true, Cost: 0.25, Metadata: it(2),
+			Result: rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("tokens"), rtfs.Int(150)))},
+		// iteration 3 died while the model was being asked again
+		&ledger.Action{Type: ledger.IterationStarted, Success: true, Metadata: it(3)},
+		consult(0.5, 8, 2),
+	)
+	cfg := *r.o.Config
+	cfg.Stop = []config.Stop{{Name: "three", Kind: "max_iterations", Max: 3}}
+	conds, _ := stop.FromConfig(cfg.Stop, cfg.File)
+	r2, err := NewRunner(RunnerOptions{Config: &cfg, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: conds, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := r2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Builtins are free, so the spend is 0.25 + 0.5 and 150 + 10 tokens.
+	if out2.Iterations != 3 || math.Abs(out2.CostUSD-0.75) > 1e-9 || out2.Tokens != 160 {
+		t.Fatalf("resumed run: %d iterations, $%v, %d tokens; want 3, $0.75 (0.25 + the interrupted 0.5), 160 tokens",
+			out2.Iterations, out2.CostUSD, out2.Tokens)
 	}
 }

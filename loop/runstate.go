@@ -52,17 +52,27 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		return nil, err
 	}
 	// Spend is summed from what was actually spent (calls and plan
-	// generation), so an iteration the crash interrupted still counts.
-	var spent float64
-	var tokens int64
+	// generation), so an iteration the crash interrupted still counts. A
+	// PlanGenerated sums its iteration's LlmConsultations, so those count
+	// only while no PlanGenerated has closed them: the consultations of a
+	// plan generation the crash interrupted.
+	var spent, pendingCost float64
+	var tokens, pendingTokens int64
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {
 		case ledger.RunStarted:
 			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
-		case ledger.CapabilityCall: // LlmConsultation costs are summed in their PlanGenerated
+		case ledger.IterationStarted:
+			spent, tokens = spent+pendingCost, tokens+pendingTokens
+			pendingCost, pendingTokens = 0, 0
+		case ledger.LlmConsultation:
+			pendingCost += a.Cost
+			pendingTokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+		case ledger.CapabilityCall:
 			spent += a.Cost
 		case ledger.PlanGenerated:
+			pendingCost, pendingTokens = 0, 0
 			spent += a.Cost
 			tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
 		case ledger.StopConditionsEvaluated:
@@ -81,7 +91,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 			}
 		}
 	}
-	st.cost, st.tokens = spent, tokens
+	st.cost, st.tokens = spent+pendingCost, tokens+pendingTokens
 	if st.startedID == "" {
 		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
 	}
