@@ -78,25 +78,36 @@ func (r *Runner) SkipIteration() {
 	}
 }
 
-// gate blocks while the run is paused, recording the state change.
+// gate blocks while the run is paused, recording the state change. A wait
+// that an abort, a skip or max_duration ends leaves the run paused (it is:
+// Resume has not been called); the next gate after Resume reports running.
 func (r *Runner) gate(ctx context.Context, st *runState) error {
 	r.ctl.mu.Lock()
 	paused, resumed := r.ctl.paused, r.ctl.resumed
 	r.ctl.mu.Unlock()
-	if !paused {
-		return nil
+	if paused {
+		if err := r.saveState(ctx, st, StatePaused, nil); err != nil {
+			return err
+		}
+		r.bus.setState(StatePaused, r.o.Now())
+		select {
+		case <-resumed:
+		case <-ctx.Done():
+			select {
+			case <-resumed:
+			default: // still paused
+				return ctx.Err()
+			}
+		}
 	}
-	if err := r.saveState(ctx, st, StatePaused, nil); err != nil {
-		return err
+	if r.bus.State() == StatePaused { // resumed, here or while nothing waited
+		if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
+			return err
+		}
+		r.bus.setState(StateRunning, r.o.Now())
 	}
-	r.bus.setState(StatePaused, r.o.Now())
-	select {
-	case <-resumed:
-	case <-ctx.Done():
+	if paused {
+		return ctx.Err()
 	}
-	if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
-		return err
-	}
-	r.bus.setState(StateRunning, r.o.Now())
-	return ctx.Err()
+	return nil
 }

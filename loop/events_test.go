@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,5 +280,105 @@ kind = "never"
 	r.Abort()
 	if out := <-done; out == nil || out.ExitCode != ExitAborted || out.Iterations != 0 {
 		t.Fatalf("outcome %+v", out)
+	}
+}
+
+func stateSeq(evs []Event) []string {
+	var out []string
+	for _, e := range kinds(evs, EventState) {
+		out = append(out, e.State)
+	}
+	return out
+}
+
+// A run aborted while paused goes from paused to aborted: it never runs
+// again, so it never reports running in between.
+func TestAbortWhilePausedNeverReportsRunning(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "never"
+`, nil)
+	r.Pause()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, _ := r.Run(context.Background())
+		done <- out
+	}()
+	var got []Event
+	for e := range events {
+		got = append(got, e)
+		if e.Kind == EventState && e.State == StatePaused {
+			break
+		}
+	}
+	r.Abort()
+	got = append(got, collect(t, events)...)
+	<-done
+	if s := strings.Join(stateSeq(got), " "); s != "running paused aborted" {
+		t.Errorf("states %q, want \"running paused aborted\"", s)
+	}
+}
+
+// SkipIteration while paused cancels the iteration; the run stays paused
+// (it does not report running) until Resume, and the next iteration waits.
+func TestSkipWhilePausedStaysPaused(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(do (step "A" (call :test.wait {})) (step "B" (call :ccos.echo {:message "b"})))'
+[[stop]]
+kind = "max_iterations"
+max = 2
+`, nil)
+	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-fx.waiting
+	r.Pause()
+	close(fx.hold) // A completes; the run pauses before B
+	var got []Event
+	for e := range events {
+		got = append(got, e)
+		if e.Kind == EventState && e.State == StatePaused {
+			break
+		}
+	}
+	r.SkipIteration()
+	for e := range events { // iteration 1 closes as skipped while the run stays paused
+		got = append(got, e)
+		if e.Kind == EventAction && e.Action.Type == ledger.IterationCompleted {
+			break
+		}
+	}
+	if !r.Paused() || r.Events().State() != StatePaused {
+		t.Fatalf("after the skip: paused %v, state %q", r.Paused(), r.Events().State())
+	}
+	r.Resume()
+	got = append(got, collect(t, events)...)
+	out := <-done
+	if out.Iterations != 2 {
+		t.Fatalf("outcome %+v", out)
+	}
+	if s := strings.Join(stateSeq(got), " "); s != "running paused running stopped" {
+		t.Errorf("states %q, want \"running paused running stopped\"", s)
+	}
+	iters := runTypes(t, fx, out.RunID, ledger.IterationCompleted)
+	if iters[0].Metadata["status"].Str() != "skipped" || iters[1].Metadata["status"].Str() != "ok" {
+		t.Errorf("iterations %v %v", iters[0].Metadata["status"], iters[1].Metadata["status"])
 	}
 }
