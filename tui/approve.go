@@ -1,0 +1,60 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Approver connects approve mode to the UI: its Approve method is the
+// RunnerOptions.Approve function, and the UI (given the same Approver in
+// Options) answers it with y or n. The runner publishes EventApprove just
+// before it calls Approve, which is when the UI shows the plan and asks.
+type Approver struct {
+	answers   chan approval
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+type approval struct {
+	iteration int
+	ok        bool
+}
+
+// NewApprover returns an Approver for one run.
+func NewApprover() *Approver {
+	return &Approver{answers: make(chan approval, 1), closed: make(chan struct{})}
+}
+
+// ErrUIClosed is Approve's error when the UI has gone: nobody can answer,
+// so the runner ends the run.
+var ErrUIClosed = errors.New("the UI closed before the plan was approved")
+
+// Approve waits for the user's y or n for iteration's plan. When ctx ends
+// (an abort) it declines without an error, as the headless prompt does.
+func (a *Approver) Approve(ctx context.Context, iteration int, _ string) (bool, error) {
+	for {
+		select {
+		case ans := <-a.answers:
+			if ans.iteration == iteration {
+				return ans.ok, nil
+			}
+			// an answer to an earlier prompt that arrived late: ignore it
+		case <-ctx.Done():
+			return false, nil
+		case <-a.closed:
+			return false, ErrUIClosed
+		}
+	}
+}
+
+// answer delivers y/n; it never blocks (a second answer replaces nothing:
+// the first one stands).
+func (a *Approver) answer(iteration int, ok bool) {
+	select {
+	case a.answers <- approval{iteration, ok}:
+	default:
+	}
+}
+
+func (a *Approver) close() { a.closeOnce.Do(func() { close(a.closed) }) }

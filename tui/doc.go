@@ -1,0 +1,45 @@
+// Package tui is ralph's terminal UI: a Bubble Tea program that shows a
+// loop live — what it is doing (the causal chain as a tree), why (the plan
+// and its generation diagnostics), how close each stop condition is to
+// firing, and what went wrong — and the same views read-only for a
+// recorded run (ralph view).
+//
+// Wiring a live run (ralph run and ralph resume):
+//
+//	logs := tui.NewLogHandler(slog.LevelInfo, nil)
+//	approver := tui.NewApprover()                 // approve mode only
+//	from := store.Head().Seq + 1                  // 0 for a resumed run
+//	runner, _ := loop.NewRunner(loop.RunnerOptions{…,
+//		Logger:  slog.New(logs),
+//		Approve: approver.Approve,                // approve mode only
+//	})
+//	var out *loop.Outcome
+//	done := tui.Start(func() (err error) { out, err = runner.Run(ctx); return err })
+//	err := tui.Run(ctx, tui.Options{Runner: runner, Store: store, Config: cfg,
+//		Done: done, Approver: approver, Logs: logs, FromSeq: from})
+//	// err == nil: the run ended and the user pressed q; out is set.
+//	// errors.Is(err, tui.ErrForceQuit): q twice; exit 130 without waiting.
+//	// *tui.PanicError: a goroutine panicked; the terminal is restored.
+//
+// A recorded run: tui.View(ctx, store, runID, tui.Options{}).
+//
+// Invariants:
+//   - One root model (model) owns routing, focus and layout; panes are
+//     plain structs drawn with Render(width, height).
+//   - Update does no I/O: store reads (detail, history, verification) and
+//     calls into the runner (pause, abort, skip, approve) are tea.Cmds.
+//   - Events reach the program through one forwarder goroutine calling
+//     Program.Send, in batches of what is ready; nothing calls Send from
+//     inside Update.
+//   - The chain is held as compact rows (no decoded actions): memory grows
+//     by ~60 bytes per shown action; a frame draws only the rows in view,
+//     each from a cache keyed by row, width and row version, so its cost
+//     does not grow with the chain.
+//   - Text is measured and cut with x/ansi, in cells, never in bytes.
+//   - NO_COLOR (or a non-terminal output) selects the ASCII profile: every
+//     meaning is carried by a marker or a word as well as by colour.
+//   - The terminal is restored however the UI ends: a panic in Update or a
+//     command is recovered by Bubble Tea, one in the UI's goroutines (or in
+//     the function Start runs) kills the program and is returned as a
+//     *PanicError.
+package tui

@@ -1,0 +1,185 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ralphloop/ralph/stop"
+)
+
+// historyView is the verbose debugging view (v): every stop-condition
+// evaluation of the run, oldest first. For each iteration it shows each
+// condition's progress change, duration, cache hit or timeout, and the
+// condition that fired with its reason and evidence. Evaluations are read
+// from the store when the view opens, not kept in memory.
+type historyView struct {
+	st      *styles
+	entries []histEntry
+	total   int
+	err     error
+	loading bool
+	offset  int
+	h       int
+	cacheW  int
+	cache   []string
+}
+
+type histEntry struct {
+	seq uint64
+	ev  stop.Evaluation
+}
+
+type historyMsg struct {
+	entries []histEntry
+	total   int
+	err     error
+}
+
+// maxHistory is how many of the latest evaluations the view reads.
+const maxHistory = 500
+
+func newHistoryView(st *styles) *historyView { return &historyView{st: st} }
+
+func (h *historyView) set(msg historyMsg) {
+	atEnd := h.offset >= len(h.cache)-h.h
+	h.entries, h.total, h.err, h.loading, h.cache, h.cacheW = msg.entries, msg.total, msg.err, false, nil, 0
+	if atEnd {
+		h.offset = 1 << 30 // stay with the newest evaluation
+	}
+}
+
+func (h *historyView) scrollBy(n int) {
+	h.offset = min(max(h.offset+n, 0), max(0, len(h.cache)-h.h))
+}
+
+// openHistory reads the evaluations for the history view.
+func (m *model) openHistory() tea.Cmd {
+	if m.store == nil {
+		return nil
+	}
+	seqs := m.tree.stops
+	total := len(seqs)
+	if total > maxHistory {
+		seqs = seqs[total-maxHistory:]
+	}
+	seqs = append([]uint64(nil), seqs...)
+	m.history.loading, m.historyStale = true, false
+	st := m.store
+	return func() tea.Msg {
+		msg := historyMsg{total: total}
+		for _, seq := range seqs {
+			a, err := st.GetSeq(seq)
+			if err != nil {
+				msg.err = err
+				break
+			}
+			ev, err := stop.EvaluationFromAction(&a)
+			if err != nil {
+				msg.err = err
+				break
+			}
+			msg.entries = append(msg.entries, histEntry{seq: seq, ev: ev})
+		}
+		return msg
+	}
+}
+
+func (h *historyView) Render(width, height int) string {
+	return strings.Join(h.lines(width, height), "\n")
+}
+
+func (h *historyView) lines(width, height int) []string {
+	h.h = max(0, height-2)
+	w := width - 3
+	if h.cache == nil || h.cacheW != w {
+		h.cache, h.cacheW = h.content(w), w
+	}
+	h.scrollBy(0)
+	rows := make([]string, 0, h.h)
+	for _, l := range h.cache[h.offset:min(len(h.cache), h.offset+h.h)] {
+		rows = append(rows, " "+l)
+	}
+	right := strconv.Itoa(h.total) + " evaluations"
+	if h.total > len(h.entries) && len(h.entries) > 0 {
+		right = fmt.Sprintf("last %d of %d evaluations", len(h.entries), h.total)
+	}
+	return h.st.frame("History · stop-condition evaluations", right, true, width, height, rows)
+}
+
+func (h *historyView) content(w int) []string {
+	st := h.st
+	var out []string
+	switch {
+	case h.err != nil:
+		return []string{st.fail.Render("✗ " + h.err.Error())}
+	case len(h.entries) == 0 && h.loading:
+		return []string{st.dim.Render("reading the evaluations…")}
+	case len(h.entries) == 0:
+		return []string{st.dim.Render("no evaluation yet: conditions are evaluated after each iteration")}
+	}
+	nameW := min(max(w/4, 12), 24)
+	for i := range h.entries {
+		e := &h.entries[i]
+		ev := &e.ev
+		verdict := st.dim.Render("continue")
+		if ev.ShouldStop {
+			verdict = st.accent.Render(fmt.Sprintf("STOP (%s) by %s", ev.Class, ev.TriggeredBy))
+		}
+		if i > 0 {
+			out = append(out, "")
+		}
+		out = append(out, cut(st.bold.Render(fmt.Sprintf("Iteration %d", ev.Iteration))+st.dim.Render(
+			fmt.Sprintf(" · seq %d · %s · ", e.seq, fmtDur(ev.Duration)))+verdict, w))
+		out = append(out, st.dim.Render(cut("  "+fit("condition", nameW)+" prio class    progress         detail", w)))
+		changes := map[string]stop.ProgressChange{}
+		for _, p := range ev.Progressed {
+			changes[p.Condition] = p
+		}
+		for _, r := range ev.Results {
+			out = append(out, historyRow(st, &r, changes, nameW, w))
+		}
+		if t := ev.Trigger(); t != nil {
+			out = append(out, st.accent.Render(cut("  ■ fired: "+t.Name+" — "+t.Reason, w)))
+			for _, l := range wrap(t.Evidence, max(10, w-14)) {
+				out = append(out, st.dim.Render("    evidence: ")+l)
+			}
+		}
+	}
+	return out
+}
+
+func historyRow(st *styles, r *stop.Result, changes map[string]stop.ProgressChange, nameW, w int) string {
+	mark := st.dim.Render("·")
+	switch {
+	case r.TimedOut || r.Err != "":
+		mark = st.warn.Render("!")
+	case r.Met:
+		mark = st.ok.Render("✓")
+	}
+	prog := fmt.Sprintf("%3.0f%%", r.Progress*100)
+	if c, ok := changes[r.Name]; ok {
+		if c.First {
+			prog = fmt.Sprintf("new → %.0f%%", c.Current*100)
+		} else {
+			prog = fmt.Sprintf("%.0f%% → %.0f%%", c.Previous*100, c.Current*100)
+		}
+	}
+	var flags []string
+	flags = append(flags, fmtDur(r.Duration.Round(time.Microsecond)))
+	if r.CacheHit {
+		flags = append(flags, "cached")
+	}
+	if r.TimedOut {
+		flags = append(flags, st.warn.Render("timed out"))
+	}
+	if r.Err != "" {
+		flags = append(flags, st.fail.Render("error: "+r.Err))
+	}
+	line := mark + " " + fit(r.Name, nameW) + padLeft(strconv.Itoa(r.Priority), 4) + " " + fit(string(r.Class), 8) +
+		" " + fit(prog, 16) + " " + fit(r.Detail, 16) + " " + strings.Join(flags, " · ")
+	return " " + cut(line, w-1)
+}

@@ -1,0 +1,271 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// view is what fills the body of the screen.
+type view uint8
+
+const (
+	viewMain view = iota
+	viewHistory
+	viewDetail
+	viewLog
+	viewHelp
+)
+
+// Focusable panes of the main view, in tab order.
+const (
+	focusChain = iota
+	focusConds
+	focusPlan
+	numFocus
+)
+
+// model is the one root tea.Model: it owns routing, focus and layout;
+// the panes are plain structs it sizes and draws.
+type model struct {
+	runner   *loop.Runner // nil for a recorded run
+	store    *ledger.Store
+	approver *Approver
+	now      func() time.Time
+	st       *styles
+	keys     keyMap
+	help     help.Model
+	live     bool
+	done     <-chan error // the runner's return (Options.Done)
+	hasDone  bool
+
+	w, h      int
+	bodyH     int
+	view      view
+	focus     int
+	tree      *tree
+	chain     *chainPane
+	conds     *condPane
+	plan      *planPane
+	history   *historyView
+	detail    *detailView
+	logs      *logView
+	helpV     *helpView
+	filtering bool
+	input     textinput.Model
+
+	// The run as the header and status line show it.
+	runID     string
+	cfg       *config.Config
+	state     string
+	started   time.Time
+	lastTime  time.Time
+	iteration int
+	cost      float64
+	tokens    int64
+	provider  string
+	modelName string
+	outcome   *outcome
+	loading   bool // a recorded run is still being read
+	loaded    int  // actions read so far
+	loadErr   error
+
+	// Control of a live run.
+	runDone      bool // runner.Run returned
+	runErr       error
+	quitting     bool // q pressed while running: abort, then exit
+	forced       bool // q pressed twice: exit now
+	abortAsk     bool // a pressed: waiting for y/n
+	aborting     bool // abort requested
+	pauseAsked   bool // p pressed, the runner has not paused yet
+	resumeAsked  bool
+	approving    *loop.PlanInfo // a plan awaiting y/n
+	wait         *waitInfo
+	dropped      int
+	lastLog      string
+	verify       *verifyState
+	ticking      bool
+	historyStale bool
+}
+
+// outcome is how the run ended, read from its closing action.
+type outcome struct {
+	state, condition, class, reason, evidence string
+	at                                        time.Time
+}
+
+type waitInfo struct {
+	until  time.Time
+	reason string
+}
+
+func newModel(o *Options, st *styles) *model {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	t := newTree()
+	m := &model{runner: o.Runner, store: o.Store, approver: o.Approver, now: now, st: st, keys: newKeyMap(),
+		help: help.New(), live: o.Runner != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
+		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
+		state: loop.StateIdle, cfg: o.Config}
+	m.history = newHistoryView(st)
+	m.detail = newDetailView(st)
+	m.keys.live(m.live)
+	m.help.ShortSeparator = " · "
+	m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.helpKey, st.helpDesc, st.helpSep
+	m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.helpKey, st.helpDesc, st.helpSep
+	m.help.Styles.Ellipsis = st.helpSep
+	m.input = textinput.New()
+	m.input.Prompt = "/ "
+	m.input.Placeholder = "type:call fn:shell is:failed or any text"
+	m.input.PromptStyle = st.accent
+	m.input.PlaceholderStyle = st.dim
+	m.input.TextStyle = st.text
+	if o.Runner != nil {
+		m.runID = o.Runner.RunID()
+		m.state = o.Runner.Events().State()
+	}
+	if o.RunID != "" {
+		m.runID = o.RunID
+	}
+	if !m.live {
+		m.loading = true
+	}
+	m.setConfig(o.Config)
+	m.chain.focused = true
+	return m
+}
+
+// setConfig takes the run's config (given, or read from RunStarted).
+func (m *model) setConfig(cfg *config.Config) {
+	if cfg == nil {
+		return
+	}
+	m.cfg = cfg
+	if m.provider == "" {
+		m.provider, m.modelName = cfg.Model.Provider, cfg.Model.Model
+	}
+	if m.conds.eval == nil {
+		m.conds.configure(cfg)
+	}
+}
+
+// ended reports whether the run is over.
+func (m *model) ended() bool {
+	if m.live && m.hasDone {
+		return m.runDone
+	}
+	return m.outcome != nil || m.runDone || (!m.live && !m.loading)
+}
+
+// ingest takes one action of the run.
+func (m *model) ingest(a *ledger.Action) {
+	if a.RunID != m.runID && m.runID != "" {
+		return
+	}
+	m.tree.add(a)
+	m.lastTime = a.Timestamp
+	switch a.Type {
+	case ledger.RunStarted:
+		if m.runID == "" {
+			m.runID = a.RunID
+		}
+		m.started = a.Timestamp
+		if p := a.Metadata["provider"].Str(); p != "" {
+			m.provider, m.modelName = p, a.Metadata["model"].Str()
+		}
+	case ledger.IterationStarted:
+		m.iteration = int(a.Metadata["iteration"].AsInt())
+	case ledger.CapabilityCall: // model costs are summed in their PlanGenerated
+		m.cost += a.Cost
+	case ledger.PlanGenerated:
+		m.cost += a.Cost
+		m.tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+		info := loop.PlanInfoFromAction(a)
+		info.Iteration = m.iteration
+		m.plan.setPlan(&info, false)
+	case ledger.StopConditionsEvaluated:
+		if ev, err := stop.EvaluationFromAction(a); err == nil {
+			m.conds.setEvaluation(&ev)
+		}
+		m.historyStale = true
+	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:
+		md := a.Metadata
+		m.outcome = &outcome{state: runEndState(a.Type), condition: md["condition"].Str(), class: md["class"].Str(),
+			reason: md["reason"].Str(), evidence: md["evidence"].Str(), at: a.Timestamp}
+		m.state = m.outcome.state
+		m.approving = nil
+		m.wait = nil
+	}
+}
+
+func runEndState(t ledger.ActionType) string {
+	switch t {
+	case ledger.RunCompleted:
+		return loop.StateDone
+	case ledger.RunFailed:
+		return loop.StateFailed
+	case ledger.RunStopped:
+		return loop.StateStopped
+	}
+	return loop.StateAborted
+}
+
+// event takes one item of the run's event stream.
+func (m *model) event(e *loop.Event) {
+	switch e.Kind {
+	case loop.EventAction:
+		m.ingest(e.Action)
+	case loop.EventState:
+		if m.outcome == nil || isEndState(e.State) {
+			m.state = e.State
+		}
+		switch e.State {
+		case loop.StatePaused:
+			m.pauseAsked = false
+		case loop.StateRunning:
+			m.resumeAsked = false
+		}
+	case loop.EventApprove:
+		if e.Plan != nil && m.outcome == nil {
+			p := *e.Plan
+			m.approving = &p
+			m.plan.setPlan(&p, true)
+		}
+	case loop.EventWait:
+		m.wait = &waitInfo{until: e.Until, reason: e.Text}
+	case loop.EventToken:
+		if m.plan.plan == nil || m.plan.plan.Iteration < m.iteration {
+			m.plan.addStream(e.Text)
+		}
+	case loop.EventLog:
+		m.logs.add(e.Time, e.Log)
+		m.lastLog = e.Log.Msg
+	case loop.EventDropped:
+		m.dropped += e.Dropped
+		if e.State != "" {
+			m.state = e.State
+		}
+	}
+}
+
+func isEndState(s string) bool {
+	switch s {
+	case loop.StateDone, loop.StateFailed, loop.StateStopped, loop.StateAborted:
+		return true
+	}
+	return false
+}
+
+// Init starts the clock and, for a live run, waits for the runner to return.
+func (m *model) Init() tea.Cmd {
+	return tea.Batch(m.tick(), waitDone(m.done))
+}

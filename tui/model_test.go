@@ -1,0 +1,312 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+)
+
+// rowTexts is the chain pane's visible rows as plain text.
+func rowTexts(m *model) []string {
+	var out []string
+	for _, idx := range m.tree.visible {
+		out = append(out, strings.TrimSpace(ansi.Strip(m.chain.drawRow(idx, m.tree.at(idx), 100))))
+	}
+	return out
+}
+
+func TestTreeShape(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, false, 120, 40)
+	feed(m, stored)
+	m.Update(loadedMsg{})
+	rows := rowTexts(m)
+	// Closers do not get rows; finished iterations fold when the next starts.
+	want := []string{"■ Run · Count to three", "▸ ✓ Iteration 1", "▸ ✗ Iteration 2", "▾ ✓ Iteration 3", "✓ plan · static",
+		"✓ governance · admission", "▾ ✓ Plan 3", "▾ ✓ Greet", "✓ ccos.echo", "▾ ✓ Count", "✓ kv.get", "✓ kv.put",
+		"▾ ✓ Reserve", "✓ kv.put", "✓ Check", "■ stop conditions · STOP by enough", "■ Run stopped · enough"}
+	if len(rows) != len(want) {
+		t.Fatalf("rows:\n%s", strings.Join(rows, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(rows[i], want[i]) {
+			t.Errorf("row %d = %q, want prefix %q", i, rows[i], want[i])
+		}
+	}
+	if m.tree.n != int32(len(stored))-countClosers(stored) {
+		t.Errorf("%d rows for %d actions with %d closers", m.tree.n, len(stored), countClosers(stored))
+	}
+	if len(m.tree.open) > 1 {
+		t.Errorf("parent table holds %d entries after the run; want at most the last iteration's", len(m.tree.open))
+	}
+}
+
+func countClosers(acts []ledger.Action) int32 {
+	n := int32(0)
+	for _, a := range acts {
+		if closes(a.Type) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCompensationUnderItsStep(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(2, false))
+	m := testModel(t, st, true, 120, 40)
+	feed(m, stored)
+	// Unfold iteration 2 and its plan: the compensation hangs under the
+	// Reserve step it undoes, inserted before the later Check step.
+	it2 := findRow(t, m, "Iteration 2")
+	m.tree.setFolded(it2, false, true)
+	m.chain.sync()
+	rows := strings.Join(rowTexts(m), "\n")
+	reserve := strings.Index(rows, "Reserve")
+	comp := strings.Index(rows, "↺ compensate Release")
+	check := strings.Index(rows, "✗ Check")
+	if reserve < 0 || comp < reserve || check < comp {
+		t.Fatalf("compensation not under Reserve, before Check:\n%s", rows)
+	}
+	if !strings.Contains(rows, "simulated failure in iteration 2") {
+		t.Errorf("failed step shows no reason:\n%s", rows)
+	}
+}
+
+func findRow(t *testing.T, m *model, label string) int32 {
+	t.Helper()
+	for i := int32(0); i < m.tree.n; i++ {
+		if m.tree.at(i).label == label {
+			return i
+		}
+	}
+	t.Fatalf("no row %q", label)
+	return -1
+}
+
+func TestKeysMoveFoldFollow(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	feed(m, stored)
+	if !m.chain.follow || m.chain.cursor != len(m.tree.visible)-1 {
+		t.Fatalf("follow mode does not keep the newest row selected: cursor %d of %d", m.chain.cursor, len(m.tree.visible))
+	}
+	press(m, "k")
+	if m.chain.follow {
+		t.Error("moving up still follows")
+	}
+	press(m, "g")
+	if m.chain.cursor != 0 {
+		t.Errorf("g: cursor %d", m.chain.cursor)
+	}
+	press(m, "down") // Iteration 1, folded
+	n := len(m.tree.visible)
+	press(m, "right")
+	if len(m.tree.visible) <= n {
+		t.Errorf("→ did not unfold Iteration 1: %d rows, was %d", len(m.tree.visible), n)
+	}
+	press(m, "left")
+	if len(m.tree.visible) != n {
+		t.Errorf("← did not fold Iteration 1 again: %d rows, want %d", len(m.tree.visible), n)
+	}
+	press(m, "G")
+	if !m.chain.follow || m.chain.cursor != len(m.tree.visible)-1 {
+		t.Error("G does not return to follow mode")
+	}
+	press(m, "f")
+	if m.chain.follow {
+		t.Error("f does not toggle follow off")
+	}
+	press(m, "tab")
+	if m.focus != focusConds || !m.conds.focused || m.chain.focused {
+		t.Errorf("tab: focus %d", m.focus)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	feed(m, stored)
+	press(m, "/")
+	for _, r := range "type:call fn:kv.put" {
+		press(m, string(r))
+	}
+	press(m, "enter")
+	rows := rowTexts(m)
+	if len(rows) != 6 { // kv.put twice per iteration
+		t.Fatalf("filter rows:\n%s", strings.Join(rows, "\n"))
+	}
+	for _, r := range rows {
+		if !strings.Contains(r, "kv.put") {
+			t.Errorf("row %q does not match", r)
+		}
+	}
+	if !strings.Contains(m.View(), "filter “type:call fn:kv.put”") {
+		t.Error("the chain title does not show the filter")
+	}
+	press(m, "esc")
+	if m.tree.filter != nil || len(m.tree.visible) == 6 {
+		t.Error("esc does not clear the filter")
+	}
+	press(m, "/")
+	for _, r := range "is:failed" {
+		press(m, string(r))
+	}
+	press(m, "enter")
+	if rows := rowTexts(m); len(rows) != 3 { // iteration 2, its plan, and its Check step
+		t.Errorf("is:failed rows:\n%s", strings.Join(rows, "\n"))
+	}
+}
+
+func TestTooSmall(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, true, 59, 30)
+	feed(m, stored)
+	if v := m.View(); !strings.Contains(v, "terminal too small (need 60×16)") || strings.Contains(v, "Causal chain") {
+		t.Fatalf("59 columns:\n%s", v)
+	}
+	m.Update(sizeMsg(80, 15))
+	if !strings.Contains(m.View(), "terminal too small") {
+		t.Error("15 rows is drawn")
+	}
+	m.Update(sizeMsg(60, 16))
+	v := m.View()
+	if strings.Contains(v, "too small") || !strings.Contains(v, "Causal chain") {
+		t.Errorf("60×16 is not drawn:\n%s", v)
+	}
+	for i, l := range strings.Split(v, "\n") {
+		if w := ansi.StringWidth(l); w != 60 {
+			t.Errorf("line %d is %d cells wide: %q", i, w, l)
+		}
+	}
+	if n := strings.Count(v, "\n") + 1; n != 16 {
+		t.Errorf("%d lines, want 16", n)
+	}
+}
+
+func TestEveryViewFitsTheScreen(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	for _, size := range [][2]int{{60, 16}, {80, 24}, {120, 40}, {200, 60}} {
+		m := testModel(t, st, true, size[0], size[1])
+		feed(m, stored)
+		m.Update(runDoneMsg{})
+		for _, k := range []string{"", "v", "l", "?", "enter"} {
+			if k != "" {
+				press(m, k)
+			}
+			v := m.View()
+			lines := strings.Split(v, "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%v %q: %d lines", size, k, len(lines))
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w != size[0] {
+					t.Errorf("%v %q: line %d is %d cells: %q", size, k, i, w, l)
+				}
+			}
+			press(m, "esc")
+		}
+	}
+}
+
+func TestRunEndAndQuit(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	m.hasDone = true
+	feed(m, stored[:10])
+	// q while the run goes on asks the runner to abort and waits.
+	m.runner = nil // no runner: abort is a no-op command here
+	_, cmd := m.Update(keyMsg("q"))
+	if m.quitting != true || isQuit(cmd) {
+		t.Fatalf("first q quit at once (quitting=%v)", m.quitting)
+	}
+	if !strings.Contains(m.View(), "Aborting…") {
+		t.Error("no aborting notice")
+	}
+	feed(m, stored[10:])
+	_, cmd = m.Update(runDoneMsg{})
+	if !isQuit(cmd) {
+		t.Error("the UI did not exit once the aborted run ended")
+	}
+	// Second press forces.
+	m2 := testModel(t, st, true, 120, 40)
+	m2.hasDone = true
+	m2.Update(keyMsg("q"))
+	_, cmd = m2.Update(keyMsg("ctrl+c"))
+	if !isQuit(cmd) || !m2.forced {
+		t.Error("second press does not force the exit")
+	}
+	// A run that ends by itself shows why and waits for q.
+	m3 := testModel(t, st, true, 120, 40)
+	m3.hasDone = true
+	feed(m3, stored)
+	_, cmd = m3.Update(runDoneMsg{})
+	if isQuit(cmd) {
+		t.Error("the UI exited when the run ended")
+	}
+	v := m3.View()
+	if !strings.Contains(v, "Stopped by enough (limit): max_iterations 3 reached") || !strings.Contains(v, "evidence: 3 iterations") {
+		t.Errorf("no explanation:\n%s", v)
+	}
+	_, cmd = m3.Update(keyMsg("q"))
+	if !isQuit(cmd) {
+		t.Error("q after the end does not quit")
+	}
+}
+
+func isQuit(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
+}
+
+func TestTransientEvents(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, true, 120, 40)
+	m.approver = NewApprover()
+	feed(m, stored[:3])
+	at := fixtureStart.Add(4*time.Minute + 12*time.Second)
+	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: at.Add(9 * time.Second), Text: "429 from the provider"}}})
+	if v := m.View(); !strings.Contains(v, "Rate limited: retrying in 9s") || !strings.Contains(v, "429 from the provider") {
+		t.Errorf("no countdown:\n%s", v)
+	}
+	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "pause requested"}}}})
+	press(m, "l")
+	if !strings.Contains(m.View(), "pause requested") {
+		t.Error("log view does not show the log line")
+	}
+	press(m, "esc")
+	plan := &loop.PlanInfo{Iteration: 2, Source: `(do (step "A" (call :ccos.echo {:message "x"})))`, Mode: "A", Repairs: 1}
+	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventApprove, Plan: plan}}})
+	v := m.View()
+	if !strings.Contains(v, "Run the plan for iteration 2") || !strings.Contains(v, "Plan awaiting approval") {
+		t.Fatalf("no approve prompt:\n%s", v)
+	}
+	press(m, "y")
+	select {
+	case ans := <-m.approver.answers:
+		if !ans.ok || ans.iteration != 2 {
+			t.Errorf("answer %+v", ans)
+		}
+	default:
+		t.Error("y did not answer the approver")
+	}
+	if m.approving != nil {
+		t.Error("prompt still shown after y")
+	}
+}

@@ -1,0 +1,289 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ralphloop/ralph/loop"
+)
+
+// The smallest terminal the layout works in.
+const minW, minH = 60, 16
+
+// View draws the screen: header, body (the panes or a full-screen view),
+// status line and help. It reads state only; every pane draws just the
+// rows it shows.
+func (m *model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	if m.w < minW || m.h < minH {
+		return m.tooSmall()
+	}
+	lines := make([]string, 0, m.h)
+	lines = append(lines, m.header())
+	lines = append(lines, m.body()...)
+	for _, l := range m.statusLines() {
+		lines = append(lines, fit(l, m.w))
+	}
+	lines = append(lines, fit(" "+m.helpLine(), m.w))
+	return strings.Join(lines, "\n")
+}
+
+func (m *model) tooSmall() string {
+	msg := []string{fmt.Sprintf("terminal too small (need %d×%d)", minW, minH), fmt.Sprintf("now %d×%d", m.w, m.h)}
+	out := make([]string, 0, m.h)
+	for i := 0; i < (m.h-len(msg))/2; i++ {
+		out = append(out, "")
+	}
+	for _, l := range msg {
+		pad := max(0, (m.w-ansi.StringWidth(l))/2)
+		out = append(out, cut(strings.Repeat(" ", pad)+l, m.w))
+	}
+	return strings.Join(out, "\n")
+}
+
+// layout sizes the panes for the current screen; Update calls it after
+// every message so paging and scrolling know the heights.
+func (m *model) layout() {
+	if m.w < minW || m.h < minH {
+		return
+	}
+	m.bodyH = m.h - 2 - len(m.statusLines())
+	m.help.Width = m.w - 2
+	leftW, condH := m.split()
+	m.chain.SetSize(leftW, m.bodyH)
+	m.conds.h = condH - 2
+	m.plan.h = m.bodyH - condH - 2
+}
+
+// split is the main view's geometry: the chain's width and the stop
+// conditions' height.
+func (m *model) split() (leftW, condH int) {
+	leftW = m.w / 2
+	if m.w >= 100 {
+		leftW = m.w * 11 / 20
+	}
+	condH = min(m.conds.height(), max(3, m.bodyH/2))
+	return leftW, condH
+}
+
+func (m *model) body() []string {
+	h := m.bodyH
+	switch m.view {
+	case viewHistory:
+		return m.history.lines(m.w, h)
+	case viewDetail:
+		m.detail.verify = m.verify
+		return m.detail.lines(m.w, h)
+	case viewLog:
+		return m.logs.render(m.w, h)
+	case viewHelp:
+		return m.renderHelp(m.w, h)
+	}
+	leftW, condH := m.split()
+	right := append(m.conds.lines(m.w-leftW, condH), m.plan.lines(m.w-leftW, h-condH)...)
+	return besides(m.chain.lines(leftW, h), right)
+}
+
+// header is the first line: run, state, iteration, elapsed time, cost,
+// tokens, provider and model, plan mode.
+func (m *model) header() string {
+	st := m.st
+	parts := []string{st.bold.Render("ralph"), shortID(m.runID), m.stateBadge()}
+	it := fmt.Sprintf("iter %d", m.iteration)
+	if n := m.maxIterations(); n > 0 {
+		it += fmt.Sprintf("/%d", n)
+	}
+	parts = append(parts, it, m.elapsed())
+	cost := fmt.Sprintf("$%.2f", m.cost)
+	if b := m.maxCost(); b > 0 {
+		cost += fmt.Sprintf("/$%.2f", b)
+	}
+	parts = append(parts, cost, fmtTokens(m.tokens)+" tok")
+	if m.provider != "" {
+		pm := m.provider
+		if m.modelName != "" {
+			pm += "/" + m.modelName
+		}
+		parts = append(parts, pm)
+	}
+	if pl := m.plan.plan; pl != nil && pl.Mode != "" {
+		p := "plan " + pl.Mode
+		if pl.Repairs == 1 {
+			p += " (1 repair)"
+		} else if pl.Repairs > 1 {
+			p += fmt.Sprintf(" (%d repairs)", pl.Repairs)
+		}
+		parts = append(parts, p)
+	}
+	if !m.live {
+		parts = append(parts, st.dim.Render("read-only"))
+	}
+	return fit(" "+strings.Join(parts, st.dim.Render(" · ")), m.w)
+}
+
+func (m *model) stateBadge() string {
+	st := m.st
+	name, style := titleCase(m.state), st.stateIdle
+	switch m.state {
+	case loop.StateRunning:
+		style = st.stateRun
+	case loop.StatePaused:
+		style = st.statePause
+	case loop.StateDone:
+		style = st.stateOK
+	case loop.StateFailed, loop.StateAborted:
+		style = st.stateFail
+	case loop.StateStopped:
+		style = st.stateLimit
+	case loop.StateIdle:
+		name = "Starting"
+		if !m.live {
+			name = "Recorded"
+		}
+	}
+	switch {
+	case m.aborting && !m.ended():
+		name, style = "Aborting…", st.stateFail
+	case m.pauseAsked && m.state == loop.StateRunning:
+		name, style = "Pausing…", st.statePause
+	case !m.live && !m.loading && m.outcome == nil:
+		name, style = "Interrupted", st.stateFail
+	case m.live && m.runDone && m.outcome == nil:
+		name, style = "Ended", st.stateFail
+	}
+	return style.Render(name)
+}
+
+func (m *model) elapsed() string {
+	if m.started.IsZero() {
+		return "--:--"
+	}
+	end := m.now()
+	switch {
+	case m.outcome != nil:
+		end = m.outcome.at
+	case !m.live || m.runDone:
+		end = m.lastTime
+	}
+	return fmtClock(end.Sub(m.started))
+}
+
+func (m *model) maxIterations() int {
+	n := 0
+	if m.cfg == nil {
+		return 0
+	}
+	for _, s := range m.cfg.Stop {
+		if s.Kind == "max_iterations" && s.Max > 0 && (n == 0 || s.Max < n) {
+			n = s.Max
+		}
+	}
+	if l := m.cfg.Loop.MaxIterations; l > 0 && (n == 0 || l < n) {
+		n = l
+	}
+	return n
+}
+
+func (m *model) maxCost() float64 {
+	b := 0.0
+	if m.cfg == nil {
+		return 0
+	}
+	for _, s := range m.cfg.Stop {
+		if s.Kind == "max_cost" && s.USD > 0 && (b == 0 || s.USD < b) {
+			b = s.USD
+		}
+	}
+	if g := m.cfg.Governance.MaxCostUSD; g > 0 && (b == 0 || g < b) {
+		b = g
+	}
+	return b
+}
+
+// statusLines is the status line: the one thing the user most needs to
+// know now — a question waiting for y/n, how the run ended, a pause, a
+// rate-limit countdown — or the latest log line.
+func (m *model) statusLines() []string {
+	st := m.st
+	switch {
+	case m.filtering:
+		return []string{" " + m.input.View()}
+	case m.abortAsk:
+		return []string{st.statusPrompt.Render(" Abort the run? Compensations run first. y aborts · n keeps it running")}
+	case m.approving != nil && m.approver == nil:
+		return []string{st.statusAlert.Render(fmt.Sprintf(" The plan for iteration %d awaits approval, but this UI has no Approver to answer it", m.approving.Iteration))}
+	case m.approving != nil:
+		return []string{st.statusPrompt.Render(fmt.Sprintf(" Run the plan for iteration %d (shown on the right)? y runs it · n skips the iteration", m.approving.Iteration))}
+	case m.quitting && !m.ended():
+		return []string{st.statusAlert.Render(" Aborting… compensations run before the run ends · q again exits at once")}
+	case m.ended():
+		return m.outcomeLines()
+	case m.loading:
+		return []string{st.dim.Render(fmt.Sprintf(" Reading the run from the store… %d actions", m.loaded))}
+	case m.wait != nil && m.wait.until.After(m.now()):
+		left := m.wait.until.Sub(m.now()).Round(time.Second)
+		return []string{st.statusAlert.Render(fmt.Sprintf(" Rate limited: retrying in %s", left)) + st.dim.Render(" — "+m.wait.reason)}
+	case m.aborting:
+		return []string{st.statusAlert.Render(" Aborting… compensations run before the run ends")}
+	case m.state == loop.StatePaused:
+		return []string{st.statusAlert.Render(" ⏸ Paused") + st.dim.Render(" — p resumes")}
+	case m.pauseAsked:
+		return []string{st.statusAlert.Render(" Pausing after the current step…") + st.dim.Render(" p cancels")}
+	case m.dropped > 0:
+		return []string{st.warn.Render(fmt.Sprintf(" %d live events (logs, tokens) were dropped while the UI caught up; the chain is complete", m.dropped))}
+	}
+	return []string{st.dim.Render(" " + firstLine(m.lastLog))}
+}
+
+// outcomeLines explain how the run ended: its state, the condition that
+// ended it with its class and reason, and the evidence.
+func (m *model) outcomeLines() []string {
+	st := m.st
+	o := m.outcome
+	quit := st.dim.Render(" · q quits")
+	switch {
+	case o != nil:
+		mark, style := "■", st.statusAlert
+		switch o.state {
+		case loop.StateDone:
+			mark, style = "✓", st.statusOK
+		case loop.StateFailed, loop.StateAborted:
+			mark, style = "✗", st.fail
+		}
+		first := style.Render(fmt.Sprintf(" %s %s by %s (%s)", mark, titleCase(o.state), o.condition, o.class)) +
+			st.text.Render(": "+firstLine(o.reason))
+		lines := []string{first + quit}
+		if o.evidence != "" {
+			lines = append(lines, st.dim.Render("   evidence: "+firstLine(o.evidence)))
+		}
+		return lines
+	case m.runErr != nil:
+		return []string{st.fail.Render(" ✗ The run stopped with an error: "+firstLine(m.runErr.Error())) + quit}
+	case m.loadErr != nil:
+		return []string{st.fail.Render(" ✗ Reading the run failed: "+firstLine(m.loadErr.Error())) + quit}
+	case !m.live:
+		return []string{st.statusAlert.Render(" ✗ Interrupted: the run has no closing action (it crashed or was killed)") +
+			st.dim.Render(" · ralph resume "+m.runID+" continues it") + quit}
+	}
+	return []string{st.statusAlert.Render(" The run ended without a closing action") + quit}
+}
+
+// helpLine is the footer's short help for the current view.
+func (m *model) helpLine() string {
+	k := m.keys
+	switch m.view {
+	case viewMain:
+		if m.approving != nil && m.approver != nil {
+			return m.help.ShortHelpView(append([]keyBinding{k.Yes, k.No}, k.ShortHelp()...))
+		}
+		return m.help.ShortHelpView(k.ShortHelp())
+	case viewDetail:
+		return m.help.ShortHelpView([]keyBinding{k.move, k.Verify, k.Back, k.Quit})
+	}
+	return m.help.ShortHelpView([]keyBinding{k.move, k.PageDown, k.Back, k.Quit})
+}

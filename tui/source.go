@@ -1,0 +1,106 @@
+package tui
+
+import (
+	"context"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+)
+
+// maxBatch bounds the events one message carries. The forwarder sends
+// whatever is ready, up to this, so a burst of actions costs one Update
+// and one View instead of one each.
+const maxBatch = 1024
+
+// forward is the one goroutine that hands the run's events to the program
+// (send is Program.Send, which blocks while the program is busy; the bus
+// then holds actions in the ledger, never in memory).
+func forward(ctx context.Context, events <-chan loop.Event, send func(tea.Msg), parseCfg bool) {
+	for {
+		var batch []loop.Event
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			batch = append(make([]loop.Event, 0, 64), e)
+		case <-ctx.Done():
+			return
+		}
+		open := true
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					open = false
+					break drain
+				}
+				batch = append(batch, e)
+			default:
+				break drain
+			}
+		}
+		if parseCfg {
+			for i := range batch {
+				if a := batch[i].Action; a != nil && a.Type == ledger.RunStarted {
+					if cfg := snapshotConfig(a); cfg != nil {
+						send(configMsg{cfg})
+						parseCfg = false
+					}
+				}
+			}
+		}
+		send(eventsMsg{batch})
+		if !open {
+			return
+		}
+	}
+}
+
+// loadBatch is how many recorded actions one message carries.
+const loadBatch = 512
+
+// load streams a recorded run from the store to the program: one pass in
+// seq order, each action wrapped as the event the live bus would send,
+// never more than a batch decoded at a time.
+func load(ctx context.Context, st *ledger.Store, runID string, send func(tea.Msg), parseCfg bool) {
+	batch := make([]loop.Event, 0, loadBatch)
+	err := st.Range(1, func(a ledger.Action) error {
+		if a.RunID != runID {
+			return ctx.Err()
+		}
+		if parseCfg && a.Type == ledger.RunStarted {
+			if cfg := snapshotConfig(&a); cfg != nil {
+				send(configMsg{cfg})
+			}
+		}
+		batch = append(batch, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: runID, Action: &a})
+		if len(batch) == loadBatch {
+			send(eventsMsg{batch})
+			batch = make([]loop.Event, 0, loadBatch)
+		}
+		return ctx.Err()
+	})
+	if len(batch) > 0 {
+		send(eventsMsg{batch})
+	}
+	send(loadedMsg{err: err})
+}
+
+// snapshotConfig reads the config a RunStarted action recorded; nil when
+// it cannot be read (the header then shows less).
+func snapshotConfig(a *ledger.Action) *config.Config {
+	snap := a.Metadata["config"].Str()
+	if snap == "" {
+		return nil
+	}
+	cfg, err := config.Parse([]byte(snap), "run "+a.RunID+" config snapshot", func(string) string { return "" })
+	if err != nil {
+		return nil
+	}
+	return cfg
+}

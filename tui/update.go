@@ -1,0 +1,392 @@
+package tui
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/loop"
+)
+
+// Messages the program receives from outside Update.
+type (
+	// eventsMsg is a batch of the run's events, from the forwarder.
+	eventsMsg struct{ events []loop.Event }
+	// configMsg is the config recorded with the run (read by the loader).
+	configMsg struct{ cfg *config.Config }
+	// loadedMsg says a recorded run has been read to its end.
+	loadedMsg struct{ err error }
+	// runDoneMsg says runner.Run returned.
+	runDoneMsg struct{ err error }
+	tickMsg    time.Time
+)
+
+// filterLiveLimit is the chain size up to which the filter applies as you
+// type; past it, on enter.
+const filterLiveLimit = 200_000
+
+// Update routes one message. It does no I/O: reads of the store and calls
+// into the runner are returned as commands.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+	case eventsMsg:
+		for i := range msg.events {
+			m.event(&msg.events[i])
+			if !m.live && msg.events[i].Kind == loop.EventAction {
+				m.loaded++
+			}
+		}
+		m.chain.sync()
+		cmd = m.afterEvents()
+	case configMsg:
+		m.setConfig(msg.cfg)
+	case loadedMsg:
+		m.loading, m.loadErr = false, msg.err
+		m.tree.end()
+	case runDoneMsg:
+		m.runDone, m.runErr = true, msg.err
+		m.tree.end()
+		m.approving, m.wait = nil, nil
+		if m.quitting {
+			return m, tea.Quit
+		}
+	case tickMsg:
+		m.ticking = false
+		cmd = m.tick()
+	case detailMsg:
+		m.detail.set(msg)
+	case historyMsg:
+		m.history.set(msg)
+	case verifyMsg:
+		m.verify = &verifyState{report: msg.report, err: msg.err}
+	case tea.KeyMsg:
+		cmd = m.key(msg)
+	case tea.MouseMsg:
+		m.mouse(msg)
+	default:
+		if m.filtering { // the filter input's cursor blink
+			m.input, cmd = m.input.Update(msg)
+		}
+	}
+	m.layout()
+	return m, cmd
+}
+
+// afterEvents finishes a quit that waited for the run to end, and keeps
+// an open history view current.
+func (m *model) afterEvents() tea.Cmd {
+	if m.quitting && m.ended() {
+		return tea.Quit
+	}
+	if m.view == viewHistory && m.historyStale && !m.history.loading {
+		return m.openHistory()
+	}
+	return nil
+}
+
+// tick drives the header's clock and the rate-limit countdown while a
+// live run goes on.
+func (m *model) tick() tea.Cmd {
+	if m.ticking || !m.live || m.ended() {
+		return nil
+	}
+	m.ticking = true
+	return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func waitDone(done <-chan error) tea.Cmd {
+	if done == nil {
+		return nil
+	}
+	return func() tea.Msg { return runDoneMsg{err: <-done} }
+}
+
+func (m *model) key(k tea.KeyMsg) tea.Cmd {
+	if k.String() == "ctrl+c" {
+		return m.quit()
+	}
+	if m.filtering {
+		return m.filterKey(k)
+	}
+	if m.abortAsk {
+		switch {
+		case key.Matches(k, m.keys.Yes):
+			m.abortAsk = false
+			return m.abort()
+		case key.Matches(k, m.keys.No, m.keys.Back, m.keys.Abort):
+			m.abortAsk = false
+		}
+		return nil
+	}
+	if m.approving != nil && m.approver != nil {
+		switch {
+		case key.Matches(k, m.keys.Yes):
+			return m.answer(true)
+		case key.Matches(k, m.keys.No):
+			return m.answer(false)
+		}
+	}
+	switch {
+	case key.Matches(k, m.keys.Quit):
+		return m.quit()
+	case key.Matches(k, m.keys.Help):
+		m.toggle(viewHelp)
+		return nil
+	case key.Matches(k, m.keys.History):
+		if m.toggle(viewHistory) {
+			return m.openHistory()
+		}
+		return nil
+	case key.Matches(k, m.keys.Log):
+		m.toggle(viewLog)
+		return nil
+	case key.Matches(k, m.keys.Back) && m.view != viewMain:
+		m.view = viewMain
+		return nil
+	}
+	switch m.view {
+	case viewMain:
+		return m.mainKey(k)
+	case viewDetail:
+		if key.Matches(k, m.keys.Verify) && m.verify != nil && !m.verify.running {
+			return m.startVerify(true)
+		}
+		m.scrollKey(k, m.detail)
+	case viewHistory:
+		m.scrollKey(k, m.history)
+	case viewLog:
+		m.scrollKey(k, m.logs)
+	case viewHelp:
+		m.scrollKey(k, m.helpV)
+	}
+	return nil
+}
+
+// toggle opens view v, or closes it when it is open; it reports whether v
+// is open now.
+func (m *model) toggle(v view) bool {
+	if m.view == v {
+		m.view = viewMain
+		return false
+	}
+	m.view = v
+	return true
+}
+
+type scroller interface{ scrollBy(int) }
+
+func (m *model) scrollKey(k tea.KeyMsg, s scroller) {
+	page := max(1, m.bodyH-3)
+	switch {
+	case key.Matches(k, m.keys.Up):
+		s.scrollBy(-1)
+	case key.Matches(k, m.keys.Down):
+		s.scrollBy(1)
+	case key.Matches(k, m.keys.PageUp):
+		s.scrollBy(-page)
+	case key.Matches(k, m.keys.PageDown):
+		s.scrollBy(page)
+	case key.Matches(k, m.keys.Top):
+		s.scrollBy(-1 << 30)
+	case key.Matches(k, m.keys.Bottom):
+		s.scrollBy(1 << 30)
+	}
+}
+
+func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
+	ks := m.keys
+	switch {
+	case key.Matches(k, ks.Focus):
+		d := 1
+		if k.String() == "shift+tab" {
+			d = numFocus - 1
+		}
+		m.setFocus((m.focus + d) % numFocus)
+	case key.Matches(k, ks.Follow):
+		m.chain.toggleFollow()
+	case key.Matches(k, ks.Detail):
+		return m.openDetail()
+	case key.Matches(k, ks.Filter):
+		m.filtering = true
+		m.input.SetValue("")
+		if f := m.tree.filter; f != nil {
+			m.input.SetValue(f.raw)
+		}
+		m.input.CursorEnd()
+		return m.input.Focus()
+	case key.Matches(k, ks.Back) && m.tree.filter != nil:
+		m.setFilter("")
+	case key.Matches(k, ks.Pause):
+		return m.pause()
+	case key.Matches(k, ks.Abort):
+		if m.live && !m.ended() && !m.aborting {
+			m.abortAsk = true
+		}
+	case key.Matches(k, ks.Skip):
+		return m.skip()
+	case m.focus == focusChain:
+		m.chainKey(k)
+	case m.focus == focusConds:
+		m.scrollKey(k, m.conds)
+	case m.focus == focusPlan:
+		m.scrollKey(k, m.plan)
+	}
+	return nil
+}
+
+func (m *model) chainKey(k tea.KeyMsg) {
+	c, ks := m.chain, m.keys
+	switch {
+	case key.Matches(k, ks.Up):
+		c.move(-1)
+	case key.Matches(k, ks.Down):
+		c.move(1)
+	case key.Matches(k, ks.PageUp):
+		c.page(-1)
+	case key.Matches(k, ks.PageDown):
+		c.page(1)
+	case key.Matches(k, ks.Top):
+		c.home()
+	case key.Matches(k, ks.Bottom):
+		c.end()
+	case key.Matches(k, ks.Fold):
+		c.fold()
+	case key.Matches(k, ks.Unfold):
+		c.unfold()
+	}
+}
+
+func (m *model) setFocus(f int) {
+	m.focus = f
+	m.chain.focused, m.conds.focused, m.plan.focused = f == focusChain, f == focusConds, f == focusPlan
+}
+
+func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
+	switch k.Type {
+	case tea.KeyEnter:
+		m.filtering = false
+		m.input.Blur()
+		m.setFilter(m.input.Value())
+		return nil
+	case tea.KeyEsc:
+		m.filtering = false
+		m.input.Blur()
+		m.input.SetValue("")
+		m.setFilter("")
+		return nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	if m.tree.n <= filterLiveLimit {
+		m.setFilter(m.input.Value())
+	}
+	return cmd
+}
+
+func (m *model) setFilter(s string) {
+	f := parseFilter(s)
+	if (f == nil) == (m.tree.filter == nil) && (f == nil || f.raw == m.tree.filter.raw) {
+		return
+	}
+	m.tree.setFilter(f)
+	m.chain.follow = f == nil && m.chain.follow
+	m.chain.sync()
+}
+
+func (m *model) mouse(msg tea.MouseMsg) {
+	if msg.Action != tea.MouseActionPress {
+		return
+	}
+	d := 0
+	switch msg.Button {
+	case tea.MouseButtonWheelUp:
+		d = -3
+	case tea.MouseButtonWheelDown:
+		d = 3
+	default:
+		return
+	}
+	switch m.view {
+	case viewHistory:
+		m.history.scrollBy(d)
+	case viewDetail:
+		m.detail.scrollBy(d)
+	case viewLog:
+		m.logs.scrollBy(d)
+	case viewHelp:
+		m.helpV.scrollBy(d)
+	default:
+		leftW, condH := m.split()
+		switch {
+		case msg.X < leftW:
+			m.chain.move(d)
+		case msg.Y-1 < condH:
+			m.conds.scrollBy(d)
+		default:
+			m.plan.scrollBy(d)
+		}
+	}
+}
+
+// quit ends the UI: at once when the run is over or recorded; otherwise
+// it aborts the run and exits when the run has ended, and a second press
+// exits at once.
+func (m *model) quit() tea.Cmd {
+	if m.live && !m.ended() {
+		if m.quitting {
+			m.forced = true
+			return tea.Quit
+		}
+		m.quitting, m.abortAsk = true, false
+		return m.abort()
+	}
+	return tea.Quit
+}
+
+func (m *model) abort() tea.Cmd {
+	if m.aborting || m.runner == nil {
+		return nil
+	}
+	m.aborting = true
+	r := m.runner
+	return func() tea.Msg { r.Abort(); return nil }
+}
+
+func (m *model) pause() tea.Cmd {
+	if !m.live || m.ended() || m.aborting {
+		return nil
+	}
+	r := m.runner
+	if m.state == loop.StatePaused || m.pauseAsked {
+		m.pauseAsked, m.resumeAsked = false, m.state == loop.StatePaused
+		return func() tea.Msg { r.Resume(); return nil }
+	}
+	m.pauseAsked = true
+	return func() tea.Msg { r.Pause(); return nil }
+}
+
+func (m *model) skip() tea.Cmd {
+	if !m.live || m.ended() || m.aborting {
+		return nil
+	}
+	r := m.runner
+	m.lastLog = "skip requested: iteration " + strconv.Itoa(m.iteration) + " is cancelled and recorded as skipped"
+	return func() tea.Msg { r.SkipIteration(); return nil }
+}
+
+// answer sends y/n for the plan awaiting approval.
+func (m *model) answer(ok bool) tea.Cmd {
+	it, a := m.approving.Iteration, m.approver
+	m.approving = nil
+	m.plan.approved()
+	if !ok {
+		m.lastLog = "plan for iteration " + strconv.Itoa(it) + " declined: the iteration is skipped"
+	}
+	return func() tea.Msg { a.answer(it, ok); return nil }
+}
