@@ -21,6 +21,9 @@ type control struct {
 	abort   context.CancelCauseFunc
 	aborted bool // Abort came before Run started
 	skip    context.CancelCauseFunc
+	// pauseReq (capacity 1) wakes the delay between iterations, where no
+	// step will reach a gate, so a pause there takes effect at once.
+	pauseReq chan struct{}
 }
 
 // Pause stops the run after the step that is executing (or before the next
@@ -31,6 +34,10 @@ func (r *Runner) Pause() {
 	defer r.ctl.mu.Unlock()
 	if !r.ctl.paused {
 		r.ctl.paused, r.ctl.resumed = true, make(chan struct{})
+		select {
+		case r.ctl.pauseReq <- struct{}{}:
+		default:
+		}
 		r.log.Info("pause requested; it takes effect after the current step")
 	}
 }

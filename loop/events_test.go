@@ -382,3 +382,50 @@ max = 2
 		t.Errorf("iterations %v %v", iters[0].Metadata["status"], iters[1].Metadata["status"])
 	}
 }
+
+// Pause during the delay between iterations takes effect at once: there is
+// no step executing, so the state becomes paused without waiting the delay out.
+func TestPauseDuringTheDelayTakesEffectAtOnce(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[loop]
+delay = "1h"
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 2
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, _ := r.Run(context.Background())
+		done <- out
+	}()
+	for e := range events {
+		if e.Kind == EventConditions { // iteration 1 evaluated: the delay begins
+			break
+		}
+	}
+	r.Pause()
+	timeout := time.After(10 * time.Second)
+wait:
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == EventState && e.State == StatePaused {
+				break wait
+			}
+		case <-timeout:
+			r.Abort()
+			<-done
+			t.Fatal("no paused state 10s after Pause during the delay")
+		}
+	}
+	r.Abort()
+	if out := <-done; out == nil || out.ExitCode != ExitAborted || out.Iterations != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+}

@@ -115,7 +115,8 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Runner{o: o, bus: NewBus(o.Store, o.RunID), log: o.Logger.With("run", o.RunID)}, nil
+	return &Runner{o: o, bus: NewBus(o.Store, o.RunID), log: o.Logger.With("run", o.RunID),
+		ctl: control{pauseReq: make(chan struct{}, 1)}}, nil
 }
 
 // RunID is the run's id, known before Run starts.
@@ -234,9 +235,28 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		if d := r.o.Config.Loop.Delay.Duration; d > 0 {
-			select {
-			case <-time.After(d):
-			case <-runCtx.Done(): // an abort or max_duration ends the delay
+			if err := r.delay(runCtx, st, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// delay waits d between iterations. An abort or max_duration ends it; a
+// pause takes effect at once (no step is executing) and the wait goes on
+// after Resume, wall-clock like max_duration.
+func (r *Runner) delay(runCtx context.Context, st *runState, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return nil
+		case <-runCtx.Done():
+			return nil
+		case <-r.ctl.pauseReq:
+			if err := r.gate(runCtx, st); err != nil && runCtx.Err() == nil {
+				return err
 			}
 		}
 	}
