@@ -69,9 +69,6 @@ func validateIR(steps []*irStep, reg *capability.Registry) ([]*checkedStep, [][]
 		}
 		c.meta = optionsMeta(s.options, path+".options", ds)
 	}
-	if len(ds.list) > 0 {
-		return nil, nil, ds.list
-	}
 	if cyc := findCycle(out); cyc != nil {
 		names := make([]string, len(cyc))
 		for i, k := range cyc {
@@ -80,6 +77,8 @@ func validateIR(steps []*irStep, reg *capability.Registry) ([]*checkedStep, [][]
 		last := out[cyc[len(cyc)-2]]
 		ds.add(fmt.Sprintf("steps[%d].deps", last.index), "the deps form a cycle: "+strings.Join(names, " → "),
 			fmt.Sprintf("remove %q from the deps of %q, or another edge of the cycle", names[len(names)-1], last.id))
+	}
+	if len(ds.list) > 0 {
 		return nil, nil, ds.list
 	}
 	return out, layers(out), nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -66,7 +67,7 @@ as FILE: path: message; fix.`,
 			if err != nil {
 				return err
 			}
-			eng, err := memoryEngine(cfg)
+			eng, err := offlineEngine(cfg)
 			if err != nil {
 				return err
 			}
@@ -131,6 +132,34 @@ same IR, byte for byte.`,
 			return writeOut(cmd.OutOrStdout(), arbiter.Canonicalize(forms).Indent()+"\n")
 		},
 	}
+}
+
+// offlineEngine is the engine of cfg for commands that only read
+// capability specs: it builds no model (so it needs no API key), and
+// registers llm.ask over a model that refuses every call when cfg's
+// provider would have one.
+func offlineEngine(cfg *config.Config) (*engine, error) {
+	c := *cfg
+	withModel := c.Model.Provider == "openai" || c.Model.Provider == "command"
+	c.Model.Provider = "static"
+	eng, err := memoryEngine(&c)
+	if err != nil || !withModel {
+		return eng, err
+	}
+	if err := arbiter.RegisterLLMAsk(eng.reg, offlineModel{}); err != nil {
+		eng.store.Close()
+		return nil, exitError(ExitFailure, err)
+	}
+	return eng, nil
+}
+
+// offlineModel stands in for the configured model where nothing is run.
+type offlineModel struct{}
+
+func (offlineModel) Name() string { return "offline" }
+
+func (offlineModel) Complete(context.Context, arbiter.Completion, arbiter.Observer) (arbiter.Reply, error) {
+	return arbiter.Reply{}, errors.New("no model is consulted here")
 }
 
 // memoryEngine wires the engine over an in-memory store, for commands that

@@ -27,6 +27,8 @@ func TestIRCommands(t *testing.T) {
 `
 	planFile := filepath.Join(dir, "plan.rtfs")
 	writeFile(t, planFile, compiled)
+	openaiCfg := filepath.Join(dir, "openai.toml")
+	writeFile(t, openaiCfg, "[intent]\ngoal = \"g\"\n\n[model]\nprovider = \"openai\"\nmodel = \"gpt-4o-mini\"\napi_key_env = \"RALPH_IR_TEST_UNSET_KEY\"\n")
 	badPlan := filepath.Join(dir, "bad.rtfs")
 	writeFile(t, badPlan, "(do\n  (step \"A\"")
 
@@ -50,6 +52,8 @@ func TestIRCommands(t *testing.T) {
 			stdin:    `{"steps": [{"id": "a", "capability": ":ccos.echo", "args": ["x"], "deps": ["b"]}, {"id": "b", "capability": ":ccos.echo", "args": ["y"], "deps": ["a"]}]}`,
 			wantErr:  []string{`<stdin>: steps[1].deps: the deps form a cycle: a → b → a; remove "a" from the deps of "b"`},
 			wantCode: 2},
+		{name: "compile with a model config needs no key and knows llm.ask", args: []string{"ir", "compile", "--config", openaiCfg, "-"},
+			stdin: `{"steps": [{"id": "ask", "name": "Ask", "capability": ":llm.ask", "args": {"prompt": "hi"}}]}`, wantOut: "(do\n  (step \"Ask\" (call :llm.ask {:prompt \"hi\"})))\n"},
 		{name: "compile bad JSON", args: []string{"ir", "compile", "-"}, stdin: "{\n  \"steps\": [}", wantErr: []string{"ralph: <stdin>:2:13: not valid JSON"}, wantCode: 2},
 		{name: "compile missing file", args: []string{"ir", "compile", filepath.Join(dir, "nope.json")}, wantErr: []string{"no such file"}, wantCode: 2},
 		{name: "compile needs one input", args: []string{"ir", "compile"}, wantErr: []string{"ir compile takes one FILE"}, wantCode: 2},
