@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,7 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	r.stats.mu.Lock()
 	r.stats.cost += res.Cost
+	r.stats.tokens += callTokens(a.Metadata)
 	r.stats.mu.Unlock()
 	if err != nil {
 		return rtfs.Nil, err
@@ -344,4 +346,22 @@ func (r *run) idemKVKey(o stepOptions) string {
 		}
 	}
 	return "idem/" + o.idemScope + "/" + id + "/" + o.idemKey
+}
+
+// callTokens is the model tokens a call reports in its metadata
+// (prompt_tokens and completion_tokens, as llm.ask records them), so they
+// count toward max_tokens like the plan generation's.
+func callTokens(meta map[string]rtfs.Value) int64 {
+	var n int64
+	for _, k := range [...]string{"prompt_tokens", "completion_tokens"} {
+		switch v := meta[k]; v.Kind() {
+		case rtfs.KindInt:
+			n += v.AsInt()
+		case rtfs.KindString:
+			if x, err := strconv.ParseInt(v.Str(), 10, 64); err == nil && x > 0 {
+				n += x
+			}
+		}
+	}
+	return n
 }

@@ -94,6 +94,7 @@ type PlanResult struct {
 	FailedCompensations []string // names of compensating steps that failed
 	Steps               int      // steps that completed
 	Cost                float64
+	Tokens              int64 // model tokens the plan's calls reported (llm.ask)
 }
 
 // ErrRefused marks a plan refused at admission or that could not be read;
@@ -124,6 +125,7 @@ type runStats struct {
 	mu        sync.Mutex
 	steps     int
 	cost      float64
+	tokens    int64
 	failedCmp []string
 }
 
@@ -174,7 +176,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 		r.compensate(ctx, top)
 	}
 	r.stats.mu.Lock()
-	res.Steps, res.Cost, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.failedCmp
+	res.Steps, res.Cost, res.Tokens, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.tokens, r.stats.failedCmp
 	r.stats.mu.Unlock()
 	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
 		DurationMS: o.o.Now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}

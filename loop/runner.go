@@ -335,7 +335,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	}()
 	skipped := func() bool { return errors.Is(context.Cause(ictx), errSkipped) }
 
-	status, planCost := "ok", 0.0
+	status, planCost, planTokens := "ok", 0.0, int64(0)
 	var failures []string
 	obs := &observer{r: r, ctx: ctx, st: st, parent: iterID, iteration: st.iteration}
 	resp, perr := r.o.Provider.Plan(ictx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback, Observer: obs})
@@ -373,7 +373,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st),
 			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }})
 		if res != nil {
-			planCost = res.Cost
+			planCost, planTokens = res.Cost, res.Tokens
 		}
 		switch {
 		case err != nil && errors.Is(err, ErrRefused):
@@ -386,11 +386,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 			status, failures = "failed", []string{res.Err.Error()}
 		}
 	}
-	cost := planCost + usage.CostUSD
+	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
 	st.cost += cost
-	st.tokens += usage.Tokens()
+	st.tokens += tokens
 	st.iterCosts = append(st.iterCosts, cost)
-	st.iterTokens = append(st.iterTokens, usage.Tokens())
+	st.iterTokens = append(st.iterTokens, tokens)
 	if status == "ok" || status == "skipped" {
 		st.failures = 0
 	} else {
@@ -399,7 +399,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	st.lastPlan = resp.Source
 	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: resp.Source, Failures: failures}
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
-		rtfs.Keyword("tokens"), rtfs.Int(usage.Tokens()), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
+		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
 		Success: status == "ok" || status == "skipped", Result: summary, Cost: cost, DurationMS: r.o.Now().Sub(t0).Milliseconds(),
 		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(status)}}

@@ -437,3 +437,61 @@ max = 1
 			out2.Iterations, out2.CostUSD, out2.Tokens)
 	}
 }
+
+// tokenModel answers every question with fixed usage.
+type tokenModel struct{}
+
+func (tokenModel) Name() string { return "test/tokens" }
+func (tokenModel) Complete(context.Context, arbiter.Completion, arbiter.Observer) (arbiter.Reply, error) {
+	return arbiter.Reply{Text: "ok", Model: "tokens", Usage: arbiter.Usage{PromptTokens: 100, CompletionTokens: 50, CostUSD: 0.001}}, nil
+}
+
+// Tokens a plan spends through llm.ask count toward max_tokens like the
+// plan generation's, so the budget stops the run before it overshoots.
+func TestRunnerCountsLLMAskTokens(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Ask" (call :llm.ask {:prompt "hi"}))'
+[[stop]]
+name = "budget"
+kind = "max_tokens"
+tokens = 400
+[[stop]]
+kind = "max_iterations"
+max = 10
+`, nil)
+	if err := arbiter.RegisterLLMAsk(fx.orch.o.Registry, tokenModel{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Iterations != 2 || out.Tokens != 300 || out.TriggeredBy != "budget" {
+		t.Fatalf("outcome: %d iterations, %d tokens, stopped by %q; want 2 iterations of 150 tokens, stopped by the budget before a third",
+			out.Iterations, out.Tokens, out.TriggeredBy)
+	}
+	iters := runTypes(t, fx, out.RunID, ledger.IterationCompleted)
+	if n := iters[0].Result.AsMap().GetKey("tokens").AsInt(); n != 150 {
+		t.Errorf("iteration 1 summary: %d tokens, want 150", n)
+	}
+	// A resumed run sums them from the chain too.
+	key := RunKVPrefix + out.RunID
+	rec, _, _ := fx.store.KV().Get(context.Background(), key)
+	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := r2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out2.Iterations != 2 || out2.Tokens != 300 {
+		t.Errorf("resumed: %d iterations, %d tokens; want 2 and 300 (no new iteration fits)", out2.Iterations, out2.Tokens)
+	}
+}

@@ -71,6 +71,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 			pendingTokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
 		case ledger.CapabilityCall:
 			spent += a.Cost
+			tokens += callTokens(a.Metadata)
 		case ledger.PlanGenerated:
 			pendingCost, pendingTokens = 0, 0
 			spent += a.Cost
