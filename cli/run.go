@@ -221,15 +221,20 @@ func newPrinter(w io.Writer, asJSON bool) *printer {
 	return &printer{w: bufio.NewWriter(w), asJSON: asJSON}
 }
 
-// follow prints events until the run's closing action or ctx's end.
+// follow prints events until the run's final state, which the bus delivers
+// after its closing action, or ctx's end.
 func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer p.w.Flush()
+		ended := false
 		for e := range events {
 			p.print(&e)
 			if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
+				ended = true
+			}
+			if ended && e.Kind == loop.EventState && e.State != loop.StateRunning && e.State != loop.StatePaused {
 				return
 			}
 		}
