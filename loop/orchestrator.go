@@ -310,6 +310,7 @@ func Redact(a *ledger.Action, secrets []string) {
 			continue
 		}
 		a.ErrorMessage = strings.ReplaceAll(a.ErrorMessage, sec, "[REDACTED]")
+		a.FunctionName = strings.ReplaceAll(a.FunctionName, sec, "[REDACTED]")
 		for i, v := range a.Arguments {
 			a.Arguments[i] = redactValue(v, sec)
 		}

@@ -605,3 +605,22 @@ func TestCompensationClearsIdempotencyRecord(t *testing.T) {
 		t.Errorf("debits %d credits %d", fx.count("bank.debit"), fx.count("bank.credit"))
 	}
 }
+
+// A secret in a name (a step a model named after text it saw) is redacted
+// like one in a value.
+func TestSecretsAreRedactedFromNames(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	fx.orch.o.Secrets = []string{"sk-live-abcdef123456"}
+	res, err := fx.exec(t, `(step "use sk-live-abcdef123456" (call :test.ok 1))`, rtfs.Nil)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	var buf strings.Builder
+	if _, err := fx.store.Export(&buf, ledger.Filter{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "sk-live-abcdef123456") {
+		t.Errorf("secret recorded:\n%s", buf.String())
+	}
+}
