@@ -243,7 +243,7 @@ func optionsMeta(opts map[string]any, path string, ds *diags) *rtfs.Node {
 		return nil
 	}
 	meta := &rtfs.Node{Kind: rtfs.NodeMap}
-	set := func(key string, v *rtfs.Node) { meta.Items = append(meta.Items, atom(rtfs.Keyword(key)), v) }
+	set := setter(func(key string, v *rtfs.Node) { meta.Items = append(meta.Items, atom(rtfs.Keyword(key)), v) })
 	for _, k := range sortedKeys(opts) {
 		v, p := opts[k], path+"."+k
 		switch k {
@@ -264,21 +264,7 @@ func optionsMeta(opts map[string]any, path string, ds *diags) *rtfs.Node {
 		case "contracts":
 			contractsMeta(v, p, ds, set)
 		case "retry":
-			m, _ := v.(map[string]any)
-			mx, okMax := jsonInt(m["max"])
-			bo, okBo := jsonInt(m["backoff_ms"])
-			if m["backoff_ms"] == nil {
-				okBo = true
-			}
-			if !onlyKeys(m, "max", "backoff_ms") || !okMax || mx < 0 || mx > 100 || !okBo || bo < 0 {
-				ds.add(p, "must be {\"max\": n, \"backoff_ms\": m} with 0 ≤ n ≤ 100 and m ≥ 0", `write "retry": {"max": 2, "backoff_ms": 500}`)
-				continue
-			}
-			r := &rtfs.Node{Kind: rtfs.NodeMap, Items: []*rtfs.Node{atom(rtfs.Keyword("max")), atom(rtfs.Int(mx))}}
-			if bo > 0 {
-				r.Items = append(r.Items, atom(rtfs.Keyword("backoff-ms")), atom(rtfs.Int(bo)))
-			}
-			set("retry", r)
+			retryMeta(v, p, ds, set)
 		case "timeout_ms":
 			n, ok := jsonInt(v)
 			if !ok || n <= 0 {
@@ -287,39 +273,9 @@ func optionsMeta(opts map[string]any, path string, ds *diags) *rtfs.Node {
 			}
 			set("timeout-ms", atom(rtfs.Int(n)))
 		case "idempotency":
-			m, _ := v.(map[string]any)
-			key, _ := m["key"].(string)
-			scope, hasScope := m["scope"].(string)
-			if !onlyKeys(m, "key", "scope") || key == "" || m["scope"] != nil && !slices.Contains([]string{"plan", "intent", "global"}, scope) {
-				ds.add(p, `must be {"key": "…", "scope": "plan"|"intent"|"global"}`, `write "idempotency": {"key": "deploy-v2", "scope": "intent"}`)
-				continue
-			}
-			idem := &rtfs.Node{Kind: rtfs.NodeMap, Items: []*rtfs.Node{atom(rtfs.Keyword("key")), atom(rtfs.String(key))}}
-			if hasScope {
-				idem.Items = append(idem.Items, atom(rtfs.Keyword("scope")), atom(rtfs.Keyword(scope)))
-			}
-			set("idempotency", idem)
+			idempotencyMeta(v, p, ds, set)
 		case "meta":
-			m, ok := v.(map[string]any)
-			if !ok {
-				ds.add(p, "must be an object of metadata keys and values", `write "meta": {"owner": "ci"}`)
-				continue
-			}
-			for _, mk := range sortedKeys(m) {
-				key, _, err := keywordKey(mk, p+"."+mk, nil)
-				if err == nil && slices.Contains([]string{"pre", "post", "retry", "timeout-ms", "idempotency", "deterministic", "isolation"}, key.Str()) {
-					err = fmt.Errorf("%s.%s: %s has its own option; set it there", p, mk, mk)
-				}
-				var n *rtfs.Node
-				if err == nil {
-					n, err = jsonNode(m[mk], nil, p+"."+mk, 0)
-				}
-				if err != nil {
-					ds.add(p+"."+mk, strings.TrimPrefix(err.Error(), p+"."+mk+": "), "fix the value or remove the key")
-					continue
-				}
-				set(key.Str(), n)
-			}
+			extraMeta(v, p, ds, set)
 		default:
 			ds.add(p, "unknown option", "options are deterministic, isolation, contracts, retry, timeout_ms, idempotency and meta; remove it")
 		}
@@ -330,7 +286,68 @@ func optionsMeta(opts map[string]any, path string, ds *diags) *rtfs.Node {
 	return meta
 }
 
-func contractsMeta(v any, p string, ds *diags, set func(string, *rtfs.Node)) {
+// setter adds one metadata key.
+type setter func(key string, v *rtfs.Node)
+
+func retryMeta(v any, p string, ds *diags, set setter) {
+	m, _ := v.(map[string]any)
+	mx, okMax := jsonInt(m["max"])
+	bo, okBo := jsonInt(m["backoff_ms"])
+	if m["backoff_ms"] == nil {
+		okBo = true
+	}
+	if !onlyKeys(m, "max", "backoff_ms") || !okMax || mx < 0 || mx > 100 || !okBo || bo < 0 {
+		ds.add(p, "must be {\"max\": n, \"backoff_ms\": m} with 0 ≤ n ≤ 100 and m ≥ 0", `write "retry": {"max": 2, "backoff_ms": 500}`)
+		return
+	}
+	r := &rtfs.Node{Kind: rtfs.NodeMap, Items: []*rtfs.Node{atom(rtfs.Keyword("max")), atom(rtfs.Int(mx))}}
+	if bo > 0 {
+		r.Items = append(r.Items, atom(rtfs.Keyword("backoff-ms")), atom(rtfs.Int(bo)))
+	}
+	set("retry", r)
+}
+
+func idempotencyMeta(v any, p string, ds *diags, set setter) {
+	m, _ := v.(map[string]any)
+	key, _ := m["key"].(string)
+	scope, hasScope := m["scope"].(string)
+	if !onlyKeys(m, "key", "scope") || key == "" || m["scope"] != nil && !slices.Contains([]string{"plan", "intent", "global"}, scope) {
+		ds.add(p, `must be {"key": "…", "scope": "plan"|"intent"|"global"}`, `write "idempotency": {"key": "deploy-v2", "scope": "intent"}`)
+		return
+	}
+	idem := &rtfs.Node{Kind: rtfs.NodeMap, Items: []*rtfs.Node{atom(rtfs.Keyword("key")), atom(rtfs.String(key))}}
+	if hasScope {
+		idem.Items = append(idem.Items, atom(rtfs.Keyword("scope")), atom(rtfs.Keyword(scope)))
+	}
+	set("idempotency", idem)
+}
+
+// extraMeta passes any other metadata keys through (canonical IR writes
+// them under options.meta).
+func extraMeta(v any, p string, ds *diags, set setter) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		ds.add(p, "must be an object of metadata keys and values", `write "meta": {"owner": "ci"}`)
+		return
+	}
+	for _, mk := range sortedKeys(m) {
+		key, _, err := keywordKey(mk, p+"."+mk, nil)
+		if err == nil && slices.Contains([]string{"pre", "post", "retry", "timeout-ms", "idempotency", "deterministic", "isolation"}, key.Str()) {
+			err = fmt.Errorf("%s.%s: %s has its own option; set it there", p, mk, mk)
+		}
+		var n *rtfs.Node
+		if err == nil {
+			n, err = jsonNode(m[mk], nil, p+"."+mk, 0)
+		}
+		if err != nil {
+			ds.add(p+"."+mk, strings.TrimPrefix(err.Error(), p+"."+mk+": "), "fix the value or remove the key")
+			continue
+		}
+		set(key.Str(), n)
+	}
+}
+
+func contractsMeta(v any, p string, ds *diags, set setter) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		ds.add(p, "must be an object with \"pre\" and/or \"post\"", `write "contracts": {"pre": "(fn [ctx] …)"}`)

@@ -38,8 +38,11 @@ func hints(ds []Diagnostic) string {
 
 func hintLine(d Diagnostic) string {
 	s := "- "
-	if d.Pos != "" {
+	switch {
+	case lineColRE.MatchString(d.Pos):
 		s += d.Pos + " "
+	case d.Pos != "":
+		s += d.Pos + ": " // a JSON path
 	}
 	s += oneLine(d.Message)
 	if d.Fix != "" {

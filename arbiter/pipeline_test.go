@@ -141,7 +141,7 @@ func TestPipelineModeBRepairsCycle(t *testing.T) {
 		t.Fatalf("diagnostic = %+v", last)
 	}
 	repair := m.requests[3].Messages
-	if !m.requests[3].JSON || len(repair) != 4 || !strings.Contains(repair[3].Content, "- steps[1].deps the deps form a cycle: a → b → a") {
+	if !m.requests[3].JSON || len(repair) != 4 || !strings.Contains(repair[3].Content, "- steps[1].deps: the deps form a cycle: a → b → a") {
 		t.Fatalf("repair = %+v", repair)
 	}
 }

@@ -229,7 +229,7 @@ func TestScenarioIRCycleRepaired(t *testing.T) {
 	}
 	reqs := s.srv.Completions()
 	last := reqs[3]
-	if last.ResponseFormat != "json_object" || len(last.Messages) != 4 || !strings.Contains(last.Messages[3].Content, "- steps[1].deps the deps form a cycle: a → b → a") {
+	if last.ResponseFormat != "json_object" || len(last.Messages) != 4 || !strings.Contains(last.Messages[3].Content, "- steps[1].deps: the deps form a cycle: a → b → a") {
 		t.Fatalf("repair request = %+v", last.Messages)
 	}
 	s.noKey(t, resp, err)
