@@ -380,9 +380,10 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 			status, failures = "refused", []string{err.Error()}
 		case err != nil:
 			return 0, err
+		case res.Err == nil: // completed: a skip that came after the last step undoes nothing
 		case skipped():
 			status = "skipped"
-		case res.Err != nil:
+		default:
 			status, failures = "failed", []string{res.Err.Error()}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
@@ -493,5 +494,39 @@ max = 10
 	}
 	if out2.Iterations != 2 || out2.Tokens != 300 {
 		t.Errorf("resumed: %d iterations, %d tokens; want 2 and 300 (no new iteration fits)", out2.Iterations, out2.Tokens)
+	}
+}
+
+// A skip that arrives once the plan has completed (its last call returned)
+// cannot undo it: the iteration is recorded as ok, not skipped with no
+// compensation run.
+func TestSkipAfterThePlanCompletedKeepsItOK(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Last" (call :test.skip-late {}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	err := fx.orch.o.Registry.Register(&capability.Capability{
+		Spec: &capability.Spec{ID: "test.skip-late", Version: "1", Input: rtfs.MustParseType(":any"), Risk: capability.RiskLow},
+		Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+			r.SkipIteration()
+			return capability.Result{Value: rtfs.True}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := runTypes(t, fx, out.RunID, ledger.PlanCompleted)
+	iters := runTypes(t, fx, out.RunID, ledger.IterationCompleted)
+	t.Logf("plan completed: %d; iteration status %v", len(plans), iters[0].Metadata["status"])
+	if len(plans) == 1 && iters[0].Metadata["status"].Str() != "ok" {
+		t.Errorf("the plan completed but the iteration is recorded %v", iters[0].Metadata["status"])
 	}
 }
