@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -150,6 +151,9 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		stopFollowing()
 		<-printed
+		if errors.Is(err, loop.ErrCannotResume) {
+			return exitError(ExitUsage, err)
+		}
 		return exitError(ExitFailure, err)
 	}
 	<-printed

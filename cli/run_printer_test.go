@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +45,32 @@ func TestPrinterPrintsTheFinalState(t *testing.T) {
 		} else if !strings.Contains(text, "state stopped") {
 			t.Errorf("text output lacks the final state:\n%s", text)
 		}
+	}
+}
+
+// Resuming a run that already ended is a usage error (exit 2) naming what
+// to do instead, not a run-time failure.
+func TestResumeAnEndedRunIsAUsageError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	store := filepath.Join(dir, "store")
+	if err := os.WriteFile(cfg, []byte("[plan]\nrtfs = '(step \"A\" (call :ccos.echo {:message \"a\"}))'\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := Run(context.Background(), []string{"run", cfg, "--json", "--store", store}, strings.NewReader(""), &out, &errOut); code != 3 {
+		t.Fatalf("run: exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	code := Run(context.Background(), []string{"resume", sum["run_id"].(string), "--store", store}, strings.NewReader(""), &out, &errOut)
+	if code != ExitUsage || !strings.Contains(errOut.String(), "already ended") {
+		t.Errorf("resume of an ended run: exit %d, stderr %q; want 2 and why", code, errOut.String())
 	}
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,11 @@ func (r *Runner) saveState(ctx context.Context, st *runState, state string, out 
 	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, rtfs.MapValue(b.Map()))
 }
 
+// ErrCannotResume marks a resume request for a run this store cannot
+// continue: there is no such run, or it already ended. It is the caller's
+// mistake (exit status 2), not a run-time failure.
+var ErrCannotResume = errors.New("cannot resume")
+
 // resumeState rebuilds a run's state from the chain: the iteration count
 // carries on, and an iteration the crash interrupted runs again under its
 // own number.
@@ -42,10 +48,10 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("no run %s in this store; `ralph runs` lists them", st.id)
+		return nil, fmt.Errorf("no run %s in this store; `ralph runs` lists them%w", st.id, errSilent{ErrCannotResume})
 	}
 	if s := rec.AsMap().GetKey("state").Str(); s != StateRunning && s != StateAborted && s != StatePaused {
-		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead", st.id, s)
+		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead%w", st.id, s, errSilent{ErrCannotResume})
 	}
 	acts, err := r.o.Store.ByRun(st.id)
 	if err != nil {
@@ -120,3 +126,10 @@ func ListRuns(st *ledger.Store) ([]RunRecord, error) {
 	})
 	return out, err
 }
+
+// errSilent wraps a sentinel so errors.Is matches it while its text adds
+// nothing to the message.
+type errSilent struct{ err error }
+
+func (e errSilent) Error() string { return "" }
+func (e errSilent) Unwrap() error { return e.err }
