@@ -198,6 +198,14 @@ func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (b
 	}
 	return func(ctx context.Context, iteration int, plan string) (bool, error) {
 		once.Do(start)
+		for drained := false; !drained; { // an answer typed before this plan was shown is not for it
+			select {
+			case _, ok := <-lines:
+				drained = !ok
+			default:
+				drained = true
+			}
+		}
 		fmt.Fprintf(out, "iteration %d plan:\n%s\nrun it? [y/n] ", iteration, plan)
 		select {
 		case line, ok := <-lines:

@@ -207,13 +207,18 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		ev, err := r.eval.Evaluate(ctx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
+		// Checks run under the run's deadline too: a slow command check
+		// cannot carry the run past max_duration.
+		ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 			Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
 			Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
 		if ctx.Err() != nil {
 			return r.finish(ctx, st, abortOutcome(ctx))
 		}
 		if err != nil {
+			if runCtx.Err() != nil {
+				return r.finish(ctx, st, r.durationOutcome())
+			}
 			return nil, err
 		}
 		st.feedback.Conditions = conditionStatus(ev.Results)
@@ -230,6 +235,8 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 				out.Evidence = t.Evidence
 			}
 			return r.finish(ctx, st, out)
+		case runCtx.Err() != nil: // the deadline passed during the checks
+			return r.finish(ctx, st, r.durationOutcome())
 		}
 		if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
 			return nil, err

@@ -530,3 +530,44 @@ max = 1
 		t.Errorf("the plan completed but the iteration is recorded %v", iters[0].Metadata["status"])
 	}
 }
+
+// The stop checks run under max_duration too: a slow command check is cut
+// off at the deadline instead of carrying the run past it.
+func TestMaxDurationCutsSlowStopChecks(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("no /bin/sleep")
+	}
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "slow-check"
+kind = "command"
+cmd = ["/bin/sleep", "3"]
+[[stop]]
+name = "budget"
+kind = "max_duration"
+duration = "300ms"
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.TriggeredBy != "budget" || out.ExitCode != ExitLimit {
+		t.Fatalf("outcome %+v", out)
+	}
+	evs := runTypes(t, fx, out.RunID, ledger.StopConditionsEvaluated)
+	if len(evs) != 1 {
+		t.Fatalf("%d evaluations", len(evs))
+	}
+	ev, err := stop.EvaluationFromAction(&evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range ev.Results {
+		if res.Name == "slow-check" && !strings.Contains(res.Reason, "not evaluated to the end") {
+			t.Errorf("the slow check ran to the end past the deadline: %+v", res)
+		}
+	}
+}
