@@ -53,11 +53,19 @@ func goBuild(out string, flags ...string) error {
 // output and exit code.
 func runBinary(t *testing.T, bin, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCommand(t, bin, stdin, nil, args...)
+}
+
+// runCommand runs bin with args; env, when not nil, is its whole
+// environment.
+func runCommand(t *testing.T, bin, stdin string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	// A deadline only guards against a hang; no test measures time.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

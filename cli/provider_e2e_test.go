@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ralphloop/ralph/arbiter/oaitest"
 )
@@ -18,25 +13,7 @@ import (
 // and HOME kept), so no key from the developer's shell leaks in.
 func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ralphBin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr) && exitErr.Exited():
-		code = exitErr.ExitCode()
-	default:
-		t.Fatalf("ralph %q: %v (stderr %q)", args, err, errOut.String())
-	}
-	if s := errOut.String(); strings.Contains(s, "goroutine ") || strings.Contains(s, "panic") {
-		t.Errorf("ralph %q printed a stack trace or panic:\n%s", args, s)
-	}
-	return out.String(), errOut.String(), code
+	return runCommand(t, ralphBin, "", append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...), args...)
 }
 
 // openaiConfig writes a ralph.toml for provider openai at baseURL.
