@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,7 @@ func newTmux(t *testing.T, command string) *tmux {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
-	tm := &tmux{t: t, session: "ralph-e2e-" + strings.ReplaceAll(t.Name(), "/", "-")}
+	tm := &tmux{t: t, session: fmt.Sprintf("ralph-e2e-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
 	out, err := exec.Command("tmux", "new-session", "-d", "-s", tm.session, "-x", "120", "-y", "40", command).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)
@@ -57,7 +58,7 @@ func (tm *tmux) waitFor(want string) string {
 	}
 }
 
-func TestE2EApproveInTerminal(t *testing.T) {
+func TestE2EApproveHeadlessInTerminal(t *testing.T) {
 	if ralphBin == "" {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
@@ -70,7 +71,7 @@ kind = "max_iterations"
 max = 2
 `)
 	exitFile := filepath.Join(dir, "exit")
-	tm := newTmux(t, "cd "+dir+" && "+ralphBin+" run --approve; echo $? > "+exitFile+"; sleep 30")
+	tm := newTmux(t, "cd "+dir+" && "+ralphBin+" run --approve --no-tui; echo $? > "+exitFile+"; sleep 30")
 	tm.waitFor("iteration 1 plan:")
 	tm.waitFor("run it? [y/n]")
 	tm.send("y", "Enter")

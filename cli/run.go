@@ -81,8 +81,8 @@ run). A second Ctrl-C ends the process at once.`,
 	return cmd
 }
 
-// runLoop wires the runner for cfg and drives it headless. resumeID, when
-// set, continues that run.
+// runLoop wires the runner for cfg and drives it, in the UI when stdout is
+// a terminal, headless otherwise. resumeID, when set, continues that run.
 func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) error {
 	if f.provider != "" {
 		cfg.Model.Provider = f.provider
@@ -90,7 +90,8 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if f.model != "" {
 		cfg.Model.Model = f.model
 	}
-	if f.approve {
+	interactive := !f.noTUI && !f.asJSON && isTTY(cmd.OutOrStdout())
+	if f.approve && !interactive {
 		if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 			return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
 		}
@@ -134,6 +135,9 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
+	if interactive {
+		return runInteractive(cmd, opts, f.approve)
+	}
 	if f.approve {
 		opts.Approve = approver(cmd.InOrStdin(), cmd.ErrOrStderr())
 	}
@@ -151,15 +155,25 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		stopFollowing()
 		<-printed
-		if errors.Is(err, loop.ErrCannotResume) {
-			return exitError(ExitUsage, err)
-		}
-		return exitError(ExitFailure, err)
+		return runError(err)
 	}
 	<-printed
 	if err := p.summary(out); err != nil {
 		return err
 	}
+	return outcomeError(out)
+}
+
+// runError is the exit status of a run that could not go on.
+func runError(err error) error {
+	if errors.Is(err, loop.ErrCannotResume) {
+		return exitError(ExitUsage, err)
+	}
+	return exitError(ExitFailure, err)
+}
+
+// outcomeError is the exit status of a run that ended.
+func outcomeError(out *loop.Outcome) error {
 	if out.ExitCode != 0 {
 		return exitError(out.ExitCode, silentError{})
 	}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/tui"
+)
+
+// ExitForced is the status of a second Ctrl-C (or q) that did not wait for
+// the aborted run to end (DESIGN §3).
+const ExitForced = 130
+
+// isTTY reports whether w is a terminal.
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+// runInteractive runs the loop under the live UI. Log records go to the
+// UI's log view (l) instead of the terminal it draws on; when the user
+// quits after the run ended, its summary is printed below the restored
+// screen.
+func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) error {
+	logs := tui.NewLogHandler(slog.LevelInfo, nil)
+	opts.Logger = slog.New(logs)
+	prev := slog.Default()
+	slog.SetDefault(opts.Logger) // the store's and evaluator's logs too
+	defer slog.SetDefault(prev)
+	var approver *tui.Approver
+	if approve {
+		approver = tui.NewApprover()
+		opts.Approve = approver.Approve
+	}
+	from := opts.Store.Head().Seq + 1
+	if opts.Resume {
+		from = 0 // a resumed run shows its history
+	}
+	runner, err := loop.NewRunner(opts)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	ctx := cmd.Context()
+	var out *loop.Outcome
+	var runErr error
+	finished := make(chan struct{})
+	done := tui.Start(func() error {
+		defer close(finished)
+		out, runErr = runner.Run(ctx)
+		return runErr
+	})
+	uiErr := tui.Run(ctx, tui.Options{Runner: runner, Store: opts.Store, Config: opts.Config, Done: done,
+		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	var panicErr *tui.PanicError
+	switch {
+	case errors.Is(uiErr, tui.ErrForceQuit):
+		return exitError(ExitForced, errors.New("quit before the aborted run ended; `ralph resume "+runner.RunID()+"` continues it"))
+	case errors.As(uiErr, &panicErr):
+		return exitError(ExitFailure, fmt.Errorf("internal error in the UI: %v; please report it", panicErr.Value))
+	case uiErr != nil:
+		return exitError(ExitFailure, uiErr)
+	}
+	<-finished // the UI returns once the run has ended (or ctx ended it)
+	if runErr != nil {
+		return runError(runErr)
+	}
+	if err := newPrinter(cmd.OutOrStdout(), false).summary(out); err != nil {
+		return err
+	}
+	return outcomeError(out)
+}
