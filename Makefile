@@ -13,7 +13,8 @@ FUZZTIME ?= 60s
 build:
 	$(GO) build -o $(BIN) .
 
-## run: run the quickstart loop (static plan, no API key) and verify its causal chain
+## run: run the quickstart loop (static plan, no API key) and verify its causal chain; in a
+## terminal the live UI shows it (q quits once it is done), elsewhere it runs headless
 run: build
 	$(BIN) run examples/quickstart/ralph.toml
 	$(BIN) chain verify --store examples/quickstart/.ralph
@@ -30,9 +31,14 @@ bench:
 		cd bench && $(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee -a ../bench.out; \
 	fi
 
-## fuzz: fuzz the RTFS reader for FUZZTIME (default 60s)
+## fuzz: run every fuzz target for FUZZTIME each (default 60s): the RTFS reader, the JSON IR and
+## the model-output extractor, predicate JSON, the config, and the ledger's decoders
+FUZZ_TARGETS := rtfs:FuzzRead arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse \
+	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME) ./rtfs
+	for t in $(FUZZ_TARGETS); do \
+		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 ## lint: gofmt must have nothing to say, and go vet must pass
 lint:
