@@ -37,12 +37,13 @@ func newRunCmd() *cobra.Command {
 provider for a plan, admits it through governance, executes it, records every
 event on the causal chain, then evaluates the stop conditions.
 
-The live UI is not built yet, so runs are headless: one line per event, then a
-summary. --json prints one JSON object per line instead.
+When stdout is a terminal the live UI shows the run (p pause, s skip, a abort,
+v history, ? help, q quit). Otherwise, or with --no-tui, the run is headless:
+one line per event, then a summary; --json prints one JSON object per line.
 
-Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config or
-plan, 3 a limit-class stop, 4 aborted by the user (first Ctrl-C; compensations
-run). A second Ctrl-C ends the process at once.`,
+Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config,
+plan or provider setup, 3 a limit-class stop, 4 aborted by the user (first
+Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).`,
 		Example: `  ralph run
   ralph run examples/quickstart/ralph.toml --max-iterations 5
   ralph run --json | jq .action_type`,
@@ -70,9 +71,9 @@ run). A second Ctrl-C ends the process at once.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.noTUI, "no-tui", false, "run headless (the default until the UI lands)")
+	fl.BoolVar(&f.noTUI, "no-tui", false, "run headless even when stdout is a terminal")
 	fl.BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
-	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n on stdin before running it")
+	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n before running it (keys in the UI, stdin headless)")
 	fl.BoolVar(&f.verbose, "verbose", false, "print every stop condition's result after each iteration")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "stop (limit class) after `N` iterations")
 	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
