@@ -24,8 +24,10 @@ func (s *styles) frame(title, right string, focused bool, w, h int, content []st
 	}
 	inner := w - 2
 	out := make([]string, 0, h)
-	out = append(out, topEdge(bs, ts, s.dim, tl, tr, hz, title, right, inner))
-	side := bs.Render(vt)
+	out = append(out, s.memo(edgeKey{title, right, focused, inner, true}, func() string {
+		return topEdge(bs, ts, s.dim, tl, tr, hz, title, right, inner)
+	}))
+	side := s.memo(edgeKey{focused: focused}, func() string { return bs.Render(vt) })
 	for i := 0; i < h-2; i++ {
 		line := ""
 		if i < len(content) {
@@ -33,8 +35,32 @@ func (s *styles) frame(title, right string, focused bool, w, h int, content []st
 		}
 		out = append(out, side+fit(line, inner)+side)
 	}
-	out = append(out, bs.Render(bl+strings.Repeat(hz, inner)+br))
+	out = append(out, s.memo(edgeKey{focused: focused, w: inner, top: false, right: "bottom"}, func() string {
+		return bs.Render(bl + strings.Repeat(hz, inner) + br)
+	}))
 	return out
+}
+
+// edgeKey names a drawn border piece in the styles' memo.
+type edgeKey struct {
+	title, right string
+	focused      bool
+	w            int
+	top          bool
+}
+
+// memo returns the piece drawn for k, drawing it once: styling a border
+// costs colour conversions that would otherwise be paid on every frame.
+func (s *styles) memo(k edgeKey, draw func() string) string {
+	if v, ok := s.pieces[k]; ok {
+		return v
+	}
+	if len(s.pieces) > 256 {
+		clear(s.pieces)
+	}
+	v := draw()
+	s.pieces[k] = v
+	return v
 }
 
 func topEdge(bs, ts, ns lipgloss.Style, tl, tr, hz, title, right string, inner int) string {

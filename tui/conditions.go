@@ -22,6 +22,16 @@ type condPane struct {
 	offset     int
 	h          int
 	bar        progress.Model
+	cacheKey   condKey
+	cache      []string
+}
+
+// condKey is what the pane's drawing depends on.
+type condKey struct {
+	eval         *stop.Evaluation
+	n            int
+	w, h, offset int
+	focused      bool
 }
 
 func newCondPane(st *styles) *condPane {
@@ -101,6 +111,15 @@ func (p *condPane) Render(width, height int) string {
 func (p *condPane) lines(width, height int) []string {
 	p.h = max(0, height-2)
 	p.scrollBy(0)
+	k := condKey{p.eval, len(p.configured), width, height, p.offset, p.focused}
+	if k == p.cacheKey && p.cache != nil {
+		return p.cache
+	}
+	p.cache, p.cacheKey = p.draw(width, height), k
+	return p.cache
+}
+
+func (p *condPane) draw(width, height int) []string {
 	right := "not evaluated yet"
 	if ev := p.eval; ev != nil {
 		right = fmt.Sprintf("iteration %d · %s", ev.Iteration, fmtDur(ev.Duration))

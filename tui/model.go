@@ -87,10 +87,12 @@ type model struct {
 	pauseAsked   bool // p pressed, the runner has not paused yet
 	resumeAsked  bool
 	approving    *loop.PlanInfo // a plan awaiting y/n
+	answered     int            // the last iteration whose plan was answered
 	wait         *waitInfo
 	dropped      int
 	lastLog      string
 	verify       *verifyState
+	helpCache    map[helpKey]string
 	ticking      bool
 	historyStale bool
 }
@@ -115,7 +117,7 @@ func newModel(o *Options, st *styles) *model {
 	m := &model{runner: o.Runner, store: o.Store, approver: o.Approver, now: now, st: st, keys: newKeyMap(),
 		help: help.New(), live: o.Runner != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
-		state: loop.StateIdle, cfg: o.Config}
+		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
 	m.keys.live(m.live)
@@ -235,10 +237,8 @@ func (m *model) event(e *loop.Event) {
 			m.resumeAsked = false
 		}
 	case loop.EventApprove:
-		if e.Plan != nil && m.outcome == nil {
-			p := *e.Plan
-			m.approving = &p
-			m.plan.setPlan(&p, true)
+		if e.Plan != nil {
+			m.askApproval(*e.Plan)
 		}
 	case loop.EventWait:
 		m.wait = &waitInfo{until: e.Until, reason: e.Text}
@@ -267,5 +267,19 @@ func isEndState(s string) bool {
 
 // Init starts the clock and, for a live run, waits for the runner to return.
 func (m *model) Init() tea.Cmd {
-	return tea.Batch(m.tick(), waitDone(m.done))
+	return tea.Batch(m.tick(), waitDone(m.done), waitApproval(m.approver))
+}
+
+// askApproval shows plan as awaiting y/n. The request comes from the bus
+// (with the plan's mode and repairs) and from the Approver (which cannot be
+// missed); whichever arrives first asks, the other fills in.
+func (m *model) askApproval(p loop.PlanInfo) {
+	if m.outcome != nil || p.Iteration <= m.answered {
+		return
+	}
+	if a := m.approving; a != nil && a.Iteration == p.Iteration && p.Mode == "" {
+		return // the bus already gave the fuller description
+	}
+	m.approving = &p
+	m.plan.setPlan(&p, true)
 }

@@ -273,8 +273,25 @@ func (m *model) outcomeLines() []string {
 	return []string{st.statusAlert.Render(" The run ended without a closing action") + quit}
 }
 
-// helpLine is the footer's short help for the current view.
+// helpLine is the footer's short help for the current view, drawn once
+// per view and width.
 func (m *model) helpLine() string {
+	key := helpKey{m.view, m.w, m.approving != nil && m.approver != nil}
+	if s, ok := m.helpCache[key]; ok {
+		return s
+	}
+	s := m.drawHelpLine()
+	m.helpCache[key] = s
+	return s
+}
+
+type helpKey struct {
+	view      view
+	w         int
+	approving bool
+}
+
+func (m *model) drawHelpLine() string {
 	k := m.keys
 	switch m.view {
 	case viewMain:

@@ -32,6 +32,8 @@ type styles struct {
 	barFull, barEmpty, barClosest, barMet        string // colours for bubbles/progress
 	logDebug, logInfo, logWarn, logError         lipgloss.Style
 	statusPrompt, statusAlert, statusOK, statusN lipgloss.Style
+
+	pieces map[edgeKey]string // drawn border pieces (see memo)
 }
 
 // profileFor is the colour profile for out: what the terminal supports,
@@ -60,7 +62,7 @@ func newStyles(out io.Writer, profile termenv.Profile) *styles {
 		pink   = lipgloss.Color("#F28FCB")
 	)
 	n := r.NewStyle
-	s := &styles{profile: profile, r: r}
+	s := &styles{profile: profile, r: r, pieces: map[edgeKey]string{}}
 	s.border = n().Foreground(grey)
 	s.borderFocus = n().Foreground(violet)
 	s.title = n().Foreground(light)

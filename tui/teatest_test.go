@@ -84,7 +84,7 @@ func liveProgram(t *testing.T, r *loop.Runner, st *ledger.Store, cfg *config.Con
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go forward(ctx, r.Events().Subscribe(ctx, 0), tm.Send, false)
+	go followBus(ctx, r.Events(), 0, nil, tm.Send, false)
 	return tm
 }
 

@@ -82,12 +82,20 @@ func Run(ctx context.Context, o Options) error {
 		defer o.Logs.detach()
 	}
 	return run(ctx, &o, func(ctx context.Context, send func(tea.Msg)) {
-		events := bus.Subscribe(ctx, o.FromSeq)
-		if o.Logs != nil {
-			o.Logs.attach(bus)
-		}
-		forward(ctx, events, send, parseCfg)
+		followBus(ctx, bus, o.FromSeq, o.Logs, send, parseCfg)
 	})
+}
+
+// followBus feeds the program from the run's bus until ctx ends.
+func followBus(ctx context.Context, bus *loop.Bus, from uint64, logs *LogHandler, send func(tea.Msg), parseCfg bool) {
+	events := bus.Subscribe(ctx, from)
+	// A state change before the subscription is not replayed: start from
+	// the state as it is now.
+	send(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: bus.State(), Time: time.Now()}}})
+	if logs != nil {
+		logs.attach(bus)
+	}
+	forward(ctx, events, send, parseCfg)
 }
 
 // View shows a recorded run read-only (ralph view): the same panes and

@@ -59,6 +59,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.ticking = false
 		cmd = m.tick()
+	case approveMsg:
+		m.askApproval(loop.PlanInfo{Iteration: msg.iteration, Source: msg.plan, OK: true})
+		cmd = waitApproval(m.approver)
 	case detailMsg:
 		m.detail.set(msg)
 	case historyMsg:
@@ -383,7 +386,7 @@ func (m *model) skip() tea.Cmd {
 // answer sends y/n for the plan awaiting approval.
 func (m *model) answer(ok bool) tea.Cmd {
 	it, a := m.approving.Iteration, m.approver
-	m.approving = nil
+	m.approving, m.answered = nil, it
 	m.plan.approved()
 	if !ok {
 		m.lastLog = "plan for iteration " + strconv.Itoa(it) + " declined: the iteration is skipped"

@@ -1,0 +1,121 @@
+package tui
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/muesli/termenv"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// syntheticRun scripts a run of about n actions (the fixture's loop,
+// repeated), numbered from seq 1.
+func syntheticRun(n int) []ledger.Action {
+	perIter := len(scriptRun(1, false)) - 1
+	acts := scriptRun(max(1, n/perIter), false)
+	for i := range acts {
+		acts[i].Seq = uint64(i + 1)
+	}
+	return acts
+}
+
+// loadedModel is a model at 120×40 that has taken acts, live, following.
+func loadedModel(tb testing.TB, acts []ledger.Action) *model {
+	o := &Options{Config: fixtureConfig(tb), RunID: fixtureRun}
+	m := newModel(o, newStyles(&strings.Builder{}, termenv.ANSI256))
+	m.live, m.loading = true, false
+	m.Update(sizeMsg(120, 40))
+	for i := 0; i < len(acts); i += maxBatch {
+		feed(m, acts[i:min(len(acts), i+maxBatch)])
+	}
+	return m
+}
+
+// BenchmarkTUI measures one frame (View) with 100 and 100k actions in the
+// chain — the target is render-100k ≤ 2× render-100, since only the rows
+// in view are drawn — and the cost of taking one new action (Update).
+func BenchmarkTUI(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"render-100", 100}, {"render-100k", 100_000}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := loadedModel(b, syntheticRun(c.n))
+			b.ReportMetric(float64(m.tree.n), "rows")
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_ = m.View()
+			}
+		})
+	}
+	b.Run("render-100k-cold", func(b *testing.B) {
+		// Every row drawn again (as after a resize): the row cache is cleared each frame.
+		m := loadedModel(b, syntheticRun(100_000))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			clear(m.chain.cache)
+			m.plan.cacheKey = [2]int{}
+			_ = m.View()
+		}
+	})
+	b.Run("append-event", func(b *testing.B) {
+		acts := syntheticRun(100_000)
+		m := loadedModel(b, acts[:len(acts)-20]) // inside the last iteration's plan
+		step := acts[len(acts)-20]
+		for _, a := range acts[len(acts)-20:] {
+			if a.Type == ledger.PlanStepStarted {
+				step = a
+				break
+			}
+		}
+		feed(m, []ledger.Action{step})
+		call := ledger.Action{Type: ledger.CapabilityCall, RunID: fixtureRun, ParentActionID: step.ActionID, FunctionName: "ccos.echo",
+			Success: true, DurationMS: 1, Result: rtfs.String("ok"), Timestamp: fixtureStart}
+		seq := step.Seq
+		ev := []loop.Event{{Kind: loop.EventAction, Action: &call}}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			seq++
+			call.Seq = seq
+			m.Update(eventsMsg{ev})
+		}
+	})
+}
+
+// TestMemoryPerAction bounds what the UI keeps per action: ralph view on
+// a million-action run must stay under 200 MB, Badger and the runtime
+// included, so the model may keep little more than its compact rows.
+func TestMemoryPerAction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("feeds a 200k-action run")
+	}
+	const total = 200_000
+	m := loadedModel(t, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fed := 0
+	for fed < total {
+		// As the loader does: each batch is decoded afresh, taken, then garbage.
+		chunk := scriptRun(25, false)
+		for i := 0; i < len(chunk); i += loadBatch {
+			feed(m, chunk[i:min(len(chunk), i+loadBatch)])
+		}
+		fed += len(chunk)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perAction := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(fed)
+	t.Logf("%.0f bytes per action kept (%d actions, %d rows)", perAction, fed, m.tree.n)
+	if perAction > 120 {
+		t.Errorf("the model keeps %.0f bytes per action; a million would take %.0f MB", perAction, perAction)
+	}
+	runtime.KeepAlive(m)
+}
