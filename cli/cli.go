@@ -148,7 +148,7 @@ Today the RTFS language is available through 'ralph eval' and 'ralph fmt'.`,
 		return usageErrorf("%s", err)
 	})
 	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
-		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd())
+		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd())
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newIRCmd())
 	return root

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/tui"
+)
+
+func newViewCmd() *cobra.Command {
+	var storeFlag string
+	cmd := &cobra.Command{
+		Use:   "view RUN_ID",
+		Short: "Open a recorded run in the UI, read-only",
+		Long: `Open a recorded run in the terminal UI, read-only: the causal chain as a tree,
+the stop conditions as they were last evaluated, the last plan, and how the run
+ended. v shows every stop-condition evaluation, enter every field of an action
+with its hashes and verification, / filters, ? lists the keys.
+
+RUN_ID may be a unique prefix of a run id (see 'ralph runs'). The UI needs a
+terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
+'ralph history RUN_ID'.`,
+		Example: `  ralph view 01a200c1
+  ralph view 01a200c1-3fec-75aa-84b9-80d71cdc30cc --store examples/quickstart/.ralph`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("view takes one RUN_ID (see `ralph runs`), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if !isTerminal(out) {
+				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
+			}
+			st, err := viewStore(storeFlag)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			// A viewer holds compact rows, not actions, but decoding a long
+			// run makes garbage faster than the default pacer returns it:
+			// a soft limit keeps the heap near what is live.
+			debug.SetMemoryLimit(viewMemoryLimit)
+			runID, err := resolveRun(st, args[0])
+			if err != nil {
+				return err
+			}
+			err = tui.View(cmd.Context(), st, runID, tui.Options{Input: cmd.InOrStdin(), Output: out})
+			if err != nil && cmd.Context().Err() == nil {
+				return exitError(ExitFailure, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	return cmd
+}
+
+// viewMemoryLimit is the Go heap ralph view aims to stay under; the GC
+// works harder near it, it is not a hard cap.
+const viewMemoryLimit = 96 << 20
+
+// viewStore opens the store a view reads, which must exist, tuned for a
+// reader: the smallest memtable and block cache (nothing is written; the
+// chain is read once, in order), and no value-log GC.
+func viewStore(flag string) (*ledger.Store, error) {
+	cfg, err := loadConfig("")
+	if err != nil {
+		return nil, err
+	}
+	dir := storeDir(flag, cfg)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+	}
+	stale := staleLockPID(dir)
+	st, err := ledger.Open(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1})
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	if stale > 0 {
+		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)
+	}
+	return st, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// errFound ends a scan of the chain early.
+var errFound = errors.New("found")
+
+// resolveRun turns a run id or a unique prefix of one into the run's id.
+func resolveRun(st *ledger.Store, id string) (string, error) {
+	runs, err := loop.ListRuns(st)
+	if err != nil {
+		return "", exitError(ExitFailure, err)
+	}
+	var matches []string
+	for _, r := range runs {
+		if r.ID == id {
+			return id, nil
+		}
+		if strings.HasPrefix(r.ID, id) {
+			matches = append(matches, r.ID)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+	default:
+		return "", usageErrorf("run id prefix %q matches %d runs (%s); give more of the id", id, len(matches), strings.Join(matches, ", "))
+	}
+	// A chain imported without its run records: look for the run's actions.
+	err = st.Range(1, func(a ledger.Action) error {
+		if a.RunID == id {
+			return errFound
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return id, nil
+	case err != nil:
+		return "", exitError(ExitFailure, err)
+	}
+	return "", exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", id))
+}
