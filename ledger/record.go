@@ -147,7 +147,12 @@ type Checkpoint struct {
 // CheckpointMessage returns the bytes a checkpoint's signature covers:
 // "ralph-ledger-checkpoint-v1" ‖ be64(seq) ‖ chain_hash ‖ be64(unix nanos).
 func CheckpointMessage(seq uint64, chain Hash, t time.Time) []byte {
-	m := make([]byte, 0, len(checkpointDomain)+8+32+8)
+	return appendCheckpointMessage(make([]byte, 0, checkpointMessageLen), seq, chain, t)
+}
+
+const checkpointMessageLen = len(checkpointDomain) + 8 + 32 + 8
+
+func appendCheckpointMessage(m []byte, seq uint64, chain Hash, t time.Time) []byte {
 	m = append(m, checkpointDomain...)
 	m = binary.BigEndian.AppendUint64(m, seq)
 	m = append(m, chain[:]...)

@@ -3,13 +3,13 @@ package ledger
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sync/errgroup"
@@ -48,7 +48,6 @@ func (r VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
 const (
 	maxProblems    = 100
-	verifyBatch    = 512
 	progressEvery  = 4096
 	rankRecord     = 0
 	rankChain      = 1
@@ -59,14 +58,21 @@ const (
 // Verify re-derives the whole chain from one snapshot: it recomputes every
 // action hash and chain link, checks that seq is gap-free and that the head
 // is the last action, checks every checkpoint's Ed25519 signature (in
-// parallel) and the checkpoint each action names, and checks that the
-// indexes hold exactly the entries a full scan implies. progress, if not
-// nil, is called from one goroutine with the actions checked so far.
+// parallel batches, see sigChecker) and the checkpoint each action names,
+// and checks that the indexes hold exactly the entries a full scan implies.
+// progress, if not nil, is called with the actions checked so far; calls
+// never overlap and done never decreases.
 //
 // A chain that does not verify returns the report and an *IntegrityError
 // naming the first bad seq and what broke; other errors mean verification
 // could not run (context ended, store closed, read failure).
 func (s *Store) Verify(ctx context.Context, progress func(done, total uint64)) (VerifyReport, error) {
+	return s.verify(ctx, progress, runtime.GOMAXPROCS(0), minScanRange)
+}
+
+// verify is Verify with the action scan split into at most parts ranges
+// of at least minRange actions each.
+func (s *Store) verify(ctx context.Context, progress func(done, total uint64), parts int, minRange uint64) (VerifyReport, error) {
 	s.readMu.RLock()
 	defer s.readMu.RUnlock()
 	if s.closed {
@@ -74,7 +80,10 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total uint64)) (
 	}
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
-	v := &verifier{txn: txn, pub: s, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	v := &verifier{
+		txn: txn, pub: s, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		scanParts: max(parts, 1), minRange: max(minRange, 1),
+	}
 	return v.run(ctx, progress)
 }
 
@@ -82,6 +91,9 @@ type verifier struct {
 	txn   *badger.Txn
 	pub   *Store
 	seeds [2]maphash.Seed
+
+	scanParts int    // most ranges the action scan is split into
+	minRange  uint64 // fewest actions in a range
 
 	mu       sync.Mutex
 	problems []Problem
@@ -107,12 +119,19 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (
 	if err != nil {
 		return v.report, err
 	}
-	if err := v.readCheckpoints(); err != nil {
-		return v.report, err
-	}
 	g, gctx := errgroup.WithContext(ctx)
+	// The index scan starts at once; the signature checks and the action
+	// ranges, which check each action against its checkpoint, start once
+	// the checkpoints are read (a few ms for thousands).
+	cpsRead := make(chan struct{})
+	g.Go(func() error {
+		if err := v.readCheckpoints(); err != nil {
+			return err
+		}
+		close(cpsRead)
+		return v.checkSignatures(gctx)
+	})
 	var indexSum [2]uint64
-	g.Go(func() error { return v.checkSignatures(gctx) })
 	g.Go(func() error {
 		var err error
 		indexSum, err = v.scanIndexes(gctx)
@@ -122,7 +141,7 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (
 	var last actionState
 	g.Go(func() error {
 		var err error
-		expectSum, last, err = v.scanActions(gctx, headSeq, progress)
+		expectSum, last, err = v.scanActions(gctx, headSeq, cpsRead, progress)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -183,7 +202,7 @@ func (v *verifier) readHead() (seq uint64, ok bool, err error) {
 }
 
 func (v *verifier) readCheckpoints() error {
-	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint), PrefetchValues: true, PrefetchSize: 256})
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint)})
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -213,23 +232,35 @@ func (v *verifier) readCheckpoints() error {
 	return nil
 }
 
-// checkSignatures verifies every checkpoint signature, spread over the CPUs.
+// checkSignatures verifies every checkpoint signature in batches, one or
+// more per CPU; a batch that fails is checked one signature at a time to
+// name the bad ones.
 func (v *verifier) checkSignatures(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
-	workers := runtime.GOMAXPROCS(0)
-	per := (len(v.cps) + workers - 1) / max(workers, 1)
-	for start := 0; start < len(v.cps); start += per {
-		part := v.cps[start:min(start+per, len(v.cps))]
+	workers := max(runtime.GOMAXPROCS(0), 1)
+	size := int64(min(maxSigBatch, (len(v.cps)+workers-1)/workers))
+	var next atomic.Int64
+	for range workers {
 		g.Go(func() error {
-			for i, e := range part {
-				if i%64 == 0 && ctx.Err() != nil {
-					return ctx.Err()
+			sc := newSigChecker(v.pub.pub)
+			for {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				if e.ok && !e.cp.VerifySignature(v.pub.pub) {
-					v.add(e.key, rankCheckpoint, "checkpoint %d: the Ed25519 signature does not verify with this store's public key", e.key)
+				start := int(next.Add(size) - size)
+				if start >= len(v.cps) {
+					return nil
+				}
+				part := v.cps[start:min(start+int(size), len(v.cps))]
+				if sc.verifyBatch(part) {
+					continue
+				}
+				for i := range part {
+					if e := &part[i]; e.ok && !sc.verify(&e.cp) {
+						v.add(e.key, rankCheckpoint, "checkpoint %d: the Ed25519 signature does not verify with this store's public key", e.key)
+					}
 				}
 			}
-			return nil
 		})
 	}
 	return g.Wait()
@@ -237,17 +268,44 @@ func (v *verifier) checkSignatures(ctx context.Context) error {
 
 // scanIndexes sums a hash of every index key; scanActions sums the keys a
 // correct index would hold. Equal sums (with random seeds) mean equal sets.
+// Two scanners share the keys, split at indexSplit, so that neither is
+// left running alone after the rest of Verify is done.
 func (v *verifier) scanIndexes(ctx context.Context) ([2]uint64, error) {
-	var sum [2]uint64
+	var sums [2][2]uint64
+	var counts [2]uint64
+	g, ctx := errgroup.WithContext(ctx)
+	for i, r := range [2][2]string{{prefixIndex, indexSplit}, {indexSplit, ""}} {
+		g.Go(func() error {
+			var err error
+			sums[i], counts[i], err = v.scanIndexRange(ctx, r[0], r[1])
+			return err
+		})
+	}
+	err := g.Wait()
+	v.mu.Lock()
+	v.report.IndexEntries = counts[0] + counts[1]
+	v.mu.Unlock()
+	return [2]uint64{sums[0][0] + sums[1][0], sums[0][1] + sums[1][1]}, err
+}
+
+// indexSplit divides the index keys about evenly: action_id and intent_id
+// below it; parent_action_id, plan_id and run_id from it on.
+const indexSplit = prefixIndex + "p"
+
+// scanIndexRange hashes the index keys from from up to (not including) to,
+// or to the end of the index if to is empty.
+func (v *verifier) scanIndexRange(ctx context.Context, from, to string) (sum [2]uint64, n uint64, err error) {
 	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixIndex)})
 	defer it.Close()
-	var n uint64
-	for it.Rewind(); it.Valid(); it.Next() {
+	for it.Seek([]byte(from)); it.Valid(); it.Next() {
 		if n%4096 == 0 && ctx.Err() != nil {
-			return sum, ctx.Err()
+			return sum, n, ctx.Err()
 		}
 		item := it.Item()
 		k := item.Key()
+		if to != "" && string(k) >= to {
+			break
+		}
 		sum[0] += maphash.Bytes(v.seeds[0], k)
 		sum[1] += maphash.Bytes(v.seeds[1], k)
 		if item.ValueSize() != 0 {
@@ -255,10 +313,7 @@ func (v *verifier) scanIndexes(ctx context.Context) ([2]uint64, error) {
 		}
 		n++
 	}
-	v.mu.Lock()
-	v.report.IndexEntries = n
-	v.mu.Unlock()
-	return sum, nil
+	return sum, n, nil
 }
 
 func indexKeySeq(k []byte) uint64 {
@@ -266,242 +321,6 @@ func indexKeySeq(k []byte) uint64 {
 		return 0
 	}
 	return seqOf(k)
-}
-
-// vbatch is a run of stored actions travelling from the scanner through a
-// hashing worker to the in-order checker.
-type vbatch struct {
-	seqs []uint64
-	ends []int  // value i is buf[ends[i-1]:ends[i]]
-	buf  []byte // the values, copied out of Badger
-	res  []vresult
-	sum  [2]uint64
-	done chan struct{}
-}
-
-type vresult struct {
-	rec      record
-	err      error // record or encoding malformed
-	computed Hash  // SHA-256 of the encoding
-	encSeq   uint64
-}
-
-// actionState is what the in-order checker carries from one action to the next.
-type actionState struct {
-	seq   uint64
-	chain Hash
-	n     uint64 // actions seen
-}
-
-func (v *verifier) scanActions(ctx context.Context, headSeq uint64, progress func(done, total uint64)) ([2]uint64, actionState, error) {
-	g, ctx := errgroup.WithContext(ctx)
-	workers := max(runtime.GOMAXPROCS(0), 1)
-	jobs := make(chan *vbatch, workers*2)
-	order := make(chan *vbatch, workers*2)
-	// Batches go back to free once checked, so a verification allocates a
-	// few of them however long the chain is.
-	free := make(chan *vbatch, workers*4+2)
-	g.Go(func() error { return v.readActions(ctx, jobs, order, free) })
-	for range workers {
-		g.Go(func() error {
-			for b := range jobs {
-				v.hashBatch(b)
-				close(b.done)
-			}
-			return nil
-		})
-	}
-	var sum [2]uint64
-	var st actionState
-	g.Go(func() error { // in-order checker
-		ci := 0
-		for b := range order {
-			select {
-			case <-b.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			sum[0] += b.sum[0]
-			sum[1] += b.sum[1]
-			for i, seq := range b.seqs {
-				ci = v.checkAction(&st, seq, &b.res[i], ci)
-				if progress != nil && st.n%progressEvery == 0 {
-					progress(st.n, max(headSeq, st.n))
-				}
-			}
-			select {
-			case free <- b:
-			default:
-			}
-		}
-		if progress != nil {
-			progress(st.n, max(headSeq, st.n))
-		}
-		return nil
-	})
-	err := g.Wait()
-	v.report.Actions = st.n
-	return sum, st, err
-}
-
-// readActions copies the stored actions out of Badger in batches, sending
-// each batch to the in-order checker (order) and to a hashing worker (jobs).
-func (v *verifier) readActions(ctx context.Context, jobs, order chan<- *vbatch, free chan *vbatch) error {
-	defer close(jobs)
-	defer close(order)
-	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), PrefetchValues: true, PrefetchSize: 256})
-	defer it.Close()
-	b := newVBatch(free)
-	send := func() error {
-		for _, ch := range [...]chan<- *vbatch{order, jobs} {
-			select {
-			case ch <- b:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		b = newVBatch(free)
-		return nil
-	}
-	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
-		k := item.Key()
-		if len(k) != len(prefixAction)+8 {
-			v.add(0, rankRecord, "stored key %q is not a/<be64 seq>", k)
-			continue
-		}
-		if err := item.Value(func(val []byte) error {
-			b.buf = append(b.buf, val...)
-			return nil
-		}); err != nil {
-			return err
-		}
-		b.seqs = append(b.seqs, seqOf(k))
-		b.ends = append(b.ends, len(b.buf))
-		if len(b.seqs) == verifyBatch {
-			if err := send(); err != nil {
-				return err
-			}
-		}
-	}
-	if len(b.seqs) > 0 {
-		return send()
-	}
-	return nil
-}
-
-// newVBatch reuses a checked batch from free, or makes one.
-func newVBatch(free chan *vbatch) *vbatch {
-	select {
-	case b := <-free:
-		b.seqs, b.ends, b.buf = b.seqs[:0], b.ends[:0], b.buf[:0]
-		b.sum = [2]uint64{}
-		b.done = make(chan struct{})
-		return b
-	default:
-	}
-	return &vbatch{
-		seqs: make([]uint64, 0, verifyBatch),
-		ends: make([]int, 0, verifyBatch),
-		buf:  make([]byte, 0, verifyBatch*640),
-		done: make(chan struct{}),
-	}
-}
-
-// hashBatch checks each record on its own: shape, action hash, encoded seq,
-// and adds the index keys it implies to the batch's sum.
-func (v *verifier) hashBatch(b *vbatch) {
-	if cap(b.res) < len(b.seqs) {
-		b.res = make([]vresult, len(b.seqs))
-	}
-	b.res = b.res[:len(b.seqs)]
-	clear(b.res)
-	var h0, h1 maphash.Hash
-	h0.SetSeed(v.seeds[0])
-	h1.SetSeed(v.seeds[1])
-	start := 0
-	for i, end := range b.ends {
-		r := &b.res[i]
-		val := b.buf[start:end]
-		start = end
-		r.rec, r.err = parseRecord(val)
-		if r.err != nil {
-			continue
-		}
-		r.computed = sha256.Sum256(r.rec.encoding)
-		hd, err := decodeRawHeader(r.rec.encoding)
-		if err != nil {
-			r.err = err
-			continue
-		}
-		r.encSeq = hd.seq
-		// The keys an index would hold for this position.
-		for fi, val := range hd.ids {
-			if len(val) == 0 {
-				continue
-			}
-			b.sum[0] += indexKeyHash(&h0, indexFields[fi], val, b.seqs[i])
-			b.sum[1] += indexKeyHash(&h1, indexFields[fi], val, b.seqs[i])
-		}
-	}
-}
-
-func indexKeyHash(h *maphash.Hash, field string, value []byte, seq uint64) uint64 {
-	h.Reset()
-	h.WriteString(prefixIndex)
-	h.WriteString(field)
-	h.WriteByte('/')
-	h.Write(value)
-	h.WriteByte('/')
-	var s [8]byte
-	for i := 7; i >= 0; i-- {
-		s[i] = byte(seq)
-		seq >>= 8
-	}
-	h.Write(s[:])
-	return h.Sum64()
-}
-
-// checkAction checks one action against the previous one and the
-// checkpoints; ci is the index of the first checkpoint not below the
-// previous action. It returns the new ci.
-func (v *verifier) checkAction(st *actionState, seq uint64, r *vresult, ci int) int {
-	st.n++
-	prevSeq, prevChain := st.seq, st.chain
-	st.seq = seq
-	if seq != prevSeq+1 {
-		v.add(prevSeq+1, rankRecord, "action %d is missing: the next stored action is %d", prevSeq+1, seq)
-	}
-	if r.err != nil {
-		v.add(seq, rankRecord, "action %d cannot be read: %v", seq, r.err)
-		st.chain = Hash{}
-		return ci
-	}
-	st.chain = r.rec.chainHash
-	if r.computed != r.rec.actionHash {
-		v.add(seq, rankRecord, "action %d was altered: its content hashes to %s but its stored action_hash is %s", seq, short(r.computed), short(r.rec.actionHash))
-	}
-	if r.encSeq != seq {
-		v.add(seq, rankRecord, "the action stored under seq %d encodes seq %d (actions were moved or swapped)", seq, r.encSeq)
-	}
-	if seq == prevSeq+1 && (prevSeq == 0 || !prevChain.IsZero()) {
-		if want := ChainLink(prevChain, r.computed, seq); want != r.rec.chainHash {
-			v.add(seq, rankChain, "chain_hash of action %d does not link to action %d", seq, prevSeq)
-		}
-	}
-	for ci < len(v.cps) && v.cps[ci].key < seq {
-		ci++
-	}
-	switch {
-	case ci == len(v.cps):
-		v.add(seq, rankCheckpoint, "action %d is not covered by any checkpoint", seq)
-	case r.rec.checkpointSeq != v.cps[ci].key:
-		v.add(seq, rankCheckpoint, "action %d names checkpoint %d but the checkpoint covering it is %d", seq, r.rec.checkpointSeq, v.cps[ci].key)
-	}
-	if ci < len(v.cps) && v.cps[ci].key == seq && v.cps[ci].ok && v.cps[ci].cp.ChainHash != r.rec.chainHash {
-		v.add(seq, rankCheckpoint, "checkpoint %d signs chain hash %s but action %d has %s", seq, short(v.cps[ci].cp.ChainHash), seq, short(r.rec.chainHash))
-	}
-	return ci
 }
 
 func short(h Hash) string { return h.String()[:16] }
