@@ -82,7 +82,7 @@ func viewStore(flag string) (*ledger.Store, error) {
 		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
 	}
 	stale := staleLockPID(dir)
-	st, err := ledger.Open(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1})
+	st, err := ledger.Open(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
 	}

@@ -45,6 +45,11 @@ type Options struct {
 	// GCInterval is how often value-log GC runs (default 10m; negative
 	// disables it).
 	GCInterval time.Duration
+	// NoCompactions runs no LSM compactions, for a short-lived reader
+	// (ralph view) that should not spend memory rewriting tables a writer
+	// left behind. Appends may stall on a store opened this way, so only
+	// readers should use it.
+	NoCompactions bool
 }
 
 const (
@@ -203,6 +208,9 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithDetectConflicts(false). // one writer: nothing to conflict with
 		WithMetricsEnabled(false).
 		WithCompression(options.Snappy)
+	if opts.NoCompactions {
+		b = b.WithNumCompactors(0)
+	}
 	return b, nil
 }
 

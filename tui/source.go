@@ -67,9 +67,17 @@ const loadBatch = 512
 // load streams a recorded run from the store to the program: one pass in
 // seq order, each action wrapped as the event the live bus would send,
 // never more than a batch decoded at a time.
+// releaseEvery is how many actions a load reads between releases of the
+// store's mapped pages.
+const releaseEvery = 1 << 15
+
 func load(ctx context.Context, st *ledger.Store, runID string, send func(tea.Msg), parseCfg bool) {
 	batch := make([]loop.Event, 0, loadBatch)
+	read := 0
 	err := st.Range(1, func(a ledger.Action) error {
+		if read++; read%releaseEvery == 0 {
+			_ = st.ReleaseMapped() // keep the pages the scan touched out of our RSS
+		}
 		if a.RunID != runID {
 			return ctx.Err()
 		}
