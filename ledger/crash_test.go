@@ -180,3 +180,35 @@ func TestSecondProcessIsNamed(t *testing.T) {
 		t.Fatalf("open = %v\nwant %s", err, want)
 	}
 }
+
+// A process killed between creating a value log and sizing it leaves an
+// empty .vlog behind; Badger alone then refuses to open the store. The
+// ledger removes it and opens with every action intact.
+func TestOpenAfterCrashLeftAnEmptyValueLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openDir(t, dir, true)
+	appendN(t, s, 0, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vlogs, _ := filepath.Glob(filepath.Join(dir, dataDir, "*.vlog"))
+	newest := 0
+	for _, v := range vlogs {
+		n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(v), ".vlog"))
+		newest = max(newest, n)
+	}
+	empty := filepath.Join(dir, dataDir, fmt.Sprintf("%06d.vlog", newest+1))
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("open with an empty value log left by a crash: %v", err)
+	}
+	defer s.Close()
+	if r := mustVerify(t, s); r.Actions != 10 {
+		t.Errorf("verified %d actions, want 10", r.Actions)
+	}
+	appendN(t, s, 10, 5) // and it takes new writes
+}
