@@ -355,7 +355,7 @@ func setOption(o *IROptions, key string, v *rtfs.Node) bool {
 
 // literalMap returns a literal map node with keyword keys as a Go map.
 func literalMap(n *rtfs.Node) map[string]rtfs.Value {
-	if n.Kind != rtfs.NodeMap || !isLiteral(n) || n.Meta != nil {
+	if n.Kind != rtfs.NodeMap || !n.IsLiteral() || n.Meta != nil {
 		return nil
 	}
 	out := map[string]rtfs.Value{}

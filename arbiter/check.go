@@ -215,7 +215,7 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 	arity := func(want string) []problem {
 		return []problem{{stage: "schema", msg: fmt.Sprintf("%s takes %s, got %d argument%s", spec.ID, want, len(args), plural(len(args))), fix: fix}}
 	}
-	one := len(args) == 1 && !isLiteral(args[0]) // may compute the whole input at run time
+	one := len(args) == 1 && !args[0].IsLiteral() // may compute the whole input at run time
 	switch {
 	case in.IsMap():
 		if fields := in.Fields(); len(args) > len(fields) {
@@ -230,7 +230,7 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 	}
 	literal := true
 	for _, a := range args {
-		literal = literal && isLiteral(a)
+		literal = literal && a.IsLiteral()
 	}
 	if literal {
 		vals := make([]rtfs.Value, len(args))
@@ -261,7 +261,7 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 }
 
 func checkLiteral(spec *capability.Spec, t *rtfs.Type, a *rtfs.Node, what, fix string) []problem {
-	if !isLiteral(a) {
+	if !a.IsLiteral() {
 		return nil
 	}
 	if err := t.Check(a.Value()); err != nil {

@@ -172,7 +172,7 @@ func shapedInput(spec *capability.Spec, raw json.RawMessage) (rtfs.Value, bool) 
 	}
 	vals := make([]rtfs.Value, len(nodes))
 	for i, n := range nodes {
-		if !isLiteral(n) {
+		if !n.IsLiteral() {
 			return rtfs.Nil, false
 		}
 		vals[i] = n.Value()

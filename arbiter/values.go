@@ -305,23 +305,6 @@ func keywordObject(n *rtfs.Node) (map[string]any, bool) {
 	return obj, true
 }
 
-// isLiteral reports whether a node is constant data: no symbols, calls or
-// metadata (quoted forms count as data).
-func isLiteral(n *rtfs.Node) bool {
-	switch n.Kind {
-	case rtfs.NodeAtom, rtfs.NodeQuote:
-		return true
-	case rtfs.NodeVector, rtfs.NodeMap:
-		for _, it := range n.Items {
-			if !isLiteral(it) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -280,7 +280,7 @@ func (w *walker) call(n, step *rtfs.Node, compensated bool) {
 	args := n.Items[2:]
 	literal := true
 	for _, a := range args {
-		if !isLiteral(a) {
+		if !a.IsLiteral() {
 			literal = false
 		}
 	}
@@ -332,22 +332,6 @@ func hasKey(meta *rtfs.Node, key string) bool {
 			v := meta.Items[i+1] // ^{:pre nil} or ^{:pre false} is no contract
 			return v.Kind != rtfs.NodeAtom || v.Val.Truthy()
 		}
-	}
-	return false
-}
-
-// isLiteral reports whether a node is constant data (no symbols or calls).
-func isLiteral(n *rtfs.Node) bool {
-	switch n.Kind {
-	case rtfs.NodeAtom, rtfs.NodeQuote:
-		return true
-	case rtfs.NodeVector, rtfs.NodeMap:
-		for _, it := range n.Items {
-			if !isLiteral(it) {
-				return false
-			}
-		}
-		return true
 	}
 	return false
 }

@@ -39,6 +39,23 @@ func (n *Node) IsSymbol(name string) bool {
 	return n != nil && n.Kind == NodeSymbol && n.Val.Str() == name
 }
 
+// IsLiteral reports whether n is constant data: atoms, quoted forms, and
+// vectors and maps of them (no symbols or calls).
+func (n *Node) IsLiteral() bool {
+	switch n.Kind {
+	case NodeAtom, NodeQuote:
+		return true
+	case NodeVector, NodeMap:
+		for _, it := range n.Items {
+			if !it.IsLiteral() {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // Head returns the symbol name at the head of a list node, or "".
 func (n *Node) Head() string {
 	if n == nil || n.Kind != NodeList || len(n.Items) == 0 || n.Items[0].Kind != NodeSymbol {
