@@ -36,6 +36,22 @@ func loadConfig(path string) (*config.Config, error) {
 	return c, nil
 }
 
+// configArg loads the CONFIG argument of run and plan, or ./ralph.toml,
+// which must then exist.
+func configArg(args []string) (*config.Config, error) {
+	path := "ralph.toml"
+	if len(args) == 1 {
+		path = args[0]
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, usageErrorf("no ralph.toml here; create one with `ralph init` or pass CONFIG")
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return cfg, nil
+}
+
 // storeDir applies the precedence --store > RALPH_STORE > store.dir > ./.ralph.
 func storeDir(flag string, c *config.Config) string {
 	switch {

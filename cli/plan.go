@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -52,15 +51,9 @@ valid plan after every repair, 4 interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "ralph.toml"
-			if len(args) == 1 {
-				path = args[0]
-			} else if _, err := os.Stat(path); err != nil {
-				return usageErrorf("no ralph.toml here; create one with `ralph init` or pass CONFIG")
-			}
-			cfg, err := config.Load(path, nil)
+			cfg, err := configArg(args)
 			if err != nil {
-				return exitError(ExitUsage, err)
+				return err
 			}
 			return runPlan(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg, f)
 		},

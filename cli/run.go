@@ -57,15 +57,9 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := "ralph.toml"
-			if len(args) == 1 {
-				path = args[0]
-			} else if _, err := os.Stat(path); err != nil {
-				return usageErrorf("no ralph.toml here; create one with `ralph init` or pass CONFIG")
-			}
-			cfg, err := config.Load(path, nil)
+			cfg, err := configArg(args)
 			if err != nil {
-				return exitError(ExitUsage, err)
+				return err
 			}
 			return runLoop(cmd, cfg, f, "")
 		},
