@@ -310,3 +310,35 @@ func TestTransientEvents(t *testing.T) {
 		t.Error("prompt still shown after y")
 	}
 }
+
+// Text from the run — a goal over two lines, a log line with a multi-line
+// error, a tab — must not break the layout: every line stays a line.
+func TestMultiLineTextKeepsTheLayout(t *testing.T) {
+	t.Parallel()
+	acts := scriptRun(1, false)
+	acts[0].FunctionName = "Two line\ngoal\there"
+	st, stored := fixtureStore(t, acts)
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		m := testModel(t, st, true, size[0], size[1])
+		feed(m, stored)
+		m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "check failed\nsecond line",
+			Attrs: "err=\"exit 1:\nstderr line\""}}}})
+		for _, k := range []string{"", "l"} {
+			if k != "" {
+				press(m, k)
+			}
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != size[1] {
+				t.Errorf("%v %q: %d lines, want %d:\n%s", size, k, len(lines), size[1], strings.Join(lines, "\n"))
+			}
+			for i, l := range lines {
+				if w := ansi.StringWidth(l); w != size[0] || strings.ContainsAny(l, "\t\r") {
+					t.Errorf("%v %q: line %d is %d cells: %q", size, k, i, w, l)
+				}
+			}
+			if !strings.HasPrefix(lines[0], " ralph ·") {
+				t.Errorf("%v %q: the header is not the first line: %q", size, k, lines[0])
+			}
+		}
+	}
+}

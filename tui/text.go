@@ -12,12 +12,13 @@ import (
 // Every width here is measured in terminal cells with x/ansi, which skips
 // escape sequences and counts wide runes twice; nothing is cut by bytes.
 
-// fit returns s cut or padded with spaces to exactly w cells. A cut line
-// ends with "…".
+// fit returns s cut or padded with spaces to exactly w cells, on one line
+// (see oneLine). A cut line ends with "…".
 func fit(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = oneLine(s)
 	sw := ansi.StringWidth(s)
 	switch {
 	case sw == w:
@@ -28,16 +29,39 @@ func fit(s string, w int) string {
 	return ansi.Truncate(s, w, "…")
 }
 
-// cut shortens s to at most w cells, ending a cut with "…".
+// cut shortens s to at most w cells, on one line (see oneLine), ending a
+// cut with "…".
 func cut(s string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	s = oneLine(s)
 	if ansi.StringWidth(s) <= w {
 		return s
 	}
 	return ansi.Truncate(s, w, "…")
 }
+
+// oneLine turns the control characters that move the terminal's cursor —
+// newlines, carriage returns, tabs, and the rest of C0 but ESC — into
+// spaces: text from the run (a goal over two lines, a multi-line error in
+// a log line) would otherwise break a line of the layout in two. ESC is
+// kept: it starts the styles' escape sequences.
+func oneLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if isCursorControl(rune(s[i])) {
+			return strings.Map(func(r rune) rune {
+				if isCursorControl(r) {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+	}
+	return s
+}
+
+func isCursorControl(r rune) bool { return (r < 0x20 && r != 0x1b) || r == 0x7f }
 
 // padLeft right-aligns s in w cells.
 func padLeft(s string, w int) string {
