@@ -108,6 +108,7 @@ func extractRTFS(answer string) (extraction, []Diagnostic) {
 	var fallback *extraction
 	var firstBad *imbalance
 	for _, r := range searchRegions(s) {
+		broken := -1 // the first opener of this region whose form does not close
 		for i := r.start; i < r.end && tried < maxCandidates; {
 			j := nextOpener(s[:r.end], i)
 			if j < 0 {
@@ -119,13 +120,24 @@ func extractRTFS(answer string) (extraction, []Diagnostic) {
 				if firstBad == nil {
 					firstBad = bad
 				}
+				if broken < 0 {
+					broken = j
+				}
 				i = j + 1
+				continue
+			}
+			if broken >= 0 && holdsPlanForm(s[broken:j]) {
+				// A form after steps of a plan that does not close is a
+				// piece of that plan (an answer cut off by max_tokens
+				// ends inside its last step): running it would run a
+				// fragment. The unclosed form is the problem to report.
+				i = end
 				continue
 			}
 			text := s[j:end]
 			line, col := lineCol(s, j)
 			ex := extraction{text: text, line: line, col: col}
-			if strings.Contains(text, "(step") || strings.Contains(text, "(call") {
+			if holdsPlanForm(text) {
 				return ex, nil
 			}
 			if fallback == nil {
@@ -143,6 +155,11 @@ func extractRTFS(answer string) (extraction, []Diagnostic) {
 		wrapFix:   "wrap the steps in one form: (do (step \"Name\" (call :cap {…})) …)",
 		fix:       "answer with only an RTFS plan: (do (step \"Name\" (call :cap.id {:key value})))",
 	}.diagnostics(s, cut, firstBad)
+}
+
+// holdsPlanForm reports whether text writes a step or a call.
+func holdsPlanForm(text string) bool {
+	return strings.Contains(text, "(step") || strings.Contains(text, "(call")
 }
 
 // noPlan explains why an answer held no plan.

@@ -39,6 +39,11 @@ func TestExtractRTFS(t *testing.T) {
 		{"unclosed after a balanced mention", "Use (do x) here: (do (step \"A\" (call :ccos.echo {:message \"x\"}))", "", "1:18", "the '(' opened here is never closed"},
 		{"mismatched closer", `(do (step "A" [1 2)))`, "", "1:19", `')' does not close the '[' opened at 1:15`},
 		{"unclosed string", `(do (step "A" (call :ccos.echo {:message "x})))`, "", "1:42", "string is never closed"},
+		// A truncated answer (max_tokens) must not yield the inner (do …) of
+		// its last step as "the plan": that would run a fragment.
+		{"truncated plan with a nested do", "(do\n  (step \"A\" (call :ccos.echo {:message \"a\"}))\n  (when true (do (step \"B\" (call :ccos.echo {:message \"b\"}))))\n", "", "1:1", "the '(' opened here is never closed"},
+		{"truncated fenced plan with a nested do", "```\n(do\n  (step \"A\" (call :ccos.echo {:message \"a\"}))\n  (if x (do (step \"B\" (call :ccos.echo {:message \"b\"}))) nil)", "", "2:1", "never closed"},
+		{"prose opener before the plan", "The form (do wraps steps:\n" + plan, plan, "2:1", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
