@@ -342,3 +342,31 @@ func TestMultiLineTextKeepsTheLayout(t *testing.T) {
 		}
 	}
 }
+
+// s between iterations (during loop.delay) has nothing to cancel: the
+// runner ignores it, so the status line must not say the finished
+// iteration was cancelled and recorded as skipped.
+func TestSkipBetweenIterations(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, true, 120, 40)
+	feed(m, stored) // iteration 1 completed and evaluated; the next has not started
+	_, cmd := m.Update(keyMsg("s"))
+	if cmd != nil {
+		t.Error("s between iterations asks the runner to skip")
+	}
+	v := m.View()
+	if strings.Contains(v, "cancelled and recorded as skipped") || !strings.Contains(v, "nothing to skip") {
+		t.Errorf("status after s between iterations:\n%s", v)
+	}
+	// During an iteration, s skips it.
+	m2 := testModel(t, st, true, 120, 40)
+	feed(m2, stored[:8])
+	m2.runner = nil
+	if _, cmd := m2.Update(keyMsg("s")); cmd == nil {
+		t.Error("s during an iteration does not ask the runner to skip")
+	}
+	if !strings.Contains(m2.View(), "skip requested: iteration 1") {
+		t.Errorf("status after s during iteration 1:\n%s", m2.View())
+	}
+}

@@ -371,6 +371,12 @@ func (t *tree) close(idx int32, a *ledger.Action) {
 	}
 }
 
+// iterationOpen reports whether the current iteration has started and not
+// yet closed (between iterations, during loop.delay, there is none).
+func (t *tree) iterationOpen() bool {
+	return t.iter >= 0 && t.at(t.iter).st == stRunning && !t.ended
+}
+
 // hidden reports whether a folded ancestor hides row idx.
 func (t *tree) hidden(idx int32) bool {
 	for p := t.at(idx).parent; p >= 0; p = t.at(p).parent {

@@ -378,6 +378,10 @@ func (m *model) skip() tea.Cmd {
 	if !m.live || m.ended() || m.aborting {
 		return nil
 	}
+	if !m.tree.iterationOpen() { // the runner ignores a skip here; say so rather than claim one
+		m.lastLog = "nothing to skip: iteration " + strconv.Itoa(m.iteration) + " has ended and the next has not started"
+		return nil
+	}
 	r := m.runner
 	m.lastLog = "skip requested: iteration " + strconv.Itoa(m.iteration) + " is cancelled and recorded as skipped"
 	return func() tea.Msg { r.SkipIteration(); return nil }
