@@ -1,9 +1,13 @@
 package arbiter
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // irSteps builds a Mode B document from step objects.
@@ -204,5 +208,35 @@ func TestRTFSArgsArePure(t *testing.T) {
 	_, err := CompileIR([]byte(doc), testRegistry(t))
 	if err == nil || !strings.Contains(err.Error(), "holds a (call …) form") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A string the schema wants as a keyword becomes a keyword only when it
+// is one: anything else would be printed as RTFS source, and a crafted
+// string could write forms — calls — the IR does not have.
+func TestKeywordArgsAreNotSource(t *testing.T) {
+	t.Parallel()
+	reg := testRegistry(t)
+	noop := func(context.Context, rtfs.Value) (capability.Result, error) { return capability.Result{}, nil }
+	if err := reg.Register(&capability.Capability{Spec: &capability.Spec{ID: "x.mode", Version: "1",
+		Input: rtfs.MustParseType("[:map [:mode :keyword]]")}, Handler: noop}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := CompileIR([]byte(irDoc(`{"id": "a", "capability": "x.mode", "args": {"mode": ":fast"}}`)), reg)
+	if err != nil || !strings.Contains(src, "{:mode :fast}") {
+		t.Fatalf("keyword arg: %q, %v", src, err)
+	}
+	for _, mode := range []string{
+		`a}) (call :shell.exec {:cmd \"rm\" :args [\"-rf\" \".\"]}) (str {:b 1`,
+		`a b`, `a;b`, `\"a\"`, ``, `:`,
+	} {
+		src, err := CompileIR([]byte(irDoc(`{"id": "a", "capability": "x.mode", "args": {"mode": "`+mode+`"}}`)), reg)
+		if err == nil {
+			t.Errorf("mode %q compiled to %s", mode, src)
+			continue
+		}
+		if !strings.Contains(err.Error(), "steps[0].args") {
+			t.Errorf("mode %q: %v", mode, err)
+		}
 	}
 }

@@ -54,7 +54,14 @@ func jsonNode(x any, t *rtfs.Type, path string, depth int) (*rtfs.Node, error) {
 		return numberNode(v, path)
 	case string:
 		if wantsKeyword(t, v) {
-			return atom(rtfs.Keyword(strings.TrimPrefix(v, ":"))), nil
+			// Only a string that reads as one keyword becomes one: the
+			// keyword is printed as it is, so anything else would be RTFS
+			// source in the compiled plan.
+			k, _, err := keywordKey(v, path, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a keyword; write a name of letters, digits and - . / _ ? !", path, truncate(v, 40))
+			}
+			return atom(k), nil
 		}
 		return atom(rtfs.String(v)), nil
 	case []any:
