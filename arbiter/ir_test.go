@@ -76,6 +76,8 @@ func TestValidateIR(t *testing.T) {
 		{"bad contract", irDoc(`{"id": "a", "capability": ":ccos.echo", "args": {"message": "x"}, "options": {"contracts": {"pre": "true"}}}`), "steps[0].options.contracts.pre", "one (fn …) form", ""},
 		{"bad isolation", irDoc(`{"id": "a", "capability": ":ccos.echo", "args": {"message": "x"}, "options": {"isolation": "none"}}`), "steps[0].options.isolation", `"inherit" or "isolated"`, ""},
 		{"bad idempotency scope", irDoc(`{"id": "a", "capability": ":ccos.echo", "args": {"message": "x"}, "options": {"idempotency": {"key": "k", "scope": "world"}}}`), "steps[0].options.idempotency", `"scope"`, ""},
+		{"key twice once with colon", irDoc(`{"id": "a", "capability": ":ccos.echo", "args": {"message": "a", ":message": "b"}}`), "steps[0].args", `key :message is written twice`, ""},
+		{"map-of key twice once with colon", irDoc(`{"id": "a", "capability": ":kv.put", "args": {"key": "k", "value": {"x": 1, ":x": 2}}}`), "steps[0].args", `key :x is written twice`, ""},
 		{"meta shadows option", irDoc(`{"id": "a", "capability": ":ccos.echo", "args": {"message": "x"}, "options": {"meta": {"retry": 1}}}`), "steps[0].options.meta.retry", "has its own option", ""},
 	}
 	reg := testRegistry(t)

@@ -84,11 +84,18 @@ func jsonNode(x any, t *rtfs.Type, path string, depth int) (*rtfs.Node, error) {
 		}
 		slices.Sort(keys)
 		n := &rtfs.Node{Kind: rtfs.NodeMap, Items: make([]*rtfs.Node, 0, 2*len(v))}
+		seen := make(map[string]string, len(keys))
 		for _, k := range keys {
 			key, ft, err := fieldKey(t, k, path)
 			if err != nil {
 				return nil, err
 			}
+			// "message" and ":message" are the same keyword: a map
+			// holding both does not read.
+			if first, dup := seen[rtfs.Print(key)]; dup {
+				return nil, fmt.Errorf("%s: key %s is written twice, as %q and %q; keep one", path, rtfs.Print(key), first, k)
+			}
+			seen[rtfs.Print(key)] = k
 			c, err := jsonNode(v[k], ft, path+"."+k, depth+1)
 			if err != nil {
 				return nil, err
