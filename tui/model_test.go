@@ -370,3 +370,24 @@ func TestSkipBetweenIterations(t *testing.T) {
 		t.Errorf("status after s during iteration 1:\n%s", m2.View())
 	}
 }
+
+// q while the abort confirmation is shown still quits (aborting the run
+// and exiting once it has ended), as ctrl+c does.
+func TestQuitDuringAbortConfirmation(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	m.hasDone = true
+	feed(m, stored[:10])
+	m.Update(keyMsg("a"))
+	if !m.abortAsk {
+		t.Fatal("a does not ask for confirmation")
+	}
+	m.Update(keyMsg("q"))
+	if !m.quitting || m.abortAsk {
+		t.Fatalf("q during the abort confirmation: quitting=%v abortAsk=%v", m.quitting, m.abortAsk)
+	}
+	if _, cmd := m.Update(keyMsg("q")); !isQuit(cmd) || !m.forced {
+		t.Error("a second q does not force the exit")
+	}
+}

@@ -124,6 +124,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			return m.abort()
 		case key.Matches(k, m.keys.No, m.keys.Back, m.keys.Abort):
 			m.abortAsk = false
+		case key.Matches(k, m.keys.Quit):
+			return m.quit()
 		}
 		return nil
 	}
