@@ -127,7 +127,10 @@ func (m *openAIModel) classOf(f failure, message, param string) failClass {
 	case f.status == http.StatusNotFound:
 		return failFatal
 	case f.status == http.StatusTooManyRequests:
-		if f.code == "insufficient_quota" || strings.Contains(lower, "quota") {
+		// Only an exhausted account is fatal. Many rate limits mention
+		// quotas in passing (Azure links aka.ms/oai/quotaincrease, Gemini
+		// says "check quota") and pass in seconds.
+		if f.code == "insufficient_quota" || strings.Contains(lower, "insufficient_quota") || strings.Contains(lower, "exceeded your current quota") {
 			return failFatal
 		}
 		return failRateLimited

@@ -242,6 +242,27 @@ func TestOpenAIRateLimitWaitsForRetryAfter(t *testing.T) {
 	}
 }
 
+// Rate limits that mention quotas in passing are rate limits: Azure links
+// "aka.ms/oai/quotaincrease" and Gemini says "check quota" on every
+// per-minute 429. Only an exhausted account (insufficient_quota) is fatal.
+func TestOpenAIRateLimitMentioningQuotaWaits(t *testing.T) {
+	t.Parallel()
+	for _, first := range []oaitest.Answer{
+		oaitest.Error(429, "429", "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-01 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.").WithHeader("Retry-After", "0"),
+		oaitest.Error(429, "", "Resource has been exhausted (e.g. check quota)."),
+	} {
+		srv := oaitest.New(t, oaitest.Options{}, first, oaitest.Text("(do 1)"))
+		obs := &recorder{}
+		reply, err := newModel(t, srv, nil).Complete(context.Background(), prompt, obs)
+		if err != nil || reply.Text != "(do 1)" {
+			t.Fatalf("reply %+v, %v: a rate limit must be waited out", reply, err)
+		}
+		if len(obs.waits) != 1 || len(srv.Completions()) != 2 {
+			t.Errorf("%d waits, %d requests", len(obs.waits), len(srv.Completions()))
+		}
+	}
+}
+
 func TestOpenAIRateLimitHTTPDateAndBudget(t *testing.T) {
 	t.Parallel()
 	answers := []oaitest.Answer{oaitest.RateLimit(time.Now().Add(-time.Minute).UTC().Format(http.TimeFormat))} // a past date: go at once
