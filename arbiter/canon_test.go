@@ -107,7 +107,7 @@ func TestCompileCanonRoundTrip(t *testing.T) {
 	}
 	for _, doc := range docs {
 		steps, ds := decodeIR([]byte(doc))
-		checked, ls, ds2 := validateIR(steps, reg)
+		checked, ls, ds2 := validateIR(steps, reg, nil)
 		if len(ds)+len(ds2) > 0 {
 			t.Fatalf("%+v %+v", ds, ds2)
 		}

@@ -156,7 +156,7 @@ func (w *formWalker) call(n *rtfs.Node, steps int) {
 	id := idNode.Val.Str()
 	cp := w.c.reg.Get(id)
 	if cp == nil {
-		w.add("capability", idNode.Pos, "unknown capability :"+id, suggestCapability(id, w.c.reg))
+		w.add("capability", idNode.Pos, "unknown capability :"+id, suggestCapability(id, w.c.reg, w.c.gov.Permits))
 		return
 	}
 	for _, p := range checkArgs(cp.Spec, n.Items[2:]) {
@@ -399,11 +399,17 @@ func exampleText(spec *capability.Spec) string {
 	return ", e.g. " + spec.Examples[0]
 }
 
-// suggestCapability names the closest registered ids.
-func suggestCapability(id string, reg *capability.Registry) string {
-	specs := reg.Specs()
+// suggestCapability names the closest registered ids that permits allows
+// (nil: every one), as the prompt's inventory lists them.
+func suggestCapability(id string, reg *capability.Registry, permits func(string) bool) string {
+	var specs []*capability.Spec
+	for _, s := range reg.Specs() {
+		if permits == nil || permits(s.ID) {
+			specs = append(specs, s)
+		}
+	}
 	if len(specs) == 0 {
-		return "no capabilities are registered"
+		return "no capability is available: the plan cannot call any"
 	}
 	best, bestD, bestRaw := "", 1<<30, 1<<30
 	var all []string

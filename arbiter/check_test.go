@@ -91,7 +91,7 @@ func TestSuggestCapability(t *testing.T) {
 	t.Parallel()
 	reg := testRegistry(t)
 	for id, want := range map[string]string{"shell.run": "did you mean :shell.exec?", "fs.reed": "did you mean :fs.read?", "totally.different": "use only listed capabilities"} {
-		if got := suggestCapability(id, reg); !strings.Contains(got, want) {
+		if got := suggestCapability(id, reg, nil); !strings.Contains(got, want) {
 			t.Errorf("suggest(%s) = %q, want %q", id, got, want)
 		}
 	}

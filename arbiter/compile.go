@@ -23,7 +23,8 @@ type checkedStep struct {
 // validateIR checks decoded steps against the registry: unique ids,
 // existing deps, no cycles (named), known capabilities, args that match
 // the schema, valid options. It returns the steps in topological layers.
-func validateIR(steps []*irStep, reg *capability.Registry) ([]*checkedStep, [][]int, []Diagnostic) {
+// An unknown capability's fix suggests only ids permits allows (nil: any).
+func validateIR(steps []*irStep, reg *capability.Registry, permits func(string) bool) ([]*checkedStep, [][]int, []Diagnostic) {
 	ds := &diags{stage: "ir"}
 	byID := make(map[string]int, len(steps))
 	out := make([]*checkedStep, len(steps))
@@ -54,7 +55,7 @@ func validateIR(steps []*irStep, reg *capability.Registry) ([]*checkedStep, [][]
 		}
 		cp := reg.Get(s.capability)
 		if cp == nil {
-			ds.add(path+".capability", fmt.Sprintf("unknown capability :%s", s.capability), suggestCapability(s.capability, reg))
+			ds.add(path+".capability", fmt.Sprintf("unknown capability :%s", s.capability), suggestCapability(s.capability, reg, permits))
 			continue
 		}
 		c.spec = cp.Spec
@@ -401,7 +402,7 @@ func CompileIR(data []byte, reg *capability.Registry) (string, error) {
 	if len(ds) > 0 {
 		return "", &IRError{Diagnostics: ds}
 	}
-	checked, ls, ds := validateIR(steps, reg)
+	checked, ls, ds := validateIR(steps, reg, nil)
 	if len(ds) > 0 {
 		return "", &IRError{Diagnostics: ds}
 	}

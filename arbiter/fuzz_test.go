@@ -32,7 +32,7 @@ func FuzzIR(f *testing.F) {
 			}
 			return
 		}
-		checked, ls, ds := validateIR(steps, reg)
+		checked, ls, ds := validateIR(steps, reg, nil)
 		if len(ds) > 0 {
 			if len(hints(ds)) > maxHints {
 				t.Fatal("hints over the limit")

@@ -88,7 +88,7 @@ func TestValidateIR(t *testing.T) {
 			if len(ds) > 0 {
 				t.Fatalf("decode: %+v", ds)
 			}
-			_, _, ds = validateIR(steps, reg)
+			_, _, ds = validateIR(steps, reg, nil)
 			if len(ds) == 0 {
 				t.Fatal("no diagnostic")
 			}
@@ -116,7 +116,7 @@ func TestTopologicalLayers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			steps, ds := decodeIR([]byte(tc.doc))
-			checked, ls, ds2 := validateIR(steps, reg)
+			checked, ls, ds2 := validateIR(steps, reg, nil)
 			if len(ds)+len(ds2) > 0 {
 				t.Fatalf("diagnostics: %+v %+v", ds, ds2)
 			}

@@ -322,7 +322,7 @@ func (p *pipeline) checkIR(answer string) outcome {
 		}
 		return outcome{diags: ds}
 	}
-	checked, ls, ds := validateIR(steps, p.opts.Registry)
+	checked, ls, ds := validateIR(steps, p.opts.Registry, p.opts.Governance.Permits)
 	if len(ds) > 0 {
 		return outcome{diags: ds}
 	}

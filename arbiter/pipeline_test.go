@@ -347,3 +347,33 @@ func TestPromptExamplesAreValid(t *testing.T) {
 		t.Errorf("Mode B example: %v", err)
 	}
 }
+
+// The hint for an unknown capability suggests and lists only what the
+// constitution permits, as the prompt's inventory does: pointing the model
+// at a denied capability spends a repair on a governance refusal.
+func TestUnknownCapabilityHintsOnlyPermitted(t *testing.T) {
+	t.Parallel()
+	con := governance.Constitution{Allow: []string{"ccos.*"}}
+	for _, mode := range []struct{ name, first string }{
+		{"A", `(do (step "Read" (call :fs.reed {:path "x"})))`},
+		{"B", `{"steps": [{"id": "read", "capability": ":fs.reed", "args": {"path": "x"}}]}`},
+	} {
+		answers := []string{mode.first, validPlan}
+		if mode.name == "B" {
+			answers = []string{"no", "no", mode.first, `{"steps": [{"id": "greet", "capability": ":ccos.echo", "args": {"message": "hi"}}]}`}
+		}
+		resp, err := plan(t, newTestPipeline(t, script(answers...), 1, con), nil)
+		if err != nil {
+			t.Fatalf("mode %s: %v", mode.name, err)
+		}
+		var fix string
+		for _, d := range resp.Diagnostics {
+			if d.Stage == "capability" || strings.Contains(d.Message, "unknown capability") {
+				fix = d.Fix
+			}
+		}
+		if fix == "" || strings.Contains(fix, ":fs.") || strings.Contains(fix, ":shell.") || !strings.Contains(fix, ":ccos.echo") {
+			t.Errorf("mode %s: fix = %q, want only permitted capabilities", mode.name, fix)
+		}
+	}
+}
