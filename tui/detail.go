@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -103,9 +102,9 @@ func (m *model) startVerify(again bool) tea.Cmd {
 		return nil
 	}
 	m.verify = &verifyState{running: true}
-	st := m.store
+	st, ctx := m.store, m.ctx
 	return func() tea.Msg {
-		rep, err := st.Verify(context.Background(), nil)
+		rep, err := st.Verify(ctx, nil) // ends with the UI: it holds the store's read lock, which Close waits for
 		return verifyMsg{report: rep, err: err}
 	}
 }

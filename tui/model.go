@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -37,6 +38,7 @@ const (
 type model struct {
 	runner   *loop.Runner // nil for a recorded run
 	store    *ledger.Store
+	ctx      context.Context // ends with the UI; bounds the commands that read the store
 	approver *Approver
 	now      func() time.Time
 	st       *styles
@@ -114,7 +116,7 @@ func newModel(o *Options, st *styles) *model {
 		now = time.Now
 	}
 	t := newTree()
-	m := &model{runner: o.Runner, store: o.Store, approver: o.Approver, now: now, st: st, keys: newKeyMap(),
+	m := &model{runner: o.Runner, store: o.Store, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
 		help: help.New(), live: o.Runner != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +391,22 @@ func TestQuitDuringAbortConfirmation(t *testing.T) {
 	}
 	if _, cmd := m.Update(keyMsg("q")); !isQuit(cmd) || !m.forced {
 		t.Error("a second q does not force the exit")
+	}
+}
+
+// The background verification (detail view) ends with the UI: it holds
+// the store's read lock, so a verification of a large store left running
+// kept the caller's store.Close — and the process — waiting after q.
+func TestVerifyEndsWithTheUI(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, false, 120, 40)
+	feed(m, stored)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.ctx = ctx
+	cancel() // the UI has ended
+	msg, ok := m.startVerify(false)().(verifyMsg)
+	if !ok || !errors.Is(msg.err, context.Canceled) {
+		t.Errorf("verification after the UI ended: %+v", msg)
 	}
 }

@@ -165,6 +165,7 @@ func run(ctx context.Context, o *Options, source func(context.Context, func(tea.
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	m.ctx = ctx // the UI's commands end with it
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen(),
 		tea.WithMouseCellMotion(), tea.WithoutSignalHandler())
 	s := &session{p: p}
