@@ -329,7 +329,11 @@ func (p *pipeline) checkIR(answer string) outcome {
 	src := FormatPlan([]*rtfs.Node{compileSteps(checked, ls)})
 	forms, ps := p.check.check(src)
 	if len(ps) > 0 {
-		lines := stepLines(forms, ls, checked)
+		located := forms
+		if located == nil { // it does not read under the plan limits: find its steps without them
+			located, _ = rtfs.ReadWith(src, rtfs.ReadOptions{File: planFile})
+		}
+		lines := stepLines(located, ls, checked)
 		out := outcome{}
 		for _, pr := range ps {
 			d := Diagnostic{Stage: pr.stage, Message: pr.msg, Fix: pr.fix}

@@ -377,3 +377,19 @@ func TestUnknownCapabilityHintsOnlyPermitted(t *testing.T) {
 		}
 	}
 }
+
+// A compiled plan that does not read under the plan limits (a string arg
+// over 64 KiB) is still reported against the IR step it came from: the
+// model never sees the compiled text, so "compiled plan 4:41" tells it
+// nothing.
+func TestModeBParseProblemNamesTheStep(t *testing.T) {
+	t.Parallel()
+	reg := testRegistry(t)
+	p := NewPipeline(script(), PipelineOptions{Registry: reg}).(*pipeline)
+	doc := `{"steps": [{"id": "a", "capability": "ccos.echo", "args": {"message": "hi"}},
+		{"id": "b", "capability": "fs.write", "args": {"path": "x", "content": "` + strings.Repeat("x", planMaxLiteral+10) + `"}}]}`
+	out := p.checkIR(doc)
+	if len(out.diags) != 1 || out.diags[0].Stage != "parse" || out.diags[0].Pos != "steps[1]" {
+		t.Fatalf("diagnostics = %+v, want one parse problem at steps[1]", out.diags)
+	}
+}
