@@ -410,3 +410,30 @@ func TestVerifyEndsWithTheUI(t *testing.T) {
 		t.Errorf("verification after the UI ended: %+v", msg)
 	}
 }
+
+// Once the run has ended, p, a and s have nothing to control: the footer
+// must not offer them.
+func TestEndedRunOffersNoControls(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	m.hasDone = true
+	feed(m, stored[:10])
+	if v := m.View(); !strings.Contains(v, "p pause") {
+		t.Fatalf("a running run's footer does not offer p:\n%s", v)
+	}
+	m.Update(keyMsg("a")) // the run ends while the abort question is open
+	feed(m, stored[10:])
+	m.Update(runDoneMsg{})
+	if v := m.View(); strings.Contains(v, "Abort the run?") || !strings.Contains(v, "Stopped by enough") {
+		t.Errorf("the abort question hides how the run ended:\n%s", v)
+	}
+	lines := strings.Split(m.View(), "\n")
+	if footer := lines[len(lines)-1]; strings.Contains(footer, "pause") || strings.Contains(footer, "abort") {
+		t.Errorf("the footer of an ended run offers controls: %q", footer)
+	}
+	press(m, "?")
+	if v := m.View(); strings.Contains(v, "pause") || strings.Contains(v, "skip iteration") {
+		t.Errorf("the help of an ended run lists the controls:\n%s", v)
+	}
+}

@@ -77,8 +77,23 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.input, cmd = m.input.Update(msg)
 		}
 	}
+	m.syncControls()
 	m.layout()
 	return m, cmd
+}
+
+// syncControls turns the run's controls (p, a, s) off once it has ended,
+// so the footer and the help offer only keys that act, and drops an abort
+// question the end has made moot.
+func (m *model) syncControls() {
+	on := m.live && !m.ended()
+	if !on {
+		m.abortAsk = false
+	}
+	if m.keys.Pause.Enabled() != on {
+		m.keys.live(on)
+		clear(m.helpCache)
+	}
 }
 
 // afterEvents finishes a quit that waited for the run to end, and keeps
