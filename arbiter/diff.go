@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ralphloop/ralph/capability"
@@ -86,10 +87,13 @@ func DiffIR(model, plan *IR, reg *capability.Registry) string {
 }
 
 // matchSteps pairs model steps with plan steps: by name and capability,
-// then by name, then by capability, each pass in declaration order.
+// then by name, then by capability, each pass visiting the model's steps in
+// the order compilation places them (by dependency layer, declaration order
+// within one), so steps that share a name pair with the ones they became.
 func matchSteps(model, plan []IRStep) map[int]int {
 	out := map[int]int{}
 	used := make([]bool, len(plan))
+	order := compileOrder(model)
 	passes := []func(m, p *IRStep) bool{
 		func(m, p *IRStep) bool { return m.Name == p.Name && trimColon(m.Capability) == trimColon(p.Capability) },
 		func(m, p *IRStep) bool { return m.Name == p.Name },
@@ -98,7 +102,7 @@ func matchSteps(model, plan []IRStep) map[int]int {
 		},
 	}
 	for _, same := range passes {
-		for i := range model {
+		for _, i := range order {
 			if _, done := out[i]; done {
 				continue
 			}
@@ -111,6 +115,49 @@ func matchSteps(model, plan []IRStep) map[int]int {
 		}
 	}
 	return out
+}
+
+// compileOrder lists the indexes of steps as layers lays them out: by
+// depth in the dependency graph, declaration order within a depth. Unknown
+// deps are ignored and a cycle is cut where it is found.
+func compileOrder(steps []IRStep) []int {
+	byID := make(map[string]int, len(steps))
+	for i, s := range steps {
+		if _, dup := byID[s.ID]; !dup {
+			byID[s.ID] = i
+		}
+	}
+	const visiting = -2
+	depth := make([]int, len(steps))
+	for i := range depth {
+		depth[i] = -1
+	}
+	var level func(i int) int
+	level = func(i int) int {
+		switch depth[i] {
+		case visiting:
+			return -1 // a cycle: this edge does not count
+		case -1:
+		default:
+			return depth[i]
+		}
+		depth[i] = visiting
+		d := 0
+		for _, dep := range steps[i].Deps {
+			if k, ok := byID[dep]; ok {
+				d = max(d, level(k)+1)
+			}
+		}
+		depth[i] = d
+		return d
+	}
+	order := make([]int, len(steps))
+	for i := range steps {
+		level(i)
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return depth[a] - depth[b] })
+	return order
 }
 
 // reaches reports whether plan step j transitively depends on id.

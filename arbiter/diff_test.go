@@ -84,3 +84,29 @@ func TestDiffIR(t *testing.T) {
 		})
 	}
 }
+
+// Compilation reorders steps by layer. Steps that share a name (and
+// capability) must still be paired with the ones they compiled to, or a
+// faithful compile shows a diff — which the docs call worth a bug report.
+func TestDiffOfCompiledIRWithSameNamesIsEmpty(t *testing.T) {
+	t.Parallel()
+	reg := testRegistry(t)
+	p := NewPipeline(script(), PipelineOptions{Registry: reg}).(*pipeline)
+	for _, doc := range []string{
+		`{"steps": [
+			{"id": "second", "name": "Echo", "capability": ":ccos.echo", "args": {"message": "2"}, "deps": ["first"]},
+			{"id": "first", "name": "Echo", "capability": ":ccos.echo", "args": {"message": "1"}}]}`,
+		`{"steps": [
+			{"id": "b", "name": "Echo", "capability": ":ccos.echo", "args": {"message": "x"}, "deps": ["a"]},
+			{"id": "a", "name": "Echo", "capability": ":ccos.echo", "args": {"message": "x"}},
+			{"id": "c", "name": "Echo", "capability": ":ccos.echo", "args": {"message": "x"}, "deps": ["b"]}]}`,
+	} {
+		out := p.checkIR(doc)
+		if len(out.diags) > 0 {
+			t.Fatalf("diagnostics %+v", out.diags)
+		}
+		if diff := DiffIR(out.model, Canonicalize(out.forms), reg); diff != "" {
+			t.Errorf("diff of a faithful compile:\n%s\nplan:\n%s", diff, out.src)
+		}
+	}
+}
