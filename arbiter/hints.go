@@ -48,7 +48,7 @@ func hintLine(d Diagnostic) string {
 	if d.Fix != "" {
 		s += "; fix: " + oneLine(d.Fix)
 	}
-	return truncate(s, maxHintLine-1) + "\n"
+	return truncate(s, maxHintLine-len("…\n")) + "\n" // truncate adds "…" when it cuts
 }
 
 // oneLine folds whitespace runs (newlines included) into single spaces.

@@ -36,6 +36,11 @@ func TestHintsBounded(t *testing.T) {
 			t.Fatalf("%d problems: the first problem must come first: %q", n, h[:40])
 		}
 		lines := strings.Split(strings.TrimSuffix(h, "\n"), "\n")
+		for _, l := range lines {
+			if len(l)+1 > maxHintLine {
+				t.Fatalf("%d problems: a line of %d bytes with its newline, over %d: %q", n, len(l)+1, maxHintLine, l)
+			}
+		}
 		if n > len(lines) && !strings.Contains(lines[len(lines)-1], "more problem") {
 			t.Fatalf("%d problems, %d lines: the last line must count the rest: %q", n, len(lines), lines[len(lines)-1])
 		}
