@@ -165,6 +165,8 @@ func planSummary(resp arbiter.PlanResponse) string {
 		parts = append(parts, "mode A (RTFS)")
 	case "B":
 		parts = append(parts, "mode B (JSON IR compiled to RTFS)")
+	case "": // the provider failed before any answer
+		parts = append(parts, "no answer")
 	default:
 		parts = append(parts, resp.Mode+" plan") // static, script
 	}

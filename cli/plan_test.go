@@ -73,3 +73,16 @@ rtfs = '''(do (step "Greet" (call :ccos.echo {:message "hi"})) (step "Add" (call
 		t.Fatalf("two configs: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A provider that fails before any answer leaves no mode: the summary
+// says so instead of starting with " plan".
+func TestPlanCommandProviderFailsFirst(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, "[intent]\ngoal = \"g\"\n\n[model]\nprovider = \"command\"\ncommand = [\"false\"]\n")
+	out, errOut, code := run(t, context.Background(), "", "plan", cfg)
+	if code != 1 || !strings.HasPrefix(out, "no answer · ") || !strings.Contains(errOut, "exited with status 1") {
+		t.Fatalf("exit %d\nstdout:\n%q\nstderr:\n%s", code, out, errOut)
+	}
+}
