@@ -64,6 +64,10 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 		return exitError(ExitForced, errors.New("quit before the aborted run ended; `ralph resume "+runner.RunID()+"` continues it"))
 	case errors.As(uiErr, &panicErr):
 		return exitError(ExitFailure, fmt.Errorf("internal error in the UI: %v; please report it", panicErr.Value))
+	case uiErr != nil && ctx.Err() != nil:
+		// A signal ended the UI. The runner has the same context and is
+		// aborting (compensations, then RunAborted): wait for it and report
+		// the outcome, as a headless run does.
 	case uiErr != nil:
 		return exitError(ExitFailure, uiErr)
 	}
