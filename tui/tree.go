@@ -377,16 +377,6 @@ func (t *tree) iterationOpen() bool {
 	return t.iter >= 0 && t.at(t.iter).st == stRunning && !t.ended
 }
 
-// hidden reports whether a folded ancestor hides row idx.
-func (t *tree) hidden(idx int32) bool {
-	for p := t.at(idx).parent; p >= 0; p = t.at(p).parent {
-		if t.at(p).flags&flagFolded != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // placed updates the visible list for a new row: appended when it is the
 // last row in tree order, a rebuild otherwise (a compensation under an
 // earlier step).
@@ -509,14 +499,3 @@ func (t *tree) end() {
 	}
 }
 
-// path returns the rows from the top level down to idx.
-func (t *tree) path(idx int32) []int32 {
-	var out []int32
-	for i := idx; i >= 0; i = t.at(i).parent {
-		out = append(out, i)
-	}
-	for l, r := 0, len(out)-1; l < r; l, r = l+1, r-1 {
-		out[l], out[r] = out[r], out[l]
-	}
-	return out
-}
