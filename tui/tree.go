@@ -498,4 +498,3 @@ func (t *tree) end() {
 		t.epoch++
 	}
 }
-
