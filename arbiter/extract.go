@@ -265,13 +265,6 @@ func scanForm(s string, start, limit int) (int, *imbalance) {
 	return 0, &imbalance{fmt.Sprintf("the %q opened here is never closed; add %q where the form ends", s[top], closerOf[s[top]]), top}
 }
 
-func pluralWord(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // skipString returns the offset of the closing quote of the string opening
 // at i (a \ escapes the next byte).
 func skipString(s string, i, limit int) (int, bool) {

@@ -253,6 +253,7 @@ func (m *openAIModel) request(c Completion, jsonMode, stream bool) openai.ChatCo
 		if reasoningModel(m.cfg.Model) {
 			req.MaxCompletionTokens = n // these models refuse max_tokens
 		} else {
+			//lint:ignore SA1019 max_tokens is what Ollama, vLLM and llama.cpp understand; max_completion_tokens is OpenAI's newer name
 			req.MaxTokens = n // what every compatible server understands
 		}
 	}

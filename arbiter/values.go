@@ -59,7 +59,7 @@ func jsonNode(x any, t *rtfs.Type, path string, depth int) (*rtfs.Node, error) {
 			// source in the compiled plan.
 			k, _, err := keywordKey(v, path, nil)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a keyword; write a name of letters, digits and - . / _ ? !", path, truncate(v, 40))
+				return nil, fmt.Errorf("%s: %q is not a keyword; write a name of letters, digits and the marks - . / _ ? ! only", path, truncate(v, 40))
 			}
 			return atom(k), nil
 		}
@@ -256,7 +256,7 @@ func fieldKey(t *rtfs.Type, k, path string) (rtfs.Value, *rtfs.Type, error) {
 func keywordKey(k, path string, vt *rtfs.Type) (rtfs.Value, *rtfs.Type, error) {
 	name := strings.TrimPrefix(k, ":")
 	if v, err := rtfs.ReadValue(":" + name); err != nil || v.Kind() != rtfs.KindKeyword || v.Str() != name {
-		return rtfs.Nil, nil, fmt.Errorf("%s: key %q cannot be a keyword; use letters, digits and - . / _ ? !", path, truncate(k, 40))
+		return rtfs.Nil, nil, fmt.Errorf("%s: key %q cannot be a keyword; use letters, digits and the marks - . / _ ? ! only", path, truncate(k, 40))
 	}
 	return rtfs.Keyword(name), vt, nil
 }

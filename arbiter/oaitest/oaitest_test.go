@@ -23,6 +23,7 @@ func TestPlainAnswerAndRecording(t *testing.T) {
 	t.Parallel()
 	srv := oaitest.New(t, oaitest.Options{}, oaitest.Text("(do 1)").WithUsage(11, 3))
 	resp, err := client(srv, "sk-test").CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{
+		//lint:ignore SA1019 the fake server must record max_tokens, the field compatible servers read
 		Model: "gpt-4o-mini", Temperature: 0.25, MaxTokens: 64,
 		Messages:       []openai.ChatCompletionMessage{{Role: "system", Content: "rules"}, {Role: "user", Content: "plan"}},
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
