@@ -245,10 +245,10 @@ func (s *session) exchange(ctx context.Context, mode string, attempt int, msgs [
 	}
 	reply, err := s.p.model.Complete(ctx, Completion{Messages: msgs, JSON: json}, obs)
 	c := Consultation{Model: s.p.model.Name(), Mode: mode, Attempt: attempt, PromptSHA256: hex.EncodeToString(sum[:]),
-		Prompt: redact(prompt, s.p.opts.Secrets), Response: redact(capText(reply.Text, maxRecorded), s.p.opts.Secrets),
+		Prompt: Redact(prompt, s.p.opts.Secrets), Response: Redact(capText(reply.Text, maxRecorded), s.p.opts.Secrets),
 		Usage: reply.Usage, Duration: time.Since(start)}
 	if err != nil {
-		c.Err = redact(err.Error(), s.p.opts.Secrets)
+		c.Err = Redact(err.Error(), s.p.opts.Secrets)
 	}
 	s.resp.Usage.PromptTokens += reply.Usage.PromptTokens
 	s.resp.Usage.CompletionTokens += reply.Usage.CompletionTokens

@@ -237,9 +237,9 @@ func renderPrompt(msgs []Message) string {
 	return b.String()
 }
 
-// redact replaces each secret (8 bytes or longer, as loop.Redact) with
+// Redact replaces each secret (8 bytes or longer, as loop.Redact) with
 // [REDACTED].
-func redact(s string, secrets []string) string {
+func Redact(s string, secrets []string) string {
 	for _, sec := range secrets {
 		if len(sec) >= 8 {
 			s = strings.ReplaceAll(s, sec, "[REDACTED]")

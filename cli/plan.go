@@ -73,6 +73,9 @@ func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f p
 		return err
 	}
 	defer eng.store.Close()
+	// The plan, its diagnostics and provider errors are printed as they
+	// came; a key an agent CLI or server echoed must not reach the terminal.
+	out, errOut = redactingWriter{out, eng.secrets}, redactingWriter{errOut, eng.secrets}
 	provider, err := newProvider(cfg, eng)
 	if err != nil {
 		return exitError(ExitUsage, err)
@@ -96,6 +99,9 @@ func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f p
 	}
 	if err != nil {
 		return err
+	}
+	if perr != nil {
+		perr = redactedError{perr, eng.secrets}
 	}
 	switch {
 	case perr == nil:
@@ -309,3 +315,25 @@ func (o *planObserver) Waiting(reason string, until time.Time) {
 }
 
 func (o *planObserver) Token(string) {}
+
+// redactingWriter replaces secrets in everything written through it.
+type redactingWriter struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, arbiter.Redact(string(p), r.secrets)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// redactedError is err with secrets replaced in its message.
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e redactedError) Error() string { return arbiter.Redact(e.err.Error(), e.secrets) }
+func (e redactedError) Unwrap() error { return e.err }

@@ -405,7 +405,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		st.failures++
 	}
 	st.lastPlan = resp.Source
-	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: resp.Source, Failures: failures}
+	fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
+	for i, f := range failures {
+		fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
+	}
+	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
 		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),

@@ -571,3 +571,39 @@ duration = "300ms"
 		}
 	}
 }
+
+// The feedback the next plan request carries has the run's secrets
+// replaced: it goes into a prompt, to a server or an agent CLI.
+func TestFeedbackIsRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-feedback-secret-123"
+	r, _ := newRunner(t, `
+[plan]
+rtfs = '(step "Leak" (call :test.fail {}))'
+[[stop]]
+kind = "max_iterations"
+max = 2
+`, nil)
+	r.o.Orchestrator.o.Secrets = []string{secret}
+	var seen []arbiter.Feedback
+	r.o.Provider = providerFunc(func(_ context.Context, req arbiter.PlanRequest) (arbiter.PlanResponse, error) {
+		seen = append(seen, req.Feedback)
+		return arbiter.PlanResponse{Source: `(step "Leak" (call :test.fail {:key "` + secret + `"}))`, Provider: "test"}, nil
+	})
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("%d plan requests", len(seen))
+	}
+	fb := seen[1]
+	if strings.Contains(fb.LastPlan+strings.Join(fb.Failures, " "), secret) || !strings.Contains(fb.LastPlan, "[REDACTED]") {
+		t.Errorf("feedback carries the secret: %+v", fb)
+	}
+}
+
+type providerFunc func(context.Context, arbiter.PlanRequest) (arbiter.PlanResponse, error)
+
+func (f providerFunc) Plan(ctx context.Context, req arbiter.PlanRequest) (arbiter.PlanResponse, error) {
+	return f(ctx, req)
+}
