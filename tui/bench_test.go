@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -116,6 +117,65 @@ func TestMemoryPerAction(t *testing.T) {
 	t.Logf("%.0f bytes per action kept (%d actions, %d rows)", perAction, fed, m.tree.n)
 	if perAction > 120 {
 		t.Errorf("the model keeps %.0f bytes per action; a million would take %.0f MB", perAction, perAction)
+	}
+	runtime.KeepAlive(m)
+}
+
+// shellRun is a classic Ralph loop's chain: each iteration runs the agent
+// and the tests through shell.exec, and the tests fail with the same error.
+func shellRun(iters int) []ledger.Action {
+	s := &scripter{clock: fixtureStart}
+	run := s.add(ledger.Action{Type: ledger.RunStarted, FunctionName: "make the tests pass", Success: true}, 0)
+	for it := 1; it <= iters; it++ {
+		iter := s.add(ledger.Action{Type: ledger.IterationStarted, ParentActionID: run, FunctionName: fmt.Sprintf("iteration %d", it),
+			Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(it))}}, 1)
+		plan := s.add(ledger.Action{Type: ledger.PlanStarted, ParentActionID: iter, FunctionName: fmt.Sprintf("iteration-%d.rtfs", it), Success: true}, 1)
+		for _, c := range []struct{ name, cmd, fail string }{
+			{"Agent", "claude -p " + strings.Repeat("implement the next item of PROMPT.md ", 4), ""},
+			{"Tests", "go test ./... -count=1", "exit status 1: --- FAIL: TestParse (0.01s) parse_test.go:42: want 3, got 2"},
+		} {
+			st := s.add(ledger.Action{Type: ledger.PlanStepStarted, ParentActionID: plan, FunctionName: c.name, Success: true}, 1)
+			s.add(ledger.Action{Type: ledger.CapabilityCall, ParentActionID: st, FunctionName: "shell.exec", Success: c.fail == "",
+				ErrorMessage: c.fail, Metadata: map[string]rtfs.Value{"cmd": rtfs.String(c.cmd), "exit": rtfs.String("0")}}, 5)
+			end := ledger.Action{Type: ledger.PlanStepCompleted, ParentActionID: st, FunctionName: c.name, Success: true}
+			if c.fail != "" {
+				end.Type, end.Success, end.ErrorMessage = ledger.PlanStepFailed, false, c.fail
+			}
+			s.add(end, 1)
+		}
+		s.add(ledger.Action{Type: ledger.PlanAborted, ParentActionID: plan, FunctionName: fmt.Sprintf("iteration-%d.rtfs", it),
+			ErrorMessage: "exit status 1: --- FAIL: TestParse (0.01s) parse_test.go:42: want 3, got 2"}, 1)
+		s.add(ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iter, FunctionName: fmt.Sprintf("iteration %d", it),
+			ErrorMessage: "exit status 1: --- FAIL: TestParse (0.01s) parse_test.go:42: want 3, got 2"}, 1)
+	}
+	return s.acts
+}
+
+// Notes (commands, errors) repeat from iteration to iteration in a real
+// loop; the model keeps one copy of each, not one per row.
+func TestMemoryPerActionShellHeavy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("feeds a 200k-action run")
+	}
+	const total = 200_000
+	m := loadedModel(t, nil)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fed := 0
+	for fed < total {
+		chunk := shellRun(40) // decoded afresh each time, as the loader does
+		for i := 0; i < len(chunk); i += loadBatch {
+			feed(m, chunk[i:min(len(chunk), i+loadBatch)])
+		}
+		fed += len(chunk)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perAction := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(fed)
+	t.Logf("%.0f bytes per action kept (%d actions, %d rows)", perAction, fed, m.tree.n)
+	if perAction > 120 {
+		t.Errorf("the model keeps %.0f bytes per action of a shell-heavy run; a million would take %.0f MB", perAction, perAction)
 	}
 	runtime.KeepAlive(m)
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"hash/maphash"
 	"strconv"
+	"strings"
 
 	"github.com/ralphloop/ralph/ledger"
 )
@@ -110,6 +111,7 @@ func (t *tree) str(s string) string {
 	if v, ok := t.intern[s]; ok {
 		return v
 	}
+	s = strings.Clone(s) // never keep a decoded action's buffer alive through a substring
 	if len(t.intern) < maxInterned {
 		t.intern[s] = s
 	}
@@ -306,7 +308,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		n.kind, n.label = kindCall, t.str(fn)
 		ok()
 		if cmd := a.Metadata["cmd"].Str(); cmd != "" && a.Success {
-			t.notes[idx] = cut(firstLine(cmd), maxNote)
+			t.notes[idx] = t.str(cut(firstLine(cmd), maxNote))
 		}
 	case ledger.CapabilityDeduplicated:
 		n.kind, n.st, n.label = kindCall, stOK, t.str(fn+" (deduplicated)")
@@ -331,7 +333,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		n.label = t.str(a.Type.String() + " " + fn)
 	}
 	if !a.Success && a.ErrorMessage != "" {
-		t.notes[idx] = cut(firstLine(a.ErrorMessage), maxNote)
+		t.notes[idx] = t.str(cut(firstLine(a.ErrorMessage), maxNote))
 	}
 }
 
@@ -362,7 +364,7 @@ func (t *tree) close(idx int32, a *ledger.Action) {
 	n.ver++
 	switch {
 	case !a.Success && a.ErrorMessage != "":
-		t.notes[idx] = cut(firstLine(a.ErrorMessage), maxNote)
+		t.notes[idx] = t.str(cut(firstLine(a.ErrorMessage), maxNote))
 	case a.Type == ledger.IterationCompleted && a.Metadata["status"].Str() == "skipped":
 		t.notes[idx] = "skipped"
 	}
