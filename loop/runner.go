@@ -139,6 +139,7 @@ type runState struct {
 	abort                   string           // set when the run cannot go on (approval impossible)
 	fatal                   string           // a provider error no retry can fix: the run stops with exit 2
 	lastEval                *stop.Evaluation // resume: the last recorded stop evaluation
+	unevaluated             []ledger.Action  // resume: the last completed iteration, when it was never evaluated
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -174,6 +175,18 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		runCtx, cancel = context.WithDeadline(ctx, st.started.Add(d))
 		defer cancel()
 	}
+	if st.unevaluated != nil {
+		// The dead process completed an iteration but died before its stop
+		// conditions were evaluated: evaluate them now, so a stop that
+		// iteration earned is not missed by running another.
+		out, err := r.decide(ctx, runCtx, st, index, st.unevaluated, nil, "")
+		if err != nil {
+			return nil, err
+		}
+		if out != nil {
+			return r.finish(ctx, st, out)
+		}
+	}
 	for {
 		if err := r.gate(runCtx, st); err != nil && runCtx.Err() == nil {
 			return nil, err
@@ -207,36 +220,11 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Checks run under the run's deadline too: a slow command check
-		// cannot carry the run past max_duration.
-		ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
-			Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
-			Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
-		if ctx.Err() != nil {
-			return r.finish(ctx, st, abortOutcome(ctx))
-		}
-		if err != nil {
-			if runCtx.Err() != nil {
-				return r.finish(ctx, st, r.durationOutcome())
-			}
-			return nil, err
-		}
-		st.feedback.Conditions = conditionStatus(ev.Results)
-		strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
-		switch {
-		case trig != nil && !strong: // a completion predicate held; failure still beats it
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassSuccess, TriggeredBy: trigName,
-				Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
-				Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig})
-		case ev.ShouldStop:
-			t := ev.Trigger()
-			out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
-			if t != nil {
-				out.Evidence = t.Evidence
+		if out, err := r.decide(ctx, runCtx, st, index, last, trig, trigName); out != nil || err != nil {
+			if err != nil {
+				return nil, err
 			}
 			return r.finish(ctx, st, out)
-		case runCtx.Err() != nil: // the deadline passed during the checks
-			return r.finish(ctx, st, r.durationOutcome())
 		}
 		if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
 			return nil, err
@@ -247,6 +235,44 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			}
 		}
 	}
+}
+
+// decide evaluates the stop conditions after an iteration whose actions are
+// last, and returns how the run ends, or nil to go on. trig is the action
+// after which a completion predicate held, if one did.
+func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
+	trig *ledger.Action, trigName string) (*Outcome, error) {
+	// Checks run under the run's deadline too: a slow command check
+	// cannot carry the run past max_duration.
+	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
+		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
+		Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
+	if ctx.Err() != nil {
+		return abortOutcome(ctx), nil
+	}
+	if err != nil {
+		if runCtx.Err() != nil {
+			return r.durationOutcome(), nil
+		}
+		return nil, err
+	}
+	st.feedback.Conditions = conditionStatus(ev.Results)
+	strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
+	switch {
+	case trig != nil && !strong: // a completion predicate held; failure still beats it
+		return &Outcome{Class: stop.ClassSuccess, TriggeredBy: trigName,
+			Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
+			Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig}, nil
+	case ev.ShouldStop:
+		out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
+		if t := ev.Trigger(); t != nil {
+			out.Evidence = t.Evidence
+		}
+		return out, nil
+	case runCtx.Err() != nil: // the deadline passed during the checks
+		return r.durationOutcome(), nil
+	}
+	return nil, nil
 }
 
 // delay waits d between iterations. An abort or max_duration ends it; a

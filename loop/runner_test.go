@@ -607,3 +607,60 @@ type providerFunc func(context.Context, arbiter.PlanRequest) (arbiter.PlanRespon
 func (f providerFunc) Plan(ctx context.Context, req arbiter.PlanRequest) (arbiter.PlanResponse, error) {
 	return f(ctx, req)
 }
+
+// A crash after IterationCompleted but before the stop conditions were
+// evaluated: the resumed run evaluates that iteration first, so the stop
+// it earned is not missed by running another iteration.
+func TestResumeEvaluatesAnIterationTheCrashLeftUnevaluated(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "not yet"}))'
+[[stop]]
+name = "promise"
+kind = "output_pattern"
+pattern = "<promise>DONE</promise>"
+[[stop]]
+name = "five"
+kind = "max_iterations"
+max = 5
+`, nil)
+	ctx := context.Background()
+	run := NewID()
+	add := func(a *ledger.Action) string {
+		a.ActionID, a.RunID, a.IntentID = NewID(), run, run
+		if _, err := fx.store.Append(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		return a.ActionID
+	}
+	// What the dead process wrote: iteration 1 completed with the promise
+	// in its output, and nothing after it.
+	started := add(&ledger.Action{Type: ledger.RunStarted, FunctionName: "goal", Success: true,
+		Metadata: map[string]rtfs.Value{"config": rtfs.String("")}})
+	iter := add(&ledger.Action{Type: ledger.IterationStarted, ParentActionID: started, FunctionName: "iteration 1", Success: true,
+		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(1)}})
+	add(&ledger.Action{Type: ledger.CapabilityCall, ParentActionID: iter, FunctionName: "ccos.echo", Success: true,
+		Result: rtfs.String("all green <promise>DONE</promise>")})
+	add(&ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iter, FunctionName: "iteration 1", Success: true,
+		Result: rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword("ok"))),
+		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(1), "status": rtfs.String("ok")}})
+	if err := fx.store.KV().Put(ctx, RunKVPrefix+run, rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: run, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r2.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.TriggeredBy != "promise" || out.ExitCode != ExitSuccess || out.Iterations != 1 {
+		t.Fatalf("resumed run %+v: iteration 1 earned the promise stop", out)
+	}
+	if n := len(runTypes(t, fx, run, ledger.IterationStarted)); n != 1 {
+		t.Errorf("%d iterations started, want only the dead process's one", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ralphloop/ralph/ledger"
@@ -50,8 +51,9 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	if !ok {
 		return nil, fmt.Errorf("no run %s in this store; `ralph runs` lists them%w", st.id, errSilent{ErrCannotResume})
 	}
-	if s := rec.AsMap().GetKey("state").Str(); s != StateRunning && s != StateAborted && s != StatePaused {
-		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead%w", st.id, s, errSilent{ErrCannotResume})
+	state := rec.AsMap().GetKey("state").Str()
+	if state != StateRunning && state != StateAborted && state != StatePaused {
+		return nil, fmt.Errorf("run %s already ended (%s); start a new run instead%w", st.id, state, errSilent{ErrCannotResume})
 	}
 	acts, err := r.o.Store.ByRun(st.id)
 	if err != nil {
@@ -64,12 +66,14 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	// plan generation the crash interrupted.
 	var spent, pendingCost float64
 	var tokens, pendingTokens int64
+	iterStart, lastFrom, lastTo := -1, -1, -1 // the last completed iteration's actions
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {
 		case ledger.RunStarted:
 			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
 		case ledger.IterationStarted:
+			iterStart = i
 			spent, tokens = spent+pendingCost, tokens+pendingTokens
 			pendingCost, pendingTokens = 0, 0
 		case ledger.LlmConsultation:
@@ -88,6 +92,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 			}
 		case ledger.IterationCompleted:
 			st.iteration = int(a.Metadata["iteration"].AsInt())
+			lastFrom, lastTo = iterStart, i
 			tok := a.Result.AsMap().GetKey("tokens").AsInt()
 			st.iterCosts = append(st.iterCosts, a.Cost)
 			st.iterTokens = append(st.iterTokens, tok)
@@ -99,6 +104,11 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		}
 	}
 	st.cost, st.tokens = spent+pendingCost, tokens+pendingTokens
+	// A crash between IterationCompleted and StopConditionsEvaluated left
+	// that iteration unevaluated. (An abort skips the evaluation on purpose.)
+	if state != StateAborted && lastFrom >= 0 && (st.lastEval == nil || st.lastEval.Iteration < st.iteration) {
+		st.unevaluated = slices.Clone(acts[lastFrom : lastTo+1])
+	}
 	if st.startedID == "" {
 		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
 	}
