@@ -643,7 +643,7 @@ max = 5
 	add(&ledger.Action{Type: ledger.CapabilityCall, ParentActionID: iter, FunctionName: "ccos.echo", Success: true,
 		Result: rtfs.String("all green <promise>DONE</promise>")})
 	add(&ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iter, FunctionName: "iteration 1", Success: true,
-		Result: rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword("ok"))),
+		Result:   rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword("ok"))),
 		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(1), "status": rtfs.String("ok")}})
 	if err := fx.store.KV().Put(ctx, RunKVPrefix+run, rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
 		t.Fatal(err)
