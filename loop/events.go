@@ -95,9 +95,10 @@ type Bus struct {
 	store *ledger.Store
 	runID string
 
-	mu    sync.Mutex
-	subs  map[*subscriber]struct{}
-	state string
+	mu      sync.Mutex
+	subs    map[*subscriber]struct{}
+	state   string
+	pending *Event // the approval the runner waits for, if any
 }
 
 // subscriberQueue bounds the transient events a consumer may lag behind.
@@ -132,6 +133,22 @@ func (b *Bus) setState(state string, now time.Time) {
 	}
 }
 
+// awaitApproval publishes e, an approval request, and remembers it until
+// the next call (with a zero Event once the answer came), so a consumer
+// that subscribes while the runner waits still gets the request.
+func (b *Bus) awaitApproval(e Event) {
+	if e.Kind == 0 {
+		b.mu.Lock()
+		b.pending = nil
+		b.mu.Unlock()
+		return
+	}
+	b.publish(e)
+	b.mu.Lock()
+	b.pending = &e
+	b.mu.Unlock()
+}
+
 // publish queues a transient event for every consumer; it never blocks.
 func (b *Bus) publish(e Event) {
 	e.RunID = b.runID
@@ -154,8 +171,11 @@ func (b *Bus) publish(e Event) {
 }
 
 // Subscribe streams the run's events from the chain's fromSeq on (0 or 1:
-// the whole chain, so a resumed run shows its history) until ctx ends. The
-// channel closes when ctx is done. Consumers must keep reading or cancel.
+// the whole chain, so a resumed run shows its history) until ctx ends. A
+// consumer that subscribes after the run started first gets its current
+// state, and any plan waiting for approval, once the chain up to now has
+// been delivered. The channel closes when ctx is done. Consumers must keep
+// reading or cancel.
 func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 	if fromSeq == 0 {
 		fromSeq = 1
@@ -163,6 +183,16 @@ func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 	s := &subscriber{notify: make(chan struct{}, 1)}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
+	// A late consumer learns where the run stands: its state, and the plan
+	// waiting for approval, delivered after the chain up to now.
+	if b.state != StateIdle {
+		s.queue = append(s.queue, Event{Kind: EventState, RunID: b.runID, State: b.state, Time: time.Now(), afterSeq: b.store.Head().Seq})
+	}
+	if b.pending != nil {
+		e := *b.pending
+		e.afterSeq = b.store.Head().Seq
+		s.queue = append(s.queue, e)
+	}
 	b.mu.Unlock()
 	out := make(chan Event, 64)
 	go func() {

@@ -429,3 +429,44 @@ wait:
 		t.Fatalf("outcome %+v", out)
 	}
 }
+
+// A consumer that subscribes while the run waits for an approval learns
+// the state and gets the pending request.
+func TestLateSubscriberGetsStateAndPendingApproval(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	asked, answer := make(chan struct{}), make(chan bool)
+	r.o.Approve = func(ctx context.Context, _ int, _ string) (bool, error) {
+		close(asked)
+		return <-answer, nil
+	}
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	<-asked
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	first, second := <-events, <-events
+	if first.Kind != EventState || first.State != StateRunning {
+		t.Errorf("first event %v %q, want the running state", first.Kind, first.State)
+	}
+	if second.Kind != EventApprove || second.Plan == nil || second.Plan.Iteration != 1 {
+		t.Errorf("second event %v %+v, want the pending approval", second.Kind, second.Plan)
+	}
+	answer <- true
+	if out := <-done; out.ExitCode != ExitLimit {
+		t.Errorf("outcome %+v", out)
+	}
+}

@@ -390,8 +390,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	case r.o.Approve != nil:
 		info := PlanInfo{Iteration: st.iteration, Source: resp.Source, Provider: resp.Provider, Model: resp.Model,
 			Mode: resp.Mode, Repairs: resp.Repairs, OK: true}
-		r.bus.publish(Event{Kind: EventApprove, Iteration: st.iteration, Plan: &info, Time: r.o.Now()})
+		r.bus.awaitApproval(Event{Kind: EventApprove, Iteration: st.iteration, Plan: &info, Time: r.o.Now()})
 		ok, err := r.o.Approve(ictx, st.iteration, resp.Source)
+		r.bus.awaitApproval(Event{})
 		switch {
 		case skipped():
 			status = "skipped"
