@@ -337,10 +337,23 @@ func TestSagaCompensatesLIFO(t *testing.T) {
 func TestParallelFailureCompensatesCompletedBranches(t *testing.T) {
 	t.Parallel()
 	fx := newFixture(t, governance.Constitution{}, nil, nil)
+	// B fails only once A has completed, so there is something to undo
+	// (a failure first would cancel A before it ran: nothing to compensate).
+	fx.hold = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for a := range fx.store.Subscribe(ctx, 1) {
+			if a.Type == ledger.PlanStepCompleted && a.FunctionName == "A" {
+				close(fx.hold)
+				return
+			}
+		}
+	}()
 	res, _ := fx.exec(t, `
 (step-parallel
   (step.with-compensation (step "A" (call :test.ok :a)) (step "UndoA" (call :test.undo :a)))
-  (step "B" (call :test.fail :b)))`, rtfs.Nil)
+  (step "B" (do (call :test.wait {}) (call :test.fail :b))))`, rtfs.Nil)
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "boom") {
 		t.Fatalf("got %v", res.Err)
 	}
