@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,12 +19,15 @@ import (
 // detailView shows every field of one action (enter on a chain row): its
 // place in the chain, arguments, result and error, metadata, the links to
 // the reasoning behind it (intent, rule, decision, attestation), and its
-// verification: the action hash recomputed, the chain link to the previous
-// action, and the signed checkpoint that covers it. A row with a closing
-// action (a step and its PlanStepCompleted) shows that action too.
+// proof (ledger.Store.VerifyAction): the action hash recomputed, the chain
+// link to the previous action, the checkpoint that signs it, its signature
+// and the chain from the action to it — each fact on its own, so a failure
+// shows which part broke. r verifies the whole store as well. A row with a
+// closing action (a step and its PlanStepCompleted) shows that action too.
 type detailView struct {
 	st      *styles
 	seq     uint64
+	end     uint64     // the closing action's seq; 0 if none
 	msg     *detailMsg // nil while loading
 	verify  *verifyState
 	offset  int
@@ -39,17 +43,14 @@ type detailMsg struct {
 	closer    *ledger.Action
 	parent    string // summary of the parent action
 	decision  string // summary of the delegation decision it names
-	prevSeq   uint64
-	hashOK    bool // action_hash matches the canonical encoding
-	linkOK    bool // chain_hash = SHA-256(prev chain_hash ‖ action_hash ‖ seq)
-	cpChain   ledger.Hash
-	cpFound   bool
+	proof     *ledger.ActionProof
+	proofErr  error // the proof could not be made
 	err       error
 	closerErr error
 }
 
-// verifyState is the last whole-store verification (ledger.Store.Verify):
-// the only way to check checkpoint signatures from outside the ledger.
+// verifyState is the last whole-store verification (ledger.Store.Verify),
+// which r starts: it checks every action, checkpoint and index entry.
 type verifyState struct {
 	running bool
 	report  ledger.VerifyReport
@@ -63,8 +64,8 @@ type verifyMsg struct {
 
 func newDetailView(st *styles) *detailView { return &detailView{st: st} }
 
-func (d *detailView) open(seq uint64) {
-	d.seq, d.msg, d.offset, d.loading = seq, nil, 0, true
+func (d *detailView) open(seq, end uint64) {
+	d.seq, d.end, d.msg, d.offset, d.loading = seq, end, nil, 0, true
 }
 
 func (d *detailView) set(msg detailMsg) {
@@ -89,14 +90,23 @@ func (m *model) openDetail() tea.Cmd {
 	if n.endDelta > 0 {
 		end = n.seq + uint64(n.endDelta)
 	}
-	m.detail.open(n.seq)
+	m.detail.open(n.seq, end)
 	m.view = viewDetail
-	return tea.Batch(fetchDetail(m.store, n.seq, end), m.startVerify(false))
+	return fetchDetail(m.ctx, m.store, n.seq, end)
+}
+
+// reverify (r in the detail view) verifies the whole store in the
+// background and proves the shown action again; the action stays on
+// screen until the new proof arrives.
+func (m *model) reverify() tea.Cmd {
+	if m.store == nil || (m.verify != nil && m.verify.running) {
+		return nil
+	}
+	return tea.Batch(fetchDetail(m.ctx, m.store, m.detail.seq, m.detail.end), m.startVerify(true))
 }
 
 // startVerify verifies the whole store in the background, once (or again
-// when asked): the detail view names the checkpoint that signs an action
-// and whether its signature verified.
+// when asked).
 func (m *model) startVerify(again bool) tea.Cmd {
 	if m.store == nil || (m.verify != nil && (m.verify.running || !again)) {
 		return nil
@@ -109,9 +119,17 @@ func (m *model) startVerify(again bool) tea.Cmd {
 	}
 }
 
-func fetchDetail(st *ledger.Store, seq, end uint64) tea.Cmd {
+// fetchDetail reads the action at seq (and its closing action at end, if
+// any) and proves it. The proof is made even when the action cannot be
+// decoded: it says which stored part is damaged.
+func fetchDetail(ctx context.Context, st *ledger.Store, seq, end uint64) tea.Cmd {
 	return func() tea.Msg {
 		msg := detailMsg{seq: seq}
+		if p, err := st.VerifyAction(ctx, seq); err != nil {
+			msg.proofErr = err
+		} else {
+			msg.proof = &p
+		}
 		a, err := st.GetSeq(seq)
 		if err != nil {
 			msg.err = err
@@ -135,22 +153,6 @@ func fetchDetail(st *ledger.Store, seq, end uint64) tea.Cmd {
 				msg.decision = ledger.Summary(&p)
 			}
 		}
-		var prev ledger.Hash
-		if seq > 1 {
-			p, err := st.GetSeq(seq - 1)
-			if err != nil {
-				msg.err = fmt.Errorf("read the previous action: %w", err)
-				return msg
-			}
-			prev, msg.prevSeq = p.ChainHash, seq-1
-		}
-		msg.hashOK = ledger.ComputeActionHash(&a) == a.ActionHash
-		msg.linkOK = ledger.ChainLink(prev, a.ActionHash, a.Seq) == a.ChainHash
-		if a.CheckpointSeq > 0 {
-			if c, err := st.GetSeq(a.CheckpointSeq); err == nil {
-				msg.cpChain, msg.cpFound = c.ChainHash, true
-			}
-		}
 		return msg
 	}
 }
@@ -168,7 +170,13 @@ func (d *detailView) lines(width, height int) []string {
 	case d.msg == nil:
 		body = []string{d.st.dim.Render("reading seq " + strconv.FormatUint(d.seq, 10) + " from the store…")}
 	case d.msg.err != nil:
-		body = []string{d.st.fail.Render("✗ " + d.msg.err.Error())}
+		// The action cannot be shown; its proof says what is damaged.
+		title = "Detail · #" + strconv.FormatUint(d.seq, 10)
+		for _, l := range wrap("✗ "+d.msg.err.Error(), max(10, w)) {
+			body = append(body, d.st.fail.Render(l))
+		}
+		body = append(body, "", d.st.bold.Render("verification"))
+		d.verification(d.fieldFunc(&body, w, fieldW))
 	default:
 		a := d.msg.action
 		title = "Detail · #" + strconv.FormatUint(a.Seq, 10) + " " + a.Type.String()
@@ -189,17 +197,7 @@ func (d *detailView) content(w int) []string {
 	st, msg, a := d.st, d.msg, d.msg.action
 	var out []string
 	fieldW := fieldW
-	field := func(name, value string) {
-		nw := max(fieldW, ansi.StringWidth(name)+2)
-		lines := wrap(value, max(10, w-nw))
-		if len(lines) == 0 {
-			lines = []string{""}
-		}
-		out = append(out, st.dim.Render(fit(name, nw))+lines[0])
-		for _, l := range lines[1:] {
-			out = append(out, strings.Repeat(" ", nw)+l)
-		}
-	}
+	field := func(name, value string) { d.fieldFunc(&out, w, fieldW)(name, value) }
 	section := func(name string) { out = append(out, "", st.bold.Render(name)) }
 	verdict := st.ok.Render("✓ succeeded")
 	if !a.Success {
@@ -275,53 +273,106 @@ func (d *detailView) content(w int) []string {
 	return out
 }
 
-// verification writes the hash, link and checkpoint checks with field.
+// fieldFunc returns a function that appends a field to *out: its name in
+// a column nameW wide (wider for a longer name), its value wrapped to the
+// rest of w.
+func (d *detailView) fieldFunc(out *[]string, w, nameW int) func(name, value string) {
+	return func(name, value string) {
+		nw := max(nameW, ansi.StringWidth(name)+2)
+		lines := wrap(value, max(10, w-nw))
+		if len(lines) == 0 {
+			lines = []string{""}
+		}
+		*out = append(*out, d.st.dim.Render(fit(name, nw))+lines[0])
+		for _, l := range lines[1:] {
+			*out = append(*out, strings.Repeat(" ", nw)+l)
+		}
+	}
+}
+
+// verification writes the action's proof, one fact a line with ✓ or ✗,
+// the problems the proof found, and the last whole-store verification.
 func (d *detailView) verification(field func(name, value string)) {
-	st, msg, a := d.st, d.msg, d.msg.action
+	st, msg := d.st, d.msg
+	p := msg.proof
+	if p == nil {
+		if msg.proofErr != nil {
+			field("proof", st.fail.Render("✗ could not prove the action: "+msg.proofErr.Error()))
+		}
+		field("store", d.store())
+		return
+	}
 	mark := func(ok bool, yes, no string) string {
 		if ok {
 			return st.ok.Render("✓ " + yes)
 		}
 		return st.fail.Render("✗ " + no)
 	}
-	field("action_hash", a.ActionHash.String())
-	field("", mark(msg.hashOK, "recomputed from the canonical encoding", "does not match the canonical encoding"))
-	field("chain_hash", a.ChainHash.String())
-	link := "links to seq " + strconv.FormatUint(msg.prevSeq, 10)
-	if msg.prevSeq == 0 {
-		link = "links to the genesis hash (32 zero bytes)"
+	field("action_hash", p.ActionHash.String())
+	field("", mark(p.ActionHashOK, "recomputed from the canonical encoding", "does not match the stored content"))
+	field("chain_hash", p.ChainHash.String())
+	prev := "seq " + strconv.FormatUint(p.PrevSeq, 10)
+	if p.PrevSeq == 0 {
+		prev = "the genesis hash (32 zero bytes)"
 	}
-	field("", mark(msg.linkOK, link, "does not follow from seq "+strconv.FormatUint(msg.prevSeq, 10)))
-	cp := "seq " + strconv.FormatUint(a.CheckpointSeq, 10)
-	if msg.cpFound {
-		cp += " · chain_hash there " + msg.cpChain.String()[:16] + "…"
+	field("", mark(p.LinkOK, "links to "+prev, "does not link to "+prev))
+	if p.CheckpointSeq == 0 {
+		field("checkpoint", st.fail.Render("✗ no checkpoint covers this action"))
+	} else {
+		cp := "seq " + strconv.FormatUint(p.CheckpointSeq, 10)
+		if !p.CheckpointTime.IsZero() {
+			cp += " · signed " + p.CheckpointTime.UTC().Format(time.RFC3339Nano) +
+				" · chain_hash " + p.CheckpointChainHash.String()[:16] + "…"
+		}
+		field("checkpoint", cp)
+		field("", mark(p.CheckpointSeqOK, "the action's checkpoint_seq names it", "the action's checkpoint_seq names another"))
+		field("", mark(p.SignatureOK, "Ed25519 signature verified with this store's key", "Ed25519 signature does not verify with this store's key"))
+		from := "#" + strconv.FormatUint(p.Seq, 10)
+		switch {
+		case p.TooFar:
+			field("", st.dim.Render(fmt.Sprintf("? %d actions away, too far to walk; r verifies the whole store", p.CheckpointSeq-p.Seq)))
+		case p.ReachesCheckpoint && p.Links == 0:
+			field("", st.ok.Render("✓ it signs this action's chain_hash"))
+		case p.ReachesCheckpoint:
+			field("", st.ok.Render(fmt.Sprintf("✓ the chain from %s reaches the chain_hash it signs (%s)", from, links(p.Links))))
+		default:
+			field("", st.fail.Render("✗ the chain from "+from+" does not reach the chain_hash it signs"))
+		}
 	}
-	field("checkpoint", cp)
-	field("signature", d.signature(a))
+	for i, pr := range p.Problems {
+		name := ""
+		if i == 0 {
+			name = "problems"
+		}
+		field(name, st.fail.Render("✗ "+pr))
+	}
+	field("store", d.store())
 }
 
-// signature says what the last whole-store verification found about the
-// checkpoint that signs a.
-func (d *detailView) signature(a *ledger.Action) string {
+// store says what the last whole-store verification found.
+func (d *detailView) store() string {
 	st, v := d.st, d.verify
 	var ie *ledger.IntegrityError
 	switch {
 	case v == nil:
-		return st.dim.Render("not verified yet")
+		return st.dim.Render("not verified · r verifies the whole store")
 	case v.running:
 		return st.dim.Render("verifying the whole store…")
 	case errors.As(v.err, &ie):
-		if ie.Seq <= a.CheckpointSeq {
-			return st.fail.Render(fmt.Sprintf("✗ store verification failed at seq %d: %s", ie.Seq, ie.Reason))
-		}
-		return st.ok.Render(fmt.Sprintf("✓ Ed25519 signature verified (the store fails later, at seq %d)", ie.Seq))
+		return st.fail.Render(fmt.Sprintf("✗ verification failed at seq %d: %s", ie.Seq, ie.Reason))
 	case v.err != nil:
 		return st.fail.Render("✗ could not verify: " + v.err.Error())
-	case v.report.Head.Seq < a.CheckpointSeq:
-		return st.dim.Render(fmt.Sprintf("signed after the last verification (through seq %d); press r", v.report.Head.Seq))
+	case v.report.Head.Seq < d.seq:
+		return st.dim.Render(fmt.Sprintf("verified through seq %d, before this action; r verifies again", v.report.Head.Seq))
 	}
-	return st.ok.Render(fmt.Sprintf("✓ Ed25519 signature verified (store verified: %d actions, %d checkpoints)",
-		v.report.Actions, v.report.Checkpoints))
+	return st.ok.Render(fmt.Sprintf("✓ whole store verified: %d actions, %d checkpoints", v.report.Actions, v.report.Checkpoints))
+}
+
+func links(n uint64) string {
+	if n == 1 {
+		return "1 link"
+	}
+	return strconv.FormatUint(n, 10) + " links"
 }
 
 func orNone(s string) string {

@@ -120,6 +120,11 @@ func TestGolden(t *testing.T) {
 			m.Update(runDoneMsg{})
 			selectSeq(t, m, seqOf(t, stored, ledger.CapabilityCall, "ccos.echo", 3))
 			press(m, "enter")
+			// The checkpoint was signed when the fixture store was built:
+			// show it signed with the action, as a live run would.
+			if p := m.detail.msg.proof; p != nil {
+				p.CheckpointTime = m.detail.msg.action.Timestamp
+			}
 		}},
 	}
 	for _, c := range cases {

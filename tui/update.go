@@ -174,8 +174,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case viewMain:
 		return m.mainKey(k)
 	case viewDetail:
-		if key.Matches(k, m.keys.Verify) && m.verify != nil && !m.verify.running {
-			return m.startVerify(true)
+		if key.Matches(k, m.keys.Verify) {
+			return m.reverify()
 		}
 		m.scrollKey(k, m.detail)
 	case viewHistory:
