@@ -189,7 +189,10 @@ func (m *model) ingest(a *ledger.Action) {
 	case ledger.IterationStarted:
 		m.iteration = int(a.Metadata["iteration"].AsInt())
 	case ledger.CapabilityCall: // model costs are summed in their PlanGenerated
-		m.cost += a.Cost
+		m.cost += a.Cost // llm.ask's cost and tokens are its call's
+		m.tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+	case ledger.LlmConsultation:
+		m.plan.resetStream() // the next answer (a repair, Mode B) streams from the start
 	case ledger.PlanGenerated:
 		m.cost += a.Cost
 		m.tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
@@ -244,6 +247,7 @@ func (m *model) event(e *loop.Event) {
 		}
 	case loop.EventWait:
 		m.wait = &waitInfo{until: e.Until, reason: e.Text}
+		m.plan.resetStream() // the provider retries: what it streamed so far is void
 	case loop.EventToken:
 		if m.plan.plan == nil || m.plan.plan.Iteration < m.iteration {
 			m.plan.addStream(e.Text)

@@ -437,3 +437,25 @@ func TestEndedRunOffersNoControls(t *testing.T) {
 		t.Errorf("the help of an ended run lists the controls:\n%s", v)
 	}
 }
+
+// Streamed text starts over when the provider retries or begins another
+// attempt: the pane never shows two answers run together.
+func TestStreamStartsOverOnRetryAndNextAttempt(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, false, 120, 40)
+	feed(m, stored)
+	tok := func(s string) { m.event(&loop.Event{Kind: loop.EventToken, Text: s}) }
+	m.iteration = 2 // a plan for the next iteration is being streamed
+	tok("(do (step ")
+	m.event(&loop.Event{Kind: loop.EventWait, Text: "500: retry 1 of 5", Until: time.Now().Add(time.Second)})
+	tok("(do (step \"A\"")
+	if m.plan.stream != "(do (step \"A\"" {
+		t.Errorf("after a retry the stream is %q", m.plan.stream)
+	}
+	m.event(&loop.Event{Kind: loop.EventAction, Action: &ledger.Action{Type: ledger.LlmConsultation, Seq: 999, RunID: fixtureRun}})
+	tok("{\"steps\"")
+	if m.plan.stream != "{\"steps\"" {
+		t.Errorf("after a finished attempt the stream is %q", m.plan.stream)
+	}
+}

@@ -44,6 +44,14 @@ func (p *planPane) approved() {
 	}
 }
 
+// resetStream forgets streamed text that will not become the plan.
+func (p *planPane) resetStream() {
+	if p.stream != "" {
+		p.stream = ""
+		p.ver++
+	}
+}
+
 func (p *planPane) addStream(text string) {
 	p.stream += text
 	if len(p.stream) > maxStream {
