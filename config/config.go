@@ -217,7 +217,13 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 		if errors.As(err, &pe) {
 			return nil, &Error{File: path, Line: pe.Position.Line, Col: pe.Position.Col, Msg: pe.Message}
 		}
+		if te := c.typeError(path, err); te != nil {
+			return nil, te
+		}
 		return nil, &Error{File: path, Msg: decodeMessage(err)}
+	}
+	if t := md.Type("intent", "params"); t != "" && t != "Hash" { // the decoder drops it silently
+		return nil, c.errAt(path, "intent.params", "intent.params must be a table, such as { name = \"value\" }, not %s", tomlTypeName(t))
 	}
 	und := slices.DeleteFunc(md.Undecoded(), func(k toml.Key) bool {
 		return strings.HasPrefix(k.String(), "intent.params.") // params are free-form
