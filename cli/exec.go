@@ -92,12 +92,18 @@ type engine struct {
 
 // openEngine opens the store cfg (or --store) names and wires the engine
 // over it; Close the engine's store when done.
+// The model is built first: a provider that cannot start (an agent
+// command that is missing, no API key) must not leave a new store behind.
 func openEngine(cfg *config.Config, storeFlag string) (*engine, error) {
+	model, err := engineModel(cfg)
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(storeDir(storeFlag, cfg), *cfg.Store.SyncWrites)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := newEngine(cfg, st)
+	eng, err := buildEngine(cfg, st, model)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -105,18 +111,40 @@ func openEngine(cfg *config.Config, storeFlag string) (*engine, error) {
 	return eng, nil
 }
 
-func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
-	reg := capability.NewRegistry()
-	workdir := cfg.Loop.Workdir
+func engineWorkdir(cfg *config.Config) string {
 	if cfg.File == "" {
-		workdir, _ = os.Getwd()
+		wd, _ := os.Getwd()
+		return wd
 	}
-	err := builtin.Register(reg, builtin.Options{Workdir: workdir, ShellAllow: cfg.Governance.ShellAllow,
-		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV()})
+	return cfg.Loop.Workdir
+}
+
+// engineModel builds the model behind a model-backed provider (nil for
+// static and script); an agent command that cannot run names its line.
+func engineModel(cfg *config.Config) (arbiter.Model, error) {
+	model, err := newModel(cfg, engineWorkdir(cfg))
 	if err != nil {
+		if cfg.Model.Provider == "command" && cfg.File != "" {
+			err = cfg.ErrorAt("model.command", err.Error())
+		}
 		return nil, exitError(ExitUsage, err)
 	}
-	model, err := newModel(cfg, workdir)
+	return model, nil
+}
+
+func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
+	model, err := engineModel(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return buildEngine(cfg, store, model)
+}
+
+func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model) (*engine, error) {
+	reg := capability.NewRegistry()
+	workdir := engineWorkdir(cfg)
+	err := builtin.Register(reg, builtin.Options{Workdir: workdir, ShellAllow: cfg.Governance.ShellAllow,
+		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV()})
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}

@@ -64,6 +64,9 @@ valid plan after every repair, 4 interrupted.`,
 }
 
 func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f planFlags) error {
+	if err := cfg.CheckPaths(); err != nil {
+		return exitError(ExitUsage, err)
+	}
 	intent, err := intentOf(cfg)
 	if err != nil {
 		return exitError(ExitUsage, err)

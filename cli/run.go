@@ -114,9 +114,21 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		}
 		preds = append(preds, loop.CompletionPredicate{Name: s.Name, Pred: p})
 	}
+	if err := cfg.CheckPaths(); err != nil {
+		return exitError(ExitUsage, err)
+	}
 	intent, err := intentOf(cfg)
 	if err != nil {
 		return exitError(ExitUsage, err)
+	}
+	// static and script providers need no engine: they are built (their
+	// plan file or script read and checked) before the store is opened, so
+	// a bad one leaves no store behind.
+	var provider arbiter.Provider
+	if cfg.Model.Provider == "static" || cfg.Model.Provider == "script" {
+		if provider, err = newProvider(cfg, nil); err != nil {
+			return exitError(ExitUsage, err)
+		}
 	}
 	eng, err := openEngine(cfg, f.store)
 	if err != nil {
@@ -124,9 +136,10 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	st := eng.store
 	defer st.Close()
-	provider, err := newProvider(cfg, eng)
-	if err != nil {
-		return exitError(ExitUsage, err)
+	if provider == nil {
+		if provider, err = newProvider(cfg, eng); err != nil {
+			return exitError(ExitUsage, err)
+		}
 	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}

@@ -28,6 +28,7 @@ type Config struct {
 	Store      Store      `toml:"store"`
 
 	lines *lineIndex
+	name  string // the path as given, for messages
 }
 
 // Intent is what the loop is asked to achieve.
@@ -210,7 +211,7 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Config{File: abs, lines: indexLines(data)}
+	c := &Config{File: abs, lines: indexLines(data), name: path}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(c)
 	if err != nil {
 		var pe toml.ParseError
@@ -331,6 +332,56 @@ func (c *Config) validate(file string) error {
 			return &Error{File: file, Line: s.Line, Msg: fmt.Sprintf("stop condition name %q is used twice (first at line %d)", s.Name, prev)}
 		}
 		names[s.Name] = s.Line
+	}
+	return nil
+}
+
+// ErrorAt is an error about key, naming the config's file and the line
+// that sets key.
+func (c *Config) ErrorAt(key, msg string) error {
+	name := c.name
+	if name == "" {
+		name = c.File
+	}
+	return c.errAt(name, key, "%s", msg)
+}
+
+// CheckPaths checks that the files and the directory the config names
+// exist, so a run is refused before it starts (and before its store is
+// created) with the key's file:line rather than failing half-way.
+func (c *Config) CheckPaths() error {
+	name := c.name
+	if name == "" {
+		name = c.File
+	}
+	check := func(key, path string, dir bool) error {
+		if path == "" {
+			return nil
+		}
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return c.errAt(name, key, "%s %s does not exist; create it or fix the path", key, path)
+		case err != nil:
+			return c.errAt(name, key, "%s %s cannot be read (%v); fix the path or its permissions", key, path, err)
+		case dir && !fi.IsDir():
+			return c.errAt(name, key, "%s %s is not a directory; fix the path", key, path)
+		case !dir && fi.IsDir():
+			return c.errAt(name, key, "%s %s is a directory, not a file; fix the path", key, path)
+		}
+		return nil
+	}
+	if err := check("loop.workdir", c.Loop.Workdir, true); err != nil {
+		return err
+	}
+	if err := check("intent.prompt_file", c.Intent.PromptFile, false); err != nil {
+		return err
+	}
+	switch c.Model.Provider {
+	case "static":
+		return check("plan.file", c.Plan.File, false)
+	case "script":
+		return check("model.script", c.Model.Script, false)
 	}
 	return nil
 }

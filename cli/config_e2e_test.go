@@ -1,0 +1,58 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A file or directory the config names that is missing is refused before
+// the run starts: one sentence with the config's file:line and the fix,
+// exit 2, and no store created for a run that never began.
+func TestE2EMissingConfigPaths(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	const stop = "[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
+	cases := []struct {
+		name, toml, want string
+	}{
+		{"prompt_file", "[intent]\nprompt_file = \"NOPE.md\"\n[plan]\nrtfs = \"(do 1)\"\n" + stop,
+			"ralph.toml:2: intent.prompt_file %s/NOPE.md does not exist; create it or fix the path"},
+		{"plan file", "[plan]\nfile = \"plan.rtfs\"\n" + stop,
+			"ralph.toml:2: plan.file %s/plan.rtfs does not exist; create it or fix the path"},
+		{"script", "[model]\nprovider = \"script\"\nscript = \"answers.jsonl\"\n" + stop,
+			"ralph.toml:3: model.script %s/answers.jsonl does not exist; create it or fix the path"},
+		{"workdir", "[plan]\nrtfs = \"(do 1)\"\n[loop]\nworkdir = \"work\"\n" + stop,
+			"ralph.toml:4: loop.workdir %s/work does not exist; create it or fix the path"},
+		{"workdir is a file", "[plan]\nrtfs = \"(do 1)\"\n[loop]\nworkdir = \"ralph.toml\"\n" + stop,
+			"ralph.toml:4: loop.workdir %s/ralph.toml is not a directory; fix the path"},
+		{"agent command", "[model]\nprovider = \"command\"\ncommand = [\"./agent.sh\"]\n" + stop,
+			"ralph.toml:3: command %s/agent.sh was not found: install it or fix model.command"},
+		{"bad script line", "[model]\nprovider = \"script\"\nscript = \"answers.jsonl\"\n" + stop,
+			"answers.jsonl:2: each line must be a JSON string or {\"content\": …, \"prompt_tokens\": n, \"completion_tokens\": m}: invalid character 'o' in literal null (expecting 'u')"},
+		{"prompt_file is a directory", "[intent]\nprompt_file = \".\"\n[plan]\nrtfs = \"(do 1)\"\n" + stop,
+			"ralph.toml:2: intent.prompt_file %s is a directory, not a file; fix the path"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "ralph.toml")
+			writeFile(t, cfg, tc.toml)
+			if tc.name == "bad script line" {
+				writeFile(t, filepath.Join(dir, "answers.jsonl"), "\"(do 1)\"\nnot json\n")
+			}
+			_, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui")
+			want := "ralph: " + dir + "/" + strings.Replace(tc.want, "%s", dir, 1) + "\n"
+			if code != 2 || errOut != want {
+				t.Errorf("exit %d, stderr\n%q\nwant exit 2 and\n%q", code, errOut, want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, ".ralph")); !os.IsNotExist(err) {
+				t.Errorf("a run that never started created its store (%v)", err)
+			}
+		})
+	}
+}
