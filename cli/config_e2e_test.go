@@ -56,3 +56,46 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 		})
 	}
 }
+
+// A --store that cannot be used (a file, a directory that is not a ralph
+// store, a store another process has open) is bad input: exit 2, one
+// sentence with the fix, like a --store that does not exist. Exit 1 means
+// a run failed or a chain did not verify.
+func TestE2EUnusableStoreIsUsageError(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	writeFile(t, file, "x")
+	foreign := filepath.Join(dir, "foreign")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(foreign, "notes.txt"), "mine")
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, "[plan]\nrtfs = '(step \"Echo\" (call :ccos.echo {:message \"x\"}))'\n[loop]\ndelay = \"1m\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 2\n")
+	busy := filepath.Join(dir, "busy")
+	cmd, lines, _ := startRun(t, "run", cfg, "--no-tui", "--store", busy)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitLine(t, lines, "IterationCompleted iteration 1")
+
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"runs", "--store", file}, "is a file, not a directory"},
+		{[]string{"chain", "verify", "--store", file}, "is a file, not a directory"},
+		{[]string{"run", cfg, "--no-tui", "--store", file}, "is a file, not a directory"},
+		{[]string{"run", cfg, "--no-tui", "--store", foreign}, "is not a ralph ledger store"},
+		{[]string{"runs", "--store", busy}, "is in use by process"},
+		{[]string{"run", cfg, "--no-tui", "--store", busy}, "is in use by process"},
+	}
+	for _, tc := range cases {
+		_, errOut, code := runBinary(t, ralphBin, "", tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("ralph %q: exit %d, stderr %q; want exit 2 and one line saying %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}

@@ -69,12 +69,24 @@ func openStore(dir string, sync bool) (*ledger.Store, error) {
 	stale := staleLockPID(dir)
 	s, err := ledger.Open(ledger.Options{Dir: dir, SyncWrites: sync})
 	if err != nil {
-		return nil, exitError(ExitFailure, err)
+		return nil, storeOpenError(err)
 	}
 	if stale > 0 {
 		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)
 	}
 	return s, nil
+}
+
+// storeOpenError is the exit status of a store that did not open: a
+// directory that is not a store, or one another process holds, is a wrong
+// --store (exit 2); a damaged store is exit 1.
+func storeOpenError(err error) error {
+	var locked *ledger.LockedError
+	var notStore *ledger.NotStoreError
+	if errors.As(err, &locked) || errors.As(err, &notStore) {
+		return exitError(ExitUsage, err)
+	}
+	return exitError(ExitFailure, err)
 }
 
 // engine is the wiring every plan-running command shares.

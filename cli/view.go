@@ -84,7 +84,7 @@ func viewStore(flag string) (*ledger.Store, error) {
 	stale := staleLockPID(dir)
 	st, err := ledger.Open(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
 	if err != nil {
-		return nil, exitError(ExitFailure, err)
+		return nil, storeOpenError(err)
 	}
 	if stale > 0 {
 		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)

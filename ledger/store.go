@@ -123,6 +123,13 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("ledger store %s is in use by another process; stop it or pass another --store", e.Dir)
 }
 
+// NotStoreError reports a directory that cannot hold a ledger store: a
+// file, a directory holding something else, or a store of another format.
+// It is the caller's choice of directory that is wrong, not the store.
+type NotStoreError struct{ Msg string }
+
+func (e *NotStoreError) Error() string { return e.Msg }
+
 // Errors callers branch on.
 var (
 	ErrClosed   = errors.New("ledger store is closed")
@@ -230,12 +237,12 @@ func prepareDir(dir string) error {
 	case err != nil:
 		return fmt.Errorf("open ledger store %s: %w", dir, err)
 	case !fi.IsDir():
-		return fmt.Errorf("ledger store %s is a file, not a directory; pass a directory to --store", dir)
+		return &NotStoreError{fmt.Sprintf("ledger store %s is a file, not a directory; pass a directory to --store", dir)}
 	}
 	marker, err := os.ReadFile(filepath.Join(dir, markerFile))
 	if err == nil {
 		if string(marker) != markerText {
-			return fmt.Errorf("ledger store %s has format %q, which this build does not read", dir, strings.TrimSpace(string(marker)))
+			return &NotStoreError{fmt.Sprintf("ledger store %s has format %q, which this build does not read", dir, strings.TrimSpace(string(marker)))}
 		}
 		return nil
 	}
@@ -255,7 +262,7 @@ func prepareDir(dir string) error {
 			}
 			continue
 		}
-		return fmt.Errorf("%s is not a ralph ledger store (it holds %q and no %s file); pass an empty or new directory", dir, e.Name(), markerFile)
+		return &NotStoreError{fmt.Sprintf("%s is not a ralph ledger store (it holds %q and no %s file); pass an empty or new directory", dir, e.Name(), markerFile)}
 	}
 	return writeFileAtomic(filepath.Join(dir, markerFile), []byte(markerText), 0o644)
 }
