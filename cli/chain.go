@@ -117,7 +117,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 	fl.StringVar(&f.RunID, "run", "", "only actions of run `ID`")
 	fl.StringVar(&f.PlanID, "plan", "", "only actions of plan `ID`")
 	fl.StringVar(&f.IntentID, "intent", "", "only actions of intent `ID`")
-	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (DESIGN §6 form)")
+	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (the ledger's JSON form, docs/ledger.md)")
 	fl.BoolVar(&tree, "tree", false, "arrange actions by parent")
 	return cmd
 }

@@ -123,7 +123,7 @@ RTFS, checks and executes it through governed capabilities, records every
 event on a hash-chained causal chain, and evaluates stop conditions after
 each iteration.
 
-Today the RTFS language is available through 'ralph eval' and 'ralph fmt'.`,
+Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -134,6 +134,40 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestHelpIsCurrent reads every command's help for words that belong to
+// the project's history rather than to the user: claims that only part of
+// ralph works, or references to design notes the user does not have.
+func TestHelpIsCurrent(t *testing.T) {
+	t.Parallel()
+	cmds := [][]string{nil, {"run"}, {"resume"}, {"init"}, {"plan"}, {"eval"}, {"fmt"}, {"exec"}, {"ir"}, {"ir", "compile"},
+		{"ir", "canon"}, {"chain"}, {"chain", "verify"}, {"chain", "show"}, {"chain", "export"}, {"chain", "import"},
+		{"runs"}, {"history"}, {"predicate"}, {"view"}, {"version"}}
+	stale := []string{"Today ", "not built yet", "not yet", "seed 0", "DESIGN"}
+	for _, c := range cmds {
+		out, _, code := run(t, context.Background(), "", append(c, "--help")...)
+		if code != 0 {
+			t.Errorf("ralph %q --help: exit %d", c, code)
+		}
+		for _, w := range stale {
+			if strings.Contains(out, w) {
+				t.Errorf("ralph %q --help says %q:\n%s", c, w, out)
+			}
+		}
+	}
+}
+
+// An unknown run id points at the command that lists runs.
+func TestUnknownRunNamesRuns(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	for _, args := range [][]string{{"history", "nope"}, {"predicate", "nope", "true"}} {
+		_, errOut, code := run(t, context.Background(), "", append(args, "--store", store)...)
+		if want := "ralph: run nope has no recorded actions; `ralph runs` lists the runs\n"; code != 2 || errOut != want {
+			t.Errorf("ralph %q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
+}
+
 // TestEvalCancelled checks that a cancelled context (what Ctrl-C does in
 // Main) stops evaluation with exit code 4 and a positioned message.
 func TestEvalCancelled(t *testing.T) {

@@ -19,7 +19,7 @@ func newIRCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ir",
 		Short: "Compile JSON IR to RTFS, or derive a plan's canonical JSON IR",
-		Long: `JSON IR is the plan format the arbiter's Mode B asks a model for (seed 004):
+		Long: `JSON IR is the plan format the arbiter's Mode B asks a model for:
 {"steps": [{"id", "name", "capability", "args", "deps", "options"}]}.
 
   ralph ir compile FILE|-   validate JSON IR and print the RTFS plan it compiles to

@@ -26,7 +26,7 @@ func runActions(storeFlag, runID string) ([]ledger.Action, error) {
 		return nil, exitError(ExitFailure, err)
 	}
 	if len(acts) == 0 {
-		return nil, exitError(ExitUsage, fmt.Errorf("run %s has no recorded actions; list runs with `ralph chain show`", runID))
+		return nil, exitError(ExitUsage, fmt.Errorf("run %s has no recorded actions; `ralph runs` lists the runs", runID))
 	}
 	return acts, nil
 }
