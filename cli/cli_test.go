@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -165,6 +166,35 @@ func TestUnknownRunNamesRuns(t *testing.T) {
 		if want := "ralph: run nope has no recorded actions; `ralph runs` lists the runs\n"; code != 2 || errOut != want {
 			t.Errorf("ralph %q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
 		}
+	}
+}
+
+// runs --json names its fields the way every other --json output does
+// (snake_case, as run --json's summary: run_id, cost_usd …), not with Go's
+// field names.
+func TestRunsJSONFieldNames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, "[intent]\ngoal = \"g\"\n[plan]\nrtfs = '(call :ccos.echo {:message \"x\"})'\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n")
+	if _, errOut, code := run(t, context.Background(), "", "run", cfg, "--no-tui"); code != 3 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := run(t, context.Background(), "", "runs", "--json", "--store", filepath.Join(dir, ".ralph"))
+	if code != 0 {
+		t.Fatalf("runs --json: exit %d: %s", code, errOut)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(out), &rec); err != nil {
+		t.Fatalf("runs --json printed %q: %v", out, err)
+	}
+	for _, k := range []string{"id", "state", "goal", "class", "condition", "reason", "started", "iterations", "cost_usd", "tokens"} {
+		if _, ok := rec[k]; !ok {
+			t.Errorf("runs --json has no %q: %s", k, out)
+		}
+	}
+	if len(rec) != 10 {
+		t.Errorf("runs --json has %d fields, want 10: %s", len(rec), out)
 	}
 }
 

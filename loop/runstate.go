@@ -115,12 +115,19 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	return st, r.saveState(ctx, st, StateRunning, nil)
 }
 
-// RunRecord is one run as `ralph runs` lists it.
+// RunRecord is one run as `ralph runs` lists it; the tags are the field
+// names of `ralph runs --json`.
 type RunRecord struct {
-	ID, State, Goal, Class, Condition, Reason, Started string
-	Iterations                                         int
-	CostUSD                                            float64
-	Tokens                                             int64
+	ID         string  `json:"id"`
+	State      string  `json:"state"`
+	Goal       string  `json:"goal"`
+	Class      string  `json:"class"`
+	Condition  string  `json:"condition"`
+	Reason     string  `json:"reason"`
+	Started    string  `json:"started"`
+	Iterations int     `json:"iterations"`
+	CostUSD    float64 `json:"cost_usd"`
+	Tokens     int64   `json:"tokens"`
 }
 
 // ListRuns reads every run record in the store, oldest first.
