@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -145,7 +146,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 		if !cmd.HasParent() && cmd.Flags().NArg() > 0 {
 			return unknownCommand(cmd, cmd.Flags().Arg(0))
 		}
-		return usageErrorf("%s", err)
+		return usageErrorf("%s", flagValueMessage(err))
 	})
 	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
 		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd())
@@ -170,4 +171,19 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usageErrorf("%s takes no arguments, got %q", cmd.Name(), args[0])
 	}
 	return nil
+}
+
+// flagValueRe matches pflag's message for a flag value that does not parse,
+// which quotes Go's strconv error.
+var flagValueRe = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (?:strconv\.Parse(Int|Uint|Float|Bool)|time: )`)
+
+// flagValueMessage says what a flag takes instead of quoting strconv.
+func flagValueMessage(err error) string {
+	m := flagValueRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	want := map[string]string{"Int": "a whole number", "Uint": "a whole number", "Float": "a number",
+		"Bool": "true or false", "": `a duration such as "30s"`}[m[3]]
+	return fmt.Sprintf("%s takes %s, not %q", m[2], want, m[1])
 }
