@@ -197,6 +197,9 @@ func Load(path string, env Env) (*Config, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("config %s does not exist; create one with `ralph init`", path)
 		}
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil, fmt.Errorf("config %s is a directory; pass the ralph.toml in it (%s)", path, filepath.Join(path, "ralph.toml"))
+		}
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	return Parse(data, path, env)

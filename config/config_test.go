@@ -113,6 +113,16 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
+func TestLoadDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := Load(dir, noEnv)
+	want := "config " + dir + " is a directory; pass the ralph.toml in it (" + filepath.Join(dir, "ralph.toml") + ")"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(Starter))
 	f.Add([]byte("[[stop]]\nkind = \"all\"\nconditions = [{kind = \"not\", conditions = [{kind = \"never\"}]}]\n[plan]\nrtfs='1'"))
