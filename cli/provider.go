@@ -6,6 +6,7 @@ import (
 
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // newProvider builds the plan provider [model].provider names, over the
@@ -15,13 +16,24 @@ import (
 func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 	switch cfg.Model.Provider {
 	case "static":
-		src := cfg.Plan.RTFS
+		src, name := cfg.Plan.RTFS, cfg.File+" [plan].rtfs"
 		if cfg.Plan.File != "" {
 			b, err := os.ReadFile(cfg.Plan.File)
 			if err != nil {
 				return nil, fmt.Errorf("%s: [plan].file: %w", cfg.File, err)
 			}
-			src = string(b)
+			src, name = string(b), cfg.Plan.File
+		}
+		// The same plan runs every iteration: one that cannot be read, or
+		// that governance refuses, would fail every one of them.
+		forms, err := rtfs.Read(src, name)
+		if err != nil {
+			return nil, fmt.Errorf("the static plan cannot be read: %w", err)
+		}
+		if eng != nil {
+			if d := eng.gov.Admit(name, forms); !d.Allowed {
+				return nil, fmt.Errorf("governance refuses the static plan, so every iteration would fail: %w; fix [plan] or [governance]", d.Err())
+			}
 		}
 		return arbiter.StaticProvider{Source: src}, nil
 	case "script":

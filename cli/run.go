@@ -136,7 +136,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	st := eng.store
 	defer st.Close()
-	if provider == nil {
+	if provider == nil || cfg.Model.Provider == "static" { // static: now also checked by governance
 		if provider, err = newProvider(cfg, eng); err != nil {
 			return exitError(ExitUsage, err)
 		}
