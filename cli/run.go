@@ -363,6 +363,14 @@ func newRunsCmd() *cobra.Command {
 			if err != nil {
 				return exitError(ExitFailure, err)
 			}
+			// A live run holds the store's lock, and this command holds it
+			// now: a run recorded as running or paused has lost its process.
+			for i := range runs {
+				if r := &runs[i]; r.State == loop.StateRunning || r.State == loop.StatePaused {
+					r.State = "interrupted"
+					r.Reason = "its process ended without closing it; `ralph resume " + r.ID + "` continues it"
+				}
+			}
 			w := cmd.OutOrStdout()
 			if asJSON {
 				for _, r := range runs {

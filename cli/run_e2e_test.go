@@ -245,7 +245,7 @@ shell_allow = ["sleep"]
 		t.Errorf("runs after the crash said %q, want %q", errOut, want)
 	}
 	var rec struct{ ID, State string }
-	if err := json.Unmarshal([]byte(strings.SplitN(runs, "\n", 2)[0]), &rec); err != nil || rec.State != "running" {
+	if err := json.Unmarshal([]byte(strings.SplitN(runs, "\n", 2)[0]), &rec); err != nil || rec.State != "interrupted" {
 		t.Fatalf("run record %q: %v", runs, err)
 	}
 	out, errOut, code := runBinary(t, ralphBin, "", "resume", rec.ID, "--store", store)
