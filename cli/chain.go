@@ -88,7 +88,9 @@ func newChainShowCmd(store *string) *cobra.Command {
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			var acts []ledger.Action
 			var buf []byte
+			shown := 0
 			err = st.Select(f, func(a ledger.Action) error {
+				shown++
 				switch {
 				case tree:
 					acts = append(acts, a)
@@ -104,6 +106,9 @@ func newChainShowCmd(store *string) *cobra.Command {
 			})
 			if err != nil {
 				return exitError(ExitFailure, err)
+			}
+			if shown == 0 && (f.RunID != "" || f.PlanID != "" || f.IntentID != "") {
+				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), filterName(f))
 			}
 			if tree {
 				if err := ledger.WriteTree(w, ledger.BuildTree(acts)); err != nil {
@@ -167,4 +172,15 @@ func newChainImportCmd(store *string) *cobra.Command {
 			return writeOut(cmd.OutOrStdout(), msg)
 		},
 	}
+}
+
+// filterName names the id a chain filter selects by.
+func filterName(f ledger.Filter) string {
+	switch {
+	case f.RunID != "":
+		return "run " + f.RunID
+	case f.PlanID != "":
+		return "plan " + f.PlanID
+	}
+	return "intent " + f.IntentID
 }

@@ -55,3 +55,18 @@ func TestE2EChain(t *testing.T) {
 		t.Errorf("foreign store: %d %q", code, errOut)
 	}
 }
+
+func TestE2EChainShowUnknownRun(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store")
+	if _, errOut, code := runBinary(t, ralphBin, "", "run", "../examples/quickstart/ralph.toml", "--store", store); code != 0 {
+		t.Fatalf("quickstart: %d %s", code, errOut)
+	}
+	out, errOut, code := runBinary(t, ralphBin, "", "chain", "show", "--run", "nope", "--store", store)
+	if code != 2 || out != "" || !strings.Contains(errOut, "belongs to run nope; `ralph runs` lists the runs") {
+		t.Errorf("chain show --run nope: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
