@@ -23,8 +23,12 @@ func commandStore(flag string, mustExist, sync bool) (*ledger.Store, error) {
 		return nil, err
 	}
 	dir := storeDir(flag, cfg)
-	if _, err := os.Stat(dir); mustExist && errors.Is(err, os.ErrNotExist) {
-		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+	if mustExist {
+		// An empty directory holds no store either: reading it must not
+		// leave a new, empty store behind.
+		if entries, err := os.ReadDir(dir); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+			return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+		}
 	}
 	return openStore(dir, sync)
 }

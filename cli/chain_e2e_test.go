@@ -70,3 +70,22 @@ func TestE2EChainShowUnknownRun(t *testing.T) {
 		t.Errorf("chain show --run nope: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// Reading commands pointed at an empty directory say there is no store and
+// leave the directory as it was.
+func TestE2EReadCommandsDoNotCreateAStore(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"history", "abc"}, {"runs"}, {"chain", "show"}, {"chain", "verify"}} {
+		_, errOut, code := runBinary(t, ralphBin, "", append(args, "--store", dir)...)
+		if code != 2 || !strings.Contains(errOut, "no store at "+dir) {
+			t.Errorf("%v on an empty directory: exit %d, %q", args, code, errOut)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("reading commands wrote %d files into an empty directory", len(entries))
+	}
+}
