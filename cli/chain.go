@@ -160,6 +160,12 @@ func newChainImportCmd(store *string) *cobra.Command {
 		Short: "Append JSON-line actions to the store, re-chained and re-signed; all or nothing",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig("")
+			if err != nil {
+				return err
+			}
+			_, statErr := os.Stat(storeDir(*store, cfg))
+			fresh := errors.Is(statErr, os.ErrNotExist)
 			st, err := commandStore(*store, false, true)
 			if err != nil {
 				return err
@@ -167,6 +173,10 @@ func newChainImportCmd(store *string) *cobra.Command {
 			defer st.Close()
 			rep, err := st.Import(cmd.Context(), bufio.NewReader(cmd.InOrStdin()))
 			if err != nil {
+				if fresh && st.Head().Seq == 0 { // all or nothing: no empty store left behind either
+					st.Close()
+					os.RemoveAll(st.Dir())
+				}
 				return exitError(ExitUsage, err)
 			}
 			msg := "imported 0 actions\n"

@@ -89,3 +89,19 @@ func TestE2EReadCommandsDoNotCreateAStore(t *testing.T) {
 		t.Errorf("reading commands wrote %d files into an empty directory", len(entries))
 	}
 }
+
+// A failed import into a new store leaves nothing behind.
+func TestE2EFailedImportLeavesNoStore(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "new")
+	_, errOut, code := runBinary(t, ralphBin, "garbage\n", "chain", "import", "--store", store)
+	if code != 2 || !strings.Contains(errOut, "line 1") {
+		t.Errorf("import of garbage: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(store); err == nil {
+		t.Errorf("a failed import left a store at %s", store)
+	}
+}
