@@ -157,14 +157,7 @@ max = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, err := r.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	<-fx.waiting // step A is running
 	r.Pause()
 	close(fx.hold) // A completes; B must wait
@@ -204,14 +197,7 @@ kind = "max_iterations"
 max = 2
 `, nil)
 	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 2)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, err := r.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	<-fx.waiting
 	r.SkipIteration()
 	<-fx.waiting // iteration 2 is waiting: let it finish
@@ -235,14 +221,7 @@ rtfs = '(step "A" (call :test.wait {}))'
 kind = "never"
 `, nil)
 	fx.hold, fx.waiting = make(chan struct{}), make(chan struct{}, 1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, err := r.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	<-fx.waiting
 	r.Abort()
 	out := <-done
@@ -267,11 +246,7 @@ kind = "never"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := r.Events().Subscribe(ctx, 1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, _ := r.Run(context.Background())
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	for e := range events {
 		if e.Kind == EventState && e.State == StatePaused {
 			break
@@ -305,11 +280,7 @@ kind = "never"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, _ := r.Run(context.Background())
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	var got []Event
 	for e := range events {
 		got = append(got, e)
@@ -340,14 +311,7 @@ max = 2
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, err := r.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	<-fx.waiting
 	r.Pause()
 	close(fx.hold) // A completes; the run pauses before B
@@ -399,11 +363,7 @@ max = 2
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, _ := r.Run(context.Background())
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	for e := range events {
 		if e.Kind == EventConditions { // iteration 1 evaluated: the delay begins
 			break
@@ -446,14 +406,7 @@ max = 1
 		close(asked)
 		return <-answer, nil
 	}
-	done := make(chan *Outcome, 1)
-	go func() {
-		out, err := r.Run(context.Background())
-		if err != nil {
-			t.Error(err)
-		}
-		done <- out
-	}()
+	done := runInBackground(t, r)
 	<-asked
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -469,4 +422,19 @@ max = 1
 	if out := <-done; out.ExitCode != ExitLimit {
 		t.Errorf("outcome %+v", out)
 	}
+}
+
+// runInBackground runs r and delivers its outcome (nil when Run failed,
+// which fails the test).
+func runInBackground(t *testing.T, r *Runner) <-chan *Outcome {
+	t.Helper()
+	done := make(chan *Outcome, 1)
+	go func() {
+		out, err := r.Run(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- out
+	}()
+	return done
 }

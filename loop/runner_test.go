@@ -241,11 +241,7 @@ max = 2
 		t.Fatalf("first run: %+v %v", out, err)
 	}
 	// As if the process died after iteration 2 but before recording the stop.
-	key := RunKVPrefix + out.RunID
-	rec, _, _ := fx.store.KV().Get(context.Background(), key)
-	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, fx, out.RunID)
 	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
 		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
 	if err != nil {
@@ -281,11 +277,7 @@ func TestResumeContinuesTheScript(t *testing.T) {
 	if err != nil || out.Iterations != 1 {
 		t.Fatalf("first run: %+v %v", out, err)
 	}
-	key := RunKVPrefix + out.RunID
-	rec, _, _ := fx.store.KV().Get(context.Background(), key)
-	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, fx, out.RunID)
 	cfg := *r.o.Config
 	cfg.Stop = []config.Stop{{Name: "two", Kind: "max_iterations", Max: 2}}
 	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
@@ -339,11 +331,7 @@ max = 3
 			t.Fatal(err)
 		}
 	}
-	key := RunKVPrefix + out.RunID
-	rec, _, _ := fx.store.KV().Get(ctx, key)
-	if err := fx.store.KV().Put(ctx, key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, fx, out.RunID)
 	p, err := stop.ParsePredicate(`(audit.succeeded? "Done")`, "ralph.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -377,11 +365,7 @@ func appendRun(t *testing.T, fx *fixture, runID string, acts ...*ledger.Action) 
 			t.Fatal(err)
 		}
 	}
-	key := RunKVPrefix + runID
-	rec, _, _ := fx.store.KV().Get(context.Background(), key)
-	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, fx, runID)
 }
 
 // Resume counts what the chain says was spent: a completed iteration's
@@ -478,11 +462,7 @@ max = 10
 		t.Errorf("iteration 1 summary: %d tokens, want 150", n)
 	}
 	// A resumed run sums them from the chain too.
-	key := RunKVPrefix + out.RunID
-	rec, _, _ := fx.store.KV().Get(context.Background(), key)
-	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
-		t.Fatal(err)
-	}
+	markInterrupted(t, fx, out.RunID)
 	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
 		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
 	if err != nil {
@@ -662,5 +642,16 @@ max = 5
 	}
 	if n := len(runTypes(t, fx, run, ledger.IterationStarted)); n != 1 {
 		t.Errorf("%d iterations started, want only the dead process's one", n)
+	}
+}
+
+// markInterrupted records runID as still running, as if its process had
+// died without closing it.
+func markInterrupted(t *testing.T, fx *fixture, runID string) {
+	t.Helper()
+	key := RunKVPrefix + runID
+	rec, _, _ := fx.store.KV().Get(context.Background(), key)
+	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
+		t.Fatal(err)
 	}
 }
