@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/cli"
+	"github.com/ralphloop/ralph/ledger"
 )
 
 // run drives cli.Run in-process as a user would drive the binary.
@@ -162,6 +163,11 @@ func TestHelpIsCurrent(t *testing.T) {
 func TestUnknownRunNamesRuns(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
+	st, err := ledger.Open(ledger.Options{Dir: store}) // a store, without run nope
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	for _, args := range [][]string{{"history", "nope"}, {"predicate", "nope", "true"}} {
 		_, errOut, code := run(t, context.Background(), "", append(args, "--store", store)...)
 		if want := "ralph: run nope has no recorded actions; `ralph runs` lists the runs\n"; code != 2 || errOut != want {
