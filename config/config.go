@@ -219,7 +219,7 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &Error{File: path, Line: pe.Position.Line, Col: pe.Position.Col, Msg: pe.Message}
+			return nil, &Error{File: path, Line: pe.Position.Line, Col: pe.Position.Col, Msg: parseMessage(pe, data)}
 		}
 		if te := c.typeError(path, err); te != nil {
 			return nil, te
@@ -256,6 +256,21 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseMessage says what a TOML syntax error means for a ralph.toml, with
+// the fix, where the library's words alone do not.
+func parseMessage(pe toml.ParseError, data []byte) string {
+	var key string
+	if n, _ := fmt.Sscanf(pe.Message, "Key '%s", &key); n == 1 && strings.HasSuffix(pe.Message, "has already been defined.") {
+		key = strings.TrimSuffix(key, "'")
+		lines := strings.Split(string(data), "\n")
+		if l := pe.Position.Line; l >= 1 && l <= len(lines) && strings.HasPrefix(strings.TrimSpace(lines[l-1]), "[") {
+			return fmt.Sprintf("[%s] is defined twice; merge the two tables into one", key)
+		}
+		return fmt.Sprintf("%s is set twice; keep one of the two", key)
+	}
+	return pe.Message
 }
 
 func decodeMessage(err error) string {

@@ -66,6 +66,8 @@ func TestConfigErrors(t *testing.T) {
 		{"number for params", "[intent]\nparams = 5\n", "ralph.toml:2: intent.params must be a table, such as { name = \"value\" }, not an integer"},
 		{"list for params", "[intent]\nparams = [1, 2]\n", "ralph.toml:2: intent.params must be a table, such as { name = \"value\" }, not a list"},
 		{"table for a string", "[intent]\ngoal = { a = 1 }\n", "ralph.toml:2: intent.goal must be a string, not a table"},
+		{"table twice", "[intent]\ngoal = \"a\"\n[intent]\ngoal = \"b\"\n", `ralph.toml:3:2: [intent] is defined twice; merge the two tables into one`},
+		{"key twice", "[intent]\ngoal = \"a\"\ngoal = \"b\"\n", `ralph.toml:3:12: intent.goal is set twice; keep one of the two`},
 		{"exit out of range", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"command\"\ncmd = [\"go\"]\nexpect_exit = -1\n", `expect_exit -1 is not an exit status; use 0 to 255`},
 		{"field of another kind", "[plan]\nrtfs = \"1\"\n[[stop]]\nname = \"tests\"\nkind = \"command\"\ncmd = [\"go\"]\nmax = 3\n", `ralph.toml:3: [[stop]] "tests": max does not apply to kind "command" and would be ignored; remove it`},
 	}
