@@ -7,17 +7,21 @@ GO       ?= go
 BIN      := bin/ralph
 FUZZTIME ?= 60s
 
-.PHONY: build run test bench fuzz lint
+.PHONY: build run ui test bench fuzz lint
 
 ## build: compile ralph into bin/ralph
 build:
 	$(GO) build -o $(BIN) .
 
-## run: run the quickstart loop (static plan, no API key) and verify its causal chain; in a
-## terminal the live UI shows it (q quits once it is done), elsewhere it runs headless
+## run: run the quickstart loop headless (static plan, no API key; it ends by itself) and verify its
+## causal chain
 run: build
-	$(BIN) run examples/quickstart/ralph.toml
+	$(BIN) run examples/quickstart/ralph.toml --no-tui
 	$(BIN) chain verify --store examples/quickstart/.ralph
+
+## ui: the same quickstart in the live terminal UI (q quits once it is done)
+ui: build
+	$(BIN) run examples/quickstart/ralph.toml
 
 ## test: vet, then every test with the race detector (including the end-to-end tests)
 test:
