@@ -131,13 +131,22 @@ func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {
 		return refuse(d, rule, reason)
 	}
 	if id == "shell.exec" {
-		cmd := input.AsMap().GetKey("cmd").Str()
 		d.RuleIDs = append(d.RuleIDs, RuleShellAllow)
-		if !builtin.ShellAllowed(cmd, k.c.ShellAllow) {
-			return refuse(d, RuleShellAllow, fmt.Sprintf("command %q is not in [governance].shell_allow %v; add it there to permit it", cmd, k.c.ShellAllow))
+		if reason := k.shellRefusal(input); reason != "" {
+			return refuse(d, RuleShellAllow, reason)
 		}
 	}
 	return d
+}
+
+// shellRefusal says why shell.exec's shaped input names a command outside
+// [governance].shell_allow, or returns "" when the command is allowed.
+func (k *Kernel) shellRefusal(input rtfs.Value) string {
+	cmd := input.AsMap().GetKey("cmd").Str()
+	if builtin.ShellAllowed(cmd, k.c.ShellAllow) {
+		return ""
+	}
+	return fmt.Sprintf("command %q is not in [governance].shell_allow %v; add it there to permit it", cmd, k.c.ShellAllow)
 }
 
 // refuse marks d refused by rule; the reason names the rule so a user can
@@ -293,9 +302,8 @@ func (w *walker) call(n, step *rtfs.Node, compensated bool) {
 		if err != nil {
 			refuse(d, RuleArguments, fmt.Sprintf("%s: %v", w.at(n), err))
 		} else if id == "shell.exec" {
-			cmd := input.AsMap().GetKey("cmd").Str()
-			if !builtin.ShellAllowed(cmd, w.k.c.ShellAllow) {
-				refuse(d, RuleShellAllow, fmt.Sprintf("%s: command %q is not in [governance].shell_allow %v; add it there to permit it", w.at(n), cmd, w.k.c.ShellAllow))
+			if reason := w.k.shellRefusal(input); reason != "" {
+				refuse(d, RuleShellAllow, w.at(n)+": "+reason)
 			}
 		}
 	}
