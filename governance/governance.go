@@ -149,8 +149,6 @@ func (k *Kernel) shellRefusal(input rtfs.Value) string {
 	return fmt.Sprintf("command %q is not in [governance].shell_allow %v; add it there to permit it", cmd, k.c.ShellAllow)
 }
 
-// refuse marks d refused by rule; the reason names the rule so a user can
-// find it in the constitution.
 // CheckPlacement is the run-time half of require_contracts and
 // require_compensation_for_effects: admission judges a call by where it is
 // written, but a function can carry a call elsewhere, so the orchestrator
@@ -177,6 +175,8 @@ func (k *Kernel) CheckPlacement(id string, contracted, compensated bool) *Decisi
 	return d
 }
 
+// refuse marks d refused by rule; the reason names the rule so a user can
+// find it in the constitution.
 func refuse(d *Decision, rule, reason string) *Decision {
 	d.Allowed = false
 	if !slices.Contains(d.RuleIDs, rule) {
