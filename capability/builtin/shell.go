@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -176,11 +175,7 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 // confine resolves p against workdir and refuses anything outside it,
 // including through symlinks.
 func confine(workdir, p string) (string, error) {
-	rel, err := relInside(workdir, p)
-	if err != nil {
-		return "", err
-	}
-	root, err := os.OpenRoot(workdir)
+	root, rel, err := (&files{workdir: workdir}).open(p)
 	if err != nil {
 		return "", err
 	}
