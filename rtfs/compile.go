@@ -310,27 +310,11 @@ func (c *compiler) exprs(nodes []*Node) ([]code, bool, error) {
 			return nil, false, err
 		}
 		codes[i] = cd
-		if !isConstNode(it) {
+		if !it.IsLiteral() {
 			allConst = false
 		}
 	}
 	return codes, allConst, nil
-}
-
-// isConstNode reports whether a node is a literal whose value is fixed.
-func isConstNode(n *Node) bool {
-	switch n.Kind {
-	case NodeAtom, NodeQuote:
-		return true
-	case NodeVector, NodeMap:
-		for _, it := range n.Items {
-			if !isConstNode(it) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // constValue is the value of a constant node as evaluation sees it: unlike

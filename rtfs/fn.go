@@ -306,7 +306,7 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 			}
 		}
 		// {name :key}: k is the pattern, v the literal key.
-		if !isConstNode(v) {
+		if !v.IsLiteral() {
 			return nil, c.errf(v.Pos, "map pattern keys must be literals")
 		}
 		var def code
