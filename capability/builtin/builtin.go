@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ralphloop/ralph/capability"
@@ -52,14 +53,7 @@ func Register(r *capability.Registry, opts Options) error {
 func filterEnv(env, secrets []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		secret := false
-		for _, s := range secrets {
-			if name == s {
-				secret = true
-			}
-		}
-		if !secret {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(secrets, name) {
 			out = append(out, kv)
 		}
 	}
