@@ -357,21 +357,22 @@ func (c *Config) validate(file string) error {
 // ErrorAt is an error about key, naming the config's file and the line
 // that sets key.
 func (c *Config) ErrorAt(key, msg string) error {
-	name := c.name
-	if name == "" {
-		name = c.File
+	return c.errAt(c.displayName(), key, "%s", msg)
+}
+
+// displayName is the file as the user named it, or its absolute path.
+func (c *Config) displayName() string {
+	if c.name != "" {
+		return c.name
 	}
-	return c.errAt(name, key, "%s", msg)
+	return c.File
 }
 
 // CheckPaths checks that the files and the directory the config names
 // exist, so a run is refused before it starts (and before its store is
 // created) with the key's file:line rather than failing half-way.
 func (c *Config) CheckPaths() error {
-	name := c.name
-	if name == "" {
-		name = c.File
-	}
+	name := c.displayName()
 	check := func(key, path string, dir bool) error {
 		if path == "" {
 			return nil
