@@ -37,7 +37,7 @@ func cleanAnswer(answer string) (string, bool) {
 	cut := false
 	if len(answer) > maxResponseBytes {
 		n := maxResponseBytes
-		for n > 0 && !utf8Start(answer[n]) {
+		for n > 0 && !utf8.RuneStart(answer[n]) {
 			n--
 		}
 		answer, cut = answer[:n], true
