@@ -94,6 +94,18 @@ func BenchmarkTUI(b *testing.B) {
 // a million-action run must stay under 200 MB, Badger and the runtime
 // included, so the model may keep little more than its compact rows.
 func TestMemoryPerAction(t *testing.T) {
+	// As the loader does: each batch is decoded afresh, taken, then garbage.
+	perAction := memoryPerAction(t, func() []ledger.Action { return scriptRun(25, false) })
+	if perAction > 120 {
+		t.Errorf("the model keeps %.0f bytes per action; a million would take %.0f MB", perAction, perAction)
+	}
+}
+
+// memoryPerAction feeds a model 200k actions, a chunk from next at a time
+// (decoded afresh each time, as the loader does), and returns the heap it
+// keeps per action.
+func memoryPerAction(t *testing.T, next func() []ledger.Action) float64 {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("feeds a 200k-action run")
 	}
@@ -104,8 +116,7 @@ func TestMemoryPerAction(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	fed := 0
 	for fed < total {
-		// As the loader does: each batch is decoded afresh, taken, then garbage.
-		chunk := scriptRun(25, false)
+		chunk := next()
 		for i := 0; i < len(chunk); i += loadBatch {
 			feed(m, chunk[i:min(len(chunk), i+loadBatch)])
 		}
@@ -115,10 +126,8 @@ func TestMemoryPerAction(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	perAction := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(fed)
 	t.Logf("%.0f bytes per action kept (%d actions, %d rows)", perAction, fed, m.tree.n)
-	if perAction > 120 {
-		t.Errorf("the model keeps %.0f bytes per action; a million would take %.0f MB", perAction, perAction)
-	}
 	runtime.KeepAlive(m)
+	return perAction
 }
 
 // shellRun is a classic Ralph loop's chain: each iteration runs the agent
@@ -154,28 +163,8 @@ func shellRun(iters int) []ledger.Action {
 // Notes (commands, errors) repeat from iteration to iteration in a real
 // loop; the model keeps one copy of each, not one per row.
 func TestMemoryPerActionShellHeavy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("feeds a 200k-action run")
-	}
-	const total = 200_000
-	m := loadedModel(t, nil)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fed := 0
-	for fed < total {
-		chunk := shellRun(40) // decoded afresh each time, as the loader does
-		for i := 0; i < len(chunk); i += loadBatch {
-			feed(m, chunk[i:min(len(chunk), i+loadBatch)])
-		}
-		fed += len(chunk)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	perAction := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(fed)
-	t.Logf("%.0f bytes per action kept (%d actions, %d rows)", perAction, fed, m.tree.n)
+	perAction := memoryPerAction(t, func() []ledger.Action { return shellRun(40) })
 	if perAction > 120 {
 		t.Errorf("the model keeps %.0f bytes per action of a shell-heavy run; a million would take %.0f MB", perAction, perAction)
 	}
-	runtime.KeepAlive(m)
 }
