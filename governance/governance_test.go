@@ -2,6 +2,7 @@ package governance
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,7 +72,7 @@ func TestAdmission(t *testing.T) {
 			if d.Allowed {
 				t.Fatalf("admitted, want refusal by %s", tc.rule)
 			}
-			if !contains(d.RuleIDs, tc.rule) {
+			if !slices.Contains(d.RuleIDs, tc.rule) {
 				t.Errorf("rules %v, want %s", d.RuleIDs, tc.rule)
 			}
 			if !strings.Contains(strings.Join(d.Reasons, "\n"), tc.reason) {
@@ -82,15 +83,6 @@ func TestAdmission(t *testing.T) {
 			}
 		})
 	}
-}
-
-func contains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 func TestAdmissionDerivesCapabilitiesAndEffects(t *testing.T) {
@@ -119,13 +111,13 @@ func TestCheckCall(t *testing.T) {
 	if d := k.CheckCall("shell.exec", cmd("go")); !d.Allowed {
 		t.Errorf("go refused: %v", d.Reasons)
 	}
-	if d := k.CheckCall("shell.exec", cmd("curl")); d.Allowed || !contains(d.RuleIDs, RuleShellAllow) {
+	if d := k.CheckCall("shell.exec", cmd("curl")); d.Allowed || !slices.Contains(d.RuleIDs, RuleShellAllow) {
 		t.Errorf("curl: %+v", d)
 	}
-	if d := k.CheckCall("fs.write", rtfs.Nil); d.Allowed || !contains(d.RuleIDs, RuleDeny) {
+	if d := k.CheckCall("fs.write", rtfs.Nil); d.Allowed || !slices.Contains(d.RuleIDs, RuleDeny) {
 		t.Errorf("fs.write: %+v", d)
 	}
-	if d := k.CheckCall("nope", rtfs.Nil); d.Allowed || !contains(d.RuleIDs, RuleKnownCapability) {
+	if d := k.CheckCall("nope", rtfs.Nil); d.Allowed || !slices.Contains(d.RuleIDs, RuleKnownCapability) {
 		t.Errorf("unknown: %+v", d)
 	}
 }
