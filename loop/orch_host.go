@@ -245,7 +245,7 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	r.stats.mu.Lock()
 	r.stats.cost += res.Cost
-	r.stats.tokens += callTokens(a.Metadata)
+	r.stats.tokens += metaTokens(a.Metadata)
 	r.stats.mu.Unlock()
 	if err != nil {
 		return rtfs.Nil, err
@@ -348,10 +348,11 @@ func (r *run) idemKVKey(o stepOptions) string {
 	return "idem/" + o.idemScope + "/" + id + "/" + o.idemKey
 }
 
-// callTokens is the model tokens a call reports in its metadata
-// (prompt_tokens and completion_tokens, as llm.ask records them), so they
-// count toward max_tokens like the plan generation's.
-func callTokens(meta map[string]rtfs.Value) int64 {
+// metaTokens is the model tokens an action reports in its metadata:
+// prompt_tokens plus completion_tokens, as llm.ask calls, LlmConsultation
+// and PlanGenerated record them. A call's tokens count toward max_tokens
+// like the plan generation's, and resume sums all three the same way.
+func metaTokens(meta map[string]rtfs.Value) int64 {
 	var n int64
 	for _, k := range [...]string{"prompt_tokens", "completion_tokens"} {
 		switch v := meta[k]; v.Kind() {

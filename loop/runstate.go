@@ -78,14 +78,14 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 			pendingCost, pendingTokens = 0, 0
 		case ledger.LlmConsultation:
 			pendingCost += a.Cost
-			pendingTokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+			pendingTokens += metaTokens(a.Metadata)
 		case ledger.CapabilityCall:
 			spent += a.Cost
-			tokens += callTokens(a.Metadata)
+			tokens += metaTokens(a.Metadata)
 		case ledger.PlanGenerated:
 			pendingCost, pendingTokens = 0, 0
 			spent += a.Cost
-			tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+			tokens += metaTokens(a.Metadata)
 		case ledger.StopConditionsEvaluated:
 			if ev, err := stop.EvaluationFromAction(a); err == nil {
 				st.lastEval = &ev
