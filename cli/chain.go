@@ -13,24 +13,36 @@ import (
 
 // existingStore opens a store that must already exist (read commands never
 // create one by accident).
-func existingStore(flag string) (*ledger.Store, error) { return commandStore(flag, true, false) }
-
-// commandStore opens the store a command names: --store, else RALPH_STORE,
-// else ./ralph.toml's store.dir, else ./.ralph.
-func commandStore(flag string, mustExist, sync bool) (*ledger.Store, error) {
-	cfg, err := loadConfig("")
+func existingStore(flag string) (*ledger.Store, error) {
+	dir, err := existingStoreDir(flag)
 	if err != nil {
 		return nil, err
 	}
-	dir := storeDir(flag, cfg)
-	if mustExist {
-		// An empty directory holds no store either: reading it must not
-		// leave a new, empty store behind.
-		if entries, err := os.ReadDir(dir); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
-			return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
-		}
+	return openStore(ledger.Options{Dir: dir})
+}
+
+// commandStoreDir names the store a command uses: --store, else
+// RALPH_STORE, else ./ralph.toml's store.dir, else ./.ralph.
+func commandStoreDir(flag string) (string, error) {
+	cfg, err := loadConfig("")
+	if err != nil {
+		return "", err
 	}
-	return openStore(dir, sync)
+	return storeDir(flag, cfg), nil
+}
+
+// existingStoreDir is commandStoreDir for a store that must already exist.
+func existingStoreDir(flag string) (string, error) {
+	dir, err := commandStoreDir(flag)
+	if err != nil {
+		return "", err
+	}
+	// An empty directory holds no store either: reading it must not leave a
+	// new, empty store behind.
+	if entries, err := os.ReadDir(dir); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return "", exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+	}
+	return dir, nil
 }
 
 func newChainCmd() *cobra.Command {
@@ -160,13 +172,13 @@ func newChainImportCmd(store *string) *cobra.Command {
 		Short: "Append JSON-line actions to the store, re-chained and re-signed; all or nothing",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig("")
+			dir, err := commandStoreDir(*store)
 			if err != nil {
 				return err
 			}
-			_, statErr := os.Stat(storeDir(*store, cfg))
+			_, statErr := os.Stat(dir)
 			fresh := errors.Is(statErr, os.ErrNotExist)
-			st, err := commandStore(*store, false, true)
+			st, err := openStore(ledger.Options{Dir: dir, SyncWrites: true})
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
 )
@@ -19,7 +20,7 @@ func TestLoopExamplesLoad(t *testing.T) {
 		if _, err := stop.FromConfig(cfg.Stop, cfg.File); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		st, err := openStore(t.TempDir(), false)
+		st, err := openStore(ledger.Options{Dir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

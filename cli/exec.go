@@ -65,14 +65,16 @@ func storeDir(flag string, c *config.Config) string {
 	return ".ralph"
 }
 
-func openStore(dir string, sync bool) (*ledger.Store, error) {
-	stale := staleLockPID(dir)
-	s, err := ledger.Open(ledger.Options{Dir: dir, SyncWrites: sync})
+// openStore opens the ledger store at opts.Dir and says so when it clears
+// a lock a dead process left.
+func openStore(opts ledger.Options) (*ledger.Store, error) {
+	stale := staleLockPID(opts.Dir)
+	s, err := ledger.Open(opts)
 	if err != nil {
 		return nil, storeOpenError(err)
 	}
 	if stale > 0 {
-		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)
+		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", opts.Dir, stale)
 	}
 	return s, nil
 }
@@ -111,7 +113,7 @@ func openEngine(cfg *config.Config, storeFlag string) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(storeDir(storeFlag, cfg), *cfg.Store.SyncWrites)
+	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites})
 	if err != nil {
 		return nil, err
 	}

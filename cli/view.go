@@ -73,23 +73,11 @@ const viewMemoryLimit = 96 << 20
 // reader: the smallest memtable and block cache (nothing is written; the
 // chain is read once, in order), and no value-log GC.
 func viewStore(flag string) (*ledger.Store, error) {
-	cfg, err := loadConfig("")
+	dir, err := existingStoreDir(flag)
 	if err != nil {
 		return nil, err
 	}
-	dir := storeDir(flag, cfg)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil, exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
-	}
-	stale := staleLockPID(dir)
-	st, err := ledger.Open(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
-	if err != nil {
-		return nil, storeOpenError(err)
-	}
-	if stale > 0 {
-		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", dir, stale)
-	}
-	return st, nil
+	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
 }
 
 // isTerminal reports whether w is a character device (a terminal).
