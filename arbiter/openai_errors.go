@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -215,17 +214,7 @@ func (m *openAIModel) scrub(s string) string {
 	if m.key != "" {
 		s = strings.ReplaceAll(s, m.key, "[REDACTED]")
 	}
-	s = keyLikeRE.ReplaceAllString(s, "[REDACTED]")
-	s = strings.Join(strings.Fields(s), " ")
-	const limit = 300
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return truncate(oneLine(keyLikeRE.ReplaceAllString(s, "[REDACTED]")), 300)
 }
 
 // final turns a failure that ends the completion into its error: what
