@@ -152,9 +152,6 @@ func (r *Registry) Specs() []*Spec {
 	return out
 }
 
-// ErrUnknown is returned for an id no capability has.
-var ErrUnknown = errors.New("unknown capability")
-
 // InputFrom shapes call arguments for the spec and validates them:
 // (call :x {:k v}) passes the map; positional arguments become a map in
 // field order when the schema is a [:map …], a vector for [:tuple …], and
