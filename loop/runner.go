@@ -131,8 +131,9 @@ type runState struct {
 	iteration               int
 	cost                    float64
 	tokens                  int64
-	iterCosts               []float64
-	iterTokens              []int64
+	doneIters               int     // completed iterations, whose mean spend preflight projects
+	doneCost                float64 // their cost
+	doneTokens              int64   // their tokens
 	failures                int
 	lastPlan                string
 	feedback                arbiter.Feedback
@@ -424,8 +425,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
 	st.cost += cost
 	st.tokens += tokens
-	st.iterCosts = append(st.iterCosts, cost)
-	st.iterTokens = append(st.iterTokens, tokens)
+	st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+cost, st.doneTokens+tokens
 	if status == "ok" || status == "skipped" {
 		st.failures = 0
 	} else {
@@ -494,17 +494,11 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
 		}
 	}
-	n := len(st.iterCosts)
+	n := st.doneIters
 	if n == 0 {
 		return nil
 	}
-	var sumCost float64
-	var sumTok int64
-	for i := range n {
-		sumCost += st.iterCosts[i]
-		sumTok += st.iterTokens[i]
-	}
-	meanCost, meanTok := sumCost/float64(n), (sumTok+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
+	meanCost, meanTok := st.doneCost/float64(n), (st.doneTokens+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
 	for _, s := range r.o.Config.Stop {
 		switch {
 		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:

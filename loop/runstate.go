@@ -93,9 +93,8 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		case ledger.IterationCompleted:
 			st.iteration = int(a.Metadata["iteration"].AsInt())
 			lastFrom, lastTo = iterStart, i
-			tok := a.Result.AsMap().GetKey("tokens").AsInt()
-			st.iterCosts = append(st.iterCosts, a.Cost)
-			st.iterTokens = append(st.iterTokens, tok)
+			st.doneIters, st.doneCost = st.doneIters+1, st.doneCost+a.Cost
+			st.doneTokens += a.Result.AsMap().GetKey("tokens").AsInt()
 			if a.Success {
 				st.failures = 0
 			} else {
