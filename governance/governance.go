@@ -37,7 +37,7 @@ type Constitution struct {
 	RequireContracts              []string // capability globs whose steps need :pre or :post
 	RequireCompensationForEffects []string // effect kinds whose steps need step.with-compensation
 	MaxSteps                      int      // static steps in one plan (loop passes count :max); 0 = DefaultMaxSteps
-	MaxCostUSD                    float64  // enforced by the runner's budget
+	MaxCostUSD                    float64  // not enforced: max_cost_usd is reserved (docs/config.md); a max_cost stop condition bounds cost
 }
 
 // Decision is the outcome of an admission or a per-call check.
