@@ -28,7 +28,6 @@ type Index struct {
 	fns       map[string]*fnStats
 	observed  uint64 // actions observed (all types)
 	lastSeq   uint64
-	lastID    string
 	iteration int64
 	cost      float64
 	trace     *[]Evidence // non-nil only inside Explain
@@ -77,7 +76,6 @@ func (ix *Index) Observe(a *ledger.Action) {
 	}
 	ix.observed++
 	ix.lastSeq = seq
-	ix.lastID = a.ActionID
 	switch a.Type {
 	case ledger.IterationStarted:
 		// An iteration a crash interrupted starts again under its own
@@ -163,13 +161,6 @@ func (ix *Index) Observed() uint64 {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.observed
-}
-
-// LastSeq returns the seq of the last observed action and its id.
-func (ix *Index) LastSeq() (uint64, string) {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.lastSeq, ix.lastID
 }
 
 // The queries below are called by the audit.* builtins with the read lock

@@ -125,9 +125,6 @@ var kindDefaults = map[string]struct {
 	"any": {20, ClassSuccess}, "not": {10, ClassSuccess}, "never": {0, ClassSuccess},
 }
 
-// Kinds returns every condition kind this package implements.
-func Kinds() []string { return config.StopKinds() }
-
 // FromConfig builds conditions from [[stop]] tables, validating what the
 // config package cannot: predicates compile (RTFS) or parse (JSON), regexes
 // compile, commands can be found, classes make sense. Every error is a
@@ -177,7 +174,7 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 	}
 	def, ok := kindDefaults[s.Kind]
 	if !ok {
-		return nil, fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(Kinds(), ", "))
+		return nil, fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(config.StopKinds(), ", "))
 	}
 	c := &Condition{Name: s.Name, Kind: s.Kind, Class: def.class, Priority: def.priority,
 		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, Line: line}

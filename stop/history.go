@@ -32,15 +32,6 @@ func (ev *Evaluation) Trigger() *Result {
 	return nil
 }
 
-// OverallProgress is the highest progress of any condition.
-func (ev *Evaluation) OverallProgress() float64 {
-	p := 0.0
-	for _, r := range ev.Results {
-		p = max(p, r.Progress)
-	}
-	return p
-}
-
 // ProgressChange is a condition whose progress moved since the previous
 // evaluation.
 type ProgressChange struct {

@@ -76,9 +76,6 @@ func (p *Predicate) Bind(ix *Index) (*Bound, error) {
 	return &Bound{ix: ix, prog: prog}, nil
 }
 
-// Index returns the index the predicate reads.
-func (b *Bound) Index() *Index { return b.ix }
-
 // Eval evaluates the predicate against the index's current state. Any value
 // but nil and false holds. It does not allocate for predicates built from
 // the audit.* queries, and, or, not and comparisons.
@@ -175,11 +172,4 @@ func textArgs(name string, args []rtfs.Value) error {
 		}
 	}
 	return nil
-}
-
-// AuditBuiltins lists the names the predicate environment adds to the core
-// library.
-func AuditBuiltins() []string {
-	return []string{"audit.before?", "audit.cost", "audit.count", "audit.failed?", "audit.iteration",
-		"audit.last-result", "audit.metadata?", "audit.succeeded?"}
 }
