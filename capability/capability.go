@@ -174,7 +174,7 @@ func (s *Spec) InputFrom(args []rtfs.Value) (rtfs.Value, error) {
 			b.Set(keys[i], a)
 		}
 		v = rtfs.MapValue(b.Map())
-	case len(args) == 1 && (in == nil || !strings.HasPrefix(in.String(), "[:tuple")):
+	case len(args) == 1 && (in == nil || in.Kind() != "tuple"):
 		v = args[0]
 	default:
 		v = rtfs.Vector(slices.Clone(args))
