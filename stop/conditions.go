@@ -74,6 +74,22 @@ type Result struct {
 	Err      string        `json:"error,omitempty"` // the check could not run
 }
 
+// Flags names what is unusual about r, for display: "cached", "timed out"
+// and, last, "error" when the check could not run (r.Err says why).
+func (r *Result) Flags() []string {
+	var flags []string
+	if r.CacheHit {
+		flags = append(flags, "cached")
+	}
+	if r.TimedOut {
+		flags = append(flags, "timed out")
+	}
+	if r.Err != "" {
+		flags = append(flags, "error")
+	}
+	return flags
+}
+
 // Condition is one configured stop condition.
 type Condition struct {
 	Name     string

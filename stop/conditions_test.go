@@ -284,3 +284,20 @@ func TestCompositeChildTimeouts(t *testing.T) {
 		t.Errorf("the composite's bound is %s, want its children's 100ms", d)
 	}
 }
+
+func TestResultFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		r    Result
+		want string
+	}{
+		{"plain", Result{Met: true}, ""},
+		{"cached", Result{CacheHit: true}, "cached"},
+		{"all, error last", Result{CacheHit: true, TimedOut: true, Err: "boom"}, "cached,timed out,error"},
+	} {
+		if got := strings.Join(tc.r.Flags(), ","); got != tc.want {
+			t.Errorf("%s: flags %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
