@@ -1,6 +1,9 @@
 package rtfs
 
-import "math"
+import (
+	"cmp"
+	"math"
+)
 
 // coreBuiltins is the registration table of the core library, filled by
 // the builtins_*.go files. It is never modified after package init.
@@ -111,15 +114,10 @@ func divide(args []Value) (Value, error) {
 // compareNum orders two numbers (ints and floats mix).
 func compareNum(a, b Value) int {
 	if a.k == KindInt && b.k == KindInt {
-		x, y := a.AsInt(), b.AsInt()
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.AsInt(), b.AsInt())
 	}
+	// Not cmp.Compare for floats: it orders NaN before every number, where
+	// here NaN compares as 0 with anything (as it always has for sort).
 	x, y := a.AsFloat(), b.AsFloat()
 	switch {
 	case x < y:

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -595,7 +596,7 @@ func compareValues(name string, a, b Value) (int, error) {
 	case a.IsSeq() && b.IsSeq():
 		x, y := a.Items(), b.Items()
 		if len(x) != len(y) {
-			return cmpInt(len(x), len(y)), nil
+			return cmp.Compare(len(x), len(y)), nil
 		}
 		for i := range x {
 			if c, err := compareValues(name, x[i], y[i]); c != 0 || err != nil {
@@ -606,20 +607,10 @@ func compareValues(name string, a, b Value) (int, error) {
 	case a.k == b.k && (a.k == KindString || a.k == KindKeyword || a.k == KindSymbol):
 		return strings.Compare(a.Str(), b.Str()), nil
 	case a.k == KindBool && b.k == KindBool:
-		return cmpInt(int(a.n), int(b.n)), nil
+		return cmp.Compare(int(a.n), int(b.n)), nil
 	}
 	return 0, &Error{Type: ErrType, Msg: fmt.Sprintf("%s cannot compare %s %s with %s %s", name,
 		a.k, truncate(Print(a), 40), b.k, truncate(Print(b), 40))}
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // comparator turns a user function into an ordering: a number result is
