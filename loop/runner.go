@@ -135,7 +135,6 @@ type runState struct {
 	doneCost                float64 // their cost
 	doneTokens              int64   // their tokens
 	failures                int
-	lastPlan                string
 	feedback                arbiter.Feedback
 	abort                   string           // set when the run cannot go on (approval impossible)
 	fatal                   string           // a provider error no retry can fix: the run stops with exit 2
@@ -431,7 +430,6 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	} else {
 		st.failures++
 	}
-	st.lastPlan = resp.Source
 	fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
 	for i, f := range failures {
 		fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
