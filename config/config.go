@@ -407,7 +407,7 @@ func (c *Config) CheckPaths() error {
 
 func filepathMatch(glob string) (bool, error) { return filepath.Match(glob, "") }
 
-// stopFields lists, for each kind, its required fields.
+// stopKinds lists, for each kind, its required fields.
 var stopKinds = map[string][]string{
 	"on_error": {"pattern"}, "user_signal": nil, "max_iterations": {"max"}, "max_duration": {"duration"},
 	"max_cost": {"usd"}, "max_tokens": {"tokens"}, "consecutive_failures": {"count"},
