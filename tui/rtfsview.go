@@ -131,34 +131,23 @@ func ppSeq(items []*rtfs.Node, open, closer string, col, w int) []string {
 	return lines
 }
 
+// ppMap lays a map out as ppPairs does, its entries sorted by key as the
+// canonical printer sorts them.
 func ppMap(n *rtfs.Node, prefix string, col, w int) []string {
 	type entry struct {
-		key string
-		v   *rtfs.Node
+		key  string
+		k, v *rtfs.Node
 	}
 	var es []entry
 	for i := 0; i+1 < len(n.Items); i += 2 {
-		es = append(es, entry{rtfs.PrintNode(n.Items[i]), n.Items[i+1]})
+		es = append(es, entry{rtfs.PrintNode(n.Items[i]), n.Items[i], n.Items[i+1]})
 	}
 	slices.SortStableFunc(es, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	open := prefix + "{"
-	ind := col + ansi.StringWidth(open)
-	var lines []string
-	for i, e := range es {
-		head := e.key + " "
-		sub := pp(e.v, ind+ansi.StringWidth(head), w)
-		lead := strings.Repeat(" ", ind)
-		if i == 0 {
-			lead = open
-		}
-		sub[0] = lead + head + sub[0]
-		lines = append(lines, sub...)
+	items := make([]*rtfs.Node, 0, 2*len(es))
+	for _, e := range es {
+		items = append(items, e.k, e.v)
 	}
-	if len(lines) == 0 {
-		return []string{open + "}"}
-	}
-	lines[len(lines)-1] += "}"
-	return lines
+	return ppPairs(items, prefix+"{", "}", col, w)
 }
 
 // joinInto continues the last line of lines with the first of more.
