@@ -253,14 +253,8 @@ func DecodeCanonical(b []byte) (Action, error) {
 	return a, nil
 }
 
-// header holds the fields of an encoding that Verify and the indexes need,
-// read without parsing any RTFS value.
-type header struct {
-	seq                                         uint64
-	runID, actionID, parentID, planID, intentID string
-}
-
-// rawHeader is header without copies: its fields alias the encoding.
+// rawHeader holds the fields of an encoding that Verify and the indexes
+// need, read without parsing any RTFS value; its fields alias the encoding.
 type rawHeader struct {
 	seq uint64
 	ids [5][]byte // action_id, plan_id, intent_id, run_id, parent_action_id: the order of indexFields
@@ -281,22 +275,6 @@ func decodeRawHeader(b []byte) (rawHeader, error) {
 	plan := d.take(int(d.u32()))
 	intent := d.take(int(d.u32()))
 	h.ids = [5][]byte{action, plan, intent, run, parent}
-	return h, d.err
-}
-
-// decodeHeader reads seq and the id fields of a canonical encoding.
-func decodeHeader(b []byte) (header, error) {
-	d := decoder{b: b}
-	var h header
-	if v := d.u8(); v != EncodingVersion && d.err == nil {
-		return h, fmt.Errorf("unknown action encoding version %d", v)
-	}
-	h.seq = d.u64()
-	h.runID = d.str()
-	h.actionID = d.str()
-	h.parentID = d.str()
-	h.planID = d.str()
-	h.intentID = d.str()
 	return h, d.err
 }
 

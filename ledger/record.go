@@ -70,12 +70,17 @@ func indexKey(field, value string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(indexPrefix(field, value), seq)
 }
 
-// appendIndexKeys appends the index keys of an action (no key for an empty
-// field) and returns them.
-func appendIndexKeys(keys [][]byte, h *header) [][]byte {
-	for i, v := range [...]string{h.actionID, h.planID, h.intentID, h.runID, h.parentID} {
+// indexIDs returns a's indexed id fields in the order of indexFields.
+func (a *Action) indexIDs() [len(indexFields)]string {
+	return [...]string{a.ActionID, a.PlanID, a.IntentID, a.RunID, a.ParentActionID}
+}
+
+// appendIndexKeys appends the index keys of action a at seq (no key for an
+// empty field) and returns them.
+func appendIndexKeys(keys [][]byte, a *Action, seq uint64) [][]byte {
+	for i, v := range a.indexIDs() {
 		if v != "" {
-			keys = append(keys, indexKey(indexFields[i], v, h.seq))
+			keys = append(keys, indexKey(indexFields[i], v, seq))
 		}
 	}
 	return keys

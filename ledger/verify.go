@@ -350,7 +350,7 @@ func (v *verifier) checkEnds(headSeq uint64, hasHead bool, last actionState) {
 func (v *verifier) diffIndexes(ctx context.Context) error {
 	want := make(map[string]uint64)
 	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), PrefetchValues: true})
-	var keys [][]byte
+	var key []byte
 	for it.Rewind(); it.Valid(); it.Next() {
 		k := it.Item().Key()
 		if len(k) != len(prefixAction)+8 {
@@ -362,14 +362,15 @@ func (v *verifier) diffIndexes(ctx context.Context) error {
 			if err != nil {
 				return nil // reported by the scan
 			}
-			hd, err := decodeHeader(r.encoding)
+			hd, err := decodeRawHeader(r.encoding)
 			if err != nil {
 				return nil
 			}
-			hd.seq = seq
-			keys = appendIndexKeys(keys[:0], &hd)
-			for _, k := range keys {
-				want[string(k)] = seq
+			for fi, id := range hd.ids {
+				if len(id) != 0 {
+					key = appendIndexKey(key[:0], indexFields[fi], id, seq)
+					want[string(key)] = seq
+				}
 			}
 			return nil
 		}); err != nil {

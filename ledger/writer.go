@@ -79,7 +79,7 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	p := &pending{a: c, rec: rec}
 	p.bytes = int64(len(prefixAction)+8+len(rec)) + entryOverhead
 	p.count = 1
-	for i, v := range [...]string{c.ActionID, c.PlanID, c.IntentID, c.RunID, c.ParentActionID} {
+	for i, v := range c.indexIDs() {
 		if v != "" {
 			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
 			p.count++
@@ -417,8 +417,7 @@ func (s *Store) commitTxn(items []*pending) error {
 		if err := txn.SetEntry(badger.NewEntry(actionKey(seq), p.rec)); err != nil {
 			return s.txnErr(err)
 		}
-		h := header{seq: seq, runID: p.a.RunID, actionID: p.a.ActionID, parentID: p.a.ParentActionID, planID: p.a.PlanID, intentID: p.a.IntentID}
-		keys = appendIndexKeys(keys[:0], &h)
+		keys = appendIndexKeys(keys[:0], p.a, seq)
 		for _, k := range keys {
 			if err := txn.SetEntry(badger.NewEntry(k, nil)); err != nil {
 				return s.txnErr(err)
