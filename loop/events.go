@@ -151,7 +151,6 @@ func (b *Bus) awaitApproval(e Event) {
 
 // publish queues a transient event for every consumer; it never blocks.
 func (b *Bus) publish(e Event) {
-	e.RunID = b.runID
 	e.afterSeq = b.store.Head().Seq
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -186,7 +185,7 @@ func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 	// A late consumer learns where the run stands: its state, and the plan
 	// waiting for approval, delivered after the chain up to now.
 	if b.state != StateIdle {
-		s.queue = append(s.queue, Event{Kind: EventState, RunID: b.runID, State: b.state, Time: time.Now(), afterSeq: b.store.Head().Seq})
+		s.queue = append(s.queue, Event{Kind: EventState, State: b.state, Time: time.Now(), afterSeq: b.store.Head().Seq})
 	}
 	if b.pending != nil {
 		e := *b.pending
@@ -260,9 +259,6 @@ func (p *pump) flush(ctx context.Context) bool {
 		p.sub.queue[0] = Event{}
 		p.sub.queue = p.sub.queue[1:]
 		p.sub.mu.Unlock()
-		if e.Iteration == 0 {
-			e.Iteration = p.iteration
-		}
 		if !p.send(ctx, e) {
 			return false
 		}
@@ -290,6 +286,8 @@ func (p *pump) action(ctx context.Context, a *ledger.Action) bool {
 	return true
 }
 
+// send delivers e stamped with the run id and, when it has none, the
+// current iteration.
 func (p *pump) send(ctx context.Context, e Event) bool {
 	e.RunID = p.bus.runID
 	if e.Iteration == 0 {
