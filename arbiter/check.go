@@ -208,12 +208,11 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 	if in == nil {
 		return nil
 	}
-	const fix = ""
 	if in.IsMap() && len(args) == 1 && args[0].Kind == rtfs.NodeMap {
-		return checkMapNode(spec, in.Fields(), args[0], fix)
+		return checkMapNode(spec, in.Fields(), args[0])
 	}
 	arity := func(want string) []problem {
-		return []problem{{stage: "schema", msg: fmt.Sprintf("%s takes %s, got %d argument%s", spec.ID, want, len(args), plural(len(args))), fix: fix}}
+		return []problem{{stage: "schema", msg: fmt.Sprintf("%s takes %s, got %d argument%s", spec.ID, want, len(args), plural(len(args)))}}
 	}
 	one := len(args) == 1 && !args[0].IsLiteral() // may compute the whole input at run time
 	switch {
@@ -238,7 +237,7 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 			vals[i] = a.Value()
 		}
 		if _, err := spec.InputFrom(vals); err != nil {
-			return []problem{{stage: "schema", pos: typeErrorPos(err, args), msg: err.Error(), fix: fix}}
+			return []problem{{stage: "schema", pos: typeErrorPos(err, args), msg: err.Error()}}
 		}
 		return nil
 	}
@@ -250,28 +249,28 @@ func argProblems(spec *capability.Spec, args []*rtfs.Node) []problem {
 	case in.IsMap():
 		fields := in.Fields()
 		for i, a := range args {
-			ps = append(ps, checkLiteral(spec, fields[i].Type, a, rtfs.Print(fields[i].Key), fix)...)
+			ps = append(ps, checkLiteral(spec, fields[i].Type, a, rtfs.Print(fields[i].Key))...)
 		}
 	case in.Kind() == "tuple":
 		for i, a := range args {
-			ps = append(ps, checkLiteral(spec, in.Elems()[i], a, fmt.Sprintf("argument %d", i+1), fix)...)
+			ps = append(ps, checkLiteral(spec, in.Elems()[i], a, fmt.Sprintf("argument %d", i+1))...)
 		}
 	}
 	return ps
 }
 
-func checkLiteral(spec *capability.Spec, t *rtfs.Type, a *rtfs.Node, what, fix string) []problem {
+func checkLiteral(spec *capability.Spec, t *rtfs.Type, a *rtfs.Node, what string) []problem {
 	if !a.IsLiteral() {
 		return nil
 	}
 	if err := t.Check(a.Value()); err != nil {
-		return []problem{{stage: "schema", pos: a.Pos, msg: fmt.Sprintf("%s: %s %v", spec.ID, what, err), fix: fix}}
+		return []problem{{stage: "schema", pos: a.Pos, msg: fmt.Sprintf("%s: %s %v", spec.ID, what, err)}}
 	}
 	return nil
 }
 
 // checkMapNode checks a map argument whose values are not all literal.
-func checkMapNode(spec *capability.Spec, fields []rtfs.Field, m *rtfs.Node, fix string) []problem {
+func checkMapNode(spec *capability.Spec, fields []rtfs.Field, m *rtfs.Node) []problem {
 	var ps []problem
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(m.Items); i += 2 {
@@ -283,7 +282,7 @@ func checkMapNode(spec *capability.Spec, fields []rtfs.Field, m *rtfs.Node, fix 
 			}
 		}
 		if field == nil {
-			keyFix := fix
+			var keyFix string // empty: checkArgs gives the schema and example
 			if k.Kind == rtfs.NodeAtom && k.Val.Kind() == rtfs.KindString {
 				for _, f := range fields {
 					if f.Key.Kind() == rtfs.KindKeyword && f.Key.Str() == k.Val.Str() {
@@ -295,11 +294,11 @@ func checkMapNode(spec *capability.Spec, fields []rtfs.Field, m *rtfs.Node, fix 
 			continue
 		}
 		seen[rtfs.Print(field.Key)] = true
-		ps = append(ps, checkLiteral(spec, field.Type, v, rtfs.Print(field.Key), fix)...)
+		ps = append(ps, checkLiteral(spec, field.Type, v, rtfs.Print(field.Key))...)
 	}
 	for _, f := range fields {
 		if !f.Optional && !seen[rtfs.Print(f.Key)] {
-			ps = append(ps, problem{stage: "schema", pos: m.Pos, msg: fmt.Sprintf("%s: %s is required", spec.ID, rtfs.Print(f.Key)), fix: fix})
+			ps = append(ps, problem{stage: "schema", pos: m.Pos, msg: fmt.Sprintf("%s: %s is required", spec.ID, rtfs.Print(f.Key))})
 		}
 	}
 	return ps
