@@ -139,6 +139,20 @@ func TestShellExec(t *testing.T) {
 	}
 }
 
+func TestShellBackgroundChildKeepsExitStatus(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "sh")
+	// The child exits 0 while a background grandchild holds stdout open.
+	res, err := invoke(t, r, "shell.exec", `{:cmd "sh" :args ["-c" "sleep 30 & echo started"]}`)
+	if err != nil || res.Metadata["exit"] != "0" || res.Value.AsMap().GetKey("stdout").Str() != "started\n" {
+		t.Fatalf("got %s, %v; want exit 0 and stdout \"started\"", rtfs.Print(res.Value), err)
+	}
+	_, err = invoke(t, r, "shell.exec", `{:cmd "sh" :args ["-c" "sleep 30 & exit 3"]}`)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 3") {
+		t.Errorf("got %v, want exit status 3", err)
+	}
+}
+
 func TestShellAllowlist(t *testing.T) {
 	t.Parallel()
 	r, _ := newRegistry(t, "echo")

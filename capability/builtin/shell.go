@@ -148,7 +148,9 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	}
 	var startErr error
 	var exitErr *exec.ExitError
-	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {
+	// ErrWaitDelay means the child exited but a background descendant held
+	// its output open until the group was killed: the exit status stands.
+	if runErr != nil && !errors.As(runErr, &exitErr) && !errors.Is(runErr, exec.ErrWaitDelay) && ctx.Err() == nil {
 		startErr = runErr // could not start (not found, permission)
 	}
 	res := capability.Result{
