@@ -435,10 +435,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
 	}
 	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
+	dur := r.o.Now().Sub(t0).Milliseconds()
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
-		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(r.o.Now().Sub(t0).Milliseconds())))
+		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(dur)))
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
-		Success: status == "ok" || status == "skipped", Result: summary, Cost: cost, DurationMS: r.o.Now().Sub(t0).Milliseconds(),
+		Success: status == "ok" || status == "skipped", Result: summary, Cost: cost, DurationMS: dur,
 		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(status)}}
 	if len(failures) > 0 {
 		done.ErrorMessage = strings.Join(failures, "; ")
@@ -521,13 +522,14 @@ func classOf(s config.Stop) stop.Class {
 }
 
 func (r *Runner) durationOutcome() *Outcome {
+	d := r.maxDuration()
 	name, class := "max_duration", stop.ClassLimit
 	for _, s := range r.o.Config.Stop {
-		if s.Kind == "max_duration" && s.Duration.Duration == r.maxDuration() {
+		if s.Kind == "max_duration" && s.Duration.Duration == d {
 			name, class = s.Name, classOf(s)
 		}
 	}
-	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", r.maxDuration())}
+	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", d)}
 }
 
 func (r *Runner) maxDuration() time.Duration {
