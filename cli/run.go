@@ -86,10 +86,8 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		cfg.Model.Model = f.model
 	}
 	interactive := !f.noTUI && !f.asJSON && isTTY(cmd.OutOrStdout())
-	if f.approve && !interactive {
-		if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-			return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
-		}
+	if f.approve && !interactive && !isTTY(cmd.InOrStdin()) {
+		return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
 	}
 	if f.maxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
 		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: f.maxIterations})

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -18,9 +17,9 @@ import (
 // the aborted run to end (DESIGN §3).
 const ExitForced = 130
 
-// isTTY reports whether w is a terminal.
-func isTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTTY reports whether stream (a command's stdin or stdout) is a terminal.
+func isTTY(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
 }
 

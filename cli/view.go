@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -38,7 +36,7 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			if !isTerminal(out) {
+			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
 			}
 			st, err := viewStore(storeFlag)
@@ -78,16 +76,6 @@ func viewStore(flag string) (*ledger.Store, error) {
 		return nil, err
 	}
 	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // errFound ends a scan of the chain early.
