@@ -444,20 +444,11 @@ func builtinDistinct(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "distinct", len(xs)); err != nil {
 		return Nil, err
 	}
-	out := make([]Value, 0, len(xs))
-	seen := make(map[uint64][]int32, len(xs))
-next:
+	seen := keySet{keys: make([]Value, 0, len(xs)), idx: make(map[uint64][]int32, len(xs))}
 	for _, x := range xs {
-		h := Hash(x)
-		for _, i := range seen[h] {
-			if Equal(out[i], x) {
-				continue next
-			}
-		}
-		seen[h] = append(seen[h], int32(len(out)))
-		out = append(out, x)
+		seen.add(x)
 	}
-	return Vector(out), nil
+	return Vector(seen.keys), nil
 }
 
 func builtinInterpose(m *Machine, a []Value) (Value, error) {
@@ -512,26 +503,24 @@ func builtinPartition(m *Machine, a []Value) (Value, error) {
 	return Vector(out), nil
 }
 
-// groupInto collects keyed counts or groups for frequencies and group-by.
-type groupInto struct {
+// keySet holds distinct values in first-seen order, for distinct,
+// frequencies and group-by.
+type keySet struct {
 	keys []Value
-	vals [][]Value
-	n    []int64
-	idx  map[uint64][]int32
+	idx  map[uint64][]int32 // hash to indexes into keys
 }
 
-func (g *groupInto) slot(k Value) int {
+// add returns k's index in keys, appending k if it is new.
+func (s *keySet) add(k Value) (i int, added bool) {
 	h := Hash(k)
-	for _, i := range g.idx[h] {
-		if Equal(g.keys[i], k) {
-			return int(i)
+	for _, i := range s.idx[h] {
+		if Equal(s.keys[i], k) {
+			return int(i), false
 		}
 	}
-	g.idx[h] = append(g.idx[h], int32(len(g.keys)))
-	g.keys = append(g.keys, k)
-	g.vals = append(g.vals, nil)
-	g.n = append(g.n, 0)
-	return len(g.keys) - 1
+	s.idx[h] = append(s.idx[h], int32(len(s.keys)))
+	s.keys = append(s.keys, k)
+	return len(s.keys) - 1, true
 }
 
 func builtinFrequencies(m *Machine, a []Value) (Value, error) {
@@ -542,13 +531,18 @@ func builtinFrequencies(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "frequencies", len(xs)); err != nil {
 		return Nil, err
 	}
-	g := &groupInto{idx: map[uint64][]int32{}}
+	g := keySet{idx: map[uint64][]int32{}}
+	var n []int64
 	for _, x := range xs {
-		g.n[g.slot(x)]++
+		i, added := g.add(x)
+		if added {
+			n = append(n, 0)
+		}
+		n[i]++
 	}
 	b := NewMapBuilder(len(g.keys))
 	for i, k := range g.keys {
-		b.Set(k, Int(g.n[i]))
+		b.Set(k, Int(n[i]))
 	}
 	return MapValue(b.Map()), nil
 }
@@ -561,18 +555,22 @@ func builtinGroupBy(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "group-by", len(xs)); err != nil {
 		return Nil, err
 	}
-	g := &groupInto{idx: map[uint64][]int32{}}
+	g := keySet{idx: map[uint64][]int32{}}
+	var groups [][]Value
 	for _, x := range xs {
 		k, err := m.Apply(a[0], x)
 		if err != nil {
 			return Nil, err
 		}
-		i := g.slot(k)
-		g.vals[i] = append(g.vals[i], x)
+		i, added := g.add(k)
+		if added {
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], x)
 	}
 	b := NewMapBuilder(len(g.keys))
 	for i, k := range g.keys {
-		b.Set(k, Vector(g.vals[i]))
+		b.Set(k, Vector(groups[i]))
 	}
 	return MapValue(b.Map()), nil
 }
