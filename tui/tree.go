@@ -279,8 +279,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 			n.st = stFailed
 		}
 		n.label = "Run " + word + " · " + fn
-		t.ended = true
-		t.epoch++
+		t.end()
 	case ledger.IterationStarted:
 		n.kind, n.st = kindIteration, stRunning
 		n.label = "Iteration " + strconv.FormatInt(a.Metadata["iteration"].AsInt(), 10)
