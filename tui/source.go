@@ -64,13 +64,13 @@ func forward(ctx context.Context, events <-chan loop.Event, send func(tea.Msg), 
 // loadBatch is how many recorded actions one message carries.
 const loadBatch = 512
 
-// load streams a recorded run from the store to the program: one pass in
-// seq order, each action wrapped as the event the live bus would send,
-// never more than a batch decoded at a time.
 // releaseEvery is how many actions a load reads between releases of the
 // store's mapped pages.
 const releaseEvery = 1 << 15
 
+// load streams a recorded run from the store to the program: one pass in
+// seq order, each action wrapped as the event the live bus would send,
+// never more than a batch decoded at a time.
 func load(ctx context.Context, st *ledger.Store, runID string, send func(tea.Msg), parseCfg bool) {
 	batch := make([]loop.Event, 0, loadBatch)
 	read := 0
