@@ -55,6 +55,22 @@ func runTypes(t testing.TB, fx *fixture, runID string, typ ledger.ActionType) []
 	return out
 }
 
+// resumer builds a runner that resumes runID on r's store with r's options;
+// edit, when set, changes them first.
+func resumer(t *testing.T, r *Runner, fx *fixture, runID string, edit func(*RunnerOptions)) *Runner {
+	t.Helper()
+	o := RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
+		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: runID, Resume: true}
+	if edit != nil {
+		edit(&o)
+	}
+	r2, err := NewRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r2
+}
+
 func TestRunnerStopsAtMaxIterations(t *testing.T) {
 	t.Parallel()
 	r, fx := newRunner(t, `
@@ -242,12 +258,7 @@ max = 2
 	}
 	// As if the process died after iteration 2 but before recording the stop.
 	markInterrupted(t, fx, out.RunID)
-	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
-		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out2, err := r2.Run(context.Background())
+	out2, err := resumer(t, r, fx, out.RunID, nil).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,11 +295,7 @@ func TestResumeContinuesTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := NewRunner(RunnerOptions{Config: &cfg, Store: fx.store, Orchestrator: fx.orch, Provider: newScript(),
-		Conditions: conds, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := resumer(t, r, fx, out.RunID, func(o *RunnerOptions) { o.Config, o.Provider, o.Conditions = &cfg, newScript(), conds })
 	if _, err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -321,27 +328,18 @@ max = 3
 	}
 	r.o.Config.Stop[0].Max = 3
 	// … then starts iteration 2, where "Done" succeeds, and dies.
-	parent := runTypes(t, fx, out.RunID, ledger.RunStarted)[0]
-	for _, a := range []*ledger.Action{
-		{Type: ledger.IterationStarted, FunctionName: "iteration 2", Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(2)}},
-		{Type: ledger.PlanStepCompleted, FunctionName: "Done", Success: true},
-	} {
-		a.ActionID, a.RunID, a.IntentID, a.ParentActionID = NewID(), out.RunID, parent.IntentID, parent.ActionID
-		if _, err := fx.store.Append(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	markInterrupted(t, fx, out.RunID)
+	appendRun(t, fx, out.RunID,
+		&ledger.Action{Type: ledger.IterationStarted, FunctionName: "iteration 2", Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(2)}},
+		&ledger.Action{Type: ledger.PlanStepCompleted, FunctionName: "Done", Success: true},
+	)
 	p, err := stop.ParsePredicate(`(audit.succeeded? "Done")`, "ralph.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	conds, _ := stop.FromConfig(r.o.Config.Stop, r.o.Config.File)
-	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
-		Conditions: conds, Predicates: []CompletionPredicate{{Name: "done", Pred: p}}, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := resumer(t, r, fx, out.RunID, func(o *RunnerOptions) {
+		o.Conditions, o.Predicates = conds, []CompletionPredicate{{Name: "done", Pred: p}}
+	})
 	out2, err := r2.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -407,12 +405,7 @@ max = 1
 	cfg := *r.o.Config
 	cfg.Stop = []config.Stop{{Name: "three", Kind: "max_iterations", Max: 3}}
 	conds, _ := stop.FromConfig(cfg.Stop, cfg.File)
-	r2, err := NewRunner(RunnerOptions{Config: &cfg, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
-		Conditions: conds, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out2, err := r2.Run(context.Background())
+	out2, err := resumer(t, r, fx, out.RunID, func(o *RunnerOptions) { o.Config, o.Conditions = &cfg, conds }).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,12 +456,7 @@ max = 10
 	}
 	// A resumed run sums them from the chain too.
 	markInterrupted(t, fx, out.RunID)
-	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
-		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: out.RunID, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out2, err := r2.Run(context.Background())
+	out2, err := resumer(t, r, fx, out.RunID, nil).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,12 +618,7 @@ max = 5
 	if err := fx.store.KV().Put(ctx, RunKVPrefix+run, rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
 		t.Fatal(err)
 	}
-	r2, err := NewRunner(RunnerOptions{Config: r.o.Config, Store: fx.store, Orchestrator: fx.orch, Provider: r.o.Provider,
-		Conditions: r.o.Conditions, Intent: r.o.Intent, RunID: run, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := r2.Run(ctx)
+	out, err := resumer(t, r, fx, run, nil).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
