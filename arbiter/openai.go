@@ -1,6 +1,7 @@
 package arbiter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,7 @@ type openAIModel struct {
 // the fix. Servers that need no key (a local Ollama) still take any
 // non-empty one.
 func NewOpenAI(cfg config.Model, apiKey string, opts OpenAIOptions) (Model, error) {
-	keyEnv := orDefault(cfg.APIKeyEnv, "OPENAI_API_KEY")
+	keyEnv := cmp.Or(cfg.APIKeyEnv, "OPENAI_API_KEY")
 	if cfg.Model == "" {
 		return nil, &transportError{kind: ErrFatal, msg: `provider "openai" needs model.model, e.g. "gpt-4o-mini"`}
 	}
@@ -77,7 +78,7 @@ func NewOpenAI(cfg config.Model, apiKey string, opts OpenAIOptions) (Model, erro
 		return nil, &transportError{kind: ErrFatal, msg: fmt.Sprintf(
 			"provider \"openai\" has no API key: set %s (any non-empty value for a local server that needs none, such as Ollama)", keyEnv)}
 	}
-	base := strings.TrimRight(orDefault(cfg.BaseURL, DefaultOpenAIBaseURL), "/")
+	base := strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultOpenAIBaseURL), "/")
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &transportError{kind: ErrFatal, msg: fmt.Sprintf("model.base_url %q is not an http(s) URL", redactBaseURL(base))}
@@ -102,13 +103,6 @@ func NewOpenAI(cfg config.Model, apiKey string, opts OpenAIOptions) (Model, erro
 		m.now = time.Now
 	}
 	return m, nil
-}
-
-func orDefault(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Name is "openai/<model>".
@@ -166,7 +160,7 @@ func (m *openAIModel) Complete(ctx context.Context, c Completion, obs Observer) 
 			wait = max(min(wait, m.retry.MaxRetryAfter), m.retry.Base/2)
 			if rateWaited+wait > m.retry.RateLimitBudget {
 				return Reply{}, &transportError{msg: fmt.Sprintf("%s kept rate-limiting requests for %s: wait, or lower the request rate (%s)",
-					m.shown, rateWaited.Round(time.Millisecond), orDefault(f.brief, f.detail))}
+					m.shown, rateWaited.Round(time.Millisecond), cmp.Or(f.brief, f.detail))}
 			}
 			if err := m.wait(ctx, obs, wait, fmt.Sprintf("rate limited by %s (429)", m.host())); err != nil {
 				return Reply{}, err

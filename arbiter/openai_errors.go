@@ -1,6 +1,7 @@
 package arbiter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -220,7 +221,7 @@ func (m *openAIModel) scrub(s string) string {
 // final turns a failure that ends the completion into its error: what
 // happened, the fix, then the server's own words.
 func (m *openAIModel) final(ctx context.Context, f failure) error {
-	why := orDefault(f.brief, f.detail)
+	why := cmp.Or(f.brief, f.detail)
 	switch f.class {
 	case failContextLength:
 		return &transportError{kind: ErrContextLength, msg: fmt.Sprintf("model %s refused the prompt as too long (%s)", m.cfg.Model, why)}

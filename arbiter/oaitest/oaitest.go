@@ -26,6 +26,7 @@
 package oaitest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -482,7 +483,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req Request) 
 		a = Error(http.StatusBadRequest, "oaitest_exhausted",
 			fmt.Sprintf("oaitest: no scripted answer left for request %d (the script had %d)", len(s.requests)+1, len(s.answers)))
 	}
-	req.Status = cmpOr(a.Status, http.StatusOK)
+	req.Status = cmp.Or(a.Status, http.StatusOK)
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 
@@ -501,13 +502,6 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req Request) 
 	default:
 		writeJSON(w, http.StatusOK, a.Header, completionBody(req, a))
 	}
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 func writeJSON(w http.ResponseWriter, status int, h http.Header, body string) {
@@ -539,13 +533,6 @@ func usageOf(req Request, a Answer) usage {
 	return usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
 }
 
-func modelOf(req Request, a Answer) string {
-	if a.Model != "" {
-		return a.Model
-	}
-	return req.Model
-}
-
 func completionBody(req Request, a Answer) string {
 	type message struct {
 		Role    string `json:"role"`
@@ -563,18 +550,11 @@ func completionBody(req Request, a Answer) string {
 		Model   string   `json:"model"`
 		Choices []choice `json:"choices"`
 		Usage   usage    `json:"usage"`
-	}{ID: "chatcmpl-oaitest", Object: "chat.completion", Created: time.Now().Unix(), Model: modelOf(req, a),
-		Choices: []choice{{Message: message{Role: "assistant", Content: a.Content}, FinishReason: cmpOrS(a.FinishReason, "stop")}},
+	}{ID: "chatcmpl-oaitest", Object: "chat.completion", Created: time.Now().Unix(), Model: cmp.Or(a.Model, req.Model),
+		Choices: []choice{{Message: message{Role: "assistant", Content: a.Content}, FinishReason: cmp.Or(a.FinishReason, "stop")}},
 		Usage:   usageOf(req, a)}
 	b, _ := json.Marshal(resp) // strings and ints always marshal
 	return string(b)
-}
-
-func cmpOrS(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Split cuts text into word-sized pieces, each word with the whitespace
@@ -606,7 +586,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, a A
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	model, created := modelOf(req, a), time.Now().Unix()
+	model, created := cmp.Or(a.Model, req.Model), time.Now().Unix()
 	send := func(v any) bool {
 		b, _ := json.Marshal(v) // maps of strings, ints and nil always marshal
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
@@ -642,7 +622,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, a A
 		send(e)
 		return
 	}
-	if !send(chunk(map[string]any{}, cmpOrS(a.FinishReason, "stop"))) {
+	if !send(chunk(map[string]any{}, cmp.Or(a.FinishReason, "stop"))) {
 		return
 	}
 	if req.IncludeUsage && !s.opts.IgnoreIncludeUsage {
