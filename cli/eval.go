@@ -91,20 +91,11 @@ The program comes from FILE, or from standard input with -. Exit status is
 2 when the program cannot be read.`,
 		Example: `  ralph fmt plan.rtfs
   echo '{:b 1, :a 2}' | ralph fmt -`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("fmt takes one FILE, or - to read standard input; got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args: oneInput("fmt"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, name, err := readInput(cmd.InOrStdin(), args[0])
+			forms, err := readForms(cmd.InOrStdin(), args[0])
 			if err != nil {
 				return err
-			}
-			forms, err := rtfs.Read(src, name)
-			if err != nil {
-				return exitError(ExitUsage, err)
 			}
 			return writeOut(cmd.OutOrStdout(), rtfs.PrintProgram(forms))
 		},
@@ -127,6 +118,20 @@ func readInput(stdin io.Reader, arg string) (src, name string, err error) {
 		return "", "", exitError(ExitUsage, err)
 	}
 	return string(b), arg, nil
+}
+
+// readForms reads the program named by arg (a file path, or - for stdin);
+// one that cannot be read or does not parse is a usage error.
+func readForms(stdin io.Reader, arg string) ([]*rtfs.Node, error) {
+	src, name, err := readInput(stdin, arg)
+	if err != nil {
+		return nil, err
+	}
+	forms, err := rtfs.Read(src, name)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return forms, nil
 }
 
 func checkLimits(lim rtfs.Limits) error {

@@ -12,7 +12,6 @@ import (
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
-	"github.com/ralphloop/ralph/rtfs"
 )
 
 func newIRCmd() *cobra.Command {
@@ -121,13 +120,9 @@ same IR, byte for byte.`,
   ralph ir canon - < plan.rtfs | jq '.steps[].id'`,
 		Args: oneInput("ir canon"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, name, err := readInput(cmd.InOrStdin(), args[0])
+			forms, err := readForms(cmd.InOrStdin(), args[0])
 			if err != nil {
 				return err
-			}
-			forms, err := rtfs.Read(src, name)
-			if err != nil {
-				return exitError(ExitUsage, err)
 			}
 			return writeOut(cmd.OutOrStdout(), arbiter.Canonicalize(forms).Indent()+"\n")
 		},
