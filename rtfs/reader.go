@@ -177,7 +177,13 @@ func (r *reader) collection(depth int) (*Node, error) {
 	start := r.pos()
 	open := r.src[r.i]
 	r.advance()
-	kind := map[byte]NodeKind{'(': NodeList, '[': NodeVector, '{': NodeMap}[open]
+	kind := NodeList
+	switch open {
+	case '[':
+		kind = NodeVector
+	case '{':
+		kind = NodeMap
+	}
 	n := &Node{Kind: kind, Pos: start}
 	for {
 		item, err := r.next(depth + 1)
