@@ -155,33 +155,37 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 	return o
 }
 
-// childTimeout bounds one child's check: its own timeout, else the
-// command default for commands, else (0) only the composite's bound.
-func childTimeout(k *Condition) time.Duration {
+// ownTimeout is the bound c carries itself: its timeout, else
+// DefaultCommandTimeout for a command, else 0 (in-process checks and
+// composites, whose children bound themselves).
+func ownTimeout(c *Condition) time.Duration {
 	switch {
-	case k.Timeout > 0:
-		return k.Timeout
-	case k.Kind == "command":
+	case c.Timeout > 0:
+		return c.Timeout
+	case c.Kind == "command":
 		return DefaultCommandTimeout
-	case k.Kind == "all" || k.Kind == "any" || k.Kind == "not":
-		return k.check.(*composite).budget()
 	}
 	return 0
 }
 
-// budget is the time the composite's children may take together.
+// budget is the time the bounded children may take together, one after
+// another, nested composites included.
 func (c *composite) budget() time.Duration {
 	var d time.Duration
 	for _, k := range c.kids {
-		d += childTimeout(k)
+		if kc, ok := k.check.(*composite); ok && k.Timeout == 0 {
+			d += kc.budget()
+		} else {
+			d += ownTimeout(k)
+		}
 	}
 	return d
 }
 
-// checkChild checks k under its own timeout; a child that times out is
-// not met, or counts as its timeout_class says.
+// checkChild checks k under its own timeout, if it has one; a child that
+// times out is not met, or counts as its timeout_class says.
 func checkChild(ctx context.Context, k *Condition, in *Input) outcome {
-	d := childTimeout(k)
+	d := ownTimeout(k)
 	if d <= 0 {
 		return k.check.check(ctx, in)
 	}

@@ -280,8 +280,40 @@ func TestCompositeChildTimeouts(t *testing.T) {
 		t.Errorf("timeout_class success inside any: %+v", o)
 	}
 	e := NewEvaluator([]*Condition{c}, Options{Timeout: time.Millisecond})
-	if d := e.timeoutFor(c); d != 100*time.Millisecond {
-		t.Errorf("the composite's bound is %s, want its children's 100ms", d)
+	if d := e.timeoutFor(c); d != 100*time.Millisecond+time.Millisecond {
+		t.Errorf("the composite's bound is %s, want its children's 100ms plus the 1ms default", d)
+	}
+}
+
+// Through the evaluator, a composite's bound ends after its children's: a
+// child that times out on its own bound leaves its siblings time to run,
+// and the composite is not reported as timed out. (Once, with a default
+// below the children's budget, both deadlines fell together and `any` over
+// a hung command and an existing file was "timed out, not met".)
+func TestCompositeBoundOutlastsItsChildren(t *testing.T) {
+	t.Parallel()
+	needShell(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hung := config.Stop{Name: "hung", Kind: "command", Cmd: []string{"sleep", "30"}, Timeout: dur(100 * time.Millisecond)}
+	for _, tc := range []struct {
+		name string
+		s    config.Stop
+	}{
+		{"flat", config.Stop{Name: "either", Kind: "any", Conditions: []config.Stop{hung, {Name: "f", Kind: "file_exists", Path: "done"}}}},
+		{"nested", config.Stop{Name: "either", Kind: "any", Conditions: []config.Stop{
+			{Name: "inner", Kind: "all", Conditions: []config.Stop{hung}}, {Name: "f", Kind: "file_exists", Path: "done"}}}},
+	} {
+		e := NewEvaluator([]*Condition{mustCond(t, tc.s)}, Options{Timeout: 50 * time.Millisecond})
+		ev, err := e.Evaluate(context.Background(), Input{Iteration: 1, Workdir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := ev.Results[0]; r.TimedOut || !r.Met || !strings.Contains(r.Reason, "hung not met (timed out after 100ms)") {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
 	}
 }
 

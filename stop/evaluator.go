@@ -300,17 +300,17 @@ func decide(rs []Result) int {
 	return best
 }
 
-// timeoutFor is the condition's own timeout, else the evaluator's default
-// (DefaultCommandTimeout for commands).
+// timeoutFor is the condition's own bound (ownTimeout), else the
+// evaluator's default.
+// A composite without one gets its children's budget plus the default, so
+// each bounded child times out on its own bound, inside the composite's,
+// and its siblings still have time to run.
 func (e *Evaluator) timeoutFor(c *Condition) time.Duration {
-	switch {
-	case c.Timeout > 0:
-		return c.Timeout
-	case c.Kind == "command":
-		return DefaultCommandTimeout
-	case c.Kind == "all" || c.Kind == "any" || c.Kind == "not":
-		// children run one after another, each under its own timeout
-		return max(e.opts.Timeout, c.check.(*composite).budget())
+	if cc, ok := c.check.(*composite); ok && c.Timeout == 0 {
+		return cc.budget() + e.opts.Timeout
+	}
+	if d := ownTimeout(c); d > 0 {
+		return d
 	}
 	return e.opts.Timeout
 }
