@@ -79,6 +79,13 @@ func openDetail(t *testing.T, dir string, seq uint64) *model {
 	// Range stops at an action it cannot decode; the rows before it are
 	// enough to select one.
 	_ = st.Range(1, func(a ledger.Action) error { stored = append(stored, a); return nil })
+	return showDetail(t, st, stored, seq)
+}
+
+// showDetail is a model of the finished run stored in st with the detail
+// view of the action at seq open.
+func showDetail(t *testing.T, st *ledger.Store, stored []ledger.Action, seq uint64) *model {
+	t.Helper()
 	m := testModel(t, st, true, 120, 60)
 	feed(m, stored)
 	m.Update(runDoneMsg{})
@@ -95,12 +102,8 @@ func openDetail(t *testing.T, dir string, seq uint64) *model {
 func TestDetailProvesTheAction(t *testing.T) {
 	t.Parallel()
 	st, stored := fixtureStore(t, scriptRun(3, true))
-	m := testModel(t, st, true, 120, 60)
-	feed(m, stored)
-	m.Update(runDoneMsg{})
 	seq := seqOf(t, stored, ledger.CapabilityCall, "ccos.echo", 3)
-	selectSeq(t, m, seq)
-	press(m, "enter")
+	m := showDetail(t, st, stored, seq)
 	if m.verify != nil {
 		t.Error("opening the detail view starts a whole-store verification")
 	}
