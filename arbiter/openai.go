@@ -281,6 +281,11 @@ func (m *openAIModel) plain(ctx context.Context, req openai.ChatCompletionReques
 	if err != nil {
 		return Reply{}, err
 	}
+	return m.replyOf(resp)
+}
+
+// replyOf reads the first choice of a plain (not streamed) answer.
+func (m *openAIModel) replyOf(resp openai.ChatCompletionResponse) (Reply, error) {
 	if len(resp.Choices) == 0 {
 		return Reply{}, errNoChoices
 	}
@@ -360,16 +365,12 @@ func (m *openAIModel) unstreamed(ctx context.Context, obs Observer) (Reply, erro
 	if err := json.Unmarshal(info.plain, &resp); err != nil {
 		return Reply{}, fmt.Errorf("%w: %v", errNotStreamed, err)
 	}
-	if len(resp.Choices) == 0 {
-		return Reply{}, errNoChoices
+	reply, err := m.replyOf(resp)
+	if err != nil {
+		return Reply{}, err
 	}
-	text := resp.Choices[0].Message.Content
-	if len(text) > m.maxResp {
-		return Reply{}, errAnswerTooLarge
-	}
-	obs.Token(text)
-	return Reply{Text: text, Model: resp.Model, Usage: Usage{PromptTokens: int64(resp.Usage.PromptTokens),
-		CompletionTokens: int64(resp.Usage.CompletionTokens)}}, nil
+	obs.Token(reply.Text)
+	return reply, nil
 }
 
 // roughTokens is the usual rough count of four bytes a token.
