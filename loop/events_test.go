@@ -36,6 +36,21 @@ func collect(t *testing.T, events <-chan Event) []Event {
 	}
 }
 
+// until reads events up to and including the first that match accepts
+// (or until the stream closes) and returns them.
+func until(events <-chan Event, match func(Event) bool) []Event {
+	var got []Event
+	for e := range events {
+		got = append(got, e)
+		if match(e) {
+			break
+		}
+	}
+	return got
+}
+
+func isPaused(e Event) bool { return e.Kind == EventState && e.State == StatePaused }
+
 func kinds(evs []Event, k EventKind) []Event {
 	var out []Event
 	for _, e := range evs {
@@ -84,10 +99,7 @@ max = 3
 	if len(conds) != 3 || conds[2].Evaluation.TriggeredBy != "three" || conds[2].Iteration != 3 {
 		t.Errorf("condition events %+v", conds)
 	}
-	var states []string
-	for _, e := range kinds(got, EventState) {
-		states = append(states, e.State)
-	}
+	states := stateSeq(got)
 	if len(states) != 2 || states[0] != StateRunning || states[1] != StateStopped {
 		t.Errorf("states %v, want [running stopped]", states)
 	}
@@ -161,11 +173,7 @@ max = 1
 	<-fx.waiting // step A is running
 	r.Pause()
 	close(fx.hold) // A completes; B must wait
-	for e := range events {
-		if e.Kind == EventState && e.State == StatePaused {
-			break
-		}
-	}
+	until(events, isPaused)
 	acts, _ := fx.store.ByRun(r.RunID())
 	for _, a := range acts {
 		if a.Type == ledger.PlanStepStarted && a.FunctionName == "B" {
@@ -247,11 +255,7 @@ kind = "never"
 	defer cancel()
 	events := r.Events().Subscribe(ctx, 1)
 	done := runInBackground(t, r)
-	for e := range events {
-		if e.Kind == EventState && e.State == StatePaused {
-			break
-		}
-	}
+	until(events, isPaused)
 	r.Abort()
 	if out := <-done; out == nil || out.ExitCode != ExitAborted || out.Iterations != 0 {
 		t.Fatalf("outcome %+v", out)
@@ -281,13 +285,7 @@ kind = "never"
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
 	done := runInBackground(t, r)
-	var got []Event
-	for e := range events {
-		got = append(got, e)
-		if e.Kind == EventState && e.State == StatePaused {
-			break
-		}
-	}
+	got := until(events, isPaused)
 	r.Abort()
 	got = append(got, collect(t, events)...)
 	<-done
@@ -315,20 +313,12 @@ max = 2
 	<-fx.waiting
 	r.Pause()
 	close(fx.hold) // A completes; the run pauses before B
-	var got []Event
-	for e := range events {
-		got = append(got, e)
-		if e.Kind == EventState && e.State == StatePaused {
-			break
-		}
-	}
+	got := until(events, isPaused)
 	r.SkipIteration()
-	for e := range events { // iteration 1 closes as skipped while the run stays paused
-		got = append(got, e)
-		if e.Kind == EventAction && e.Action.Type == ledger.IterationCompleted {
-			break
-		}
-	}
+	// iteration 1 closes as skipped while the run stays paused
+	got = append(got, until(events, func(e Event) bool {
+		return e.Kind == EventAction && e.Action.Type == ledger.IterationCompleted
+	})...)
 	if !r.Paused() || r.Events().State() != StatePaused {
 		t.Fatalf("after the skip: paused %v, state %q", r.Paused(), r.Events().State())
 	}
@@ -364,18 +354,14 @@ max = 2
 	defer cancel()
 	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
 	done := runInBackground(t, r)
-	for e := range events {
-		if e.Kind == EventConditions { // iteration 1 evaluated: the delay begins
-			break
-		}
-	}
+	until(events, func(e Event) bool { return e.Kind == EventConditions }) // iteration 1 evaluated: the delay begins
 	r.Pause()
 	timeout := time.After(10 * time.Second)
 wait:
 	for {
 		select {
 		case e := <-events:
-			if e.Kind == EventState && e.State == StatePaused {
+			if isPaused(e) {
 				break wait
 			}
 		case <-timeout:
