@@ -71,10 +71,13 @@ func (c *compiler) callForm(n *Node) (code, error) {
 	}, nil
 }
 
+// noMeta is the metadata of a form written without any.
+func noMeta(*Machine, *frame) (*Map, error) { return emptyMap, nil }
+
 // metaCode compiles a metadata map node, pure; nil gives an empty map.
 func (c *compiler) metaCode(meta *Node) (func(m *Machine, f *frame) (*Map, error), error) {
 	if meta == nil {
-		return func(*Machine, *frame) (*Map, error) { return emptyMap, nil }, nil
+		return noMeta, nil
 	}
 	c.pure++
 	mc, err := c.expr(meta)
@@ -130,9 +133,7 @@ func (c *compiler) step(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	return stepCode(name, StepPlain, 0, 0, metaC, n.Pos, func(m *Machine, f *frame) (Value, error) {
-		return body(m, f)
-	}), nil
+	return stepCode(name, StepPlain, 0, 0, metaC, n.Pos, body), nil
 }
 
 func stepCode(name string, kind StepKind, index, max int, metaC func(*Machine, *frame) (*Map, error), pos Pos, body code) code {
@@ -288,7 +289,6 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 		return nil, err
 	}
 	pos := n.Pos
-	noMeta := func(*Machine, *frame) (*Map, error) { return emptyMap, nil }
 	runPass := func(m *Machine, f *frame) (Value, error) { return m.runBlock(sc, body, f) }
 	loop := func(m *Machine, f *frame) (Value, error) {
 		var until Value
