@@ -60,12 +60,7 @@ are printed as file:line:col: message, with -e input named <expr>.`,
 			}
 			v, err := prog.EvalWith(cmd.Context(), lim)
 			if err != nil {
-				code := ExitFailure
-				var re *rtfs.Error
-				if errors.As(err, &re) && re.Type == rtfs.ErrCancelled {
-					code = ExitCancelled
-				}
-				return exitError(code, err)
+				return evalError(err)
 			}
 			if n, ok := rtfs.Size(v, rtfs.MaxPrintNodes); !ok {
 				return exitError(ExitFailure, fmt.Errorf("%s: the result has more than %d nodes (at least %d) and is too large to print; return a smaller value, such as its count", name, rtfs.MaxPrintNodes, n))
@@ -132,6 +127,16 @@ func readForms(stdin io.Reader, arg string) ([]*rtfs.Node, error) {
 		return nil, exitError(ExitUsage, err)
 	}
 	return forms, nil
+}
+
+// evalError is the exit status of a program that failed at run time:
+// cancelled (Ctrl-C) or failed.
+func evalError(err error) error {
+	var re *rtfs.Error
+	if errors.As(err, &re) && re.Type == rtfs.ErrCancelled {
+		return exitError(ExitCancelled, err)
+	}
+	return exitError(ExitFailure, err)
 }
 
 func checkLimits(lim rtfs.Limits) error {

@@ -242,12 +242,7 @@ func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag st
 	case err != nil:
 		return exitError(ExitFailure, err)
 	case res.Err != nil:
-		code := ExitFailure
-		var re *rtfs.Error
-		if errors.As(res.Err, &re) && re.Type == rtfs.ErrCancelled {
-			code = ExitCancelled
-		}
-		return exitError(code, res.Err)
+		return evalError(res.Err)
 	}
 	if n, ok := rtfs.Size(res.Value, rtfs.MaxPrintNodes); !ok {
 		return exitError(ExitFailure, fmt.Errorf("the plan's result has more than %d nodes (at least %d) and is too large to print", rtfs.MaxPrintNodes, n))
