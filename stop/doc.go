@@ -21,9 +21,6 @@
 //   - Audit index updates are O(metadata keys) per action and audit.* queries
 //     are O(1) map look-ups by string that do not allocate; a predicate sees
 //     one consistent index state per evaluation.
-//   - A Watcher records at most one RunCompleted per run, naming the action
-//     after which the predicate first held; on resume it rebuilds the index
-//     from the ledger and finds an earlier RunCompleted instead of adding one.
 //   - Malformed conditions and predicates are refused by FromConfig with
 //     file:line; they never become "never met".
 package stop

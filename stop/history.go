@@ -9,6 +9,13 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
+// Metadata keys of the RunCompleted action that a completion predicate
+// ended: the action after which the predicate first held.
+const (
+	MetaTriggerActionID = "trigger_action_id"
+	MetaTriggerSeq      = "trigger_seq"
+)
+
 // Evaluation is the outcome of evaluating every condition once.
 type Evaluation struct {
 	Iteration   int              `json:"iteration"`
