@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/progress"
@@ -54,11 +56,7 @@ func (p *condPane) configure(cfg *config.Config) {
 		rs = append(rs, stop.Result{Name: c.Name, Kind: c.Kind, Class: c.Class, Priority: c.Priority})
 	}
 	// Priority order, ties in config order, as the evaluator reports them.
-	for i := 1; i < len(rs); i++ {
-		for j := i; j > 0 && rs[j].Priority > rs[j-1].Priority; j-- {
-			rs[j], rs[j-1] = rs[j-1], rs[j]
-		}
-	}
+	slices.SortStableFunc(rs, func(a, b stop.Result) int { return cmp.Compare(b.Priority, a.Priority) })
 	p.configured = rs
 }
 
