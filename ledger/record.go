@@ -58,7 +58,15 @@ func checkpointKey(seq uint64) []byte { return seqKey(prefixCheckpoint, seq) }
 // field equals value. Values may contain '/', so a scan must also check that
 // exactly 8 bytes (the seq) follow the prefix.
 func indexPrefix(field, value string) []byte {
-	k := make([]byte, 0, 2+len(field)+1+len(value)+1+8)
+	return appendIndexPrefix(make([]byte, 0, len(prefixIndex)+len(field)+1+len(value)+1+8), field, value)
+}
+
+func indexKey(field, value string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(indexPrefix(field, value), seq)
+}
+
+// appendIndexPrefix appends i/<field>/<value>/ to k.
+func appendIndexPrefix[V string | []byte](k []byte, field string, value V) []byte {
 	k = append(k, prefixIndex...)
 	k = append(k, field...)
 	k = append(k, '/')
@@ -66,8 +74,9 @@ func indexPrefix(field, value string) []byte {
 	return append(k, '/')
 }
 
-func indexKey(field, value string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(indexPrefix(field, value), seq)
+// appendIndexKey appends i/<field>/<value>/<be64 seq> to k.
+func appendIndexKey(k []byte, field string, value []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendIndexPrefix(k, field, value), seq)
 }
 
 // indexIDs returns a's indexed id fields in the order of indexFields.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"hash/maphash"
 	"sync"
 
@@ -207,16 +206,6 @@ func (v *verifier) hashAction(r *vresult, sum *[2]uint64, val []byte, seq uint64
 		sum[1] += maphash.Bytes(v.seeds[1], key)
 	}
 	return key
-}
-
-// appendIndexKey appends i/<field>/<value>/<be64 seq> to k.
-func appendIndexKey(k []byte, field string, value []byte, seq uint64) []byte {
-	k = append(k, prefixIndex...)
-	k = append(k, field...)
-	k = append(k, '/')
-	k = append(k, value...)
-	k = append(k, '/')
-	return binary.BigEndian.AppendUint64(k, seq)
 }
 
 // checkLink checks that the action at seq follows prev: no seq is skipped
