@@ -258,16 +258,20 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 			}
 		}
 	}
+	// defaultFor compiles the :or default of a bound symbol, or gives nil.
+	defaultFor := func(sym *Node) (code, error) {
+		if dn, ok := defaults[sym.Val.Str()]; ok && sym.Kind == NodeSymbol {
+			return c.expr(dn)
+		}
+		return nil, nil
+	}
 	addSym := func(sym *Node, key Value) error {
 		if sym.Kind != NodeSymbol {
 			return c.errf(sym.Pos, "names in :keys/:strs must be symbols")
 		}
-		var def code
-		if dn, ok := defaults[sym.Val.Str()]; ok {
-			var err error
-			if def, err = c.expr(dn); err != nil {
-				return err
-			}
+		def, err := defaultFor(sym)
+		if err != nil {
+			return err
 		}
 		b, err := c.pattern(sym)
 		if err != nil {
@@ -309,14 +313,9 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 		if !v.IsLiteral() {
 			return nil, c.errf(v.Pos, "map pattern keys must be literals")
 		}
-		var def code
-		if k.Kind == NodeSymbol {
-			if dn, ok := defaults[k.Val.Str()]; ok {
-				var err error
-				if def, err = c.expr(dn); err != nil {
-					return nil, err
-				}
-			}
+		def, err := defaultFor(k)
+		if err != nil {
+			return nil, err
 		}
 		b, err := c.pattern(k)
 		if err != nil {
