@@ -81,19 +81,8 @@ max = 2
 	if !strings.Contains(screen, "CapabilityCall ccos.echo ok") {
 		t.Errorf("the approved plan did not run:\n%s", screen)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(exitFile)
-		if err == nil && strings.TrimSpace(string(b)) != "" {
-			if code := strings.TrimSpace(string(b)); code != "3" {
-				t.Errorf("exit %s, want 3", code)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ralph did not exit")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if code := waitFile(t, exitFile); code != "3" {
+		t.Errorf("exit %s, want 3", code)
 	}
 	// Without a terminal, --approve is refused at start.
 	_, errOut, code := runBinary(t, ralphBin, "", "run", filepath.Join(dir, "ralph.toml"), "--approve")
