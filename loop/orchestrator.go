@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -321,29 +322,59 @@ func Redact(a *ledger.Action, secrets []string) {
 	}
 }
 
+// redactValue returns v with sec replaced in its strings, at any depth; a
+// value with nothing to replace is returned as it is, not rebuilt.
 func redactValue(v rtfs.Value, sec string) rtfs.Value {
+	r, _ := redactIn(v, sec)
+	return r
+}
+
+// redactIn is redactValue, also reporting whether anything changed. It
+// walks the value rather than searching its printed form, which escapes
+// characters a secret may contain.
+func redactIn(v rtfs.Value, sec string) (rtfs.Value, bool) {
 	switch v.Kind() {
 	case rtfs.KindString:
 		if strings.Contains(v.Str(), sec) {
-			return rtfs.String(strings.ReplaceAll(v.Str(), sec, "[REDACTED]"))
+			return rtfs.String(strings.ReplaceAll(v.Str(), sec, "[REDACTED]")), true
 		}
-	case rtfs.KindList, rtfs.KindVector, rtfs.KindMap:
-		if !strings.Contains(rtfs.Print(v), sec) {
-			return v
+	case rtfs.KindMap:
+		type kv struct{ k, v rtfs.Value }
+		var pairs []kv
+		changed := false
+		v.AsMap().Range(func(k, x rtfs.Value) bool {
+			k, ck := redactIn(k, sec)
+			x, cx := redactIn(x, sec)
+			changed = changed || ck || cx
+			pairs = append(pairs, kv{k, x})
+			return true
+		})
+		if !changed {
+			return v, false
 		}
-		if v.Kind() == rtfs.KindMap {
-			b := rtfs.NewMapBuilder(v.Len())
-			v.AsMap().Range(func(k, x rtfs.Value) bool { b.Set(redactValue(k, sec), redactValue(x, sec)); return true })
-			return rtfs.MapValue(b.Map())
+		b := rtfs.NewMapBuilder(len(pairs))
+		for _, p := range pairs {
+			b.Set(p.k, p.v)
 		}
-		out := make([]rtfs.Value, len(v.Items()))
+		return rtfs.MapValue(b.Map()), true
+	case rtfs.KindList, rtfs.KindVector:
+		var out []rtfs.Value // allocated at the first change
 		for i, it := range v.Items() {
-			out[i] = redactValue(it, sec)
+			r, c := redactIn(it, sec)
+			if c && out == nil {
+				out = slices.Clone(v.Items())
+			}
+			if out != nil {
+				out[i] = r
+			}
+		}
+		if out == nil {
+			return v, false
 		}
 		if v.Kind() == rtfs.KindList {
-			return rtfs.List(out)
+			return rtfs.List(out), true
 		}
-		return rtfs.Vector(out)
+		return rtfs.Vector(out), true
 	}
-	return v
+	return v, false
 }

@@ -619,6 +619,31 @@ func TestCompensationClearsIdempotencyRecord(t *testing.T) {
 	}
 }
 
+// A secret is found in a string nested in a collection even when it holds
+// characters the printed form escapes.
+func TestRedactFindsSecretsPrintWouldEscape(t *testing.T) {
+	t.Parallel()
+	const sec = `sk-"quoted\secret`
+	plain := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("k"), rtfs.String("nothing here")))
+	a := &ledger.Action{Arguments: []rtfs.Value{rtfs.Vector([]rtfs.Value{rtfs.String("x" + sec)}), plain},
+		Result: rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("auth"), rtfs.List([]rtfs.Value{rtfs.String(sec + "y")})))}
+	Redact(a, []string{sec})
+	for _, v := range append(a.Arguments, a.Result) {
+		if p := rtfs.Print(v); strings.Contains(p, "quoted") {
+			t.Errorf("secret left in %s", p)
+		}
+	}
+	if got := rtfs.Print(a.Arguments[0]); got != `["x[REDACTED]"]` {
+		t.Errorf("arguments %s", got)
+	}
+	if got := rtfs.Print(a.Result); got != `{:auth ("[REDACTED]y")}` {
+		t.Errorf("result %s", got)
+	}
+	if !rtfs.Equal(a.Arguments[1], plain) {
+		t.Errorf("a value without the secret changed: %s", rtfs.Print(a.Arguments[1]))
+	}
+}
+
 // A secret in a name (a step a model named after text it saw) is redacted
 // like one in a value.
 func TestSecretsAreRedactedFromNames(t *testing.T) {
