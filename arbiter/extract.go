@@ -104,21 +104,53 @@ type imbalance struct {
 // why, with positions in the answer.
 func extractRTFS(answer string) (extraction, []Diagnostic) {
 	s, cut := cleanAnswer(answer)
+	ex, ok, bad := findForm(s, rtfsForms)
+	if ok {
+		return ex, nil
+	}
+	return extraction{}, noPlan{what: "(do …) form",
+		closeFix:  "close every ( [ { you open and every string; write the whole plan again",
+		unwrapped: holdsPlanForm(s),
+		wrapFix:   "wrap the steps in one form: (do (step \"Name\" (call :cap {…})) …)",
+		fix:       "answer with only an RTFS plan: (do (step \"Name\" (call :cap.id {:key value})))",
+	}.diagnostics(s, cut, bad)
+}
+
+// formSyntax is what an extractor looks for in an answer.
+type formSyntax struct {
+	next func(s string, i int) int                          // offset of the next opener at or after i, or -1
+	scan func(s string, start, limit int) (int, *imbalance) // the end of the form opening at start
+	// wanted reports a form that holds a plan; another balanced form is
+	// taken only when nothing else is found and nothing is unclosed.
+	wanted func(text string) bool
+	// piecesOfUnclosed: a form after an unclosed one whose text so far is
+	// wanted is a piece of it, not a candidate.
+	piecesOfUnclosed bool
+}
+
+var (
+	rtfsForms = formSyntax{next: nextOpener, scan: scanForm, wanted: holdsPlanForm, piecesOfUnclosed: true}
+	jsonForms = formSyntax{next: nextBrace, scan: scanJSON, wanted: func(text string) bool { return strings.Contains(text, `"steps"`) }}
+)
+
+// findForm returns the first wanted balanced form of s, searching the
+// regions of searchRegions in order and trying at most maxCandidates
+// openers. When there is none, bad is the first form that does not close.
+func findForm(s string, syn formSyntax) (ex extraction, ok bool, bad *imbalance) {
 	tried := 0
 	var fallback *extraction
-	var firstBad *imbalance
 	for _, r := range searchRegions(s) {
 		broken := -1 // the first opener of this region whose form does not close
 		for i := r.start; i < r.end && tried < maxCandidates; {
-			j := nextOpener(s[:r.end], i)
+			j := syn.next(s[:r.end], i)
 			if j < 0 {
 				break
 			}
 			tried++
-			end, bad := scanForm(s, j, r.end)
-			if bad != nil {
-				if firstBad == nil {
-					firstBad = bad
+			end, b := syn.scan(s, j, r.end)
+			if b != nil {
+				if bad == nil {
+					bad = b
 				}
 				if broken < 0 {
 					broken = j
@@ -126,7 +158,7 @@ func extractRTFS(answer string) (extraction, []Diagnostic) {
 				i = j + 1
 				continue
 			}
-			if broken >= 0 && holdsPlanForm(s[broken:j]) {
+			if syn.piecesOfUnclosed && broken >= 0 && syn.wanted(s[broken:j]) {
 				// A form after steps of a plan that does not close is a
 				// piece of that plan (an answer cut off by max_tokens
 				// ends inside its last step): running it would run a
@@ -134,27 +166,21 @@ func extractRTFS(answer string) (extraction, []Diagnostic) {
 				i = end
 				continue
 			}
-			text := s[j:end]
 			line, col := lineCol(s, j)
-			ex := extraction{text: text, line: line, col: col}
-			if holdsPlanForm(text) {
-				return ex, nil
+			found := extraction{text: s[j:end], line: line, col: col}
+			if syn.wanted(found.text) {
+				return found, true, nil
 			}
 			if fallback == nil {
-				fallback = &ex
+				fallback = &found
 			}
 			i = end
 		}
 	}
-	if fallback != nil && firstBad == nil {
-		return *fallback, nil
+	if fallback != nil && bad == nil {
+		return *fallback, true, nil
 	}
-	return extraction{}, noPlan{what: "(do …) form",
-		closeFix:  "close every ( [ { you open and every string; write the whole plan again",
-		unwrapped: strings.Contains(s, "(step") || strings.Contains(s, "(call"),
-		wrapFix:   "wrap the steps in one form: (do (step \"Name\" (call :cap {…})) …)",
-		fix:       "answer with only an RTFS plan: (do (step \"Name\" (call :cap.id {:key value})))",
-	}.diagnostics(s, cut, firstBad)
+	return extraction{}, false, bad
 }
 
 // holdsPlanForm reports whether text writes a step or a call.
@@ -283,45 +309,24 @@ func skipString(s string, i, limit int) (int, bool) {
 // {…} that mentions "steps", preferring one inside a code fence.
 func extractJSON(answer string) (extraction, []Diagnostic) {
 	s, cut := cleanAnswer(answer)
-	tried := 0
-	var fallback *extraction
-	var firstBad *imbalance
-	for _, r := range searchRegions(s) {
-		for i := r.start; i < r.end && tried < maxCandidates; {
-			k := strings.IndexByte(s[i:r.end], '{')
-			if k < 0 {
-				break
-			}
-			j := i + k
-			tried++
-			end, bad := scanJSON(s, j, r.end)
-			if bad != nil {
-				if firstBad == nil {
-					firstBad = bad
-				}
-				i = j + 1
-				continue
-			}
-			line, col := lineCol(s, j)
-			ex := extraction{text: s[j:end], line: line, col: col}
-			if strings.Contains(ex.text, `"steps"`) {
-				return ex, nil
-			}
-			if fallback == nil {
-				fallback = &ex
-			}
-			i = end
-		}
-	}
-	if fallback != nil && firstBad == nil {
-		return *fallback, nil
+	ex, ok, bad := findForm(s, jsonForms)
+	if ok {
+		return ex, nil
 	}
 	return extraction{}, noPlan{what: "JSON object {…}",
 		closeFix:  "close every { [ you open and every string; write the whole JSON again",
 		unwrapped: strings.Contains(s, `"steps"`),
 		wrapFix:   `answer with one JSON object {"steps": […]}`,
 		fix:       `answer with only one JSON object: {"steps": [{"id": …, "name": …, "capability": …, "args": …, "deps": […]}]}`,
-	}.diagnostics(s, cut, firstBad)
+	}.diagnostics(s, cut, bad)
+}
+
+// nextBrace returns the offset of the next '{' at or after i, or -1.
+func nextBrace(s string, i int) int {
+	if k := strings.IndexByte(s[i:], '{'); k >= 0 {
+		return i + k
+	}
+	return -1
 }
 
 // scanJSON finds the end of the JSON object opening at start.
