@@ -20,12 +20,6 @@ func builtinSecond(m *Machine, a []Value) (Value, error) { return nthOr(m, "seco
 
 // nthOr returns element i of coll, or nil when there is none.
 func nthOr(m *Machine, name string, coll Value, i int) (Value, error) {
-	if coll.IsSeq() || coll.IsNil() {
-		if items := coll.Items(); i < len(items) {
-			return items[i], nil
-		}
-		return Nil, nil
-	}
 	xs, err := seqItems(m, name, coll)
 	if err != nil || i >= len(xs) {
 		return Nil, err
