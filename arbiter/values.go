@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,11 +78,7 @@ func jsonNode(x any, t *rtfs.Type, path string, depth int) (*rtfs.Node, error) {
 		if src, ok := v[rtfsKey]; ok {
 			return rtfsNode(v, src, path)
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys := sortedKeys(v)
 		n := &rtfs.Node{Kind: rtfs.NodeMap, Items: make([]*rtfs.Node, 0, 2*len(v))}
 		seen := make(map[string]string, len(keys))
 		for _, k := range keys {
