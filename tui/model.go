@@ -82,12 +82,11 @@ type model struct {
 	// Control of a live run.
 	runDone      bool // runner.Run returned
 	runErr       error
-	quitting     bool // q pressed while running: abort, then exit
-	forced       bool // q pressed twice: exit now
-	abortAsk     bool // a pressed: waiting for y/n
-	aborting     bool // abort requested
-	pauseAsked   bool // p pressed, the runner has not paused yet
-	resumeAsked  bool
+	quitting     bool           // q pressed while running: abort, then exit
+	forced       bool           // q pressed twice: exit now
+	abortAsk     bool           // a pressed: waiting for y/n
+	aborting     bool           // abort requested
+	pauseAsked   bool           // p pressed, the runner has not paused yet
 	approving    *loop.PlanInfo // a plan awaiting y/n
 	answered     int            // the last iteration whose plan was answered
 	wait         *waitInfo
@@ -235,11 +234,8 @@ func (m *model) event(e *loop.Event) {
 		if m.outcome == nil || isEndState(e.State) {
 			m.state = e.State
 		}
-		switch e.State {
-		case loop.StatePaused:
+		if e.State == loop.StatePaused {
 			m.pauseAsked = false
-		case loop.StateRunning:
-			m.resumeAsked = false
 		}
 	case loop.EventApprove:
 		if e.Plan != nil {

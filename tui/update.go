@@ -384,7 +384,7 @@ func (m *model) pause() tea.Cmd {
 	}
 	r := m.runner
 	if m.state == loop.StatePaused || m.pauseAsked {
-		m.pauseAsked, m.resumeAsked = false, m.state == loop.StatePaused
+		m.pauseAsked = false
 		return func() tea.Msg { r.Resume(); return nil }
 	}
 	m.pauseAsked = true
