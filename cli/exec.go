@@ -93,15 +93,13 @@ func storeOpenError(err error) error {
 
 // engine is the wiring every plan-running command shares.
 type engine struct {
-	cfg   *config.Config
 	store *ledger.Store
 	reg   *capability.Registry
 	gov   *governance.Kernel
 	orch  *loop.Orchestrator
 
 	model   arbiter.Model // behind provider openai or command; nil for static and script
-	workdir string
-	secrets []string // values redacted wherever text is recorded (the API key)
+	secrets []string      // values redacted wherever text is recorded (the API key)
 }
 
 // openEngine opens the store cfg (or --store) names and wires the engine
@@ -156,8 +154,7 @@ func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 
 func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model) (*engine, error) {
 	reg := capability.NewRegistry()
-	workdir := engineWorkdir(cfg)
-	err := builtin.Register(reg, builtin.Options{Workdir: workdir, ShellAllow: cfg.Governance.ShellAllow,
+	err := builtin.Register(reg, builtin.Options{Workdir: engineWorkdir(cfg), ShellAllow: cfg.Governance.ShellAllow,
 		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV()})
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
@@ -179,7 +176,7 @@ func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model) (
 	if err != nil {
 		return nil, err
 	}
-	return &engine{cfg: cfg, store: store, reg: reg, gov: gov, orch: orch, model: model, workdir: workdir, secrets: secrets}, nil
+	return &engine{store: store, reg: reg, gov: gov, orch: orch, model: model, secrets: secrets}, nil
 }
 
 func newExecCmd() *cobra.Command {

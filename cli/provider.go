@@ -39,14 +39,7 @@ func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 	case "script":
 		return arbiter.NewScriptProvider(cfg.Model.Script)
 	case "openai", "command":
-		m := eng.model
-		if m == nil {
-			var err error
-			if m, err = newModel(cfg, eng.workdir); err != nil {
-				return nil, err
-			}
-		}
-		return arbiter.NewPipeline(m, arbiter.PipelineOptions{
+		return arbiter.NewPipeline(eng.model, arbiter.PipelineOptions{
 			Registry: eng.reg, Governance: eng.gov, MaxRepairs: cfg.Model.MaxRepairs, Secrets: eng.secrets,
 		}), nil
 	}
