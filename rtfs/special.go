@@ -2,20 +2,25 @@ package rtfs
 
 import "strings"
 
-// specialForms are the names the compiler handles itself.
-var specialForms = map[string]bool{
-	"do": true, "let": true, "if": true, "when": true, "when-not": true, "cond": true,
-	"fn": true, "defn": true, "def": true, "and": true, "or": true, "quote": true,
-	"try": true, "throw": true, "->": true, "->>": true,
-	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
-	"step.with-compensation": true,
-}
-
 // planForms need a host and are refused in pure code.
 var planForms = map[string]bool{
 	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
 	"step.with-compensation": true,
 }
+
+// specialForms are the names the compiler handles itself: the plan forms
+// and these. Built from planForms so a new plan form cannot be rebound.
+var specialForms = func() map[string]bool {
+	m := map[string]bool{
+		"do": true, "let": true, "if": true, "when": true, "when-not": true, "cond": true,
+		"fn": true, "defn": true, "def": true, "and": true, "or": true, "quote": true,
+		"try": true, "throw": true, "->": true, "->>": true,
+	}
+	for name := range planForms {
+		m[name] = true
+	}
+	return m
+}()
 
 func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 	if planForms[name] {
