@@ -62,17 +62,22 @@ type ActionProof struct {
 	// false; only a whole-store Verify settles it.
 	TooFar bool
 
-	// Problem is the first of Problems, "" when the action is proved.
-	Problem  string
 	Problems []string
 }
 
 // OK reports whether every fact holds: the action is proved.
 func (p *ActionProof) OK() bool { return len(p.Problems) == 0 }
 
+// Problem returns the first of Problems, "" when the action is proved.
+func (p *ActionProof) Problem() string {
+	if len(p.Problems) == 0 {
+		return ""
+	}
+	return p.Problems[0]
+}
+
 func (p *ActionProof) fail(format string, args ...any) {
 	p.Problems = append(p.Problems, fmt.Sprintf(format, args...))
-	p.Problem = p.Problems[0]
 }
 
 // VerifyAction proves the one action at seq against the checkpoint that

@@ -52,8 +52,8 @@ func proveDir(t *testing.T, dir string, seq uint64) ActionProof {
 	if err != nil {
 		t.Fatalf("VerifyAction(%d): %v", seq, err)
 	}
-	if p.OK() != (p.Problem == "") || (p.Problem != "" && p.Problem != p.Problems[0]) {
-		t.Fatalf("proof %d: OK %v but Problem %q, Problems %q", seq, p.OK(), p.Problem, p.Problems)
+	if p.OK() != (p.Problem() == "") || (p.Problem() != "" && p.Problem() != p.Problems[0]) {
+		t.Fatalf("proof %d: OK %v but Problem %q, Problems %q", seq, p.OK(), p.Problem(), p.Problems)
 	}
 	t.Logf("seq %d: %q", seq, p.Problems)
 	return p
@@ -84,8 +84,8 @@ func wantProof(t *testing.T, p ActionProof, want facts, names uint64, says strin
 	if p.OK() {
 		t.Fatalf("proof of %d passes", p.Seq)
 	}
-	if !strings.Contains(p.Problem, fmt.Sprint(names)) || !strings.Contains(p.Problem, says) {
-		t.Errorf("proof of %d: first problem %q, want it to name %d and say %q", p.Seq, p.Problem, names, says)
+	if !strings.Contains(p.Problem(), fmt.Sprint(names)) || !strings.Contains(p.Problem(), says) {
+		t.Errorf("proof of %d: first problem %q, want it to name %d and say %q", p.Seq, p.Problem(), names, says)
 	}
 }
 
@@ -358,7 +358,7 @@ func TestVerifyActionNamesMissingCheckpoints(t *testing.T) {
 	// The last one deleted: nothing covers the last action.
 	rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Delete(checkpointKey(tamperN)) })
 	p = proveDir(t, dir, tamperN)
-	if p.OK() || p.CheckpointSeq != 0 || !strings.Contains(p.Problem, "not covered") || !p.ActionHashOK || !p.LinkOK {
+	if p.OK() || p.CheckpointSeq != 0 || !strings.Contains(p.Problem(), "not covered") || !p.ActionHashOK || !p.LinkOK {
 		t.Errorf("uncovered action: %+v", p)
 	}
 	// An unreadable checkpoint is named.
@@ -376,7 +376,7 @@ func TestVerifyActionBoundsTheWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !p.TooFar || p.ReachesCheckpoint || p.Links != 0 || !p.SignatureOK || !p.ActionHashOK ||
-		!strings.Contains(p.Problem, "49 actions after action 1") || !strings.Contains(p.Problem, "whole store") {
+		!strings.Contains(p.Problem(), "49 actions after action 1") || !strings.Contains(p.Problem(), "whole store") {
 		t.Errorf("walk past the bound: %+v", p)
 	}
 	if p, err := s.verifyAction(ctx, 2, 48); err != nil || !p.OK() || p.Links != 48 {
