@@ -98,6 +98,12 @@ type cliError struct {
 func (e *cliError) Error() string { return e.err.Error() }
 func (e *cliError) Unwrap() error { return e.err }
 
+// silentError carries an exit code whose explanation is already on stdout
+// (a predicate's answer, a run's summary); report prints nothing for it.
+type silentError struct{}
+
+func (silentError) Error() string { return "the explanation is on standard output" }
+
 // usageErrorf reports a command line that cannot be run as given.
 func usageErrorf(format string, args ...any) error {
 	return &cliError{code: ExitUsage, usage: true, err: fmt.Errorf(format, args...)}

@@ -85,7 +85,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 				return err
 			}
 			if !rep.Holds {
-				return exitError(ExitFailure, errSilent)
+				return exitError(ExitFailure, silentError{})
 			}
 			return nil
 		},
@@ -94,13 +94,6 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
-
-// errSilent carries an exit code whose explanation is already on stdout.
-var errSilent = silentError{}
-
-type silentError struct{}
-
-func (silentError) Error() string { return "the predicate does not hold" }
 
 // evalRecorded replays acts into an audit index, evaluating after each one
 // to find where the predicate first held, then explains the final answer.
