@@ -222,9 +222,9 @@ func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag st
 	}
 	st := eng.store
 	defer st.Close()
-	params, err := paramsValue(cfg.Intent.Params)
+	params, err := intentParams(cfg)
 	if err != nil {
-		return exitError(ExitUsage, fmt.Errorf("%s: [intent].params: %w", cfg.File, err))
+		return exitError(ExitUsage, err)
 	}
 	planCtx := rtfs.MapValue(params.AsMap().Assoc(rtfs.Keyword("iteration"), rtfs.Int(1)))
 	res, err := eng.orch.Execute(ctx, loop.PlanInput{File: filepath.Base(planPath), Source: string(src), Ctx: planCtx})

@@ -19,6 +19,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -187,9 +188,9 @@ func outcomeError(out *loop.Outcome) error {
 }
 
 func intentOf(cfg *config.Config) (arbiter.Intent, error) {
-	params, err := paramsValue(cfg.Intent.Params)
+	params, err := intentParams(cfg)
 	if err != nil {
-		return arbiter.Intent{}, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
+		return arbiter.Intent{}, err
 	}
 	in := arbiter.Intent{Goal: cfg.Intent.Goal, Params: params}
 	if cfg.Intent.PromptFile != "" {
@@ -200,6 +201,15 @@ func intentOf(cfg *config.Config) (arbiter.Intent, error) {
 		in.Prompt = string(b)
 	}
 	return in, nil
+}
+
+// intentParams is [intent].params as an RTFS map with keyword keys.
+func intentParams(cfg *config.Config) (rtfs.Value, error) {
+	params, err := paramsValue(cfg.Intent.Params)
+	if err != nil {
+		return rtfs.Nil, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
+	}
+	return params, nil
 }
 
 // approver asks y/n on in for each plan. Ctrl-C while it waits declines the
