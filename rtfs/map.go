@@ -67,18 +67,9 @@ func (b *MapBuilder) find(k Value) int {
 		if len(b.m.keys) <= smallMap {
 			return b.m.find(k, false)
 		}
-		b.idx = make(map[uint64][]int32, 2*len(b.m.keys))
-		for i, key := range b.m.keys {
-			h := Hash(key)
-			b.idx[h] = append(b.idx[h], int32(i))
-		}
+		b.idx = hashIndex(b.m.keys, 2*len(b.m.keys)) // room to grow
 	}
-	for _, i := range b.idx[Hash(k)] {
-		if Equal(b.m.keys[i], k) {
-			return int(i)
-		}
-	}
-	return -1
+	return indexOf(b.idx, b.m.keys, k)
 }
 
 // Map returns the built map; the builder must not be used afterwards.
@@ -125,21 +116,28 @@ func (m *Map) find(k Value, useIndex bool) int {
 		}
 		return -1
 	}
-	m.once.Do(m.buildIndex)
-	for _, i := range m.index[Hash(k)] {
-		if Equal(m.keys[i], k) {
+	m.once.Do(func() { m.index = hashIndex(m.keys, len(m.keys)) })
+	return indexOf(m.index, m.keys, k)
+}
+
+// hashIndex maps the hash of each key to its indexes in keys.
+func hashIndex(keys []Value, size int) map[uint64][]int32 {
+	idx := make(map[uint64][]int32, size)
+	for i, k := range keys {
+		h := Hash(k)
+		idx[h] = append(idx[h], int32(i))
+	}
+	return idx
+}
+
+// indexOf returns the index in keys of k, looked up through idx, or -1.
+func indexOf(idx map[uint64][]int32, keys []Value, k Value) int {
+	for _, i := range idx[Hash(k)] {
+		if Equal(keys[i], k) {
 			return int(i)
 		}
 	}
 	return -1
-}
-
-func (m *Map) buildIndex() {
-	m.index = make(map[uint64][]int32, len(m.keys))
-	for i, k := range m.keys {
-		h := Hash(k)
-		m.index[h] = append(m.index[h], int32(i))
-	}
 }
 
 // Assoc returns a copy of m with k set to v.
