@@ -41,15 +41,17 @@ func newCondPane(st *styles) *condPane {
 		progress.WithColorProfile(st.profile))}
 }
 
-// configure lists the conditions a config declares, so the pane is not
-// empty before the first evaluation.
-func (p *condPane) configure(cfg *config.Config) {
+// configuredConditions lists the conditions a config declares, so the pane
+// is not empty before the first evaluation. Building them compiles
+// predicates and looks commands up on PATH, so it runs where I/O belongs
+// (the loader, or before the program starts), never in Update.
+func configuredConditions(cfg *config.Config) []stop.Result {
 	if cfg == nil {
-		return
+		return nil
 	}
 	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 	if err != nil { // the runner refused this config already; nothing to show in advance
-		return
+		return nil
 	}
 	rs := make([]stop.Result, 0, len(conds))
 	for _, c := range conds {
@@ -57,7 +59,7 @@ func (p *condPane) configure(cfg *config.Config) {
 	}
 	// Priority order, ties in config order, as the evaluator reports them.
 	slices.SortStableFunc(rs, func(a, b stop.Result) int { return cmp.Compare(b.Priority, a.Priority) })
-	p.configured = rs
+	return rs
 }
 
 func (p *condPane) setEvaluation(ev *stop.Evaluation) { p.eval = ev }

@@ -142,13 +142,14 @@ func newModel(o *Options, st *styles) *model {
 	if !m.live {
 		m.loading = true
 	}
-	m.setConfig(o.Config)
+	m.setConfig(o.Config, configuredConditions(o.Config))
 	m.chain.focused = true
 	return m
 }
 
-// setConfig takes the run's config (given, or read from RunStarted).
-func (m *model) setConfig(cfg *config.Config) {
+// setConfig takes the run's config (given, or read from RunStarted) and
+// the conditions it declares (configuredConditions).
+func (m *model) setConfig(cfg *config.Config, conds []stop.Result) {
 	if cfg == nil {
 		return
 	}
@@ -157,7 +158,7 @@ func (m *model) setConfig(cfg *config.Config) {
 		m.provider, m.modelName = cfg.Model.Provider, cfg.Model.Model
 	}
 	if m.conds.eval == nil {
-		m.conds.configure(cfg)
+		m.conds.configured = conds
 	}
 }
 

@@ -48,7 +48,7 @@ func forward(ctx context.Context, events <-chan loop.Event, send func(tea.Msg), 
 			for i := range batch {
 				if a := batch[i].Action; a != nil && a.Type == ledger.RunStarted {
 					if cfg := snapshotConfig(a); cfg != nil {
-						send(configMsg{cfg})
+						send(configMsg{cfg, configuredConditions(cfg)})
 						parseCfg = false
 					}
 				}
@@ -83,7 +83,7 @@ func load(ctx context.Context, st *ledger.Store, runID string, send func(tea.Msg
 		}
 		if parseCfg && a.Type == ledger.RunStarted {
 			if cfg := snapshotConfig(&a); cfg != nil {
-				send(configMsg{cfg})
+				send(configMsg{cfg, configuredConditions(cfg)})
 			}
 		}
 		batch = append(batch, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: runID, Action: &a})

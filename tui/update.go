@@ -9,14 +9,19 @@ import (
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // Messages the program receives from outside Update.
 type (
 	// eventsMsg is a batch of the run's events, from the forwarder.
 	eventsMsg struct{ events []loop.Event }
-	// configMsg is the config recorded with the run (read by the loader).
-	configMsg struct{ cfg *config.Config }
+	// configMsg is the config recorded with the run and the conditions it
+	// declares (read by the loader).
+	configMsg struct {
+		cfg   *config.Config
+		conds []stop.Result
+	}
 	// loadedMsg says a recorded run has been read to its end.
 	loadedMsg struct{ err error }
 	// runDoneMsg says runner.Run returned.
@@ -45,7 +50,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.chain.sync()
 		cmd = m.afterEvents()
 	case configMsg:
-		m.setConfig(msg.cfg)
+		m.setConfig(msg.cfg, msg.conds)
 	case loadedMsg:
 		m.loading, m.loadErr = false, msg.err
 		m.tree.end()
