@@ -175,18 +175,8 @@ func (p *condPane) row(r *stop.Result, closest bool, w int) string {
 		pct = padLeft("100%", pctW-1)
 	}
 	bar := p.barView(r, closest, barW)
-	var flags []string
-	if r.CacheHit {
-		flags = append(flags, "cached")
-	}
-	if r.TimedOut {
-		flags = append(flags, "timed out")
-	}
-	if r.Err != "" {
-		flags = append(flags, "error")
-	}
 	detail := r.Detail
-	if len(flags) > 0 {
+	if flags := r.Flags(); len(flags) > 0 {
 		if detail != "" {
 			detail += " · "
 		}
