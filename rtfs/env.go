@@ -80,18 +80,6 @@ func (e *Env) Lookup(name string) *Builtin {
 	return nil
 }
 
-// Names lists every builtin name the environment knows.
-func (e *Env) Names() []string {
-	out := make([]string, 0, len(coreBuiltins)+len(e.extra))
-	for n := range coreBuiltins {
-		out = append(out, n)
-	}
-	for n := range e.extra {
-		out = append(out, n)
-	}
-	return out
-}
-
 // Fn is a callable value: a builtin or a closure.
 type Fn struct {
 	name    string
@@ -109,9 +97,6 @@ func (f *Fn) Name() string {
 	}
 	return f.name
 }
-
-// IsBuiltin reports whether f is a Go builtin.
-func (f *Fn) IsBuiltin() bool { return f.builtin != nil }
 
 // CallFn applies f to args on a fresh machine under the given limits. It is
 // how hosts run contract predicates and until-conditions: pure, bounded.
