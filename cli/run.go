@@ -160,27 +160,24 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))
 	out, err := runner.Run(ctx)
 	if err != nil {
-		stopFollowing()
-		<-printed
-		return runError(err)
+		stopFollowing() // no closing action will come
 	}
 	<-printed
+	return runResult(p, out, err)
+}
+
+// runResult reports how runner.Run returned: the error the run could not go
+// on with, or the summary of the run that ended and its exit status.
+func runResult(p *printer, out *loop.Outcome, err error) error {
+	switch {
+	case errors.Is(err, loop.ErrCannotResume):
+		return exitError(ExitUsage, err)
+	case err != nil:
+		return exitError(ExitFailure, err)
+	}
 	if err := p.summary(out); err != nil {
 		return err
 	}
-	return outcomeError(out)
-}
-
-// runError is the exit status of a run that could not go on.
-func runError(err error) error {
-	if errors.Is(err, loop.ErrCannotResume) {
-		return exitError(ExitUsage, err)
-	}
-	return exitError(ExitFailure, err)
-}
-
-// outcomeError is the exit status of a run that ended.
-func outcomeError(out *loop.Outcome) error {
 	if out.ExitCode != 0 {
 		return exitError(out.ExitCode, silentError{})
 	}

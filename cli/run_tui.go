@@ -71,11 +71,5 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 		return exitError(ExitFailure, uiErr)
 	}
 	<-finished // the UI returns once the run has ended (or ctx ended it)
-	if runErr != nil {
-		return runError(runErr)
-	}
-	if err := newPrinter(cmd.OutOrStdout(), false).summary(out); err != nil {
-		return err
-	}
-	return outcomeError(out)
+	return runResult(newPrinter(cmd.OutOrStdout(), false), out, runErr)
 }
