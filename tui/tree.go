@@ -266,19 +266,14 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	case ledger.RunStarted:
 		n.kind, n.st, n.label = kindRun, stRunning, "Run · "+fn
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:
-		n.kind = kindRunEnd
-		word := "aborted"
+		n.kind, n.st = kindRunEnd, stFailed
 		switch a.Type {
 		case ledger.RunCompleted:
-			n.st, word = stOK, "done"
+			n.st = stOK
 		case ledger.RunStopped:
-			n.st, word = stStop, "stopped"
-		case ledger.RunFailed:
-			n.st, word = stFailed, "failed"
-		default:
-			n.st = stFailed
+			n.st = stStop
 		}
-		n.label = "Run " + word + " · " + fn
+		n.label = "Run " + runEndState(a.Type) + " · " + fn
 		t.end()
 	case ledger.IterationStarted:
 		n.kind, n.st = kindIteration, stRunning
