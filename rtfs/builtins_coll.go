@@ -329,10 +329,7 @@ func builtinMerge(m *Machine, a []Value) (Value, error) {
 	}
 	b := NewMapBuilder(total)
 	for _, v := range a[first:] {
-		mp := v.AsMap()
-		for i := range mp.Len() {
-			b.Set(mp.keys[i], mp.vals[i])
-		}
+		b.setAll(v.AsMap()) // nil for a nil argument, which adds nothing
 	}
 	return MapValue(b.Map()), nil
 }
@@ -453,9 +450,7 @@ func conjMap(m *Machine, name string, mp *Map, xs []Value) (Value, error) {
 		return Nil, err
 	}
 	b := NewMapBuilder(mp.Len() + len(xs))
-	for i := range mp.Len() {
-		b.Set(mp.keys[i], mp.vals[i])
-	}
+	b.setAll(mp)
 	for _, x := range xs {
 		switch {
 		case x.k == KindNil:
@@ -467,9 +462,7 @@ func conjMap(m *Machine, name string, mp *Map, xs []Value) (Value, error) {
 			if err := produce(m, name, xm.Len()); err != nil {
 				return Nil, err
 			}
-			for i := range xm.Len() {
-				b.Set(xm.keys[i], xm.vals[i])
-			}
+			b.setAll(xm)
 		default:
 			return Nil, typeErr(name, "[key value] pairs or maps to add to a map", x)
 		}

@@ -211,6 +211,7 @@ var confCollections = []confCase{
 	{"merge", `(merge {:a 1} {:b 2} {:a 3})`, `{:a 3 :b 2}`},
 	{"merge none", `(merge)`, `nil`},
 	{"merge nils", `(merge nil {:a 1} nil)`, `{:a 1}`},
+	{"merge nil between maps", `(merge {:a 1} nil {:b 2})`, `{:a 1 :b 2}`},
 	{"keys canonical order", `(keys {:b 2 :a 1 :c 3})`, `[:a :b :c]`},
 	{"vals canonical order", `(vals {:b 2 :a 1 :c 3})`, `[1 2 3]`},
 	{"keys empty", `[(keys {}) (keys nil)]`, `[[] []]`},

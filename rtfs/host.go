@@ -109,12 +109,8 @@ func NextCtx(ctx, r Value) Value {
 	}
 	if rm := r.AsMap(); rm != nil {
 		b := NewMapBuilder(m.Len() + rm.Len() + 1)
-		for i := range m.keys {
-			b.Set(m.keys[i], m.vals[i])
-		}
-		for i := range rm.keys {
-			b.Set(rm.keys[i], rm.vals[i])
-		}
+		b.setAll(m)
+		b.setAll(rm)
 		b.Set(Keyword("result"), r)
 		return MapValue(b.Map())
 	}

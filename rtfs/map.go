@@ -59,6 +59,13 @@ func (b *MapBuilder) Set(k, v Value) {
 	b.m.vals = append(b.m.vals, v)
 }
 
+// setAll sets every entry of m (none for a nil m), in m's insertion order.
+func (b *MapBuilder) setAll(m *Map) {
+	for i := range m.Len() {
+		b.Set(m.keys[i], m.vals[i])
+	}
+}
+
 // Has reports whether k has been set.
 func (b *MapBuilder) Has(k Value) bool { return b.find(k) >= 0 }
 
