@@ -206,15 +206,9 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		if r.Met {
 			mark = "✓"
 		}
-		var flags []string
-		if r.CacheHit {
-			flags = append(flags, "cached")
-		}
-		if r.TimedOut {
-			flags = append(flags, "timed out")
-		}
-		if r.Err != "" {
-			flags = append(flags, "error: "+r.Err)
+		flags := r.Flags()
+		if r.Err != "" { // "error" comes last; say why
+			flags[len(flags)-1] += ": " + r.Err
 		}
 		extra := ""
 		if len(flags) > 0 {
