@@ -22,6 +22,10 @@ var specialForms = func() map[string]bool {
 	return m
 }()
 
+// IsSpecialForm reports whether name is a form the compiler handles itself
+// (do, let, fn, step, …), as a syntax highlighter needs to know.
+func IsSpecialForm(name string) bool { return specialForms[name] }
+
 func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 	if planForms[name] {
 		return func(n *Node) (code, error) {

@@ -156,11 +156,9 @@ func joinInto(lines, more []string) []string {
 	return append(lines, more[1:]...)
 }
 
-var specialForms = map[string]bool{
-	"do": true, "let": true, "if": true, "when": true, "cond": true, "fn": true, "defn": true, "def": true,
-	"and": true, "or": true, "quote": true, "try": true, "catch": true, "throw": true, "plan": true,
-	"step": true, "call": true, "step-parallel": true, "step-loop": true, "step.with-compensation": true,
-}
+// isFormName reports whether tok is coloured as a form name: rtfs's special
+// forms, and catch, which try's clauses begin with.
+func isFormName(tok string) bool { return tok == "catch" || rtfs.IsSpecialForm(tok) }
 
 // highlight colours one line of RTFS: strings, keywords, numbers,
 // constants, comments, delimiters, and special forms.
@@ -212,7 +210,7 @@ func highlight(st *styles, line string) string {
 				emit(st.synNumber, j)
 			case tok == "true" || tok == "false" || tok == "nil":
 				emit(st.synConst, j)
-			case specialForms[tok] && i > 0 && line[i-1] == '(':
+			case isFormName(tok) && i > 0 && line[i-1] == '(':
 				emit(st.synSpecial, j)
 			default:
 				emit(st.synSymbol, j)
