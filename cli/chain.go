@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -13,12 +14,12 @@ import (
 
 // existingStore opens a store that must already exist (read commands never
 // create one by accident).
-func existingStore(flag string) (*ledger.Store, error) {
+func existingStore(flag string, errOut io.Writer) (*ledger.Store, error) {
 	dir, err := existingStoreDir(flag)
 	if err != nil {
 		return nil, err
 	}
-	return openStore(ledger.Options{Dir: dir})
+	return openStore(ledger.Options{Dir: dir}, errOut)
 }
 
 // commandStoreDir names the store a command uses: --store, else
@@ -64,7 +65,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 		Short: "Recompute every hash, link, signature and index; exit 1 naming the first bad seq",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := existingStore(*store)
+			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -96,7 +97,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 			if asJSON && tree {
 				return usageErrorf("choose one of --json and --tree")
 			}
-			st, err := existingStore(*store)
+			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -150,7 +151,7 @@ func newChainExportCmd(store *string) *cobra.Command {
 		Short: "Write actions as JSON lines",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := existingStore(*store)
+			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -178,7 +179,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 			}
 			_, statErr := os.Stat(dir)
 			fresh := errors.Is(statErr, os.ErrNotExist)
-			st, err := openStore(ledger.Options{Dir: dir, SyncWrites: true})
+			st, err := openStore(ledger.Options{Dir: dir, SyncWrites: true}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"testing"
 
 	"github.com/ralphloop/ralph/config"
@@ -20,7 +21,7 @@ func TestLoopExamplesLoad(t *testing.T) {
 		if _, err := stop.FromConfig(cfg.Stop, cfg.File); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		st, err := openStore(ledger.Options{Dir: t.TempDir()})
+		st, err := openStore(ledger.Options{Dir: t.TempDir()}, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,16 +65,16 @@ func storeDir(flag string, c *config.Config) string {
 	return ".ralph"
 }
 
-// openStore opens the ledger store at opts.Dir and says so when it clears
-// a lock a dead process left.
-func openStore(opts ledger.Options) (*ledger.Store, error) {
+// openStore opens the ledger store at opts.Dir and says so on errOut when
+// it clears a lock a dead process left.
+func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 	stale := staleLockPID(opts.Dir)
 	s, err := ledger.Open(opts)
 	if err != nil {
 		return nil, storeOpenError(err)
 	}
 	if stale > 0 {
-		fmt.Fprintf(os.Stderr, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", opts.Dir, stale)
+		fmt.Fprintf(errOut, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", opts.Dir, stale)
 	}
 	return s, nil
 }
@@ -106,12 +106,12 @@ type engine struct {
 // over it; Close the engine's store when done.
 // The model is built first: a provider that cannot start (an agent
 // command that is missing, no API key) must not leave a new store behind.
-func openEngine(cfg *config.Config, storeFlag string) (*engine, error) {
+func openEngine(cfg *config.Config, storeFlag string, errOut io.Writer) (*engine, error) {
 	model, err := engineModel(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites})
+	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites}, errOut)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ it was refused at admission or could not be read.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runExec(cmd.Context(), cmd.OutOrStdout(), args[0], cfgPath, store)
+			return runExec(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], cfgPath, store)
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config `FILE` (default ./ralph.toml when present)")
@@ -207,7 +207,7 @@ it was refused at admission or could not be read.`,
 	return cmd
 }
 
-func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag string) error {
+func runExec(ctx context.Context, out, errOut io.Writer, planPath, cfgPath, storeFlag string) error {
 	src, err := os.ReadFile(planPath)
 	if err != nil {
 		return exitError(ExitUsage, err)
@@ -216,7 +216,7 @@ func runExec(ctx context.Context, out io.Writer, planPath, cfgPath, storeFlag st
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(cfg, storeFlag)
+	eng, err := openEngine(cfg, storeFlag, errOut)
 	if err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 			return exitError(ExitUsage, err)
 		}
 	}
-	eng, err := openEngine(cfg, f.store)
+	eng, err := openEngine(cfg, f.store, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func newRunsCmd() *cobra.Command {
 		Short: "List runs with state, iterations, cost and why they stopped",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := existingStore(storeFlag)
+			st, err := existingStore(storeFlag, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -411,7 +411,7 @@ func newResumeCmd() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := snapshotConfig(f.store, args[0])
+			cfg, err := snapshotConfig(f.store, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -425,8 +425,8 @@ func newResumeCmd() *cobra.Command {
 }
 
 // snapshotConfig reads the config recorded with a run's RunStarted.
-func snapshotConfig(storeFlag, runID string) (*config.Config, error) {
-	st, err := existingStore(storeFlag)
+func snapshotConfig(storeFlag, runID string, errOut io.Writer) (*config.Config, error) {
+	st, err := existingStore(storeFlag, errOut)
 	if err != nil {
 		return nil, err
 	}

@@ -15,8 +15,8 @@ import (
 )
 
 // runActions reads a recorded run; a run with no actions is a usage error.
-func runActions(storeFlag, runID string) ([]ledger.Action, error) {
-	st, err := existingStore(storeFlag)
+func runActions(storeFlag, runID string, errOut io.Writer) ([]ledger.Action, error) {
+	st, err := existingStore(storeFlag, errOut)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			acts, err := runActions(storeFlag, args[0])
+			acts, err := runActions(storeFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -155,7 +155,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			acts, err := runActions(storeFlag, args[0])
+			acts, err := runActions(storeFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

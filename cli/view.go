@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
 
@@ -39,7 +40,7 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
 			}
-			st, err := viewStore(storeFlag)
+			st, err := viewStore(storeFlag, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -70,12 +71,12 @@ const viewMemoryLimit = 96 << 20
 // viewStore opens the store a view reads, which must exist, tuned for a
 // reader: the smallest memtable and block cache (nothing is written; the
 // chain is read once, in order), and no value-log GC.
-func viewStore(flag string) (*ledger.Store, error) {
+func viewStore(flag string, errOut io.Writer) (*ledger.Store, error) {
 	dir, err := existingStoreDir(flag)
 	if err != nil {
 		return nil, err
 	}
-	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true})
+	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
 }
 
 // errFound ends a scan of the chain early.
