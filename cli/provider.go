@@ -16,24 +16,16 @@ import (
 func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 	switch cfg.Model.Provider {
 	case "static":
-		src, name := cfg.Plan.RTFS, cfg.File+" [plan].rtfs"
+		src := cfg.Plan.RTFS
 		if cfg.Plan.File != "" {
 			b, err := os.ReadFile(cfg.Plan.File)
 			if err != nil {
 				return nil, fmt.Errorf("%s: [plan].file: %w", cfg.File, err)
 			}
-			src, name = string(b), cfg.Plan.File
+			src = string(b)
 		}
-		// The same plan runs every iteration: one that cannot be read, or
-		// that governance refuses, would fail every one of them.
-		forms, err := rtfs.Read(src, name)
-		if err != nil {
-			return nil, fmt.Errorf("the static plan cannot be read: %w", err)
-		}
-		if eng != nil {
-			if d := eng.gov.Admit(name, forms); !d.Allowed {
-				return nil, fmt.Errorf("governance refuses the static plan, so every iteration would fail: %w; fix [plan] or [governance]", d.Err())
-			}
+		if err := checkStaticPlan(cfg, eng, src); err != nil {
+			return nil, err
 		}
 		return arbiter.StaticProvider{Source: src}, nil
 	case "script":
@@ -44,6 +36,26 @@ func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 		}), nil
 	}
 	return nil, fmt.Errorf("model.provider %q is not one of openai, static, script, command", cfg.Model.Provider)
+}
+
+// checkStaticPlan reads the static plan src and, given an engine, admits
+// it: the same plan runs every iteration, so one that cannot be read, or
+// that governance refuses, would fail every one of them.
+func checkStaticPlan(cfg *config.Config, eng *engine, src string) error {
+	name := cfg.File + " [plan].rtfs"
+	if cfg.Plan.File != "" {
+		name = cfg.Plan.File
+	}
+	forms, err := rtfs.Read(src, name)
+	if err != nil {
+		return fmt.Errorf("the static plan cannot be read: %w", err)
+	}
+	if eng != nil {
+		if d := eng.gov.Admit(name, forms); !d.Allowed {
+			return fmt.Errorf("governance refuses the static plan, so every iteration would fail: %w; fix [plan] or [governance]", d.Err())
+		}
+	}
+	return nil
 }
 
 // newModel builds the model behind a model-backed provider, or returns nil

@@ -135,7 +135,12 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	st := eng.store
 	defer st.Close()
-	if provider == nil || cfg.Model.Provider == "static" { // static: now also checked by governance
+	if sp, ok := provider.(arbiter.StaticProvider); ok { // read before the store opened; now admit it
+		if err := checkStaticPlan(cfg, eng, sp.Source); err != nil {
+			return exitError(ExitUsage, err)
+		}
+	}
+	if provider == nil {
 		if provider, err = newProvider(cfg, eng); err != nil {
 			return exitError(ExitUsage, err)
 		}
