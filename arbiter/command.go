@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/procgroup"
 )
 
 // Defaults for the command provider.
@@ -139,16 +140,9 @@ func (m *commandModel) Complete(ctx context.Context, c Completion, obs Observer)
 	stdout := &outputWriter{limit: m.opts.MaxOutput, obs: obs, overflow: cancel}
 	stderr := &tailWriter{keep: commandStderrKept}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second // a grandchild holding stdout open does not hold us
-	err := cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // leave no background children; the group may be gone already
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil // the command succeeded; a child it left behind held the pipes open and died with the group
-	}
+	// Own process group: a timeout kills every descendant, none outlives the
+	// command, and a grandchild holding stdout open does not hold us.
+	err := procgroup.Run(cmd, 2*time.Second)
 	switch {
 	case ctx.Err() != nil:
 		return Reply{}, fmt.Errorf("command %s: %w", m.shown(), context.Cause(ctx))

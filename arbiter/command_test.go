@@ -261,3 +261,14 @@ func TestFlatten(t *testing.T) {
 		t.Errorf("one message = %q", got)
 	}
 }
+
+// An agent that fails while a child it left holds stdout open still fails:
+// its exit status is not lost to the pipe wait.
+func TestCommandBackgroundChildKeepsTheExitStatus(t *testing.T) {
+	t.Parallel()
+	path, _ := script(t, `cat >/dev/null; sleep 60 & echo "(do 1)"; exit 3`)
+	_, err := newCommand(t, []string{path}, arbiter.CommandOptions{Timeout: time.Minute}).Complete(context.Background(), prompt, nil)
+	if err == nil || !strings.Contains(err.Error(), "exited with status 3") {
+		t.Errorf("an agent that exited 3 gave %v", err)
+	}
+}

@@ -11,9 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -34,42 +34,13 @@ type command struct {
 	must, mustNot *regexp.Regexp
 }
 
-// cappedBuffer keeps the first MaxCommandOutput bytes and notes whether
-// more came (the pattern of capability/builtin's shell.exec).
-type cappedBuffer struct {
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	room := MaxCommandOutput - c.buf.Len()
-	if len(p) > room {
-		c.truncated = true
-		c.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return c.buf.Write(p)
-}
-
 func (c *command) check(ctx context.Context, in *Input) outcome {
 	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)
 	cmd.Dir = in.Workdir
-	var out cappedBuffer // stdout and stderr interleaved, as a user sees them
+	out := procgroup.CappedBuffer{Limit: MaxCommandOutput} // stdout and stderr interleaved, as a user sees them
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// Own process group: a timeout kills every descendant, not just the child.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
-	if errors.Is(runErr, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Exited() {
-		runErr = nil // the command exited; a background grandchild kept its output open
-		if !cmd.ProcessState.Success() {
-			runErr = &exec.ExitError{ProcessState: cmd.ProcessState}
-		}
-	}
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // reap stragglers; the group may already be gone
-	}
+	runErr := procgroup.Run(cmd, time.Second)
 	line := strings.Join(c.argv, " ")
 	var exitErr *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {
@@ -77,10 +48,10 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	}
 	if ctx.Err() != nil {
 		return outcome{reason: fmt.Sprintf("%s did not finish; its process group was killed", line), detail: "timed out",
-			evidence: line + "\n" + tail(out.buf.String(), 400)}
+			evidence: line + "\n" + tail(out.String(), 400)}
 	}
 	exit := cmd.ProcessState.ExitCode()
-	text := out.buf.String()
+	text := out.String()
 	o := outcome{detail: fmt.Sprintf("exit %d", exit), evidence: fmt.Sprintf("$ %s\nexit %d\n%s", line, exit, tail(text, 400))}
 	switch {
 	case exit != c.expect:
@@ -93,7 +64,7 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 		o.met, o.progress = true, 1
 		o.reason = fmt.Sprintf("%s exited %d", line, exit)
 	}
-	if out.truncated {
+	if out.Truncated {
 		o.evidence += "\n(output truncated at 1 MiB)"
 		if o.met && c.mustNot != nil {
 			// What was cut off may hold exactly what must_not_match refuses.

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -66,22 +65,6 @@ func (s *shell) capability() *capability.Capability {
 	}
 }
 
-// cappedBuffer keeps the first MaxOutput bytes and notes whether more came.
-type cappedBuffer struct {
-	buf       bytes.Buffer
-	truncated bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	room := MaxOutput - c.buf.Len()
-	if len(p) > room {
-		c.truncated = true
-		c.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return c.buf.Write(p)
-}
-
 func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, error) {
 	m := in.AsMap()
 	cmdName := m.GetKey("cmd").Str()
@@ -127,19 +110,11 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	if st := m.GetKey("stdin"); !st.IsNil() {
 		cmd.Stdin = strings.NewReader(st.Str())
 	}
-	var stdout, stderr cappedBuffer
+	stdout, stderr := procgroup.CappedBuffer{Limit: MaxOutput}, procgroup.CappedBuffer{Limit: MaxOutput}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Own process group: the timeout kills every descendant, not just the child.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-
 	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		// Reap stragglers that kept running after the child exited.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the group may already be gone
-	}
+	// Own process group: the timeout kills every descendant, not just the child.
+	runErr := procgroup.Run(cmd, 2*time.Second)
 	dur := time.Since(start)
 
 	exit := -1
@@ -148,18 +123,16 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	}
 	var startErr error
 	var exitErr *exec.ExitError
-	// ErrWaitDelay means the child exited but a background descendant held
-	// its output open until the group was killed: the exit status stands.
-	if runErr != nil && !errors.As(runErr, &exitErr) && !errors.Is(runErr, exec.ErrWaitDelay) && ctx.Err() == nil {
+	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {
 		startErr = runErr // could not start (not found, permission)
 	}
 	res := capability.Result{
 		Value: rtfs.MapValue(rtfs.NewMap(
 			rtfs.Keyword("exit"), rtfs.Int(int64(exit)),
-			rtfs.Keyword("stdout"), rtfs.String(stdout.buf.String()),
-			rtfs.Keyword("stderr"), rtfs.String(stderr.buf.String()),
+			rtfs.Keyword("stdout"), rtfs.String(stdout.String()),
+			rtfs.Keyword("stderr"), rtfs.String(stderr.String()),
 			rtfs.Keyword("duration-ms"), rtfs.Int(dur.Milliseconds()),
-			rtfs.Keyword("truncated"), rtfs.Bool(stdout.truncated || stderr.truncated),
+			rtfs.Keyword("truncated"), rtfs.Bool(stdout.Truncated || stderr.Truncated),
 		)),
 		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{cmdName}, args...), " ")},
 	}

@@ -1,0 +1,59 @@
+// Package procgroup runs a command in a process group of its own, the way
+// shell.exec, command stop conditions and the command provider all need:
+// a timeout or cancellation kills every descendant, a descendant left
+// holding the output open does not hold the caller, and nothing outlives
+// the command.
+package procgroup
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Run runs cmd (made with exec.CommandContext) in its own process group.
+// Cancelling cmd's context kills the whole group; once the command has
+// exited, a descendant still holding its output open is given waitDelay
+// and then killed with the group; the group is killed when Run returns. A
+// command that exited while a descendant held its output reports its own
+// exit status (nil, or an *exec.ExitError), not exec.ErrWaitDelay.
+func Run(cmd *exec.Cmd, waitDelay time.Duration) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
+	err := cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; the group may already be gone
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
+		err = nil
+		if !cmd.ProcessState.Success() {
+			err = &exec.ExitError{ProcessState: cmd.ProcessState}
+		}
+	}
+	return err
+}
+
+// CappedBuffer keeps the first Limit bytes written to it and notes whether
+// more came. Writes never fail, so a chatty command is not killed by a
+// full buffer.
+type CappedBuffer struct {
+	Limit     int
+	Truncated bool
+	buf       bytes.Buffer
+}
+
+func (c *CappedBuffer) Write(p []byte) (int, error) {
+	room := c.Limit - c.buf.Len()
+	if len(p) > room {
+		c.Truncated = true
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// String is what was kept.
+func (c *CappedBuffer) String() string { return c.buf.String() }
