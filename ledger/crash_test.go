@@ -112,19 +112,8 @@ func TestCrashRecovery(t *testing.T) {
 // acknowledgements it wrote before dying.
 func runAndKill(t *testing.T, dir string, d time.Duration) []string {
 	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, r := startCrashChild(t, dir)
 	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	cmd.ExtraFiles = []*os.File{w}
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 	var lines []string
 	read := make(chan struct{})
 	go func() {
@@ -148,6 +137,27 @@ func runAndKill(t *testing.T, dir string, d time.Duration) []string {
 	return lines
 }
 
+// startCrashChild starts TestCrashChild on dir, its output on our stderr,
+// and returns it with the read end of its acknowledgements.
+func startCrashChild(t *testing.T, dir string) (*exec.Cmd, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	return cmd, r
+}
+
 // TestSecondProcessIsNamed opens a store another process holds.
 func TestSecondProcessIsNamed(t *testing.T) {
 	t.Parallel()
@@ -155,18 +165,8 @@ func TestSecondProcessIsNamed(t *testing.T) {
 		t.Skip("spawns a process")
 	}
 	dir := filepath.Join(t.TempDir(), "store")
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, r := startCrashChild(t, dir)
 	defer r.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	cmd.ExtraFiles = []*os.File{w}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -174,7 +174,7 @@ func TestSecondProcessIsNamed(t *testing.T) {
 	if !bufio.NewScanner(r).Scan() { // the child has the store open once it acknowledges
 		t.Fatal("the child never acknowledged an append")
 	}
-	_, err = Open(Options{Dir: dir})
+	_, err := Open(Options{Dir: dir})
 	want := fmt.Sprintf("ledger store %s is in use by process %d; stop that process or pass another --store", dir, cmd.Process.Pid)
 	if err == nil || err.Error() != want {
 		t.Fatalf("open = %v\nwant %s", err, want)
