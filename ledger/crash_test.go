@@ -181,34 +181,39 @@ func TestSecondProcessIsNamed(t *testing.T) {
 	}
 }
 
-// A process killed between creating a value log and sizing it leaves an
-// empty .vlog behind; Badger alone then refuses to open the store. The
-// ledger removes it and opens with every action intact.
-func TestOpenAfterCrashLeftAnEmptyValueLog(t *testing.T) {
+// A process killed between creating a value log or a memtable log and
+// sizing it leaves an empty file behind; Badger alone then refuses to open
+// the store. The ledger removes it and opens with every action intact.
+func TestOpenAfterCrashLeftAnEmptyLogFile(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	s := openDir(t, dir, true)
-	appendN(t, s, 0, 10)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ ext, format string }{{".vlog", "%06d.vlog"}, {".mem", "%05d.mem"}} {
+		t.Run(tc.ext, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := openDir(t, dir, true)
+			appendN(t, s, 0, 10)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, dataDir, "*"+tc.ext))
+			newest := 0
+			for _, f := range files {
+				n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), tc.ext))
+				newest = max(newest, n)
+			}
+			empty := filepath.Join(dir, dataDir, fmt.Sprintf(tc.format, newest+1))
+			if err := os.WriteFile(empty, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(Options{Dir: dir})
+			if err != nil {
+				t.Fatalf("open with an empty %s file left by a crash: %v", tc.ext, err)
+			}
+			defer s.Close()
+			if r := mustVerify(t, s); r.Actions != 10 {
+				t.Errorf("verified %d actions, want 10", r.Actions)
+			}
+			appendN(t, s, 10, 5) // and it takes new writes
+		})
 	}
-	vlogs, _ := filepath.Glob(filepath.Join(dir, dataDir, "*.vlog"))
-	newest := 0
-	for _, v := range vlogs {
-		n, _ := strconv.Atoi(strings.TrimSuffix(filepath.Base(v), ".vlog"))
-		newest = max(newest, n)
-	}
-	empty := filepath.Join(dir, dataDir, fmt.Sprintf("%06d.vlog", newest+1))
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(Options{Dir: dir})
-	if err != nil {
-		t.Fatalf("open with an empty value log left by a crash: %v", err)
-	}
-	defer s.Close()
-	if r := mustVerify(t, s); r.Actions != 10 {
-		t.Errorf("verified %d actions, want 10", r.Actions)
-	}
-	appendN(t, s, 10, 5) // and it takes new writes
 }

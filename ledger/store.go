@@ -167,7 +167,7 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 		bopts = bopts.WithDir(filepath.Join(s.dir, dataDir)).WithValueDir(filepath.Join(s.dir, dataDir))
-		if err := removeEmptyValueLogs(filepath.Join(s.dir, dataDir), log); err != nil {
+		if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
 			return nil, err
 		}
 	}
@@ -290,12 +290,13 @@ func openBadger(opts badger.Options, dir string) (db *badger.DB, err error) {
 	return nil, fmt.Errorf("ledger store %s is corrupted or not a ledger and cannot be opened: %s", dir, msg)
 }
 
-// removeEmptyValueLogs deletes value-log files of zero bytes. A process
-// killed between creating a value log and sizing it leaves one behind, and
-// Badger then refuses to open the store ("Open existing file …: Create a
-// new file"). Such a file holds nothing, not even its header, so no value
-// can point into it; Badger creates it again when it needs it.
-func removeEmptyValueLogs(dir string, log *slog.Logger) error {
+// removeEmptyLogs deletes value-log (.vlog) and memtable-log (.mem) files
+// of zero bytes. A process killed between creating such a file and sizing
+// it leaves one behind, and Badger then refuses to open the store ("Open
+// existing file …: Create a new file", "while opening memtables … Create a
+// new file"). The file holds nothing, not even its header, so nothing can
+// point into it; Badger creates it again when it needs it.
+func removeEmptyLogs(dir string, log *slog.Logger) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -304,7 +305,8 @@ func removeEmptyValueLogs(dir string, log *slog.Logger) error {
 		return fmt.Errorf("open ledger store: %w", err)
 	}
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".vlog") || !e.Type().IsRegular() {
+		ext := filepath.Ext(e.Name())
+		if (ext != ".vlog" && ext != ".mem") || !e.Type().IsRegular() {
 			continue
 		}
 		fi, err := e.Info()
@@ -312,9 +314,9 @@ func removeEmptyValueLogs(dir string, log *slog.Logger) error {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-			return fmt.Errorf("open ledger store: remove the empty value log a crash left: %w", err)
+			return fmt.Errorf("open ledger store: remove the empty log file a crash left: %w", err)
 		}
-		log.Warn("removed an empty value-log file left by a crash", "file", filepath.Join(dir, e.Name()))
+		log.Warn("removed an empty log file left by a crash", "file", filepath.Join(dir, e.Name()))
 	}
 	return nil
 }
