@@ -68,7 +68,7 @@ func storeDir(flag string, c *config.Config) string {
 // openStore opens the ledger store at opts.Dir and says so on errOut when
 // it clears a lock a dead process left.
 func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
-	stale := staleLockPID(opts.Dir)
+	stale := ledger.StaleLock(opts.Dir)
 	s, err := ledger.Open(opts)
 	if err != nil {
 		return nil, storeOpenError(err)
