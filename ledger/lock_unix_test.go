@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestStaleLock(t *testing.T) {
@@ -36,4 +38,35 @@ func TestStaleLock(t *testing.T) {
 	if pid := StaleLock(dir); pid != 0 {
 		t.Errorf("our own lock: StaleLock = %d", pid)
 	}
+}
+
+// A directory lock held for a moment with no other process named — what a
+// child being forked leaves behind when this process closes a store — is
+// waited out instead of being reported as a store in use.
+func TestOpenWaitsOutALockNoProcessHolds(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "store")
+	s := openDir(t, dir, false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(filepath.Join(dir, dataDir)) // the descriptor Badger locks
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(100 * time.Millisecond) // the child has not exec'd yet
+		d.Close()
+	}()
+	s, err = Open(Options{Dir: dir})
+	<-released
+	if err != nil {
+		t.Fatalf("open while a lock nobody is named in was briefly held: %v", err)
+	}
+	s.Close()
 }

@@ -276,19 +276,37 @@ func openBadger(opts badger.Options, dir string) (db *badger.DB, err error) {
 			db, err = nil, fmt.Errorf("ledger store %s is corrupted and cannot be opened (%v); restore it from a backup or export", dir, r)
 		}
 	}()
-	db, err = badger.Open(opts)
-	if err == nil {
-		return db, nil
+	// Badger locks the directory with flock on a descriptor it closes on
+	// Close, and a child this process is forking at that moment (shell.exec,
+	// a stop command, a test's helper) shares the descriptor until it execs.
+	// So a lock this process released can stay held for a moment, with no
+	// other process named in the lock file: retry briefly before reporting it.
+	for attempt := 0; ; attempt++ {
+		db, err = badger.Open(opts)
+		if err == nil {
+			return db, nil
+		}
+		if !strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			break
+		}
+		pid := lockPID(filepath.Join(opts.Dir, "LOCK"))
+		if (pid != 0 && pid != os.Getpid()) || attempt == lockRetries {
+			return nil, &LockedError{Dir: dir, PID: pid}
+		}
+		time.Sleep(lockRetryDelay)
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "Cannot acquire directory lock") {
-		return nil, &LockedError{Dir: dir, PID: lockPID(filepath.Join(opts.Dir, "LOCK"))}
-	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
 	return nil, fmt.Errorf("ledger store %s is corrupted or not a ledger and cannot be opened: %s", dir, msg)
 }
+
+// How long Open waits out a directory lock that no other process holds.
+const (
+	lockRetries    = 40
+	lockRetryDelay = 25 * time.Millisecond
+)
 
 // removeEmptyLogs deletes value-log (.vlog) and memtable-log (.mem) files
 // of zero bytes. A process killed between creating such a file and sizing
