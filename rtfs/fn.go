@@ -241,11 +241,50 @@ type keyBind struct {
 	def  code // from :or, or nil
 }
 
+// keyGroup reports whether k is one of the map pattern's name groups:
+// :keys, :strs, :syms, or a qualified :ns/keys or :ns/syms whose
+// namespace applies to every unqualified name in it (Clojure's rules).
+func keyGroup(k *Node) (group, ns string, ok bool) {
+	if k.Kind != NodeAtom || k.Val.Kind() != KindKeyword {
+		return "", "", false
+	}
+	ns, name, _ := splitName(k.Val.Str())
+	switch name {
+	case "keys", "syms":
+		return name, ns, true
+	case "strs":
+		return name, "", ns == ""
+	}
+	return "", "", false
+}
+
+// groupKey is the key a name in a :keys/:strs/:syms group reads, and the
+// local it binds: {:keys [user/name]} reads :user/name into name.
+func groupKey(group, ns string, n *Node) (key Value, local string, ok bool) {
+	if n.Kind != NodeSymbol && !(n.Kind == NodeAtom && n.Val.Kind() == KindKeyword && group == "keys") {
+		return Nil, "", false
+	}
+	full := n.Val.Str()
+	_, local, hasNS := splitName(full)
+	if !hasNS && ns != "" {
+		full = ns + "/" + local
+	}
+	switch group {
+	case "keys":
+		key = Keyword(full)
+	case "syms":
+		key = Symbol(full)
+	default:
+		key = String(full)
+	}
+	return key, local, true
+}
+
 func (c *compiler) mapPattern(p *Node) (binder, error) {
 	var binds []keyBind
 	var as binder
 	defaults := map[string]*Node{}
-	// Collect :or first so defaults attach to their names.
+	// Collect :or first so defaults attach to their local names.
 	for i := 0; i+1 < len(p.Items); i += 2 {
 		k := p.Items[i]
 		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword && k.Val.Str() == "or" {
@@ -254,26 +293,24 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 				return nil, c.errf(d.Pos, ":or needs a map of name to default value")
 			}
 			for j := 0; j+1 < len(d.Items); j += 2 {
+				if d.Items[j].Kind != NodeSymbol {
+					return nil, c.errf(d.Items[j].Pos, ":or keys must be the local names the pattern binds, such as {name \"default\"}")
+				}
 				defaults[d.Items[j].Val.Str()] = d.Items[j+1]
 			}
 		}
 	}
-	// defaultFor compiles the :or default of a bound symbol, or gives nil.
-	defaultFor := func(sym *Node) (code, error) {
-		if dn, ok := defaults[sym.Val.Str()]; ok && sym.Kind == NodeSymbol {
-			return c.expr(dn)
+	// bindLocal binds the local name at pos to the value under key, with
+	// its :or default.
+	bindLocal := func(local string, pos Pos, key Value) error {
+		var def code
+		if dn, ok := defaults[local]; ok {
+			var err error
+			if def, err = c.expr(dn); err != nil {
+				return err
+			}
 		}
-		return nil, nil
-	}
-	addSym := func(sym *Node, key Value) error {
-		if sym.Kind != NodeSymbol {
-			return c.errf(sym.Pos, "names in :keys/:strs must be symbols")
-		}
-		def, err := defaultFor(sym)
-		if err != nil {
-			return err
-		}
-		b, err := c.pattern(sym)
+		b, err := c.pattern(&Node{Kind: NodeSymbol, Pos: pos, Val: Symbol(local)})
 		if err != nil {
 			return err
 		}
@@ -282,22 +319,23 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 	}
 	for i := 0; i+1 < len(p.Items); i += 2 {
 		k, v := p.Items[i], p.Items[i+1]
+		if group, ns, ok := keyGroup(k); ok {
+			if v.Kind != NodeVector {
+				return nil, c.errf(v.Pos, "%s needs a vector of names", Print(k.Val))
+			}
+			for _, sym := range v.Items {
+				key, local, ok := groupKey(group, ns, sym)
+				if !ok {
+					return nil, c.errf(sym.Pos, "names in %s must be symbols, got %s", Print(k.Val), describe(sym))
+				}
+				if err := bindLocal(local, sym.Pos, key); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
 			switch k.Val.Str() {
-			case "keys", "strs":
-				if v.Kind != NodeVector {
-					return nil, c.errf(v.Pos, ":%s needs a vector of symbols", k.Val.Str())
-				}
-				for _, sym := range v.Items {
-					key := Keyword(sym.Val.Str())
-					if k.Val.Str() == "strs" {
-						key = String(sym.Val.Str())
-					}
-					if err := addSym(sym, key); err != nil {
-						return nil, err
-					}
-				}
-				continue
 			case "as":
 				b, err := c.pattern(v)
 				if err != nil {
@@ -313,15 +351,17 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 		if !v.IsLiteral() {
 			return nil, c.errf(v.Pos, "map pattern keys must be literals")
 		}
-		def, err := defaultFor(k)
-		if err != nil {
-			return nil, err
+		if k.Kind == NodeSymbol {
+			if err := bindLocal(k.Val.Str(), k.Pos, constValue(v)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		b, err := c.pattern(k)
 		if err != nil {
 			return nil, err
 		}
-		binds = append(binds, keyBind{constValue(v), b, def})
+		binds = append(binds, keyBind{constValue(v), b, nil})
 	}
 	pos := p.Pos
 	return func(m *Machine, f *frame, v Value) error {
