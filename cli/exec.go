@@ -23,13 +23,23 @@ import (
 // loadConfig reads --config when given, else ./ralph.toml when it exists,
 // else the defaults.
 func loadConfig(path string) (*config.Config, error) {
+	return loadConfigWith(path, config.Load)
+}
+
+// loadExecConfig is loadConfig for exec, which runs the plan it is given
+// and so never needs [model] to be able to plan.
+func loadExecConfig(path string) (*config.Config, error) {
+	return loadConfigWith(path, config.LoadForExec)
+}
+
+func loadConfigWith(path string, load func(string, config.Env) (*config.Config, error)) (*config.Config, error) {
 	if path == "" {
 		if _, err := os.Stat("ralph.toml"); err != nil {
 			return config.Default(), nil
 		}
 		path = "ralph.toml"
 	}
-	c, err := config.Load(path, nil)
+	c, err := load(path, nil)
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}
@@ -134,6 +144,9 @@ func engineWorkdir(cfg *config.Config) string {
 // engineModel builds the model behind a model-backed provider (nil for
 // static and script); an agent command that cannot run names its line.
 func engineModel(cfg *config.Config) (arbiter.Model, error) {
+	if cfg.ModelError() != nil { // exec with a [model] that cannot plan: no llm.ask
+		return nil, nil
+	}
 	model, err := newModel(cfg, engineWorkdir(cfg))
 	if err != nil {
 		if cfg.Model.Provider == "command" && cfg.File != "" {
@@ -212,7 +225,7 @@ func runExec(ctx context.Context, out, errOut io.Writer, planPath, cfgPath, stor
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := loadExecConfig(cfgPath)
 	if err != nil {
 		return err
 	}

@@ -66,3 +66,33 @@ dir = "store"
 		t.Errorf("a fresh --store saw the other store's kv: %s", out)
 	}
 }
+
+// TestE2EExecConfigWithoutPlan: exec runs the plan it is given, so a
+// config whose [model] could not plan (provider "static" with no [plan])
+// is still good for its governance, workdir and store; run refuses it.
+func TestE2EExecConfigWithoutPlan(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[governance]\nshell_allow = [\"echo\"]\n[store]\ndir = \"store\"\n")
+	writeFile(t, filepath.Join(dir, "p.rtfs"), `(step "Shell" (call :shell.exec {:cmd "echo" :args ["governed"]}))`)
+	out, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "p.rtfs"), "--config", cfg)
+	if code != 0 || !strings.Contains(out, `:stdout "governed\n"`) {
+		t.Fatalf("exec: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	writeFile(t, filepath.Join(dir, "rm.rtfs"), `(step "Rm" (call :shell.exec {:cmd "rm" :args ["x"]}))`)
+	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "rm.rtfs"), "--config", cfg); code != 2 || !strings.Contains(errOut, "shell_allow") {
+		t.Errorf("the config's governance was not applied: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui"); code != 2 || !strings.Contains(errOut, `provider "static" needs [plan].rtfs`) {
+		t.Errorf("run accepted a config that cannot plan: exit %d, %s", code, errOut)
+	}
+	// A config broken outside [model] is still refused by exec.
+	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[loop]\nmax_iterations = -1\n")
+	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "p.rtfs"), "--config", cfg); code != 2 || !strings.Contains(errOut, "max_iterations") {
+		t.Errorf("exec accepted a bad [loop]: exit %d, %s", code, errOut)
+	}
+}

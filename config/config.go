@@ -27,8 +27,9 @@ type Config struct {
 	Governance Governance `toml:"governance"`
 	Store      Store      `toml:"store"`
 
-	lines *lineIndex
-	name  string // the path as given, for messages
+	lines    *lineIndex
+	name     string // the path as given, for messages
+	modelErr error  // what is wrong with [model], for LoadForExec
 }
 
 // Intent is what the loop is asked to achieve.
@@ -205,6 +206,37 @@ func Load(path string, env Env) (*Config, error) {
 	return Parse(data, path, env)
 }
 
+// LoadForExec is Load for a command that runs a plan it is given (ralph
+// exec): it uses governance, the workdir and the store but never plans,
+// so a [model] that could not plan (provider "static" without a [plan]) is
+// no error. ModelError says what is wrong with [model], if anything.
+func LoadForExec(path string, env Env) (*Config, error) {
+	c, err := Load(path, env)
+	var me *modelError
+	if errors.As(err, &me) {
+		if me.rest != nil {
+			return nil, me.rest
+		}
+		return me.cfg, nil
+	}
+	return c, err
+}
+
+// ModelError is the error Load would give for the [model] table of a
+// config read with LoadForExec, or nil.
+func (c *Config) ModelError() error { return c.modelErr }
+
+// modelError is a validation error in [model] or [plan]: fatal for every
+// command but exec, which keeps the config it was found in.
+type modelError struct {
+	err  error
+	cfg  *Config
+	rest error // the first error outside [model] and [plan], if any
+}
+
+func (e *modelError) Error() string { return e.err.Error() }
+func (e *modelError) Unwrap() error { return e.err }
+
 // Parse is Load on bytes; path names the file and anchors relative paths.
 func Parse(data []byte, path string, env Env) (*Config, error) {
 	if env == nil {
@@ -304,6 +336,21 @@ func (c *Config) errAt(file string, key string, format string, args ...any) erro
 var providers = []string{"openai", "static", "script", "command"}
 
 func (c *Config) validate(file string) error {
+	switch {
+	case c.Loop.MaxIterations < 0:
+		return c.errAt(file, "loop.max_iterations", "loop.max_iterations must not be negative")
+	case c.Governance.MaxCostUSD < 0:
+		return c.errAt(file, "governance.max_cost_usd", "governance.max_cost_usd must not be negative")
+	}
+	if err := c.validateModel(file); err != nil {
+		c.modelErr = err
+		return &modelError{err: err, cfg: c, rest: c.validateRest(file)}
+	}
+	return c.validateRest(file)
+}
+
+// validateModel checks [model] and [plan], what planning needs.
+func (c *Config) validateModel(file string) error {
 	m := c.Model
 	switch {
 	case !slices.Contains(providers, m.Provider):
@@ -322,16 +369,17 @@ func (c *Config) validate(file string) error {
 		return c.errAt(file, "model.max_repairs", "model.max_repairs must be between 0 and 10")
 	case m.MaxTokens < 0:
 		return c.errAt(file, "model.max_tokens", "model.max_tokens must not be negative")
-	case c.Loop.MaxIterations < 0:
-		return c.errAt(file, "loop.max_iterations", "loop.max_iterations must not be negative")
-	case c.Governance.MaxCostUSD < 0:
-		return c.errAt(file, "governance.max_cost_usd", "governance.max_cost_usd must not be negative")
 	}
 	if m.BaseURL != "" {
 		if u, err := url.Parse(m.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
 			return c.errAt(file, "model.base_url", "model.base_url %q is not an http(s) URL", redactURL(m.BaseURL))
 		}
 	}
+	return nil
+}
+
+// validateRest checks governance globs and stop conditions.
+func (c *Config) validateRest(file string) error {
 	for _, g := range append(append(slices.Clone(c.Governance.Allow), c.Governance.Deny...), c.Governance.RequireContracts...) {
 		if _, err := filepathMatch(g); err != nil {
 			return c.errAt(file, "governance", "bad glob %q in [governance]: %v", g, err)
