@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,7 @@ type failure struct {
 	class   failClass
 	status  int
 	code    string // the API error code, e.g. "model_not_found"
+	event   bool   // an error event inside a 200 stream; status is what its code stands for
 	detail  string // what went wrong, scrubbed of secrets, naming the host
 	brief   string // the same without the host, for errors that name the server; "" means detail
 	wait    time.Duration
@@ -98,6 +100,15 @@ func (m *openAIModel) classify(err error) failure {
 		if f.code == "" {
 			f.code = apiErr.Type
 		}
+		if f.status == 0 {
+			// HTTP 200 and then an error event: its code and type say
+			// what the status would have.
+			f.event = true
+			f.status = eventStatus(codeString(apiErr.Code), apiErr.Type, message)
+			if f.status == http.StatusTooManyRequests && quotaCode(codeString(apiErr.Code), apiErr.Type) {
+				f.code = "insufficient_quota"
+			}
+		}
 	case errors.As(err, &reqErr):
 		f.status = max(f.status, reqErr.HTTPStatusCode)
 		message = string(reqErr.Body)
@@ -109,19 +120,73 @@ func (m *openAIModel) classify(err error) failure {
 		f.class, f.detail = failTransient, m.networkDetail(err)
 		return f
 	}
-	f.detail, f.brief = m.statusDetail(f.status, message)
+	f.detail, f.brief = m.statusDetail(f, message)
 	f.class = m.classOf(f, message, param)
 	return f
+}
+
+// eventStatus is the HTTP status an error event sent inside a 200 stream
+// stands for, from its code and type: OpenAI's codes and types
+// (invalid_api_key, model_not_found, insufficient_quota,
+// context_length_exceeded, rate_limit_exceeded, server_error), those of
+// Anthropic-style gateways (authentication_error, permission_error,
+// not_found_error, rate_limit_error, overloaded_error), and OpenRouter's,
+// whose code is the HTTP status itself. 0 when nothing says.
+func eventStatus(code, typ, message string) int {
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n <= 599 {
+		return n
+	}
+	for _, c := range []string{strings.ToLower(code), strings.ToLower(typ)} {
+		switch c {
+		case "invalid_api_key", "incorrect_api_key", "invalid_authentication", "authentication_error", "auth_error",
+			"unauthorized", "invalid_auth", "expired_api_key":
+			return http.StatusUnauthorized
+		case "permission_error", "permission_denied", "forbidden", "unsupported_country_region_territory":
+			return http.StatusForbidden
+		case "model_not_found", "not_found_error", "model_not_available":
+			return http.StatusNotFound
+		case "insufficient_quota", "insufficient_credits", "insufficient_credits_error", "insufficient_balance",
+			"billing_hard_limit_reached", "billing_not_active", "rate_limit_exceeded", "rate_limit_error",
+			"requests", "tokens", "too_many_requests":
+			return http.StatusTooManyRequests
+		case "context_length_exceeded", "string_above_max_length", "request_too_large":
+			return http.StatusRequestEntityTooLarge
+		case "server_error", "server_is_overloaded", "api_error", "overloaded_error", "internal_error",
+			"service_unavailable", "provider_error", "provider_unavailable":
+			return http.StatusServiceUnavailable
+		case "timeout":
+			return http.StatusGatewayTimeout
+		}
+	}
+	if contextLengthText(strings.ToLower(message)) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return 0
+}
+
+// quotaCode reports whether an error event's code or type says the
+// account is out of money rather than over a rate.
+func quotaCode(code, typ string) bool {
+	for _, c := range []string{strings.ToLower(code), strings.ToLower(typ)} {
+		switch c {
+		case "insufficient_quota", "insufficient_credits", "insufficient_credits_error", "insufficient_balance",
+			"billing_hard_limit_reached", "billing_not_active":
+			return true
+		}
+	}
+	return code == "402"
 }
 
 func (m *openAIModel) classOf(f failure, message, param string) failClass {
 	lower := strings.ToLower(message)
 	switch {
-	case f.status == 0: // an error event inside a stream that had started
+	case f.status == 0: // an error event that names no known code or type
 		if contextLengthText(lower) {
 			return failContextLength
 		}
 		return failTransient
+	case f.status == http.StatusPaymentRequired: // OpenRouter: out of credits
+		return failFatal
 	case f.status == http.StatusUnauthorized || f.status == http.StatusForbidden:
 		return failFatal
 	case f.status == http.StatusNotFound:
@@ -173,9 +238,14 @@ func codeString(c any) string {
 // statusDetail describes an HTTP failure, for a retry notice ("503
 // Service Unavailable from host: message") and for a final error, which
 // names the server already ("503 Service Unavailable: message").
-func (m *openAIModel) statusDetail(status int, message string) (detail, brief string) {
+func (m *openAIModel) statusDetail(f failure, message string) (detail, brief string) {
 	msg := m.scrub(message)
-	if status > 0 {
+	status := f.status
+	if f.event {
+		what := cmp.Or(f.code, "error")
+		detail = fmt.Sprintf("error event %s from %s mid-answer", what, m.host())
+		brief = fmt.Sprintf("error event %s mid-answer", what)
+	} else if status > 0 {
 		detail = fmt.Sprintf("%d %s from %s", status, http.StatusText(status), m.host())
 		brief = fmt.Sprintf("%d %s", status, http.StatusText(status))
 	} else {
@@ -243,7 +313,7 @@ func (m *openAIModel) fatalMessage(ctx context.Context, f failure, why string) s
 		return fmt.Sprintf("model %s is not served at %s: %s (%s)", m.cfg.Model, m.shown, m.modelsHint(ctx), why)
 	case f.status == http.StatusNotFound:
 		return fmt.Sprintf("%s/chat/completions does not exist: set model.base_url to the API root, which usually ends in /v1 (%s)", m.shown, why)
-	case f.status == http.StatusTooManyRequests:
+	case f.status == http.StatusTooManyRequests || f.status == http.StatusPaymentRequired:
 		return fmt.Sprintf("%s says the account is out of quota: check its plan and billing (%s)", m.shown, why)
 	}
 	return f.detail
