@@ -246,7 +246,7 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 	// cannot carry the run past max_duration.
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
-		Audit: index, Workdir: r.o.Config.Loop.Workdir, HeadSeq: r.o.Store.Head().Seq})
+		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq})
 	if ctx.Err() != nil {
 		return abortOutcome(ctx), nil
 	}

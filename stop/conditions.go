@@ -53,8 +53,13 @@ type Input struct {
 	LastActions         []ledger.Action // the last iteration's actions, in seq order
 	Audit               *Index          // the run's audit index (predicates)
 	Workdir             string          // where commands run and relative paths start
+	StoreDir            string          // the ledger's directory; no_progress never reads it (default .ralph)
 	HeadSeq             uint64          // the ledger head when the snapshot was taken
 	UserSignal          bool            // the user asked to stop (first Ctrl-C, a stop key)
+
+	// verdicts are the answers of the conditions that do not read them,
+	// set by the evaluator before it checks those that do (no_progress).
+	verdicts []verdict
 }
 
 // Result is one condition's answer in one evaluation.

@@ -201,6 +201,15 @@ func checkChild(ctx context.Context, k *Condition, in *Input) outcome {
 	return o
 }
 
+func (c *composite) readsVerdicts() bool {
+	for _, k := range c.kids {
+		if readsVerdicts(k) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *composite) fingerprint(in *Input, f *fp) bool {
 	external := false
 	for _, k := range c.kids {

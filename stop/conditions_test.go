@@ -143,25 +143,6 @@ func TestNeverAndNoProgress(t *testing.T) {
 	}
 }
 
-func TestNoProgressSeesResultsAndIgnoresDurations(t *testing.T) {
-	t.Parallel()
-	c := mustCond(t, config.Stop{Kind: "no_progress", Iterations: 1})
-	act := func(out string, ms int64) []ledger.Action {
-		r := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("stdout"), rtfs.String(out), rtfs.Keyword("duration-ms"), rtfs.Int(ms)))
-		return []ledger.Action{{Type: ledger.CapabilityCall, FunctionName: "shell.exec", Success: true, Result: r}}
-	}
-	steps := []struct {
-		acts []ledger.Action
-		met  bool
-	}{{act("a", 1), false}, {act("a", 99), true}, {act("b", 99), false}}
-	for i, s := range steps {
-		o := c.check.check(context.Background(), &Input{Iteration: i + 1, LastActions: s.acts})
-		if o.met != s.met {
-			t.Errorf("step %d: met %t, want %t: %s", i+1, o.met, s.met, o.reason)
-		}
-	}
-}
-
 func TestCommandExpectExitAndStartFailure(t *testing.T) {
 	t.Parallel()
 	needShell(t)

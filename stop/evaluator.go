@@ -173,15 +173,31 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Evaluation, error) 
 
 	results := make([]Result, len(conds))
 	done := make([]bool, len(conds))
-	if e.opts.Sequential {
-		for i, c := range conds {
-			results[i], done[i] = e.evalOne(ctx, c, &in), true
-			if e.opts.StopOnFirst && results[i].Met {
-				break
+	// Conditions that read the others' verdicts (no_progress) are checked
+	// second, with the verdicts of the first phase.
+	later := make([]bool, len(conds))
+	anyLater := false
+	for i, c := range conds {
+		later[i] = readsVerdicts(c)
+		anyLater = anyLater || later[i]
+	}
+	e.evalPhase(ctx, conds, &in, results, done, func(i int) bool { return later[i] })
+	if anyLater {
+		second := in
+		firstMet := len(conds)
+		for i := range conds {
+			if !done[i] {
+				continue
+			}
+			r := &results[i]
+			second.verdicts = append(second.verdicts, verdict{name: r.Name, met: r.Met, class: r.Class})
+			if r.Met && firstMet == len(conds) {
+				firstMet = i
 			}
 		}
-	} else {
-		e.evalParallel(ctx, conds, &in, results, done)
+		e.evalPhase(ctx, conds, &second, results, done, func(i int) bool {
+			return !later[i] || (e.opts.StopOnFirst && i > firstMet) // stop_on_first cuts there anyway
+		})
 	}
 	n := len(conds)
 	for i := range results { // stop_on_first: keep what precedes the first met, in priority order
@@ -215,10 +231,28 @@ func (e *Evaluator) Evaluate(ctx context.Context, in Input) (Evaluation, error) 
 	return ev, err
 }
 
+// evalPhase checks the conditions that skip does not leave out, one at a
+// time or in parallel as the options say.
+func (e *Evaluator) evalPhase(ctx context.Context, conds []*Condition, in *Input, results []Result, done []bool, skip func(int) bool) {
+	if !e.opts.Sequential {
+		e.evalParallel(ctx, conds, in, results, done, skip)
+		return
+	}
+	for i, c := range conds {
+		if skip(i) {
+			continue
+		}
+		results[i], done[i] = e.evalOne(ctx, c, in), true
+		if e.opts.StopOnFirst && results[i].Met {
+			break
+		}
+	}
+}
+
 // evalParallel answers cache hits inline, then runs the misses
 // MaxParallel at a time, started in priority order. With StopOnFirst a met
 // condition cancels every lower-priority one.
-func (e *Evaluator) evalParallel(ctx context.Context, conds []*Condition, in *Input, results []Result, done []bool) {
+func (e *Evaluator) evalParallel(ctx context.Context, conds []*Condition, in *Input, results []Result, done []bool, skip func(int) bool) {
 	type miss struct {
 		i        int
 		key      uint64
@@ -227,6 +261,9 @@ func (e *Evaluator) evalParallel(ctx context.Context, conds []*Condition, in *In
 	}
 	var misses []miss
 	for i, c := range conds {
+		if skip(i) {
+			continue
+		}
 		start := e.opts.Now()
 		key, external, r, hit := e.probe(c, in, start)
 		if !hit {

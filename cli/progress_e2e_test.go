@@ -1,0 +1,78 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stuckLoop is a loop whose plan changes nothing while its "tests" print a
+// fresh timing every time, as `go test` does; work is a shell command run
+// each iteration (empty: none).
+func stuckLoop(work string) string {
+	return `[plan]
+rtfs = '''
+(do (step "Test" (call :shell.exec {:cmd "sh" :args ["-c" "` + work + `echo ok example.com/m 0.00$RANDOM s; exit 1"] :check false})))
+'''
+[[stop]]
+name = "stuck"
+kind = "no_progress"
+iterations = 2
+[[stop]]
+name = "tests"
+kind = "command"
+cmd = ["sh", "-c", "echo FAIL example.com/m 0.0$RANDOM s; exit 1"]
+[[stop]]
+kind = "max_iterations"
+max = 5
+[governance]
+shell_allow = ["sh"]
+`
+}
+
+// isolatedEnv is the environment with XDG directories under dir.
+func isolatedEnv(dir string) []string {
+	return append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), "XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg-run"))
+}
+
+// A stuck loop in a git work tree stops on no_progress after exactly two
+// unchanged iterations, every time, though its output differs each time;
+// the same loop writing a file each iteration is progress and runs to its
+// iteration limit.
+func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	t.Parallel()
+	cases := []struct {
+		name, work string
+		code       int
+		want       string
+	}{
+		{"stuck 1", "", 1, "failed after 3 iteration(s) ($0.0000, 0 tokens): failure by stuck — nothing changed for 2 iterations"},
+		{"stuck 2", "", 1, "failed after 3 iteration(s) ($0.0000, 0 tokens): failure by stuck — nothing changed for 2 iterations"},
+		{"stuck 3", "", 1, "failed after 3 iteration(s) ($0.0000, 0 tokens): failure by stuck — nothing changed for 2 iterations"},
+		{"working", "date +%N >> progress.txt; ", 3, "stopped after 5 iteration(s)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "m.go"), "package m\n")
+			writeFile(t, filepath.Join(dir, "ralph.toml"), stuckLoop(tc.work))
+			if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v %s", err, out)
+			}
+			out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, tc.code, tc.want, out, errOut)
+			}
+		})
+	}
+}
