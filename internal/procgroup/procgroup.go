@@ -57,3 +57,30 @@ func (c *CappedBuffer) Write(p []byte) (int, error) {
 
 // String is what was kept.
 func (c *CappedBuffer) String() string { return c.buf.String() }
+
+// TailBuffer keeps the last Limit bytes written to it and notes whether
+// earlier bytes were dropped. Writes never fail. It is not safe for
+// concurrent use.
+type TailBuffer struct {
+	Limit     int
+	Truncated bool
+	buf       []byte
+}
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.Limit {
+		t.Truncated = t.Truncated || len(p) > t.Limit || len(t.buf) > 0
+		t.buf = append(t.buf[:0], p[len(p)-t.Limit:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.Limit; over > 0 {
+		t.Truncated = true
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// String is what was kept.
+func (t *TailBuffer) String() string { return string(t.buf) }

@@ -1,0 +1,5 @@
+package procgroup
+
+import "syscall"
+
+func setParentDeath(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package procgroup
+
+import "syscall"
+
+// setParentDeath does nothing where the kernel has no parent-death signal;
+// the group kill on every way out of Start's callers still applies.
+func setParentDeath(*syscall.SysProcAttr) {}
