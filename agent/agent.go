@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// EventKind says what an Event carries.
+type EventKind uint8
+
+const (
+	EventText       EventKind = iota + 1 // Text: assistant text (a chunk or a whole message)
+	EventToolUse                         // Tool (name), ToolID, Input (short one-line summary of the input, ≤ 200 bytes)
+	EventToolResult                      // ToolID, Text (short), IsError
+	EventUsage                           // Usage: tokens reported by this line (Total: the call's totals so far)
+	EventCost                            // CostUSD: as reported by the CLI (Total: the call's total so far)
+	EventSession                         // SessionID
+	EventFinal                           // Text: the final answer; Turns when the CLI counts them
+	EventError                           // Text: the error; Limit != nil when it is an account/rate limit
+	EventRaw                             // Text: a line the parser does not know, kept as text (never fatal)
+)
+
+// String is the kind's lower-case name ("text", "tool-use", …).
+func (k EventKind) String() string {
+	switch k {
+	case EventText:
+		return "text"
+	case EventToolUse:
+		return "tool-use"
+	case EventToolResult:
+		return "tool-result"
+	case EventUsage:
+		return "usage"
+	case EventCost:
+		return "cost"
+	case EventSession:
+		return "session"
+	case EventFinal:
+		return "final"
+	case EventError:
+		return "error"
+	case EventRaw:
+		return "raw"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Usage counts tokens.
+type Usage struct{ Input, Output, CacheRead, CacheWrite int64 }
+
+func (u Usage) add(v Usage) Usage {
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite}
+}
+
+// IsZero reports whether no tokens were counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Limit kinds.
+const (
+	LimitUsage      = "usage-limit" // the account's usage allowance is spent until Reset
+	LimitRate       = "rate-limit"  // too many requests; retry later
+	LimitOverloaded = "overloaded"  // the API is overloaded; retry later
+)
+
+// Limit: the agent hit an account limit. Kind is "usage-limit", "rate-limit" or "overloaded".
+// Reset is when it lifts (zero when the CLI did not say).
+type Limit struct {
+	Kind    string
+	Reset   time.Time
+	Message string
+}
+
+// Event is one thing an agent reported, in stream order.
+type Event struct {
+	Kind      EventKind
+	Text      string
+	Tool      string
+	ToolID    string
+	Input     string
+	IsError   bool
+	Usage     Usage
+	CostUSD   float64
+	SessionID string
+	Limit     *Limit
+	// Total marks an EventUsage or EventCost whose figures are the call's
+	// totals so far (they replace what was counted), not an increment.
+	Total bool
+	// Turns is the number of turns the CLI reports on EventFinal or
+	// EventError (0: not reported).
+	Turns int
+}
+
+// Price is the fallback USD price per million tokens, used when the CLI reports no cost.
+type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
+
+// Cost prices u.
+func (p Price) Cost(u Usage) float64 {
+	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output +
+		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+}
+
+// Options describe one agent call.
+type Options struct {
+	CLI         string        // "claude", "codex", "gemini", "opencode", "command", or "auto"
+	Command     []string      // argv for CLI "command" (prompt on stdin, plain text out)
+	Args        []string      // extra args appended to the backend's argv
+	Prompt      string        //
+	Dir         string        // working directory
+	Env         []string      // environment (nil: os.Environ())
+	Timeout     time.Duration // whole call; 0 = none
+	IdleTimeout time.Duration // no output for this long kills the process group; 0 = none
+	Price       *Price
+	LookPath    func(string) (string, error) // nil: exec.LookPath
+	OnEvent     func(Event)                  // called in stream order from the reading goroutine; may be nil
+}
+
+// Stopped values: how a call ended when it did not end by itself.
+const (
+	StoppedTimeout     = "timeout"
+	StoppedIdleTimeout = "idle-timeout"
+	StoppedCancelled   = "cancelled"
+	StoppedUsageLimit  = "usage-limit"
+)
+
+// Result is what one agent call did.
+type Result struct {
+	Text       string  // final text (EventFinal, else the concatenated text)
+	Exit       int     // the CLI's exit code; -1 when a signal ended it
+	CostUSD    float64 //
+	CostSource string  // "reported" (by the CLI) or "price" (from Options.Price) or "" (unknown → 0)
+	Tokens     Usage   // totals for the call
+	SessionID  string
+	Turns      int
+	ToolUses   int
+	Duration   time.Duration
+	Stopped    string // "", "timeout", "idle-timeout", "cancelled", "usage-limit"
+	Limit      *Limit // set when Stopped == "usage-limit" (or the CLI reported a limit)
+	Stderr     string // capped tail
+	CLI        string // the backend actually used (resolved from "auto")
+	Argv       []string
+	// IsError: the CLI reported that the call failed (an error result),
+	// whatever its exit code.
+	IsError bool
+}
+
+// ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.
+var (
+	ErrUnknownCLI = errors.New("unknown agent cli")
+	ErrNotFound   = errors.New("agent cli not found")
+)
+
+// Known reports the CLI names Resolve accepts (for config validation).
+func Known() []string {
+	return append(append([]string{"auto"}, autoOrder()...), "command")
+}
+
+// autoOrder is the order "auto" tries the CLIs in: those with a backend,
+// of claude, codex, gemini, opencode.
+func autoOrder() []string {
+	var order []string
+	for _, c := range []string{"claude", "codex", "gemini", "opencode"} {
+		if backendFor(c).name != "" {
+			order = append(order, c)
+		}
+	}
+	return order
+}
+
+// Resolve names the backend and binary path for cli ("auto": the first of claude, codex, gemini, opencode on PATH).
+// Unknown cli or a CLI not on PATH: an error whose one sentence names the fix.
+// For "command" the path is empty: the argv comes from Options.Command.
+func Resolve(cli string, lookPath func(string) (string, error)) (name, path string, err error) {
+	if lookPath == nil {
+		lookPath = exec.LookPath
+	}
+	switch cli {
+	case "command":
+		return cli, "", nil
+	case "auto":
+		for _, c := range autoOrder() {
+			if p, err := lookPath(backendFor(c).bin); err == nil {
+				return c, p, nil
+			}
+		}
+		return "", "", fmt.Errorf("%w: cli \"auto\" found none of %s on PATH; install one of them or set [agent] cli to a command",
+			ErrNotFound, strings.Join(autoOrder(), ", "))
+	}
+	b := backendFor(cli)
+	if b.name == "" {
+		return "", "", fmt.Errorf("%w %q: use one of %s", ErrUnknownCLI, cli, strings.Join(Known(), ", "))
+	}
+	p, err := lookPath(b.bin)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %q is not on PATH; install it, add its directory to PATH, or choose another [agent] cli",
+			ErrNotFound, b.bin)
+	}
+	return cli, p, nil
+}

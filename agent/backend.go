@@ -1,0 +1,41 @@
+package agent
+
+import "time"
+
+// A parser turns one CLI's output into events, one line at a time, in the
+// order the lines arrived. It keeps whatever state the format needs (for
+// example which message's usage was already counted). It never fails: a
+// line it does not understand becomes an EventRaw.
+type parser interface {
+	// line handles one complete line, without its newline. b is only valid
+	// during the call.
+	line(b []byte, emit func(Event))
+}
+
+// backend is one CLI: how to call it and how to read what it prints.
+type backend struct {
+	name string
+	bin  string // the executable Resolve looks up on PATH
+	// argv builds the command line (path is the resolved binary); the
+	// prompt goes on stdin when stdin is true, else argv carries it.
+	argv  func(path string, o *Options) []string
+	stdin bool
+	// newParser makes a parser for one call; now is the clock for resets
+	// given as a time of day.
+	newParser func(now func() time.Time) parser
+	// limitText recognises an account limit in free text (stderr or an
+	// error message); nil when the CLI prints none we know.
+	limitText func(s string, now time.Time) *Limit
+}
+
+// backendFor returns the backend called name; the zero backend when there
+// is none.
+func backendFor(name string) backend {
+	switch name {
+	case "claude":
+		return claudeBackend()
+	case "command":
+		return commandBackend()
+	}
+	return backend{}
+}

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	// "Claude AI usage limit reached|1762952400": the reset as unix seconds.
+	claudeLimitEpoch = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,11})`)
+	// "… limit will reset at 9am (America/Chicago)", "resets 3:30pm (UTC)".
+	resetClock = regexp.MustCompile(`(?i)\bresets?(?:\s+at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+)
+
+// claudeLimitText recognises Claude Code's limit messages and the
+// Anthropic API's rate-limit and overload errors in free text.
+func claudeLimitText(s string, now time.Time) *Limit {
+	if s == "" {
+		return nil
+	}
+	msg := short(s)
+	if m := claudeLimitEpoch.FindStringSubmatch(s); m != nil {
+		secs, _ := strconv.ParseInt(m[1], 10, 64) // nine to eleven digits always fit
+		return &Limit{Kind: LimitUsage, Reset: time.Unix(secs, 0), Message: msg}
+	}
+	lower := strings.ToLower(s)
+	switch {
+	case strings.Contains(lower, "usage limit") || strings.Contains(lower, "hit your limit"):
+		return &Limit{Kind: LimitUsage, Reset: clockReset(s, now), Message: msg}
+	case strings.Contains(lower, "overloaded_error"):
+		return &Limit{Kind: LimitOverloaded, Message: msg}
+	case strings.Contains(lower, "rate_limit_error"):
+		return &Limit{Kind: LimitRate, Reset: clockReset(s, now), Message: msg}
+	}
+	return nil
+}
+
+// clockReset reads a reset given as a time of day ("resets at 9am
+// (America/Chicago)") as its next occurrence after now; zero when s gives
+// none. An unknown time zone is read as now's.
+func clockReset(s string, now time.Time) time.Time {
+	m := resetClock.FindStringSubmatch(s)
+	if m == nil {
+		return time.Time{}
+	}
+	hour, _ := strconv.Atoi(m[1]) // one or two digits
+	minute := 0
+	if m[2] != "" {
+		minute, _ = strconv.Atoi(m[2]) // two digits
+	}
+	if hour < 1 || hour > 12 || minute > 59 {
+		return time.Time{}
+	}
+	hour %= 12
+	if strings.EqualFold(m[3], "pm") {
+		hour += 12
+	}
+	loc := now.Location()
+	if m[4] != "" {
+		if l, err := time.LoadLocation(m[4]); err == nil {
+			loc = l
+		}
+	}
+	n := now.In(loc)
+	t := time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc)
+	if !t.After(n) {
+		t = t.AddDate(0, 0, 1)
+	}
+	return t
+}

@@ -1,0 +1,368 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralphloop/ralph/internal/procgroup"
+)
+
+const (
+	// MaxStderr is how much of the end of the CLI's standard error a Result keeps.
+	MaxStderr = 16 << 10
+	// MaxLine is the longest output line parsed; the rest of a longer line is dropped.
+	MaxLine = 16 << 20
+	// pipeGrace is how long the output may stay open after the CLI's group
+	// was killed (a descendant that left the group) before it is closed.
+	pipeGrace = 2 * time.Second
+)
+
+// Run runs one agent call to its end. The process runs in its own process group with a Linux parent-death
+// signal (SIGKILL), so nothing survives ralph; ctx cancellation → Stopped "cancelled"; the group is killed on
+// every way out. A non-zero exit is NOT an error (Result.Exit says it); err is for "could not start" etc.
+func Run(ctx context.Context, o Options) (Result, error) {
+	start := time.Now()
+	res := Result{CLI: o.CLI, Exit: -1}
+	name, path, err := Resolve(o.CLI, o.LookPath)
+	if err != nil {
+		return res, err
+	}
+	res.CLI = name
+	b := backendFor(name)
+	if name == "command" {
+		if len(o.Command) == 0 || o.Command[0] == "" {
+			return res, errors.New("agent cli \"command\" has no command; set [agent] command to the argv to run, e.g. [\"my-agent\", \"--flag\"]")
+		}
+		lp := o.LookPath
+		if lp == nil {
+			lp = exec.LookPath
+		}
+		if path, err = lp(o.Command[0]); err != nil {
+			return res, fmt.Errorf("%w: %q is not on PATH; install it or give its full path in [agent] command", ErrNotFound, o.Command[0])
+		}
+	}
+	res.Argv = b.argv(path, &o)
+	if err := ctx.Err(); err != nil {
+		res.Stopped = StoppedCancelled
+		return res, nil
+	}
+	acc := &accumulator{o: &o}
+	emit := func(e Event) {
+		acc.add(e)
+		if o.OnEvent != nil {
+			o.OnEvent(e)
+		}
+	}
+	c, err := startCall(res.Argv, b, &o, emit)
+	if err != nil {
+		return res, fmt.Errorf("start agent %s: %w", name, err)
+	}
+	stopped := c.watch(ctx, &o)
+	c.finish()
+	c.wg.Wait()
+
+	res.Duration = time.Since(start)
+	res.Exit = c.proc.ExitCode()
+	res.Stderr = c.stderr.String()
+	acc.result(&res)
+	if res.Limit == nil && b.limitText != nil && (res.Exit != 0 || res.IsError) {
+		res.Limit = b.limitText(res.Stderr, time.Now())
+	}
+	switch {
+	case stopped != "":
+		res.Stopped = stopped
+	case res.Limit != nil:
+		res.Stopped = StoppedUsageLimit
+	}
+	return res, nil
+}
+
+// call is one running agent process and the goroutines that feed it and
+// read it.
+type call struct {
+	proc             *procgroup.Proc
+	stdin            *os.File // write end; nil when the prompt is in argv
+	stdout, errPipe  *os.File // read ends
+	stderr           procgroup.TailBuffer
+	wg               sync.WaitGroup // the reading and writing goroutines
+	lastOutput       atomic.Int64   // unix nanoseconds of the last output byte
+	parser           parser
+	emit             func(Event)
+	stopOnce         sync.Once
+	stopReason       string
+	readersDone      chan struct{}
+	closeOutputsOnce sync.Once
+}
+
+func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = o.Dir, o.Env
+	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, readersDone: make(chan struct{})}
+	var childEnds []*os.File
+	defer func() {
+		for _, f := range childEnds {
+			_ = f.Close() // the child holds its own copies
+		}
+	}()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_ = outR.Close()
+		_ = outW.Close()
+		return nil, err
+	}
+	childEnds = append(childEnds, outW, errW)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	c.stdout, c.errPipe = outR, errR
+	if b.stdin {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			c.closeOutputs()
+			return nil, err
+		}
+		childEnds = append(childEnds, inR)
+		cmd.Stdin, c.stdin = inR, inW
+	}
+	c.proc, err = procgroup.Start(cmd, procgroup.StartOptions{ParentDeath: true})
+	if err != nil {
+		c.closeOutputs()
+		if c.stdin != nil {
+			_ = c.stdin.Close()
+		}
+		return nil, err
+	}
+	c.lastOutput.Store(time.Now().UnixNano())
+	c.parser, c.emit = b.newParser(time.Now), emit
+	var readers sync.WaitGroup
+	readers.Add(2)
+	c.wg.Add(2)
+	go func() {
+		defer c.wg.Done()
+		defer readers.Done()
+		c.readLines()
+	}()
+	go func() {
+		defer c.wg.Done()
+		defer readers.Done()
+		_, _ = io.Copy(&c.stderr, activity{c.errPipe, &c.lastOutput}) // ends at EOF or when closed
+	}()
+	go func() {
+		readers.Wait()
+		close(c.readersDone)
+	}()
+	if c.stdin != nil {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			// EPIPE when the CLI exits without reading its prompt: nothing to report.
+			_, _ = io.WriteString(c.stdin, o.Prompt)
+			_ = c.stdin.Close()
+		}()
+	}
+	return c, nil
+}
+
+// watch waits until the process exits, killing its group on ctx
+// cancellation, timeout or idle timeout; it returns which of those ended
+// the call ("" when it ended by itself).
+func (c *call) watch(ctx context.Context, o *Options) string {
+	var timeout, idle <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var idleTimer *time.Timer
+	if o.IdleTimeout > 0 {
+		idleTimer = time.NewTimer(o.IdleTimeout)
+		defer idleTimer.Stop()
+		idle = idleTimer.C
+	}
+	for {
+		select {
+		case <-c.proc.Done():
+			return c.stopReason
+		case <-ctx.Done():
+			c.stop(StoppedCancelled)
+		case <-timeout:
+			c.stop(StoppedTimeout)
+		case <-idle:
+			quiet := time.Since(time.Unix(0, c.lastOutput.Load()))
+			if quiet >= o.IdleTimeout {
+				c.stop(StoppedIdleTimeout)
+			} else {
+				idleTimer.Reset(o.IdleTimeout - quiet)
+			}
+		}
+	}
+}
+
+// stop kills the group once, remembering why.
+func (c *call) stop(reason string) {
+	c.stopOnce.Do(func() {
+		c.stopReason = reason
+		c.proc.Kill()
+	})
+}
+
+// finish runs after the process exited and its group was killed: the
+// outputs reach EOF at once unless a process that left the group still
+// holds them, which gets pipeGrace before they are closed.
+func (c *call) finish() {
+	select {
+	case <-c.readersDone:
+	case <-time.After(pipeGrace):
+		c.closeOutputs()
+		<-c.readersDone
+	}
+	c.closeOutputs()
+	if c.stdin != nil {
+		_ = c.stdin.Close() // unblocks a prompt write nobody reads; "already closed" is fine
+	}
+}
+
+func (c *call) closeOutputs() {
+	c.closeOutputsOnce.Do(func() {
+		_ = c.stdout.Close() // read ends: closing only ends our reads
+		_ = c.errPipe.Close()
+	})
+}
+
+// readLines feeds standard output to the parser line by line as it
+// arrives; a last line without a newline is parsed too.
+func (c *call) readLines() {
+	r := bufio.NewReaderSize(activity{c.stdout, &c.lastOutput}, 64<<10)
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(long) < MaxLine {
+				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
+			}
+			continue
+		case long != nil:
+			if len(long) < MaxLine {
+				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
+			}
+			chunk, long = long, nil
+		}
+		line := trimEOL(chunk)
+		if len(line) > 0 {
+			c.parser.line(line, c.emit)
+		}
+		if err != nil {
+			return // io.EOF, or the pipe was closed after pipeGrace
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// activity is a reader that notes when it last read a byte.
+type activity struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a activity) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// accumulator sums a call's events into its Result. Only the stdout
+// reader uses it while the call runs.
+type accumulator struct {
+	o         *Options
+	final     *string
+	texts     []string
+	tokens    Usage
+	cost      float64
+	costSeen  bool
+	session   string
+	turns     int
+	toolUses  int
+	limit     *Limit
+	isError   bool
+	errorText string
+}
+
+func (a *accumulator) add(e Event) {
+	switch e.Kind {
+	case EventText:
+		a.texts = append(a.texts, e.Text)
+	case EventToolUse:
+		a.toolUses++
+	case EventUsage:
+		if e.Total {
+			a.tokens = e.Usage
+		} else {
+			a.tokens = a.tokens.add(e.Usage)
+		}
+	case EventCost:
+		a.costSeen = true
+		if e.Total {
+			a.cost = e.CostUSD
+		} else {
+			a.cost += e.CostUSD
+		}
+	case EventSession:
+		a.session = e.SessionID
+	case EventFinal:
+		t := e.Text
+		a.final = &t
+		a.limit = nil // the call went on past any limit it met
+		a.isError = false
+		a.turns = max(a.turns, e.Turns)
+	case EventError:
+		a.isError = true
+		a.errorText = e.Text
+		if e.Limit != nil {
+			a.limit = e.Limit
+		}
+		a.turns = max(a.turns, e.Turns)
+	}
+}
+
+// result fills r from what was accumulated.
+func (a *accumulator) result(r *Result) {
+	switch {
+	case a.final != nil:
+		r.Text = *a.final
+	case len(a.texts) > 0:
+		r.Text = strings.Join(a.texts, "\n")
+	default:
+		r.Text = a.errorText
+	}
+	r.Tokens, r.SessionID, r.Turns, r.ToolUses = a.tokens, a.session, a.turns, a.toolUses
+	r.IsError, r.Limit = a.isError, a.limit
+	switch {
+	case a.costSeen:
+		r.CostUSD, r.CostSource = a.cost, "reported"
+	case a.o.Price != nil && !a.tokens.IsZero():
+		r.CostUSD, r.CostSource = a.o.Price.Cost(a.tokens), "price"
+	}
+}

@@ -1,0 +1,301 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeEnv is an environment with the fake agent CLIs of testdata/bin first
+// on PATH, a private counter directory, and extra (KEY=value) settings.
+func fakeEnv(t *testing.T, extra ...string) []string {
+	t.Helper()
+	bin, err := filepath.Abs("testdata/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"FAKE_AGENT_STATE=" + t.TempDir(),
+	}
+	return append(env, extra...)
+}
+
+// fakeLookPath finds executables on the PATH of env.
+func fakeLookPath(env []string) func(string) (string, error) {
+	var path string
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = p
+		}
+	}
+	return func(name string) (string, error) {
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", exec.ErrNotFound
+	}
+}
+
+func fakeOptions(t *testing.T, cli string, extra ...string) Options {
+	env := fakeEnv(t, extra...)
+	return Options{CLI: cli, Prompt: "Make the tests pass.", Dir: t.TempDir(), Env: env, LookPath: fakeLookPath(env),
+		Timeout: time.Minute, IdleTimeout: 30 * time.Second}
+}
+
+func kinds(evs []Event) []EventKind {
+	var ks []EventKind
+	for _, e := range evs {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+func TestRunClaudeHonestAgent(t *testing.T) {
+	t.Parallel()
+	o := fakeOptions(t, "claude", "FAKE_AGENT_DONE_AFTER=2")
+	var evs []Event
+	o.OnEvent = func(e Event) { evs = append(evs, e) }
+	for call := 1; call <= 2; call++ {
+		evs = nil
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Exit != 0 || res.Stopped != "" || res.IsError || res.CLI != "claude" {
+			t.Fatalf("call %d: exit %d stopped %q error %t cli %q; stderr %s", call, res.Exit, res.Stopped, res.IsError, res.CLI, res.Stderr)
+		}
+		if res.CostUSD != 0.01 || res.CostSource != "reported" {
+			t.Errorf("call %d: cost %v (%s), want 0.01 reported", call, res.CostUSD, res.CostSource)
+		}
+		if want := (Usage{Input: 36, Output: 120, CacheRead: 12000, CacheWrite: 2400}); res.Tokens != want {
+			t.Errorf("call %d: tokens %+v, want %+v", call, res.Tokens, want)
+		}
+		if res.Turns != 3 || res.ToolUses != 1 || !strings.HasPrefix(res.SessionID, "fake-session-") {
+			t.Errorf("call %d: turns %d tool uses %d session %q", call, res.Turns, res.ToolUses, res.SessionID)
+		}
+		wantKinds := []EventKind{EventSession, EventText, EventUsage, EventToolUse, EventUsage, EventToolResult,
+			EventText, EventUsage, EventUsage, EventCost, EventFinal}
+		if got := kinds(evs); !equalKinds(got, wantKinds) {
+			t.Errorf("call %d: events %v, want %v", call, got, wantKinds)
+		}
+	}
+	res, _ := Run(context.Background(), o)
+	if !strings.Contains(res.Text, "<promise>COMPLETE</promise>") {
+		t.Errorf("third call text %q lacks the promise", res.Text)
+	}
+	b, err := os.ReadFile(filepath.Join(o.Dir, "progress.txt"))
+	if err != nil || string(b) != "step 1\nstep 2\nstep 3\n" {
+		t.Errorf("progress.txt = %q, %v", b, err)
+	}
+}
+
+func equalKinds(a, b []EventKind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunClaudeUsageLimitOnce(t *testing.T) {
+	t.Parallel()
+	o := fakeOptions(t, "claude", "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_RESET_SECONDS=2")
+	before := time.Now()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StoppedUsageLimit || res.Limit == nil || res.Limit.Kind != LimitUsage || res.Exit != 1 {
+		t.Fatalf("first call: stopped %q limit %+v exit %d", res.Stopped, res.Limit, res.Exit)
+	}
+	if d := res.Limit.Reset.Sub(before); d < time.Second || d > 4*time.Second {
+		t.Errorf("reset %v is %v after the call began, want about 2s", res.Limit.Reset, d)
+	}
+	res, err = Run(context.Background(), o)
+	if err != nil || res.Stopped != "" || res.Limit != nil || res.Exit != 0 {
+		t.Fatalf("second call: err %v stopped %q limit %+v exit %d", err, res.Stopped, res.Limit, res.Exit)
+	}
+}
+
+func TestRunCommandPlainText(t *testing.T) {
+	t.Parallel()
+	o := Options{CLI: "command", Command: []string{"sh", "-c", `cat; echo; echo "done $1"`, "sh"}, Args: []string{"now"},
+		Prompt: "line one\nline two", Dir: t.TempDir()}
+	var texts []string
+	o.OnEvent = func(e Event) {
+		if e.Kind != EventText {
+			t.Errorf("event %v from a command", e.Kind)
+		}
+		texts = append(texts, e.Text)
+	}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "line one\nline two\ndone now" || res.Exit != 0 || len(texts) != 3 {
+		t.Errorf("text %q exit %d events %q", res.Text, res.Exit, texts)
+	}
+	if res.CostSource != "" || res.CostUSD != 0 {
+		t.Errorf("cost %v %q for a command that reports none", res.CostUSD, res.CostSource)
+	}
+}
+
+func TestRunCommandExitAndStderr(t *testing.T) {
+	t.Parallel()
+	o := Options{CLI: "command", Command: []string{"sh", "-c", "echo oops >&2; exit 4"}, Dir: t.TempDir()}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 4 || res.Stderr != "oops\n" || res.Stopped != "" {
+		t.Errorf("exit %d stderr %q stopped %q", res.Exit, res.Stderr, res.Stopped)
+	}
+}
+
+func TestRunStops(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		idle    time.Duration
+		cancel  time.Duration
+		want    string
+	}{
+		{"idle-timeout", "echo started; sleep 30", time.Minute, 300 * time.Millisecond, 0, StoppedIdleTimeout},
+		{"idle-timeout-stderr-quiet", "echo started >&2; sleep 30", time.Minute, 300 * time.Millisecond, 0, StoppedIdleTimeout},
+		{"timeout", "while :; do echo tick; sleep 0.05; done", 400 * time.Millisecond, 10 * time.Second, 0, StoppedTimeout},
+		{"timeout-stderr-ticks", "while :; do echo tick >&2; sleep 0.05; done", 400 * time.Millisecond, 200 * time.Millisecond, 0, StoppedTimeout},
+		{"cancelled", "sleep 30", time.Minute, 10 * time.Second, 200 * time.Millisecond, StoppedCancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel > 0 {
+				time.AfterFunc(tc.cancel, cancel)
+			}
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			script := "sleep 30 & echo $! > " + pidFile + "; " + tc.script
+			res, err := Run(ctx, Options{CLI: "command", Command: []string{"sh", "-c", script}, Dir: t.TempDir(),
+				Timeout: tc.timeout, IdleTimeout: tc.idle})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stopped != tc.want || res.Exit != -1 {
+				t.Errorf("stopped %q exit %d, want %q -1", res.Stopped, res.Exit, tc.want)
+			}
+			if res.Duration > 5*time.Second {
+				t.Errorf("took %v", res.Duration)
+			}
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			waitGone(t, pid)
+		})
+	}
+}
+
+func TestRunCancelledBeforeStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Run(ctx, Options{CLI: "command", Command: []string{"sh", "-c", "echo ran"}})
+	if err != nil || res.Stopped != StoppedCancelled || res.Text != "" {
+		t.Errorf("err %v stopped %q text %q", err, res.Stopped, res.Text)
+	}
+}
+
+func TestRunCannotStart(t *testing.T) {
+	t.Parallel()
+	none := func(string) (string, error) { return "", exec.ErrNotFound }
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want error
+		text string
+	}{
+		{"unknown cli", Options{CLI: "cursor"}, ErrUnknownCLI, "use one of"},
+		{"not on PATH", Options{CLI: "claude", LookPath: none}, ErrNotFound, `"claude" is not on PATH`},
+		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude"},
+		{"command without argv", Options{CLI: "command"}, nil, "has no command"},
+		{"command not on PATH", Options{CLI: "command", Command: []string{"no-such-agent-cli"}}, ErrNotFound, "no-such-agent-cli"},
+	} {
+		_, err := Run(context.Background(), tc.o)
+		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: err %v, want %v containing %q", tc.name, err, tc.want, tc.text)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	on := func(names ...string) func(string) (string, error) {
+		return func(n string) (string, error) {
+			for _, m := range names {
+				if m == n {
+					return "/usr/bin/" + n, nil
+				}
+			}
+			return "", exec.ErrNotFound
+		}
+	}
+	for _, tc := range []struct {
+		cli, name, path string
+		found           []string
+	}{
+		{"claude", "claude", "/usr/bin/claude", []string{"claude"}},
+		{"auto", "claude", "/usr/bin/claude", []string{"opencode", "claude", "codex"}},
+		{"command", "command", "", nil},
+	} {
+		name, path, err := Resolve(tc.cli, on(tc.found...))
+		if err != nil || name != tc.name || path != tc.path {
+			t.Errorf("Resolve(%q) with %v = %q, %q, %v; want %q, %q", tc.cli, tc.found, name, path, err, tc.name, tc.path)
+		}
+	}
+	for _, k := range Known() {
+		if k != "auto" && k != "command" && backendFor(k).name != k {
+			t.Errorf("Known lists %q but it has no backend", k)
+		}
+	}
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still alive", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

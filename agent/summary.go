@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	// maxShort is the longest tool input summary or tool result kept in an event.
+	maxShort = 200
+	// maxRaw is the longest unknown line kept in an EventRaw.
+	maxRaw = 4 << 10
+)
+
+// short makes s one line of at most maxShort bytes, cut on a rune
+// boundary, with "…" when cut.
+func short(s string) string { return cut(oneLine(s), maxShort) }
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n\t") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	n -= len("…")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// inputSummary is a tool input as one short line: its compact JSON.
+func inputSummary(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return short(string(raw))
+	}
+	return cut(b.String(), maxShort)
+}
+
+// rawEvent keeps a line the parser does not know as text.
+func rawEvent(b []byte) Event {
+	s := string(b)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return Event{Kind: EventRaw, Text: cut(s, maxRaw)}
+}
