@@ -55,7 +55,7 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 		out, runErr = runner.Run(ctx)
 		return runErr
 	})
-	uiErr := tui.Run(ctx, tui.Options{Runner: runner, Store: opts.Store, Config: opts.Config, Done: done,
+	uiErr := tui.Run(ctx, tui.Options{Run: tui.Local(runner, opts.Store, approver), Config: opts.Config, Done: done,
 		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	var panicErr *tui.PanicError
 	switch {

@@ -122,7 +122,7 @@ func (m *model) startVerify(again bool) tea.Cmd {
 // fetchDetail reads the action at seq (and its closing action at end, if
 // any) and proves it. The proof is made even when the action cannot be
 // decoded: it says which stored part is damaged.
-func fetchDetail(ctx context.Context, st *ledger.Store, seq, end uint64) tea.Cmd {
+func fetchDetail(ctx context.Context, st Reader, seq, end uint64) tea.Cmd {
 	return func() tea.Msg {
 		msg := detailMsg{seq: seq}
 		if p, err := st.VerifyAction(ctx, seq); err != nil {

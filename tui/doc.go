@@ -15,13 +15,16 @@
 //	})
 //	var out *loop.Outcome
 //	done := tui.Start(func() (err error) { out, err = runner.Run(ctx); return err })
-//	err := tui.Run(ctx, tui.Options{Runner: runner, Store: store, Config: cfg,
+//	err := tui.Run(ctx, tui.Options{Run: tui.Local(runner, store, approver), Config: cfg,
 //		Done: done, Approver: approver, Logs: logs, FromSeq: from})
 //	// err == nil: the run ended and the user pressed q; out is set.
 //	// errors.Is(err, tui.ErrForceQuit): q twice; exit 130 without waiting.
+//	// errors.Is(err, tui.ErrDetached): q then d; the run goes on.
 //	// *tui.PanicError: a goroutine panicked; the terminal is restored.
 //
-// A recorded run: tui.View(ctx, store, runID, tui.Options{}).
+// A recorded run: tui.View(ctx, store, runID, tui.Options{}). A run another
+// process owns (ralph attach): tui.Run with a Run from serve.Client and
+// Attached set.
 //
 // Invariants:
 //   - One root model (model) owns routing, focus and layout; panes are

@@ -36,8 +36,9 @@ const (
 // model is the one root tea.Model: it owns routing, focus and layout;
 // the panes are plain structs it sizes and draws.
 type model struct {
-	runner   *loop.Runner // nil for a recorded run
-	store    *ledger.Store
+	run      Live // nil for a recorded run
+	store    Reader
+	attached bool            // following a run another process owns: q detaches
 	ctx      context.Context // ends with the UI; bounds the commands that read the store
 	approver *Approver
 	now      func() time.Time
@@ -85,6 +86,8 @@ type model struct {
 	quitting     bool           // q pressed while running: abort, then exit
 	forced       bool           // q pressed twice: exit now
 	abortAsk     bool           // a pressed: waiting for y/n
+	quitAsk      bool           // q pressed in a foreground UI: waiting for y/d/n
+	detached     bool           // the user left the run going (Run returns ErrDetached)
 	aborting     bool           // abort requested
 	pauseAsked   bool           // p pressed, the runner has not paused yet
 	approving    *loop.PlanInfo // a plan awaiting y/n
@@ -115,8 +118,8 @@ func newModel(o *Options, st *styles) *model {
 		now = time.Now
 	}
 	t := newTree()
-	m := &model{runner: o.Runner, store: o.Store, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
-		help: help.New(), live: o.Runner != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
+	m := &model{run: o.Run, store: o.Store, attached: o.Attached, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
+		help: help.New(), live: o.Run != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
 	m.history = newHistoryView(st)
@@ -132,9 +135,12 @@ func newModel(o *Options, st *styles) *model {
 	m.input.PromptStyle = st.accent
 	m.input.PlaceholderStyle = st.dim
 	m.input.TextStyle = st.text
-	if o.Runner != nil {
-		m.runID = o.Runner.RunID()
-		m.state = o.Runner.Events().State()
+	if o.Run != nil {
+		m.runID = o.Run.RunID()
+		m.state = o.Run.State()
+		if m.store == nil {
+			m.store = o.Run
+		}
 	}
 	if o.RunID != "" {
 		m.runID = o.RunID
@@ -161,6 +167,9 @@ func (m *model) setConfig(cfg *config.Config, conds []stop.Result) {
 		m.conds.configured = conds
 	}
 }
+
+// canApprove reports whether y/n answer the plan awaiting approval.
+func (m *model) canApprove() bool { return m.run != nil && m.run.CanApprove() }
 
 // ended reports whether the run is over.
 func (m *model) ended() bool {

@@ -228,11 +228,17 @@ func TestRunEndAndQuit(t *testing.T) {
 	m := testModel(t, st, true, 120, 40)
 	m.hasDone = true
 	feed(m, stored[:10])
-	// q while the run goes on asks the runner to abort and waits.
-	m.runner = nil // no runner: abort is a no-op command here
+	// q while the run goes on asks; y aborts the run and waits for its end.
 	_, cmd := m.Update(keyMsg("q"))
+	if !m.quitAsk || m.quitting || isQuit(cmd) {
+		t.Fatalf("q did not ask first (quitAsk=%v quitting=%v)", m.quitAsk, m.quitting)
+	}
+	if v := m.View(); !strings.Contains(v, "y aborts the run · d detaches") {
+		t.Errorf("no quit question:\n%s", v)
+	}
+	_, cmd = m.Update(keyMsg("y"))
 	if m.quitting != true || isQuit(cmd) {
-		t.Fatalf("first q quit at once (quitting=%v)", m.quitting)
+		t.Fatalf("y quit at once (quitting=%v)", m.quitting)
 	}
 	if !strings.Contains(m.View(), "Aborting…") {
 		t.Error("no aborting notice")
@@ -245,7 +251,7 @@ func TestRunEndAndQuit(t *testing.T) {
 	// Second press forces.
 	m2 := testModel(t, st, true, 120, 40)
 	m2.hasDone = true
-	m2.Update(keyMsg("q"))
+	m2.Update(keyMsg("ctrl+c"))
 	_, cmd = m2.Update(keyMsg("ctrl+c"))
 	if !isQuit(cmd) || !m2.forced {
 		t.Error("second press does not force the exit")
@@ -268,6 +274,30 @@ func TestRunEndAndQuit(t *testing.T) {
 	}
 }
 
+// In a foreground UI q then d detaches and n stays; in an attached UI q
+// detaches at once. Neither aborts the run.
+func TestQuitDetaches(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, true, 120, 40)
+	m.hasDone = true
+	feed(m, stored[:10])
+	m.Update(keyMsg("q"))
+	if _, cmd := m.Update(keyMsg("n")); isQuit(cmd) || m.quitAsk || m.quitting {
+		t.Fatalf("n did not stay (quitAsk=%v quitting=%v)", m.quitAsk, m.quitting)
+	}
+	m.Update(keyMsg("q"))
+	if _, cmd := m.Update(keyMsg("d")); !isQuit(cmd) || !m.detached || m.aborting {
+		t.Errorf("d did not detach (detached=%v aborting=%v)", m.detached, m.aborting)
+	}
+	a := testModel(t, st, true, 120, 40)
+	a.attached = true
+	feed(a, stored[:10])
+	if _, cmd := a.Update(keyMsg("q")); !isQuit(cmd) || !a.detached || a.aborting {
+		t.Errorf("q in an attached UI did not detach (detached=%v aborting=%v)", a.detached, a.aborting)
+	}
+}
+
 func isQuit(cmd tea.Cmd) bool {
 	if cmd == nil {
 		return false
@@ -281,6 +311,7 @@ func TestTransientEvents(t *testing.T) {
 	st, stored := fixtureStore(t, scriptRun(1, false))
 	m := testModel(t, st, true, 120, 40)
 	m.approver = NewApprover()
+	m.run = &localRun{Store: st, approver: m.approver} // answers only: no runner behind it
 	feed(m, stored[:3])
 	at := fixtureStart.Add(4*time.Minute + 12*time.Second)
 	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: at.Add(9 * time.Second), Text: "429 from the provider"}}})
@@ -364,7 +395,6 @@ func TestSkipBetweenIterations(t *testing.T) {
 	// During an iteration, s skips it.
 	m2 := testModel(t, st, true, 120, 40)
 	feed(m2, stored[:8])
-	m2.runner = nil
 	if _, cmd := m2.Update(keyMsg("s")); cmd == nil {
 		t.Error("s during an iteration does not ask the runner to skip")
 	}

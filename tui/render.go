@@ -213,9 +213,11 @@ func (m *model) statusLines() []string {
 	switch {
 	case m.filtering:
 		return []string{" " + m.input.View()}
+	case m.quitAsk:
+		return []string{st.statusPrompt.Render(" Quit: y aborts the run · d detaches (it goes on; `ralph attach " + m.runID + "` reopens it) · n stays")}
 	case m.abortAsk:
 		return []string{st.statusPrompt.Render(" Abort the run? Compensations run first. y aborts · n keeps it running")}
-	case m.approving != nil && m.approver == nil:
+	case m.approving != nil && !m.canApprove():
 		return []string{st.statusAlert.Render(fmt.Sprintf(" The plan for iteration %d awaits approval, but this UI has no Approver to answer it", m.approving.Iteration))}
 	case m.approving != nil:
 		return []string{st.statusPrompt.Render(fmt.Sprintf(" Run the plan for iteration %d (shown on the right)? y runs it · n skips the iteration", m.approving.Iteration))}
@@ -276,7 +278,7 @@ func (m *model) outcomeLines() []string {
 // helpLine is the footer's short help for the current view, drawn once
 // per view and width.
 func (m *model) helpLine() string {
-	key := helpKey{m.view, m.w, m.approving != nil && m.approver != nil}
+	key := helpKey{m.view, m.w, m.approving != nil && m.canApprove()}
 	if s, ok := m.helpCache[key]; ok {
 		return s
 	}
@@ -295,7 +297,7 @@ func (m *model) drawHelpLine() string {
 	k := m.keys
 	switch m.view {
 	case viewMain:
-		if m.approving != nil && m.approver != nil {
+		if m.approving != nil && m.canApprove() {
 			return m.help.ShortHelpView(append([]keyBinding{k.Yes, k.No}, k.ShortHelp()...))
 		}
 		return m.help.ShortHelpView(k.ShortHelp())

@@ -71,12 +71,13 @@ const releaseEvery = 1 << 15
 // load streams a recorded run from the store to the program: one pass in
 // seq order, each action wrapped as the event the live bus would send,
 // never more than a batch decoded at a time.
-func load(ctx context.Context, st *ledger.Store, runID string, send func(tea.Msg), parseCfg bool) {
+func load(ctx context.Context, st Scanner, runID string, send func(tea.Msg), parseCfg bool) {
 	batch := make([]loop.Event, 0, loadBatch)
 	read := 0
+	mapped, _ := st.(interface{ ReleaseMapped() error })
 	err := st.Range(1, func(a ledger.Action) error {
-		if read++; read%releaseEvery == 0 {
-			_ = st.ReleaseMapped() // keep the pages the scan touched out of our RSS
+		if read++; read%releaseEvery == 0 && mapped != nil {
+			_ = mapped.ReleaseMapped() // keep the pages the scan touched out of our RSS
 		}
 		if a.RunID != runID {
 			return ctx.Err()

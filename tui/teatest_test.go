@@ -79,12 +79,12 @@ func quickstart(t *testing.T, approver *Approver) (*loop.Runner, *ledger.Store, 
 func liveProgram(t *testing.T, r *loop.Runner, st *ledger.Store, cfg *config.Config, approver *Approver) *teatest.TestModel {
 	t.Helper()
 	done := Start(func() error { _, err := r.Run(context.Background()); return err })
-	o := &Options{Runner: r, Store: st, Config: cfg, Done: done, Approver: approver}
+	o := &Options{Run: Local(r, st, approver), Store: st, Config: cfg, Done: done, Approver: approver}
 	m := newModel(o, newStyles(&bytes.Buffer{}, termenv.Ascii))
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go followBus(ctx, r.Events(), 0, nil, tm.Send, false)
+	go forward(ctx, o.Run.Events(ctx, 0), tm.Send, false)
 	return tm
 }
 

@@ -13,16 +13,19 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/ledger"
-	"github.com/ralphloop/ralph/loop"
 )
 
 // Options configure the UI.
 type Options struct {
-	// Runner is the live run (Run). Its RunID names the run.
-	Runner *loop.Runner
-	// Store is the run's ledger: the detail and history views read it.
-	Store *ledger.Store
+	// Run is the live run (Run): the in-process runner (Local) or one
+	// reached through its store's socket. Its RunID names the run.
+	Run Live
+	// Store is what the detail and history views read: the run's ledger
+	// (View), or Run itself when nil.
+	Store Reader
+	// Attached says the UI follows a run another process owns (ralph
+	// attach): q leaves the run going instead of asking to abort it.
+	Attached bool
 	// Config is the run's config, for the header (provider, model,
 	// max_iterations, max_cost) and the conditions listed before the first
 	// evaluation. View reads it from the run's RunStarted when nil.
@@ -55,6 +58,11 @@ type Options struct {
 // caller should exit at once (DESIGN §3: status 130).
 var ErrForceQuit = errors.New("quit before the run ended")
 
+// ErrDetached is returned by Run when the user left a live run going (q
+// in an attached UI, q then d in a foreground one): the run goes on without
+// this UI.
+var ErrDetached = errors.New("detached from the run; it goes on")
+
 // PanicError reports a panic in one of the UI's goroutines (or in the
 // function Start runs). The terminal has been restored when it is returned.
 type PanicError struct {
@@ -66,46 +74,43 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
 }
 
-// Run shows the live UI for o.Runner until the user quits. The caller
-// starts runner.Run in its own goroutine (see Start) before or after
-// calling Run; the UI follows the run's event bus from o.FromSeq. When the
-// run ends the UI shows its final state and why, and waits for q. q or
-// ctrl+c while the run goes on aborts it (runner.Abort: compensations run)
-// and exits once it has ended; a second press returns ErrForceQuit at once.
+// Run shows the live UI for o.Run until the user quits. For a runner in
+// this process the caller starts runner.Run in its own goroutine (see
+// Start) before or after calling Run; the UI follows the run's events from
+// o.FromSeq. When the
+// run ends the UI shows its final state and why, and waits for q. ctrl+c
+// while the run goes on aborts it (compensations run) and exits once it has
+// ended; a second press returns ErrForceQuit at once. q asks first: abort
+// (y, as ctrl+c), detach (d: Run returns ErrDetached and the run goes on)
+// or stay (n); in an attached UI (o.Attached) q detaches at once.
 func Run(ctx context.Context, o Options) error {
-	if o.Runner == nil || o.Store == nil {
-		return errors.New("tui.Run needs a Runner and its Store")
+	if o.Run == nil {
+		return errors.New("tui.Run needs a Run")
 	}
-	bus := o.Runner.Events()
+	if o.Store == nil {
+		o.Store = o.Run
+	}
 	parseCfg := o.Config == nil
 	if o.Logs != nil {
 		defer o.Logs.detach()
 	}
 	return run(ctx, &o, func(ctx context.Context, send func(tea.Msg)) {
-		followBus(ctx, bus, o.FromSeq, o.Logs, send, parseCfg)
+		events := o.Run.Events(ctx, o.FromSeq)
+		if l, ok := o.Run.(*localRun); ok && o.Logs != nil {
+			o.Logs.attach(l.bus())
+		}
+		forward(ctx, events, send, parseCfg)
 	})
-}
-
-// followBus feeds the program from the run's bus until ctx ends.
-func followBus(ctx context.Context, bus *loop.Bus, from uint64, logs *LogHandler, send func(tea.Msg), parseCfg bool) {
-	events := bus.Subscribe(ctx, from)
-	// A state change before the subscription is not replayed: start from
-	// the state as it is now.
-	send(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: bus.State(), Time: time.Now()}}})
-	if logs != nil {
-		logs.attach(bus)
-	}
-	forward(ctx, events, send, parseCfg)
 }
 
 // View shows a recorded run read-only (ralph view): the same panes and
 // views, streamed from the store without holding the decoded actions, and
 // no controls. It returns when the user quits.
-func View(ctx context.Context, store *ledger.Store, runID string, o Options) error {
+func View(ctx context.Context, store Scanner, runID string, o Options) error {
 	if store == nil || runID == "" {
 		return errors.New("tui.View needs a store and a run id")
 	}
-	o.Store, o.RunID, o.Runner, o.Done, o.Approver = store, runID, nil, nil, nil
+	o.Store, o.RunID, o.Run, o.Done, o.Approver = store, runID, nil, nil, nil
 	parseCfg := o.Config == nil
 	return run(ctx, &o, func(ctx context.Context, send func(tea.Msg)) {
 		load(ctx, store, runID, send, parseCfg)
@@ -195,6 +200,9 @@ func run(ctx context.Context, o *Options, source func(context.Context, func(tea.
 	}
 	if fm, ok := final.(*model); ok && fm.forced {
 		return ErrForceQuit
+	}
+	if fm, ok := final.(*model); ok && fm.detached {
+		return ErrDetached
 	}
 	return nil
 }

@@ -26,7 +26,9 @@ type (
 	loadedMsg struct{ err error }
 	// runDoneMsg says runner.Run returned.
 	runDoneMsg struct{ err error }
-	tickMsg    time.Time
+	// controlErrMsg says a control (pause, skip, …) did not reach the run.
+	controlErrMsg struct{ err error }
+	tickMsg       time.Time
 )
 
 // filterLiveLimit is the chain size up to which the filter applies as you
@@ -71,6 +73,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.detail.set(msg)
 	case historyMsg:
 		m.history.set(msg)
+	case controlErrMsg:
+		m.lastLog = msg.err.Error()
 	case verifyMsg:
 		m.verify = &verifyState{report: msg.report, err: msg.err}
 	case tea.KeyMsg:
@@ -93,7 +97,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *model) syncControls() {
 	on := m.live && !m.ended()
 	if !on {
-		m.abortAsk = false
+		m.abortAsk, m.quitAsk = false, false
 	}
 	if m.keys.Pause.Enabled() != on {
 		m.keys.live(on)
@@ -137,6 +141,9 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	if m.filtering {
 		return m.filterKey(k)
 	}
+	if m.quitAsk {
+		return m.quitKey(k)
+	}
 	if m.abortAsk {
 		switch {
 		case key.Matches(k, m.keys.Yes):
@@ -149,7 +156,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if m.approving != nil && m.approver != nil {
+	if m.approving != nil && m.canApprove() {
 		switch {
 		case key.Matches(k, m.keys.Yes):
 			return m.answer(true)
@@ -159,7 +166,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(k, m.keys.Quit):
-		return m.quit()
+		return m.askQuit()
 	case key.Matches(k, m.keys.Help):
 		m.toggle(viewHelp)
 		return nil
@@ -368,32 +375,82 @@ func (m *model) quit() tea.Cmd {
 			m.forced = true
 			return tea.Quit
 		}
-		m.quitting, m.abortAsk = true, false
+		m.quitting, m.abortAsk, m.quitAsk = true, false, false
 		return m.abort()
 	}
 	return tea.Quit
 }
 
+// askQuit is q on a live run. An attached UI detaches: the run goes on in
+// its own process. A foreground UI asks: abort (y), detach (d) or stay (n).
+func (m *model) askQuit() tea.Cmd {
+	switch {
+	case !m.live || m.ended() || m.quitting:
+		return m.quit()
+	case m.attached:
+		return m.detach()
+	}
+	m.quitAsk, m.abortAsk = true, false
+	return nil
+}
+
+// detach ends the UI and leaves the run going (Run returns ErrDetached).
+func (m *model) detach() tea.Cmd {
+	m.detached = true
+	return tea.Quit
+}
+
+// quitKey answers the question q asked in a foreground UI.
+func (m *model) quitKey(k tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, m.keys.Yes):
+		m.quitAsk = false
+		return m.quit()
+	case k.String() == "d":
+		m.quitAsk = false
+		return m.detach()
+	case key.Matches(k, m.keys.No, m.keys.Back):
+		m.quitAsk = false
+	case key.Matches(k, m.keys.Quit):
+		m.quitAsk = false
+		return m.quit()
+	}
+	return nil
+}
+
 func (m *model) abort() tea.Cmd {
-	if m.aborting || m.runner == nil {
+	if m.aborting || m.run == nil {
 		return nil
 	}
 	m.aborting = true
-	r := m.runner
-	return func() tea.Msg { r.Abort(); return nil }
+	return m.control(Live.Abort)
+}
+
+// control asks the run (fn is one of its controls) outside Update; a
+// request that does not reach it (a socket gone) is shown as the status.
+func (m *model) control(fn func(Live) error) tea.Cmd {
+	r := m.run
+	return func() tea.Msg {
+		if r == nil {
+			return nil
+		}
+		if err := fn(r); err != nil {
+			return controlErrMsg{err}
+		}
+		return nil
+	}
 }
 
 func (m *model) pause() tea.Cmd {
 	if !m.live || m.ended() || m.aborting {
 		return nil
 	}
-	r := m.runner
 	if m.state == loop.StatePaused || m.pauseAsked {
 		m.pauseAsked = false
-		return func() tea.Msg { r.Resume(); return nil }
+		return m.control(Live.Resume)
 	}
 	m.pauseAsked = true
-	return func() tea.Msg { r.Pause(); return nil }
+	return m.control(Live.Pause)
 }
 
 func (m *model) skip() tea.Cmd {
@@ -404,18 +461,17 @@ func (m *model) skip() tea.Cmd {
 		m.lastLog = "nothing to skip: iteration " + strconv.Itoa(m.iteration) + " has ended and the next has not started"
 		return nil
 	}
-	r := m.runner
 	m.lastLog = "skip requested: iteration " + strconv.Itoa(m.iteration) + " is cancelled and recorded as skipped"
-	return func() tea.Msg { r.SkipIteration(); return nil }
+	return m.control(Live.Skip)
 }
 
 // answer sends y/n for the plan awaiting approval.
 func (m *model) answer(ok bool) tea.Cmd {
-	it, a := m.approving.Iteration, m.approver
+	it := m.approving.Iteration
 	m.approving, m.answered = nil, it
 	m.plan.approved()
 	if !ok {
 		m.lastLog = "plan for iteration " + strconv.Itoa(it) + " declined: the iteration is skipped"
 	}
-	return func() tea.Msg { a.answer(it, ok); return nil }
+	return m.control(func(r Live) error { return r.Approve(it, ok) })
 }
