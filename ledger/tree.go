@@ -75,7 +75,9 @@ func WriteTree(w io.Writer, roots []*TreeNode) error {
 }
 
 // Summary is the one-line form of an action used by trees and listings:
-// seq, type, function name, outcome, and duration and cost when set.
+// seq, type, function name, outcome, and duration and cost when set. The
+// outcome is "ok", "FAILED (message)", or "! exit 1" / "! idle-timeout" for
+// a call that ran but reported failure (Action.ReportedFailure).
 func Summary(a *Action) string {
 	var b strings.Builder
 	b.WriteByte('#')
@@ -86,7 +88,10 @@ func Summary(a *Action) string {
 		b.WriteByte(' ')
 		b.WriteString(a.FunctionName)
 	}
-	if a.Success {
+	if r := a.ReportedFailure(); r != "" {
+		b.WriteString(" ! ")
+		b.WriteString(r)
+	} else if a.Success {
 		b.WriteString(" ok")
 	} else {
 		b.WriteString(" FAILED")

@@ -9,7 +9,7 @@ import (
 )
 
 // chainPane shows the causal chain as a live tree: iteration → plan → step
-// → call, with fold markers, ✓ ✗ ⟳ status marks and durations. Only the
+// → call, with fold markers, ✓ ✗ ! ⟳ status marks and durations. Only the
 // rows in view are drawn, each from a cache keyed by the row, the width
 // and the row's version, so a frame costs the same with a hundred actions
 // or a million.
@@ -259,7 +259,7 @@ func (p *chainPane) drawRow(idx int32, n *node, w int) string {
 	}
 	if note, ok := p.t.notes[idx]; ok {
 		b.WriteString("  ")
-		if n.st == stFailed {
+		if n.st == stFailed || n.st == stReported {
 			b.WriteString(st.fail.Render(note))
 		} else {
 			b.WriteString(st.dim.Render(note))
@@ -279,6 +279,8 @@ func (p *chainPane) mark(n *node) string {
 		return st.ok.Render("✓")
 	case stFailed:
 		return st.fail.Render("✗")
+	case stReported:
+		return st.fail.Render("!")
 	case stStop:
 		return st.accent.Render("■")
 	case stRunning:

@@ -200,7 +200,9 @@ func (d *detailView) content(w int) []string {
 	field := func(name, value string) { d.fieldFunc(&out, w, fieldW)(name, value) }
 	section := func(name string) { out = append(out, "", st.bold.Render(name)) }
 	verdict := st.ok.Render("✓ succeeded")
-	if !a.Success {
+	if r := a.ReportedFailure(); r != "" {
+		verdict = st.fail.Render("! ran, reported " + r)
+	} else if !a.Success {
 		verdict = st.fail.Render("✗ failed")
 	}
 	out = append(out, spread(st.bold.Render(ledger.Summary(a)), verdict, w), "")

@@ -10,7 +10,7 @@ import (
 //
 //	type:call     the action type contains "call" (CapabilityCall, …)
 //	fn:shell      the function, step or capability name contains "shell"
-//	is:failed     the row failed (also is:ok, is:running)
+//	is:failed     the row failed, or is a call that reported failure (also is:ok, is:running)
 //	anything      the row's text (type, name, error, details) contains it
 //
 // Matching ignores case.
@@ -53,7 +53,7 @@ func (f *filter) dependsOnStatus() bool { return len(f.status) > 0 }
 func (f *filter) match(t *tree, idx int32) bool {
 	n := t.at(idx)
 	for _, st := range f.status {
-		if n.st != st {
+		if n.st != st && (st != stFailed || n.st != stReported) {
 			return false
 		}
 	}

@@ -41,7 +41,8 @@ const (
 	stRunning               // opened and not closed yet
 	stOK
 	stFailed
-	stStop // the evaluation or run end that stopped the run
+	stStop     // the evaluation or run end that stopped the run
+	stReported // a call that ran but reported failure (ledger.Action.ReportedFailure)
 )
 
 const (
@@ -301,8 +302,16 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	case ledger.CapabilityCall:
 		n.kind, n.label = kindCall, t.str(fn)
 		ok()
+		note := ""
 		if cmd := a.Metadata["cmd"].Str(); cmd != "" && a.Success {
-			t.notes[idx] = t.str(cut(firstLine(cmd), maxNote))
+			note = firstLine(cmd)
+		}
+		if r := a.ReportedFailure(); r != "" {
+			n.st = stReported
+			note = strings.TrimSuffix(r+" · "+note, " · ")
+		}
+		if note != "" {
+			t.notes[idx] = t.str(cut(note, maxNote))
 		}
 	case ledger.CapabilityDeduplicated:
 		n.kind, n.st, n.label = kindCall, stOK, t.str(fn+" (deduplicated)")
