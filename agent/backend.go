@@ -34,6 +34,8 @@ func backendFor(name string) backend {
 	switch name {
 	case "claude":
 		return claudeBackend()
+	case "codex":
+		return codexBackend()
 	case "command":
 		return commandBackend()
 	}

@@ -29,9 +29,9 @@ func claudeLimitText(s string, now time.Time) *Limit {
 	switch {
 	case strings.Contains(lower, "usage limit") || strings.Contains(lower, "hit your limit"):
 		return &Limit{Kind: LimitUsage, Reset: clockReset(s, now), Message: msg}
-	case strings.Contains(lower, "overloaded_error"):
+	case strings.Contains(lower, "overloaded_error") || strings.Contains(lower, "api error: 529"):
 		return &Limit{Kind: LimitOverloaded, Message: msg}
-	case strings.Contains(lower, "rate_limit_error"):
+	case strings.Contains(lower, "rate_limit_error") || strings.Contains(lower, "api error: 429"):
 		return &Limit{Kind: LimitRate, Reset: clockReset(s, now), Message: msg}
 	}
 	return nil
@@ -69,4 +69,61 @@ func clockReset(s string, now time.Time) time.Time {
 		t = t.AddDate(0, 0, 1)
 	}
 	return t
+}
+
+var (
+	// Codex's "Try again at 3:28 PM." (today) and "try again at Aug 8th,
+	// 2026 12:30 PM." (another day), in the local time zone.
+	codexAgainClock = regexp.MustCompile(`(?i)try again at (\d{1,2}):(\d{2}) ([AP]M)`)
+	codexAgainDate  = regexp.MustCompile(`(?i)try again at ([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th), (\d{4}) (\d{1,2}):(\d{2}) ([AP]M)`)
+)
+
+// codexLimitText recognises Codex's usage-limit, quota, retry-limit and
+// high-demand errors.
+func codexLimitText(s string, now time.Time) *Limit {
+	if s == "" {
+		return nil
+	}
+	msg := short(s)
+	lower := strings.ToLower(s)
+	switch {
+	case strings.Contains(lower, "hit your usage limit"):
+		return &Limit{Kind: LimitUsage, Reset: codexReset(s, now), Message: msg}
+	case strings.Contains(lower, "quota exceeded"):
+		return &Limit{Kind: LimitUsage, Message: msg}
+	case strings.Contains(lower, "exceeded retry limit, last status: 429"):
+		return &Limit{Kind: LimitRate, Message: msg}
+	case strings.Contains(lower, "experiencing high demand"):
+		return &Limit{Kind: LimitOverloaded, Message: msg}
+	}
+	return nil
+}
+
+func codexReset(s string, now time.Time) time.Time {
+	loc := now.Location()
+	if m := codexAgainDate.FindStringSubmatch(s); m != nil {
+		t, err := time.ParseInLocation("Jan 2 2006 3:04 PM", m[1]+" "+m[2]+" "+m[3]+" "+m[4]+":"+m[5]+" "+strings.ToUpper(m[6]), loc)
+		if err == nil {
+			return t
+		}
+		return time.Time{}
+	}
+	if m := codexAgainClock.FindStringSubmatch(s); m != nil {
+		c, err := time.ParseInLocation("3:04 PM", m[1]+":"+m[2]+" "+strings.ToUpper(m[3]), loc)
+		if err != nil {
+			return time.Time{}
+		}
+		// The clock has minutes only: a time in the current minute lifts
+		// by the end of it; one further back means tomorrow.
+		n := now.In(loc)
+		t := time.Date(n.Year(), n.Month(), n.Day(), c.Hour(), c.Minute(), 0, 0, loc)
+		switch {
+		case !n.Before(t.Add(time.Minute)):
+			return t.AddDate(0, 0, 1)
+		case !t.After(n):
+			return t.Add(time.Minute)
+		}
+		return t
+	}
+	return time.Time{}
 }

@@ -241,30 +241,37 @@ func (c *call) closeOutputs() {
 }
 
 // readLines feeds standard output to the parser line by line as it
-// arrives; a last line without a newline is parsed too.
+// arrives.
 func (c *call) readLines() {
-	r := bufio.NewReaderSize(activity{c.stdout, &c.lastOutput}, 64<<10)
+	scanLines(activity{c.stdout, &c.lastOutput}, func(line []byte) { c.parser.line(line, c.emit) })
+}
+
+// scanLines calls line for each non-empty line of r (without its line
+// ending) as soon as it is complete, and for a last line without a
+// newline. A line longer than MaxLine is cut there. It returns at end of
+// input or on a read error (the pipe was closed).
+func scanLines(r io.Reader, line func([]byte)) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	for {
-		chunk, err := r.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(long) < MaxLine {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
 			continue
-		case long != nil:
+		}
+		if long != nil {
 			if len(long) < MaxLine {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
 			chunk, long = long, nil
 		}
-		line := trimEOL(chunk)
-		if len(line) > 0 {
-			c.parser.line(line, c.emit)
+		if l := trimEOL(chunk); len(l) > 0 {
+			line(l)
 		}
 		if err != nil {
-			return // io.EOF, or the pipe was closed after pipeGrace
+			return
 		}
 	}
 }

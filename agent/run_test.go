@@ -235,7 +235,7 @@ func TestRunCannotStart(t *testing.T) {
 	}{
 		{"unknown cli", Options{CLI: "cursor"}, ErrUnknownCLI, "use one of"},
 		{"not on PATH", Options{CLI: "claude", LookPath: none}, ErrNotFound, `"claude" is not on PATH`},
-		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude"},
+		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude, codex"},
 		{"command without argv", Options{CLI: "command"}, nil, "has no command"},
 		{"command not on PATH", Options{CLI: "command", Command: []string{"no-such-agent-cli"}}, ErrNotFound, "no-such-agent-cli"},
 	} {
@@ -264,6 +264,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{"claude", "claude", "/usr/bin/claude", []string{"claude"}},
 		{"auto", "claude", "/usr/bin/claude", []string{"opencode", "claude", "codex"}},
+		{"auto", "codex", "/usr/bin/codex", []string{"opencode", "codex"}},
 		{"command", "command", "", nil},
 	} {
 		name, path, err := Resolve(tc.cli, on(tc.found...))
@@ -298,4 +299,49 @@ func waitGone(t *testing.T, pid int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestRunCodex(t *testing.T) {
+	t.Parallel()
+	o := fakeOptions(t, "codex", "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_DONE_AFTER=2")
+	o.Price = &Price{Input: 1.25, Output: 10, CacheRead: 0.125}
+	before := time.Now()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != StoppedUsageLimit || res.Limit == nil || res.Exit != 1 {
+		t.Fatalf("first call: stopped %q limit %+v exit %d; stderr %s", res.Stopped, res.Limit, res.Exit, res.Stderr)
+	}
+	// Codex prints the reset to the minute: it lifts by the end of that minute.
+	if d := res.Limit.Reset.Sub(before); d < 0 || d > 2*time.Minute {
+		t.Errorf("reset %v is %v after the call began", res.Limit.Reset, d)
+	}
+	if want := []string{res.Argv[0], "exec", "--json", "-"}; !equalStrings(res.Argv, want) {
+		t.Errorf("argv %q, want %q", res.Argv, want)
+	}
+	for call := 2; call <= 3; call++ {
+		res, err = Run(context.Background(), o)
+		if err != nil || res.Stopped != "" || res.Exit != 0 || res.Turns != 1 || res.ToolUses != 1 {
+			t.Fatalf("call %d: err %v stopped %q exit %d turns %d tool uses %d", call, err, res.Stopped, res.Exit, res.Turns, res.ToolUses)
+		}
+		if want := (Usage{Input: 1740, Output: 96, CacheRead: 3072}); res.Tokens != want || res.CostSource != "price" {
+			t.Errorf("call %d: tokens %+v cost source %q", call, res.Tokens, res.CostSource)
+		}
+	}
+	if !strings.Contains(res.Text, "<promise>COMPLETE</promise>") || !strings.HasPrefix(res.SessionID, "fake-session-3-") {
+		t.Errorf("last call: text %q session %q", res.Text, res.SessionID)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,284 @@
+package agent
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fixedNow is the clock parsers see in these tests.
+var fixedNow = time.Date(2026, 8, 8, 10, 0, 0, 0, time.UTC)
+
+// parse runs backend cli's parser over input the way Run reads a pipe.
+func parse(t testing.TB, cli, input string) []Event {
+	t.Helper()
+	return parseReader(t, cli, strings.NewReader(input))
+}
+
+func parseReader(t testing.TB, cli string, r io.Reader) []Event {
+	t.Helper()
+	b := backendFor(cli)
+	if b.name == "" {
+		t.Fatalf("no backend %q", cli)
+	}
+	p := b.newParser(func() time.Time { return fixedNow })
+	var evs []Event
+	scanLines(r, func(l []byte) { p.line(l, func(e Event) { evs = append(evs, e) }) })
+	return evs
+}
+
+func transcript(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/transcripts/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// lastLines is the last n lines of s (each with its newline).
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
+	return strings.Join(lines[len(lines)-n:], "")
+}
+
+func TestParseClaude(t *testing.T) {
+	t.Parallel()
+	const sid = "8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31"
+	full := transcript(t, "claude.jsonl")
+	limited := transcript(t, "claude-usage-limit.jsonl")
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  []Event
+	}{
+		{"transcript", full, []Event{
+			{Kind: EventSession, SessionID: sid},
+			{Kind: EventText, Text: "I'll start by running the tests to see what fails."},
+			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 3, CacheRead: 11800, CacheWrite: 5120}},
+			{Kind: EventToolUse, Tool: "Bash", ToolID: "toolu_01Hx9sVb", Input: `{"command":"go test ./...","description":"Run the tests"}`},
+			{Kind: EventToolResult, ToolID: "toolu_01Hx9sVb", IsError: true,
+				Text: "--- FAIL: TestAdd (0.00s) calc_test.go:9: Add(2, 3) = 0, want 5 FAIL FAIL example.com/calc 0.003s"},
+			{Kind: EventToolUse, Tool: "Edit", ToolID: "toolu_01Jk3mPq",
+				Input: `{"file_path":"/home/dev/calc/calc.go","old_string":"return 0","new_string":"return a + b"}`},
+			{Kind: EventUsage, Usage: Usage{Input: 6, Output: 120, CacheRead: 16920, CacheWrite: 310}},
+			{Kind: EventToolResult, ToolID: "toolu_01Jk3mPq", Text: "The file /home/dev/calc/calc.go has been updated."},
+			{Kind: EventText, Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>"},
+			{Kind: EventUsage, Usage: Usage{Input: 5, Output: 24, CacheRead: 17230, CacheWrite: 180}},
+			{Kind: EventUsage, Total: true, Usage: Usage{Input: 15, Output: 147, CacheRead: 45950, CacheWrite: 5610}},
+			{Kind: EventCost, Total: true, CostUSD: 0.0371205},
+			{Kind: EventFinal, Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>", Turns: 3},
+		}},
+		{"usage limit", limited, []Event{
+			{Kind: EventSession, SessionID: "2a7d4c1b-5e3f-4a9b-8c6d-0e1f2a3b4c5d"},
+			{Kind: EventError, Text: "Claude usage limit reached (five_hour)",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude usage limit reached (five_hour)"}},
+			{Kind: EventUsage},
+			{Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}},
+			{Kind: EventUsage, Total: true},
+			{Kind: EventCost, Total: true},
+			{Kind: EventError, Text: "Claude AI usage limit reached|1762952400", Turns: 1,
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}},
+		}},
+		{"limit warning is not a limit",
+			`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1700000000,"rateLimitType":"five_hour","utilization":0.91},"uuid":"abc-123","session_id":"s1"}`,
+			[]Event{{Kind: EventSession, SessionID: "s1"}}},
+		{"usage limit with a clock reset",
+			`{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"Claude usage limit reached. Your limit will reset at 9am (America/Chicago).","session_id":"s2"}`,
+			[]Event{{Kind: EventSession, SessionID: "s2"}, {Kind: EventError, Turns: 1,
+				Text:  "Claude usage limit reached. Your limit will reset at 9am (America/Chicago).",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 14, 0, 0, 0, time.UTC), Message: "Claude usage limit reached. Your limit will reset at 9am (America/Chicago)."}}}},
+		{"overloaded by status",
+			`{"type":"result","subtype":"success","is_error":true,"api_error_status":529,"num_turns":2,"result":"API Error: Repeated 529 Overloaded errors","session_id":"s3"}`,
+			[]Event{{Kind: EventSession, SessionID: "s3"}, {Kind: EventError, Turns: 2, Text: "API Error: Repeated 529 Overloaded errors",
+				Limit: &Limit{Kind: LimitOverloaded, Message: "API Error: Repeated 529 Overloaded errors"}}}},
+		{"overloaded by text",
+			`{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":null}","session_id":"s3"}`,
+			[]Event{{Kind: EventSession, SessionID: "s3"}, {Kind: EventError, Turns: 1,
+				Text:  `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":null}`,
+				Limit: &Limit{Kind: LimitOverloaded, Message: `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":null}`}}}},
+		{"rate limit by assistant error",
+			`{"type":"assistant","message":{"id":"m9","content":[{"type":"text","text":"API Error: 429 Too Many Requests"}]},"error":"rate_limit","session_id":"s4"}`,
+			[]Event{{Kind: EventSession, SessionID: "s4"}, {Kind: EventError, Text: "API Error: 429 Too Many Requests",
+				Limit: &Limit{Kind: LimitRate, Message: "API Error: 429 Too Many Requests"}}}},
+		{"max turns",
+			`{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":10,"session_id":"s5","errors":["Reached maximum number of turns (10)"]}`,
+			[]Event{{Kind: EventSession, SessionID: "s5"}, {Kind: EventError, Turns: 10, Text: "Reached maximum number of turns (10)"}}},
+		{"user prompt as a string", `{"type":"user","message":{"role":"user","content":"go on"},"session_id":"s6"}`,
+			[]Event{{Kind: EventSession, SessionID: "s6"}}},
+		{"unknown type", `{"type":"stream_event","event":{"type":"content_block_delta"}}`,
+			[]Event{{Kind: EventRaw, Text: `{"type":"stream_event","event":{"type":"content_block_delta"}}`}}},
+		{"system subtypes", `{"type":"system","subtype":"compact_boundary","session_id":"s7"}`,
+			[]Event{{Kind: EventSession, SessionID: "s7"}}},
+		{"not json", "Warning: no stdin data received in 3s\n", []Event{{Kind: EventRaw, Text: "Warning: no stdin data received in 3s"}}},
+		{"malformed json", `{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]` + "\n",
+			[]Event{{Kind: EventRaw, Text: `{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]`}}},
+		{"wrong field type", `{"type":"result","num_turns":"three"}`, []Event{{Kind: EventRaw, Text: `{"type":"result","num_turns":"three"}`}}},
+		{"complete last line without newline", strings.TrimSuffix(lastLines(full, 1), "\n"), []Event{
+			{Kind: EventSession, SessionID: sid},
+			{Kind: EventUsage, Total: true, Usage: Usage{Input: 15, Output: 147, CacheRead: 45950, CacheWrite: 5610}},
+			{Kind: EventCost, Total: true, CostUSD: 0.0371205},
+			{Kind: EventFinal, Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>", Turns: 3},
+		}},
+		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-40], []Event{
+			{Kind: EventSession, SessionID: sid},
+			{Kind: EventText, Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>"},
+			{Kind: EventUsage, Usage: Usage{Input: 5, Output: 24, CacheRead: 17230, CacheWrite: 180}},
+			{Kind: EventRaw, Text: strings.TrimSuffix(lastLines(full, 1), "\n")[:len(lastLines(full, 1))-40]},
+		}},
+		{"blank lines and CRLF", "\r\n\n" + `{"type":"system","subtype":"init","session_id":"s8"}` + "\r\n",
+			[]Event{{Kind: EventSession, SessionID: "s8"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, parse(t, "claude", tc.input)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseCodex(t *testing.T) {
+	t.Parallel()
+	full := transcript(t, "codex.jsonl")
+	limitMsg := "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Aug 8th, 2026 12:30 PM."
+	limit := &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 12, 30, 0, 0, time.UTC), Message: short(limitMsg)}
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  []Event
+	}{
+		{"transcript", full, []Event{
+			{Kind: EventSession, SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+			{Kind: EventToolUse, Tool: "command_execution", ToolID: "item_1", Input: "bash -lc 'go test ./...'"},
+			{Kind: EventToolResult, ToolID: "item_1", IsError: true,
+				Text: "--- FAIL: TestAdd (0.00s) calc_test.go:9: Add(2, 3) = 0, want 5 FAIL FAIL example.com/calc 0.003s"},
+			{Kind: EventToolUse, Tool: "file_change", ToolID: "item_3", Input: "update /home/dev/calc/calc.go"},
+			{Kind: EventToolResult, ToolID: "item_3", Text: "completed"},
+			{Kind: EventToolUse, Tool: "docs.search", ToolID: "item_4", Input: `{"query":"go testing table tests"}`},
+			{Kind: EventToolResult, ToolID: "item_4", Text: "completed"},
+			{Kind: EventRaw, Text: "codex: model rerouted: gpt-5-codex -> gpt-5 (HighRiskCyberActivity)"},
+			{Kind: EventText, Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>"},
+			{Kind: EventUsage, Total: true, Usage: Usage{Input: 315, Output: 122, CacheRead: 24448}},
+			{Kind: EventFinal, Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>", Turns: 1},
+		}},
+		{"usage limit", transcript(t, "codex-usage-limit.jsonl"), []Event{
+			{Kind: EventSession, SessionID: "0199a214-02d1-7c30-9f4e-5d1a2b3c4d5e"},
+			{Kind: EventError, Text: limitMsg, Limit: limit},
+			{Kind: EventError, Text: limitMsg, Limit: limit},
+		}},
+		{"usage limit later today", `{"type":"error","message":"You've hit your usage limit. Try again at 3:28 PM."}`, []Event{
+			{Kind: EventError, Text: "You've hit your usage limit. Try again at 3:28 PM.",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 15, 28, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 3:28 PM."}}}},
+		{"usage limit in the current minute", `{"type":"error","message":"You've hit your usage limit. Try again at 10:00 AM."}`, []Event{
+			{Kind: EventError, Text: "You've hit your usage limit. Try again at 10:00 AM.",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 10, 1, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 10:00 AM."}}}},
+		{"usage limit earlier today is tomorrow", `{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 9:15 AM."}}`, []Event{
+			{Kind: EventError, Text: "You've hit your usage limit. Try again at 9:15 AM.",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 9, 9, 15, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 9:15 AM."}}}},
+		{"usage limit without a time", `{"type":"error","message":"You've hit your usage limit. Try again later."}`, []Event{
+			{Kind: EventError, Text: "You've hit your usage limit. Try again later.",
+				Limit: &Limit{Kind: LimitUsage, Message: "You've hit your usage limit. Try again later."}}}},
+		{"retry limit 429", `{"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 429 Too Many Requests"}}`, []Event{
+			{Kind: EventError, Text: "exceeded retry limit, last status: 429 Too Many Requests",
+				Limit: &Limit{Kind: LimitRate, Message: "exceeded retry limit, last status: 429 Too Many Requests"}}}},
+		{"high demand", `{"type":"error","message":"We're currently experiencing high demand, which may cause temporary errors."}`, []Event{
+			{Kind: EventError, Text: "We're currently experiencing high demand, which may cause temporary errors.",
+				Limit: &Limit{Kind: LimitOverloaded, Message: "We're currently experiencing high demand, which may cause temporary errors."}}}},
+		{"a failure that is no limit", `{"type":"turn.failed","error":{"message":"stream disconnected before completion: timeout"}}`, []Event{
+			{Kind: EventError, Text: "stream disconnected before completion: timeout"}}},
+		{"unknown event", `{"type":"item.plan.delta","item_id":"item_1","delta":"x"}`, []Event{
+			{Kind: EventRaw, Text: `{"type":"item.plan.delta","item_id":"item_1","delta":"x"}`}}},
+		{"unknown item type", `{"type":"item.completed","item":{"id":"item_9","type":"hologram"}}`, nil},
+		{"item missing", `{"type":"item.completed"}`, []Event{{Kind: EventRaw, Text: `{"type":"item.completed"}`}}},
+		{"not json", "Reading prompt from stdin...", []Event{{Kind: EventRaw, Text: "Reading prompt from stdin..."}}},
+		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-20], []Event{
+			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-20]}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, parse(t, "codex", tc.input)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTranscriptTotals checks what Run would make of each transcript.
+func TestTranscriptTotals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cli, file string
+		want      Result
+	}{
+		{"claude", "claude.jsonl", Result{Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>",
+			CostUSD: 0.0371205, CostSource: "reported", Tokens: Usage{15, 147, 45950, 5610},
+			SessionID: "8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31", Turns: 3, ToolUses: 2}},
+		{"claude", "claude-usage-limit.jsonl", Result{Text: "Claude AI usage limit reached|1762952400", CostSource: "reported",
+			SessionID: "2a7d4c1b-5e3f-4a9b-8c6d-0e1f2a3b4c5d", Turns: 1, IsError: true,
+			Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}}},
+		{"codex", "codex.jsonl", Result{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
+			CostUSD: (315*1.25 + 122*10 + 24448*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 315, Output: 122, CacheRead: 24448},
+			SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53", Turns: 1, ToolUses: 3}},
+	} {
+		price := &Price{Input: 1.25, Output: 10, CacheRead: 0.125}
+		acc := &accumulator{o: &Options{Price: price}}
+		for _, e := range parse(t, tc.cli, transcript(t, tc.file)) {
+			acc.add(e)
+		}
+		var got Result
+		acc.result(&got)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: result (-want +got):\n%s", tc.file, diff)
+		}
+	}
+}
+
+// checkEvents holds for any input: known kinds, valid UTF-8 text, short
+// summaries.
+func checkEvents(t *testing.T, evs []Event) {
+	for _, e := range evs {
+		if e.Kind < EventText || e.Kind > EventRaw {
+			t.Fatalf("event of unknown kind %d", e.Kind)
+		}
+		if len(e.Input) > maxShort || (e.Kind == EventToolResult && len(e.Text) > maxShort) {
+			t.Fatalf("summary longer than %d bytes: %+v", maxShort, e)
+		}
+		if e.Kind == EventRaw && (len(e.Text) > maxRaw || !utf8.ValidString(e.Text)) {
+			t.Fatalf("raw event text of %d bytes, valid UTF-8 %t", len(e.Text), utf8.ValidString(e.Text))
+		}
+		if e.Kind == EventError && e.Limit != nil && e.Limit.Kind != LimitUsage && e.Limit.Kind != LimitRate && e.Limit.Kind != LimitOverloaded {
+			t.Fatalf("limit of unknown kind %q", e.Limit.Kind)
+		}
+	}
+}
+
+func fuzzParser(f *testing.F, cli string, seeds ...string) {
+	for _, s := range seeds {
+		f.Add(transcript(f, s))
+		for _, l := range strings.Split(transcript(f, s), "\n") {
+			f.Add(l)
+		}
+	}
+	f.Add("\xff\xfe{\"type\":\"x\"}\n\n\r\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		evs := parse(t, cli, in)
+		checkEvents(t, evs)
+		// Arriving a byte at a time, the stream makes the same events.
+		if diff := cmp.Diff(evs, parseReader(t, cli, iotest.OneByteReader(strings.NewReader(in)))); diff != "" {
+			t.Fatalf("events depend on how the input arrives:\n%s", diff)
+		}
+	})
+}
+
+func FuzzParseClaude(f *testing.F) {
+	fuzzParser(f, "claude", "claude.jsonl", "claude-usage-limit.jsonl")
+}
+func FuzzParseCodex(f *testing.F) { fuzzParser(f, "codex", "codex.jsonl", "codex-usage-limit.jsonl") }
