@@ -99,19 +99,12 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return exitError(ExitUsage, err)
 	}
 	var preds []loop.CompletionPredicate
-	for _, s := range specs {
-		if s.Kind != "predicate" || (s.Class != "" && s.Class != "success") {
-			continue // failure- and limit-class predicates are decided by the evaluator
+	for _, c := range conds {
+		// Failure- and limit-class predicates are decided by the evaluator;
+		// success-class ones are also watched after every action.
+		if p := c.Predicate(); p != nil && c.Class == stop.ClassSuccess {
+			preds = append(preds, loop.CompletionPredicate{Name: c.Name, Pred: p})
 		}
-		src := s.RTFS
-		if src == "" {
-			src = s.JSON
-		}
-		p, err := stop.ParsePredicate(src, cfg.File)
-		if err != nil {
-			return exitError(ExitUsage, fmt.Errorf("%s:%d: %w", cfg.File, s.Line, err))
-		}
-		preds = append(preds, loop.CompletionPredicate{Name: s.Name, Pred: p})
 	}
 	if err := cfg.CheckPaths(); err != nil {
 		return exitError(ExitUsage, err)

@@ -93,6 +93,7 @@ type Stop struct {
 	MustNotMatch string   `toml:"must_not_match"`
 	Timeout      Duration `toml:"timeout"`
 	TimeoutClass string   `toml:"timeout_class"`
+	ErrorClass   string   `toml:"error_class"` // what a check that cannot run counts as (default failure)
 	RTFS         string   `toml:"rtfs"`
 	JSON         string   `toml:"json"`
 	Pattern      string   `toml:"pattern"`
@@ -476,7 +477,7 @@ func StopKinds() []string {
 
 // stopOptional lists, for each kind, the fields it may take beyond its
 // required ones and those every kind takes (name, kind, class, priority,
-// timeout, timeout_class).
+// timeout, timeout_class, error_class).
 var stopOptional = map[string][]string{
 	"command": {"expect_exit", "must_match", "must_not_match"}, "predicate": {"rtfs", "json"},
 	"output_pattern": {"regex"},
@@ -556,6 +557,11 @@ func validateStop(s *Stop, file string, line int) error {
 	case "", "not_met", "success", "failure", "limit":
 	default:
 		return fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
+	}
+	switch s.ErrorClass {
+	case "", "not_met", "success", "failure", "limit":
+	default:
+		return fail("error_class %q must be not_met, success, failure or limit", s.ErrorClass)
 	}
 	for name, re := range map[string]string{"must_match": s.MustMatch, "must_not_match": s.MustNotMatch} {
 		if re == "" {

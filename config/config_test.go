@@ -51,6 +51,7 @@ func TestConfigErrors(t *testing.T) {
 		{"stop missing field", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"never\"\n[[stop]]\nkind = \"command\"\n", `ralph.toml:5: [[stop]] (kind "command"): kind "command" needs a positive cmd`},
 		{"bad regex", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"command\"\ncmd = [\"go\"]\nmust_match = \"(\"\n", "must_match is not a valid regex"},
 		{"bad class", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"never\"\nclass = \"great\"\n", `class "great" must be success, failure or limit`},
+		{"bad error_class", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"never\"\nerror_class = \"maybe\"\n", `ralph.toml:3: [[stop]] (kind "never"): error_class "maybe" must be not_met, success, failure or limit`},
 		{"duplicate names", "[plan]\nrtfs = \"1\"\n[[stop]]\nname = \"a\"\nkind = \"never\"\n[[stop]]\nname = \"a\"\nkind = \"never\"\n", `ralph.toml:6: stop condition name "a" is used twice (first at line 3)`},
 		{"predicate needs one", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"predicate\"\n", `needs exactly one of rtfs or json`},
 		{"nested stop", "[plan]\nrtfs = \"1\"\n[[stop]]\nkind = \"all\"\nconditions = [{kind = \"file_exists\"}]\n", `kind "file_exists" needs a positive path`},

@@ -88,13 +88,21 @@ func Summary(a *Action) string {
 		b.WriteByte(' ')
 		b.WriteString(a.FunctionName)
 	}
-	if r := a.ReportedFailure(); r != "" {
+	switch r := a.ReportedFailure(); {
+	case r != "":
 		b.WriteString(" ! ")
 		b.WriteString(r)
-	} else if a.Success {
+	case a.Success:
 		b.WriteString(" ok")
-	} else {
+	case a.Metadata["stopped"].Str() == "cancelled": // cut short by a skip, an abort, a signal
+		b.WriteString(" CANCELLED")
+		if by := a.Metadata["cancelled_by"].Str(); by != "" {
+			b.WriteString(" by " + by)
+		}
+	default:
 		b.WriteString(" FAILED")
+	}
+	if !a.Success {
 		if a.ErrorMessage != "" {
 			msg := a.ErrorMessage
 			if i := strings.IndexByte(msg, '\n'); i >= 0 {

@@ -2,14 +2,7 @@ package loop
 
 import (
 	"context"
-	"errors"
 	"sync"
-)
-
-// Errors that say why the user cut a run or an iteration short.
-var (
-	errUserAbort = errors.New("aborted by the user")
-	errSkipped   = errors.New("iteration skipped by the user")
 )
 
 // control holds the user's requests to a running loop. Its methods are safe
@@ -69,7 +62,7 @@ func (r *Runner) Abort() {
 	r.ctl.mu.Unlock()
 	if cancel != nil {
 		r.log.Info("abort requested; compensations run before the run ends")
-		cancel(errUserAbort)
+		cancel(&Cancelled{By: CancelAbort})
 	}
 }
 
@@ -81,7 +74,7 @@ func (r *Runner) SkipIteration() {
 	r.ctl.mu.Unlock()
 	if cancel != nil {
 		r.log.Info("skip requested; the current iteration is cancelled")
-		cancel(errSkipped)
+		cancel(&Cancelled{By: CancelSkip})
 	}
 }
 

@@ -239,6 +239,14 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	if err != nil {
 		a.ErrorMessage = err.Error()
+		// Cut short from outside: say so, and who asked, whatever words
+		// the handler found for it (DESIGN §13: never a timeout of its own).
+		if stopped, by := stopReason(ctx); stopped != "" {
+			a.Metadata["stopped"] = rtfs.String(stopped)
+			if by != "" {
+				a.Metadata["cancelled_by"] = rtfs.String(by)
+			}
+		}
 	}
 	if _, rerr := r.record(ctx, a); rerr != nil {
 		return rtfs.Nil, rerr

@@ -74,6 +74,9 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	end := &ledger.Action{ParentActionID: stepID, FunctionName: req.Name, DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
 	if err != nil {
 		end.Type, end.ErrorMessage = ledger.PlanStepFailed, err.Error()
+		if stopped, by := stopReason(ctx); stopped == "cancelled" {
+			end.Metadata = map[string]rtfs.Value{"stopped": rtfs.String(stopped), "cancelled_by": rtfs.String(by)}
+		}
 		if _, rerr := r.record(ctx, end); rerr != nil {
 			return rtfs.Nil, rerr
 		}
@@ -146,7 +149,7 @@ func (r *run) attempt(ctx context.Context, req *rtfs.StepRequest, stepID string,
 		compensated: f.primary != nil && f.primary.id == stepID})
 	if opts.timeout > 0 {
 		var cancel context.CancelFunc
-		bctx, cancel = context.WithTimeout(bctx, opts.timeout)
+		bctx, cancel = context.WithTimeoutCause(bctx, opts.timeout, &stepTimeout{name: req.Name, after: opts.timeout.String()})
 		defer cancel()
 	}
 	v, err := req.Body(bctx)

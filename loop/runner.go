@@ -79,10 +79,15 @@ type Outcome struct {
 
 // abortOutcome says who aborted the run: Abort (the UI) or a signal.
 func abortOutcome(ctx context.Context) *Outcome {
-	if errors.Is(context.Cause(ctx), errUserAbort) {
+	c := cancelledBy(ctx)
+	if c != nil && c.By == CancelAbort {
 		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_abort", Reason: "aborted by the user"}
 	}
-	return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
+	out := &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
+	if c != nil && c.Reason != "" {
+		out.Evidence = c.Reason
+	}
+	return out
 }
 
 // Runner runs one Ralph loop: plan, admit, execute, record, evaluate the
@@ -140,6 +145,7 @@ type runState struct {
 	fatal                   string           // a provider error no retry can fix: the run stops with exit 2
 	lastEval                *stop.Evaluation // resume: the last recorded stop evaluation
 	unevaluated             []ledger.Action  // resume: the last completed iteration, when it was never evaluated
+	closed                  bool             // the closing action is recorded
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -150,13 +156,41 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	r.ctl.mu.Lock()
 	r.ctl.abort = abort
 	if r.ctl.aborted {
-		abort(errUserAbort)
+		abort(&Cancelled{By: CancelAbort})
 	}
 	r.ctl.mu.Unlock()
 	st, err := r.start(ctx)
 	if err != nil {
 		return nil, err
 	}
+	out, err := r.loop(ctx, st)
+	if err != nil {
+		return r.closeOnError(ctx, st, err)
+	}
+	return out, nil
+}
+
+// closeOnError closes a run that cannot go on because of err (the store
+// failed, a completion predicate could not be fed): no run ends without its
+// closing action. When even that cannot be recorded, err is returned and
+// the run stays open for resume.
+func (r *Runner) closeOnError(ctx context.Context, st *runState, err error) (*Outcome, error) {
+	if st.closed {
+		return nil, err
+	}
+	out := &Outcome{Class: stop.ClassFailure, TriggeredBy: "error", Reason: err.Error()}
+	if ctx.Err() != nil {
+		out = abortOutcome(ctx)
+		out.Evidence = err.Error()
+	}
+	if _, ferr := r.finish(ctx, st, out); ferr != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// loop runs iterations of a started run until it ends.
+func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now, Logger: r.log})
 	if st.lastEval != nil {
 		r.eval.Restore(*st.lastEval) // no_progress counts carry on across the crash
@@ -172,14 +206,15 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	runCtx := ctx
 	if d := r.maxDuration(); d > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithDeadline(ctx, st.started.Add(d))
+		runCtx, cancel = context.WithDeadlineCause(ctx, st.started.Add(d),
+			&Cancelled{By: CancelMaxDuration, Reason: fmt.Sprintf("max_duration %s reached", d)})
 		defer cancel()
 	}
 	if st.unevaluated != nil {
 		// The dead process completed an iteration but died before its stop
 		// conditions were evaluated: evaluate them now, so a stop that
 		// iteration earned is not missed by running another.
-		out, err := r.decide(ctx, runCtx, st, index, st.unevaluated, nil, "")
+		out, err := r.decide(ctx, runCtx, st, index, st.unevaluated, nil, "", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -200,10 +235,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		fed.waitFor(r.o.Store.Head().Seq)
-		trig, trigName, err := fed.triggered()
-		if err != nil {
-			return nil, err
-		}
+		trig, trigName, failed := fed.triggered(func(i int) string { return r.o.Predicates[i].Name })
 		if st.abort != "" {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "approve", Reason: st.abort})
 		}
@@ -220,7 +252,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		if out, err := r.decide(ctx, runCtx, st, index, last, trig, trigName); out != nil || err != nil {
+		if out, err := r.decide(ctx, runCtx, st, index, last, trig, trigName, failed); out != nil || err != nil {
 			if err != nil {
 				return nil, err
 			}
@@ -239,14 +271,16 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 
 // decide evaluates the stop conditions after an iteration whose actions are
 // last, and returns how the run ends, or nil to go on. trig is the action
-// after which a completion predicate held, if one did.
+// after which a completion predicate held, if one did; failed holds the
+// completion predicates that could not be evaluated during the iteration,
+// whose results are those errors (and their error_class).
 func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
-	trig *ledger.Action, trigName string) (*Outcome, error) {
+	trig *ledger.Action, trigName string, failed map[string]error) (*Outcome, error) {
 	// Checks run under the run's deadline too: a slow command check
 	// cannot carry the run past max_duration.
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
-		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq})
+		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})
 	if ctx.Err() != nil {
 		return abortOutcome(ctx), nil
 	}
@@ -366,7 +400,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		r.ctl.skip = nil
 		r.ctl.mu.Unlock()
 	}()
-	skipped := func() bool { return errors.Is(context.Cause(ictx), errSkipped) }
+	skipped := func() bool { c := cancelledBy(ictx); return c != nil && c.By == CancelSkip }
 
 	status, planCost, planTokens := "ok", 0.0, int64(0)
 	var failures []string
@@ -382,6 +416,8 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	switch {
 	case skipped():
 		status = "skipped"
+	case perr != nil && cancelledBy(ictx) != nil: // an abort or a signal while the plan was asked for
+		status, failures = "cancelled", []string{perr.Error()}
 	case perr != nil:
 		status, failures = "provider-error", []string{perr.Error()}
 		if errors.Is(perr, arbiter.ErrFatal) {
@@ -417,6 +453,8 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		case res.Err == nil: // completed: a skip that came after the last step undoes nothing
 		case skipped():
 			status = "skipped"
+		case cancelledBy(ictx) != nil: // an abort, a signal, max_duration
+			status, failures = "cancelled", []string{res.Err.Error()}
 		default:
 			status, failures = "failed", []string{res.Err.Error()}
 		}
@@ -443,6 +481,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(status)}}
 	if len(failures) > 0 {
 		done.ErrorMessage = strings.Join(failures, "; ")
+	}
+	if c := cancelledBy(ictx); c != nil && (status == "skipped" || status == "cancelled") {
+		done.Metadata["stopped"], done.Metadata["cancelled_by"] = rtfs.String("cancelled"), rtfs.String(c.By)
 	}
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
@@ -578,6 +619,7 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		if _, err := r.record(ctx, st, a); err != nil {
 			return nil, err
 		}
+		st.closed = true
 		out.FinalSeq = r.o.Store.Head().Seq
 	}
 	err := r.saveState(ctx, st, state, out)
@@ -593,7 +635,7 @@ type indexFeed struct {
 	seen    uint64
 	trigger *ledger.Action // the action after which a predicate first held
 	name    string         // that predicate's condition name
-	err     error
+	failed  map[int]error  // predicates that could not be evaluated since the last triggered, by index
 }
 
 // waitFor blocks until the feed has processed seq.
@@ -605,10 +647,21 @@ func (f *indexFeed) waitFor(seq uint64) {
 	f.mu.Unlock()
 }
 
-func (f *indexFeed) triggered() (*ledger.Action, string, error) {
+// triggered reports the action after which a predicate held, and takes
+// the errors of the predicates that could not be evaluated since the last
+// call, by condition name: the next evaluation records them as results.
+func (f *indexFeed) triggered(names func(int) string) (*ledger.Action, string, map[string]error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.trigger, f.name, f.err
+	var failed map[string]error
+	for i, err := range f.failed {
+		if failed == nil {
+			failed = map[string]error{}
+		}
+		failed[names(i)] = err
+	}
+	f.failed = nil
+	return f.trigger, f.name, failed
 }
 
 func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*indexFeed, error) {
@@ -628,14 +681,23 @@ func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*
 		}
 		ix.Observe(a)
 		for i, b := range bounds {
-			if f.trigger != nil || f.err != nil {
+			f.mu.Lock()
+			done, failed := f.trigger != nil, f.failed[i] != nil
+			f.mu.Unlock()
+			if done {
 				return
+			}
+			if failed { // already reported for this iteration
+				continue
 			}
 			holds, err := b.Eval(ctx)
 			f.mu.Lock()
 			switch {
 			case err != nil:
-				f.err = fmt.Errorf("evaluate completion predicate after seq %d: %w", a.Seq, err)
+				if f.failed == nil {
+					f.failed = map[int]error{}
+				}
+				f.failed[i] = fmt.Errorf("%w (evaluated after seq %d)", err, a.Seq)
 			case holds:
 				c := *a
 				f.trigger, f.name = &c, r.o.Predicates[i].Name

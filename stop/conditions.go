@@ -56,6 +56,10 @@ type Input struct {
 	StoreDir            string          // the ledger's directory; no_progress never reads it (default .ralph)
 	HeadSeq             uint64          // the ledger head when the snapshot was taken
 	UserSignal          bool            // the user asked to stop (first Ctrl-C, a stop key)
+	// Failed holds, by condition name, the errors of conditions that could
+	// not be evaluated since the last evaluation (a completion predicate
+	// watched after every action): their result is that error, not a new check.
+	Failed map[string]error
 
 	// verdicts are the answers of the conditions that do not read them,
 	// set by the evaluator before it checks those that do (no_progress).
@@ -107,7 +111,12 @@ type Condition struct {
 	// TimeoutClass is what a timeout counts as: "" or "not_met" means not
 	// met (still reported as timed_out), otherwise the class it is met with.
 	TimeoutClass string
-	Line         int // config line, 0 when built in code
+	// ErrorClass is what a check that cannot run (a predicate's run-time
+	// error, a command that cannot start) counts as: "" means failure,
+	// "not_met" lets the run go on; either way the error is in the result.
+	ErrorClass string
+	File       string // config file, for error positions
+	Line       int    // config line of its [[stop]] table, 0 when built in code
 
 	check checker
 }
@@ -198,7 +207,7 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 		return nil, fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(config.StopKinds(), ", "))
 	}
 	c := &Condition{Name: s.Name, Kind: s.Kind, Class: def.class, Priority: def.priority,
-		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, Line: line}
+		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, ErrorClass: s.ErrorClass, File: file, Line: line}
 	if s.Priority != nil {
 		c.Priority = *s.Priority
 	}
@@ -216,6 +225,11 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 	case "", "not_met", "success", "failure", "limit":
 	default:
 		return nil, fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
+	}
+	switch s.ErrorClass {
+	case "", "not_met", "success", "failure", "limit":
+	default:
+		return nil, fail("error_class %q must be not_met, success, failure or limit", s.ErrorClass)
 	}
 	var err error
 	c.check, err = buildChecker(s, file, line)
@@ -280,6 +294,27 @@ func buildChecker(s *config.Stop, file string, line int) (checker, error) {
 		return buildComposite(s, file, line)
 	}
 	return nil, fmt.Errorf("kind %q is unknown", s.Kind)
+}
+
+// Predicate is the completion predicate of a predicate condition, nil for
+// every other kind.
+func (c *Condition) Predicate() *Predicate {
+	if p, ok := c.check.(*predicate); ok {
+		return p.p
+	}
+	return nil
+}
+
+// where is the condition's own position for an error: the file and line of
+// its [[stop]] table and its name.
+func (c *Condition) where() string {
+	switch {
+	case c.File != "" && c.Line > 0:
+		return fmt.Sprintf("%s:%d: [[stop]] %q", c.File, c.Line, c.Name)
+	case c.File != "":
+		return fmt.Sprintf("%s: [[stop]] %q", c.File, c.Name)
+	}
+	return fmt.Sprintf("[[stop]] %q", c.Name)
 }
 
 func compileRe(field, pattern string, required bool) (*regexp.Regexp, error) {

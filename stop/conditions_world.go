@@ -47,8 +47,12 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 		return outcome{err: runErr, reason: fmt.Sprintf("cannot run %s: %v", line, runErr), detail: "error", evidence: line}
 	}
 	if ctx.Err() != nil {
-		return outcome{reason: fmt.Sprintf("%s did not finish; its process group was killed", line), detail: "timed out",
-			evidence: line + "\n" + tail(out.String(), 400)}
+		detail := "timed out"
+		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			detail = "cancelled" // the run was aborted or interrupted, not this check's timeout
+		}
+		return outcome{reason: fmt.Sprintf("%s did not finish (%s); its process group was killed", line, context.Cause(ctx)),
+			detail: detail, evidence: line + "\n" + tail(out.String(), 400)}
 	}
 	exit := cmd.ProcessState.ExitCode()
 	text := out.String()

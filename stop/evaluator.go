@@ -370,7 +370,7 @@ func (e *Evaluator) probe(c *Condition, in *Input, now time.Time) (key uint64, e
 	f.str(c.Kind)
 	external = c.check.fingerprint(in, &f)
 	key = f.sum()
-	if e.opts.NoCache {
+	if _, failed := in.Failed[c.Name]; failed || e.opts.NoCache {
 		return key, external, Result{}, false
 	}
 	if r, hit = e.cache.get(c, key, now, e.opts.CacheTTL); hit {
@@ -385,7 +385,12 @@ func (e *Evaluator) probe(c *Condition, in *Input, now time.Time) (key uint64, e
 func (e *Evaluator) run(ctx context.Context, c *Condition, in *Input, key uint64, external bool, start time.Time) Result {
 	timeout := e.timeoutFor(c)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	o := c.check.check(cctx, in)
+	var o outcome
+	if err := in.Failed[c.Name]; err != nil {
+		o = outcome{err: err, detail: "error"}
+	} else {
+		o = c.check.check(cctx, in)
+	}
 	timedOut := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
 	dur := e.opts.Now().Sub(start)
@@ -401,10 +406,11 @@ func (e *Evaluator) run(ctx context.Context, c *Condition, in *Input, key uint64
 		}
 		e.emit(Event{Kind: EventConditionTimeout, Iteration: in.Iteration, Condition: c.Name, Duration: timeout, Result: r})
 	case ctx.Err() != nil:
-		r.Met, r.Err = false, "cancelled: "+ctx.Err().Error()
-		r.Reason = "not evaluated to the end: " + ctx.Err().Error()
+		cause := context.Cause(ctx).Error()
+		r.Met, r.Err, r.Detail = false, "cancelled: "+cause, "cancelled"
+		r.Reason = "not evaluated to the end: cancelled (" + cause + ")"
 	case o.err != nil:
-		r.Err = o.err.Error()
+		errored(c, &r, o.err)
 	}
 	decision := "miss"
 	if e.opts.NoCache {
@@ -415,6 +421,25 @@ func (e *Evaluator) run(ctx context.Context, c *Condition, in *Input, key uint64
 	e.debug(c, in, decision, key, dur)
 	e.emit(Event{Kind: EventConditionEvaluated, Iteration: in.Iteration, Condition: c.Name, Result: r})
 	return r
+}
+
+// errored makes r the result of a check that could not run: the error,
+// at the condition's own position, and the class its error_class names
+// (failure unless the config says otherwise; not_met lets the run go on).
+func errored(c *Condition, r *Result, err error) {
+	r.Err = c.where() + ": " + err.Error()
+	r.Detail, r.Progress = "error", 0
+	class := Class(c.ErrorClass)
+	if c.ErrorClass == "" {
+		class = ClassFailure
+	}
+	if c.ErrorClass == "not_met" {
+		r.Met = false
+		r.Reason = "could not be evaluated: " + r.Err + "; counts as not met (error_class)"
+		return
+	}
+	r.Met, r.Class = true, class
+	r.Reason = "could not be evaluated: " + r.Err + "; counts as " + string(class) + " (error_class)"
 }
 
 func (e *Evaluator) debug(c *Condition, in *Input, decision string, key uint64, dur time.Duration) {

@@ -304,3 +304,29 @@ func TestShellEnvCannotChangeTheProgram(t *testing.T) {
 		t.Errorf("a plain variable was refused: %v", err)
 	}
 }
+
+// A call cancelled from outside says it was cancelled and why (the
+// context's cause), never that it timed out; its own timeout stays a timeout.
+func TestShellCancellationIsNotATimeout(t *testing.T) {
+	t.Parallel()
+	r, _ := newRegistry(t, "sleep")
+	c := r.Get("shell.exec")
+	arg, err := rtfs.ReadValue(`{:cmd "sleep" :args ["30"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Spec.InputFrom([]rtfs.Value{arg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(100*time.Millisecond, func() { cancel(errors.New("iteration skipped by the user")) })
+	_, err = c.Handler(ctx, in)
+	if err == nil || err.Error() != "shell.exec sleep: cancelled (iteration skipped by the user); the process group was killed" {
+		t.Errorf("cancelled call: %v", err)
+	}
+	_, err = invoke(t, r, "shell.exec", `{:cmd "sleep" :args ["30"] :timeout-ms 100}`)
+	if err == nil || err.Error() != "shell.exec sleep: timed out after 100ms; the process group was killed" {
+		t.Errorf("timed-out call: %v", err)
+	}
+}

@@ -89,7 +89,8 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 		}
 		timeout = time.Duration(t.AsInt()) * time.Millisecond
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	timedOut := fmt.Errorf("timed out after %s", timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timedOut)
 	defer cancel()
 
 	cmd := exec.CommandContext(ctx, cmdName, args...)
@@ -140,7 +141,9 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	case startErr != nil:
 		return res, fmt.Errorf("shell.exec %s: %w", cmdName, startErr)
 	case ctx.Err() != nil:
-		return res, fmt.Errorf("shell.exec %s: timed out after %s; the process group was killed", cmdName, timeout)
+		// Its own timeout, or whoever cancelled the call (a skip, an
+		// abort, a signal, a step's :timeout-ms), as the context says.
+		return res, fmt.Errorf("shell.exec %s: %s; the process group was killed", cmdName, stopCause(ctx, timedOut))
 	case exit != 0 && !isFalse(m.GetKey("check")):
 		return res, fmt.Errorf("shell.exec %s exited with status %d", cmdName, exit)
 	}
@@ -163,6 +166,25 @@ func confine(workdir, p string) (string, error) {
 		return "", fmt.Errorf("%s is not a directory", p)
 	}
 	return filepath.Join(workdir, rel), nil
+}
+
+// stopCause says why ctx ended: own (the handler's own timeout) as it is,
+// a deadline of the caller's as a timeout, anything else as a cancellation
+// with its cause ("cancelled (iteration skipped by the user)").
+func stopCause(ctx context.Context, own error) string {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == own:
+		return own.Error()
+	case errors.Is(cause, context.DeadlineExceeded):
+		if cause == context.DeadlineExceeded {
+			return "timed out"
+		}
+		return cause.Error()
+	case cause == nil || cause == context.Canceled:
+		return "cancelled"
+	}
+	return "cancelled (" + cause.Error() + ")"
 }
 
 func isFalse(v rtfs.Value) bool { return v.Kind() == rtfs.KindBool && !v.AsBool() }

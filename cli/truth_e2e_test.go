@@ -1,0 +1,227 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// napConfig sleeps through shell.exec in iteration 1 only, with extra
+// [[stop]] tables after a max_iterations of 2.
+func napConfig(extra string) string {
+	return `[intent]
+goal = "Nap, then wake"
+[model]
+provider = "static"
+[plan]
+rtfs = '''(do (step "Nap" (if (= (:iteration ctx) 1) (call :shell.exec {:cmd "sleep" :args ["30"]}) :awake)))'''
+[governance]
+shell_allow = ["sleep"]
+[[stop]]
+name = "two"
+kind = "max_iterations"
+max = 2
+` + extra
+}
+
+// isolatedEnv is the environment of an e2e ralph: its config, state and
+// runtime dirs in dir, never the real home's.
+func isolatedEnv(dir string) []string {
+	return append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), "XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg-run"))
+}
+
+// runsClosed checks that `ralph runs` lists every run of store closed.
+func runsClosed(t *testing.T, dir, store string) []map[string]any {
+	t.Helper()
+	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+	if code != 0 {
+		t.Fatalf("runs: exit %d %s", code, errOut)
+	}
+	var runs []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("runs line %q: %v", l, err)
+		}
+		switch r["state"] {
+		case "done", "failed", "stopped", "aborted":
+		default:
+			t.Errorf("run %v is %v, not closed", r["id"], r["state"])
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		t.Fatal("no run listed")
+	}
+	return runs
+}
+
+// Each failure mode of a run ends it with its closing action, and a call
+// cut short is recorded as cancelled, by whom, never as a timeout.
+func TestE2EEveryFailureModeClosesTheRun(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	cases := []struct {
+		name   string
+		extra  string
+		signal syscall.Signal
+		code   int
+		want   []string // in the output of chain show --tree
+	}{
+		{name: "ctrl-c", signal: syscall.SIGINT, code: 4,
+			want: []string{"CapabilityCall shell.exec CANCELLED by signal (shell.exec sleep: cancelled (interrupt signal received)", "RunAborted user_signal"}},
+		{name: "sigterm", signal: syscall.SIGTERM, code: 4,
+			want: []string{"CapabilityCall shell.exec CANCELLED by signal (shell.exec sleep: cancelled (terminated signal received)", "RunAborted user_signal"}},
+		{name: "predicate type error", signal: syscall.SIGINT, code: 4, extra: `[[stop]]
+name = "three"
+kind = "predicate"
+rtfs = '(>= (audit.count "Nap" :succeeded) "three")'
+`, want: []string{"RunAborted user_signal"}},
+		{name: "predicate type error, no signal", code: 1, extra: `[[stop]]
+name = "three"
+kind = "predicate"
+rtfs = '(and (>= (audit.iteration) 2) (>= (audit.count "Nap" :succeeded) "three"))'
+`, want: []string{`RunFailed three FAILED (could not be evaluated: `, `ralph.toml:13: [[stop]] "three": rtfs:1:31: >= expects a number`}},
+		{name: "command cannot start", code: 1, extra: `[[stop]]
+name = "check"
+kind = "command"
+cmd = ["./missing-check.sh"]
+`, want: []string{`RunFailed check FAILED (could not be evaluated: `, `ralph.toml:13: [[stop]] "check": fork/exec ./missing-check.sh`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+			writeFile(t, cfg, napConfig(tc.extra))
+			args := []string{"run", cfg, "--no-tui", "--store", store}
+			if tc.signal == 0 {
+				// Nothing to interrupt: iteration 1 sleeps, so a plan without it.
+				writeFile(t, cfg, strings.Replace(napConfig(tc.extra), `(call :shell.exec {:cmd "sleep" :args ["30"]})`, `:dozing`, 1))
+				out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), args...)
+				if code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out, errOut)
+				}
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+				defer cancel()
+				cmd := exec.CommandContext(ctx, ralphBin, args...)
+				cmd.Env = isolatedEnv(dir)
+				pipe, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				lines := linesOf(pipe)
+				waitLine(t, lines, "PlanStepStarted Nap")
+				if err := cmd.Process.Signal(tc.signal); err != nil {
+					t.Fatal(err)
+				}
+				out := rest(lines)
+				if code := exitCode(cmd.Wait()); code != tc.code {
+					t.Fatalf("exit %d, want %d\n%s", code, tc.code, out)
+				}
+			}
+			tree, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "show", "--tree", "--store", store)
+			if code != 0 {
+				t.Fatalf("chain show: exit %d %s", code, errOut)
+			}
+			runs := runsClosed(t, dir, store)
+			said := tree + fmt.Sprint(runs[0]["reason"])
+			for _, w := range tc.want {
+				if !strings.Contains(said, w) {
+					t.Errorf("chain show --tree and the run's reason lack %q:\n%s", w, said)
+				}
+			}
+			if strings.Contains(said, "timed out") {
+				t.Errorf("a cancellation is recorded as a timeout:\n%s", said)
+			}
+		})
+	}
+}
+
+// A run left open by a killed process with a predicate that cannot be
+// evaluated resumes, and closes as failed instead of dying again.
+func TestE2EResumeClosesARunWithAFailingPredicate(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	// The first process sleeps and is killed; the resumed one finds "slept".
+	writeFile(t, cfg, `[intent]
+goal = "Nap once"
+[model]
+provider = "static"
+[plan]
+rtfs = '''
+(do (step "Nap"
+  (if (call :kv.get {:key "slept"})
+    :awake
+    (do (call :kv.put {:key "slept" :value true})
+        (call :shell.exec {:cmd "sleep" :args ["30"]})))))
+'''
+[governance]
+shell_allow = ["sleep"]
+[[stop]]
+kind = "max_iterations"
+max = 3
+[[stop]]
+name = "three"
+kind = "predicate"
+rtfs = '(>= (audit.count "Nap" :succeeded) "three")'
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
+	cmd.Env = isolatedEnv(dir)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := linesOf(pipe)
+	waitLine(t, lines, "CapabilityCall kv.put") // "slept" is recorded; sleep starts next
+	_ = cmd.Process.Kill()                      // SIGKILL: the run is left open
+	_ = cmd.Wait()
+	out, _, _ := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+	var rec struct{ ID, State string }
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rec); err != nil || rec.State != "interrupted" {
+		t.Fatalf("run record %q: %v", out, err)
+	}
+	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "resume", rec.ID, "--no-tui", "--store", store)
+	if code != 1 || !strings.Contains(out, "failed after 1 iteration(s)") || !strings.Contains(out, `[[stop]] "three": rtfs:1:1: >= expects a number`) {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	runsClosed(t, dir, store)
+}
+
+// linesOf delivers r's lines as they come.
+func linesOf(r io.Reader) <-chan string {
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return lines
+}
