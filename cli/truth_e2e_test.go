@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,13 +30,6 @@ name = "two"
 kind = "max_iterations"
 max = 2
 ` + extra
-}
-
-// isolatedEnv is the environment of an e2e ralph: its config, state and
-// runtime dirs in dir, never the real home's.
-func isolatedEnv(dir string) []string {
-	return append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
-		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), "XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg-run"))
 }
 
 // runsClosed checks that `ralph runs` lists every run of store closed.
