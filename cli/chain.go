@@ -6,20 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
 )
 
-// existingStore opens a store that must already exist (read commands never
-// create one by accident).
+// existingStore opens a store that must already exist, read-only: a
+// reading command never creates a store, reads or creates a private key,
+// or changes a file.
 func existingStore(flag string, errOut io.Writer) (*ledger.Store, error) {
 	dir, err := existingStoreDir(flag)
 	if err != nil {
 		return nil, err
 	}
-	return openStore(ledger.Options{Dir: dir}, errOut)
+	return openStore(ledger.Options{Dir: dir, ReadOnly: true}, errOut)
 }
 
 // commandStoreDir names the store a command uses: --store, else
@@ -55,35 +57,91 @@ func newChainCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
-	cmd.AddCommand(newChainVerifyCmd(&store), newChainShowCmd(&store), newChainExportCmd(&store), newChainImportCmd(&store))
+	cmd.AddCommand(newChainVerifyCmd(&store), newChainShowCmd(&store), newChainExportCmd(&store), newChainImportCmd(&store),
+		newChainKeyCmd(&store), newChainCheckpointCmd(&store), newChainProveCmd(&store))
 	return cmd
 }
 
 func newChainVerifyCmd(store *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify",
-		Short: "Recompute every hash, link, signature and index; exit 1 naming the first bad seq",
+	var key, since string
+	cmd := &cobra.Command{
+		Use:   "verify [--key VKEY] [--since CHECKPOINT_FILE]",
+		Short: "Recompute every hash, link, signature, Merkle root and index; prove consistency with the witnessed checkpoint; exit 1 naming the first bad seq",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			vkey, err := readVerifierKeyArg(key)
+			if err != nil {
+				return err
+			}
 			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			rep, err := st.Verify(cmd.Context(), nil)
+			opts := ledger.VerifyOptions{Key: vkey}
+			if wd, err := ledger.DefaultWitnessDir(); err == nil {
+				w, err := ledger.ReadWitness(wd, st.ID())
+				if err != nil {
+					return exitError(ExitFailure, fmt.Errorf("read the witnessed checkpoint: %w", err))
+				}
+				if w != nil {
+					opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: ledger.WitnessPath(wd, st.ID()), Note: w})
+				}
+			}
+			if since != "" {
+				b, err := os.ReadFile(since)
+				if err != nil {
+					return usageErrorf("read --since checkpoint: %v", err)
+				}
+				opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
+			}
+			rep, err := st.VerifyWith(cmd.Context(), opts)
 			var ie *ledger.IntegrityError
 			switch {
 			case errors.As(err, &ie):
 				for _, p := range rep.Problems[1:] {
 					fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
 				}
+				fmt.Fprintln(cmd.ErrOrStderr(), trustLine(rep))
 				return exitError(ExitFailure, err)
 			case err != nil:
 				return exitError(ExitFailure, err)
 			}
-			return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints))
+			var b strings.Builder
+			fmt.Fprintf(&b, "verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints)
+			b.WriteString(trustLine(rep) + "\n")
+			for _, c := range rep.Consistent {
+				fmt.Fprintf(&b, "consistent with checkpoint %s\n", c.Name)
+			}
+			return writeOut(cmd.OutOrStdout(), b.String())
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&key, "key", "", "trust only the verifier key `VKEY` (as ralph chain key prints it, or a file holding it)")
+	fl.StringVar(&since, "since", "", "prove the store consistent with the checkpoint saved in `FILE` (ralph chain checkpoint > FILE)")
+	return cmd
+}
+
+// trustLine says which key the signatures were checked with.
+func trustLine(rep ledger.VerifyReport) string {
+	if rep.Pinned {
+		return "trusted key " + rep.TrustedKey + " (pinned with --key)"
+	}
+	return "trusted key " + rep.TrustedKey + " (recorded in the store; pass --key to pin it)"
+}
+
+// readVerifierKeyArg takes --key: a verifier key, or a file holding one.
+func readVerifierKeyArg(arg string) (string, error) {
+	if arg == "" {
+		return "", nil
+	}
+	if b, err := os.ReadFile(arg); err == nil {
+		arg = strings.TrimSpace(string(b))
+	}
+	if _, _, err := ledger.ParseVerifierKey(arg); err != nil {
+		return "", usageErrorf("--key: %v", err)
+	}
+	return arg, nil
 }
 
 func newChainShowCmd(store *string) *cobra.Command {

@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
+	// Keys and witnesses of every command the tests run go to this
+	// directory, never to the real home.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	ralphBin = filepath.Join(dir, "ralph")
 	if err := goBuild(ralphBin); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -78,6 +78,16 @@ func storeDir(flag string, c *config.Config) string {
 // openStore opens the ledger store at opts.Dir and says so on errOut when
 // it clears a lock a dead process left.
 func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
+	if !opts.ReadOnly && !opts.InMemory {
+		if opts.KeyFile == "" {
+			opts.KeyFile = os.Getenv("RALPH_KEY")
+		}
+		if opts.WitnessDir == "" {
+			if wd, err := ledger.DefaultWitnessDir(); err == nil {
+				opts.WitnessDir = wd
+			}
+		}
+	}
 	stale := ledger.StaleLock(opts.Dir)
 	s, err := ledger.Open(opts)
 	if err != nil {

@@ -76,7 +76,7 @@ func viewStore(flag string, errOut io.Writer) (*ledger.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
+	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true, ReadOnly: true}, errOut)
 }
 
 // errFound ends a scan of the chain early.

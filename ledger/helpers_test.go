@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -92,4 +94,21 @@ func mustVerify(t testing.TB, s *Store) VerifyReport {
 		t.Fatalf("verify: %v (report %+v)", err, rep)
 	}
 	return rep
+}
+
+// TestMain points the key and witness directories at a temporary
+// directory, so no test reads or writes the real home.
+func TestMain(m *testing.M) {
+	if os.Getenv(crashEnv) == "" {
+		home, err := os.MkdirTemp("", "ledger-test-home")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("XDG_CONFIG_HOME", filepath.Join(home, "config"))
+		os.Setenv("XDG_STATE_HOME", filepath.Join(home, "state"))
+		code := m.Run()
+		os.RemoveAll(home)
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
 }

@@ -176,7 +176,7 @@ func (s *Store) prove(ctx context.Context, txn *badger.Txn, p *ActionProof, maxW
 func checkContent(p *ActionProof, rec *record) bool {
 	ok := true
 	if computed := sha256.Sum256(rec.encoding); computed != rec.actionHash {
-		p.fail("action %d was altered: its content hashes to %s but its stored action_hash is %s", p.Seq, short(computed), short(rec.actionHash))
+		p.fail("action %d was altered: its content hashes to %s but its stored action_hash is %s", p.Seq, computed, rec.actionHash)
 		ok = false
 	}
 	hd, err := decodeRawHeader(rec.encoding)
@@ -302,9 +302,9 @@ func walkToCheckpoint(ctx context.Context, txn *badger.Txn, p *ActionProof, cp *
 	case breakAt != 0:
 		p.fail("the chain from action %d does not reach checkpoint %d: the stored chain_hash of action %d does not follow from action %d's", seq, cp.Seq, breakAt, breakAt-1)
 	case cp.Seq == seq:
-		p.fail("checkpoint %d signs chain hash %s but action %d has %s: the chain was changed after it was signed", cp.Seq, short(cp.ChainHash), seq, short(h))
+		p.fail("checkpoint %d signs chain hash %s but action %d has %s: the chain was changed after it was signed", cp.Seq, cp.ChainHash, seq, h)
 	default:
-		p.fail("the chain from action %d recomputes to %s at seq %d but checkpoint %d signs %s: the chain was changed after it was signed", seq, short(h), cp.Seq, cp.Seq, short(cp.ChainHash))
+		p.fail("the chain from action %d recomputes to %s at seq %d but checkpoint %d signs %s: the chain was changed after it was signed", seq, h, cp.Seq, cp.Seq, cp.ChainHash)
 	}
 	return nil
 }

@@ -13,6 +13,9 @@ const (
 	recordVersion     = 1
 	headVersion       = 1
 	checkpointVersion = 1
+	// checkpointNoteVersion stores a tree checkpoint: the version byte, then
+	// the signed note (note.go).
+	checkpointNoteVersion = 2
 
 	// recordHeaderLen is version + action_hash + chain_hash + checkpoint_seq;
 	// the canonical encoding follows.
@@ -30,7 +33,12 @@ const (
 	prefixAction     = "a/"
 	prefixCheckpoint = "c/"
 	prefixIndex      = "i/"
+	prefixTree       = "t/"
+	prefixMeta       = "m/"
 	keyHead          = "h"
+	keyStoreID       = prefixMeta + "id"
+	keyVerifier      = prefixMeta + "key"
+	keyTreeSize      = prefixMeta + "tree"
 )
 
 // Indexed fields, in the order their keys are written.
@@ -151,15 +159,40 @@ func decodeHead(b []byte) (Head, error) {
 }
 
 // Checkpoint is a signed statement that the chain had ChainHash at Seq.
+// A checkpoint of the first format (version 1) signs a binary message
+// (CheckpointMessage); one of the tree format (version 2) is a signed note
+// (note.go) that also carries the Merkle root of the first Seq action hashes.
 type Checkpoint struct {
 	Seq       uint64
 	ChainHash Hash
 	Time      time.Time
-	Signature []byte
+	Signature []byte // the 64-byte Ed25519 signature
+
+	// Tree format only: Note is the whole signed note, Root the Merkle root
+	// it signs, Origin its first line, SigName and KeyHash its signature
+	// line's key name and key hash.
+	Note    []byte
+	Root    Hash
+	Origin  string
+	SigName string
+	KeyHash uint32
+	textLen int
 }
 
-// CheckpointMessage returns the bytes a checkpoint's signature covers:
-// "ralph-ledger-checkpoint-v1" ‖ be64(seq) ‖ chain_hash ‖ be64(unix nanos).
+// IsNote reports whether c is a tree-format checkpoint (a signed note).
+func (c *Checkpoint) IsNote() bool { return c.Note != nil }
+
+// message returns the bytes c's signature covers: the note text, or the
+// binary message of the first format (appended to buf).
+func (c *Checkpoint) message(buf []byte) []byte {
+	if c.Note != nil {
+		return c.Note[:c.textLen]
+	}
+	return appendCheckpointMessage(buf[:0], c.Seq, c.ChainHash, c.Time)
+}
+
+// CheckpointMessage returns the bytes a first-format checkpoint's signature
+// covers: "ralph-ledger-checkpoint-v1" ‖ be64(seq) ‖ chain_hash ‖ be64(unix nanos).
 func CheckpointMessage(seq uint64, chain Hash, t time.Time) []byte {
 	return appendCheckpointMessage(make([]byte, 0, checkpointMessageLen), seq, chain, t)
 }
@@ -173,18 +206,23 @@ func appendCheckpointMessage(m []byte, seq uint64, chain Hash, t time.Time) []by
 	return binary.BigEndian.AppendUint64(m, uint64(t.UnixNano()))
 }
 
-// signCheckpoint makes the checkpoint for seq and chain, signed with priv.
+// signCheckpoint makes a first-format checkpoint for seq and chain, signed
+// with priv. Stores sign tree checkpoints (signTreeCheckpoint); tests use
+// this one to make stores of the first format.
 func signCheckpoint(priv ed25519.PrivateKey, seq uint64, chain Hash, t time.Time) Checkpoint {
 	return Checkpoint{Seq: seq, ChainHash: chain, Time: t, Signature: ed25519.Sign(priv, CheckpointMessage(seq, chain, t))}
 }
 
 // VerifySignature reports whether c is signed by pub.
 func (c Checkpoint) VerifySignature(pub ed25519.PublicKey) bool {
-	return len(c.Signature) == ed25519.SignatureSize &&
-		ed25519.Verify(pub, CheckpointMessage(c.Seq, c.ChainHash, c.Time), c.Signature)
+	return len(c.Signature) == ed25519.SignatureSize && len(pub) == ed25519.PublicKeySize &&
+		ed25519.Verify(pub, c.message(make([]byte, 0, checkpointMessageLen)), c.Signature)
 }
 
 func encodeCheckpoint(c Checkpoint) []byte {
+	if c.Note != nil {
+		return append([]byte{checkpointNoteVersion}, c.Note...)
+	}
 	b := make([]byte, 0, checkpointLen)
 	b = append(b, checkpointVersion)
 	b = binary.BigEndian.AppendUint64(b, c.Seq)
@@ -195,6 +233,9 @@ func encodeCheckpoint(c Checkpoint) []byte {
 
 func decodeCheckpoint(b []byte) (Checkpoint, error) {
 	var c Checkpoint
+	if len(b) > 0 && b[0] == checkpointNoteVersion {
+		return parseNoteCheckpoint(append([]byte(nil), b[1:]...))
+	}
 	if len(b) != checkpointLen || b[0] != checkpointVersion {
 		return c, fmt.Errorf("checkpoint record is malformed (%d bytes, version %d)", len(b), firstByte(b))
 	}

@@ -98,7 +98,7 @@ func (c *sigChecker) parse(cp *Checkpoint, R *edwards25519.Point, S, k *edwards2
 	c.h.Reset()
 	c.h.Write(sig[:32])
 	c.h.Write(c.pub)
-	c.h.Write(appendCheckpointMessage(c.msg[:0], cp.Seq, cp.ChainHash, cp.Time))
+	c.h.Write(cp.message(c.msg[:0]))
 	// SetUniformBytes fails only for input that is not 64 bytes long.
 	_, err := k.SetUniformBytes(c.h.Sum(c.kbuf[:0]))
 	return err == nil

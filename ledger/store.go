@@ -18,6 +18,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Options configure a Store. The zero value (plus Dir or InMemory) is a
@@ -37,6 +39,21 @@ type Options struct {
 	// PrivateKey signs checkpoints instead of the key file (or, in memory,
 	// instead of a fresh ephemeral key).
 	PrivateKey ed25519.PrivateKey
+	// KeyFile is the private key (PEM PKCS #8) that signs this store's
+	// checkpoints; it is created (mode 0600) on the first write if missing.
+	// Empty: <KeyDir>/<store id>.ed25519. The store itself records only the
+	// public key. A store made before keys moved out keeps signing with the
+	// key inside it (keys/ed25519) until MoveLegacyKey moves it.
+	KeyFile string
+	// KeyDir holds one private key per store (default DefaultKeyDir:
+	// $XDG_CONFIG_HOME/ralph/keys).
+	KeyDir string
+	// WitnessDir, if set, receives the latest checkpoint when a store that
+	// was written closes (see witness.go); cli sets DefaultWitnessDir.
+	WitnessDir string
+	// ReadOnly opens the store for reading: no key is read or created, no
+	// file is changed (Badger's read-only mode), and appends are refused.
+	ReadOnly bool
 	// MemTableSize bounds each Badger memtable (default 32 MiB). One
 	// transaction holds at most 15% of it, which caps the size of an action.
 	MemTableSize int64
@@ -69,9 +86,22 @@ const (
 type Store struct {
 	dir  string
 	db   *badger.DB
-	priv ed25519.PrivateKey
-	pub  ed25519.PublicKey
+	priv ed25519.PrivateKey // nil when read-only
+	pub  ed25519.PublicKey  // nil when the store records none
 	log  *slog.Logger
+
+	id       string      // store id; origin is ralph/<id>
+	vkey     string      // the note verifier key the store records
+	signer   note.Signer // nil when read-only
+	readOnly bool
+	keyPath  string // where the private key was read from ("" in memory)
+
+	witnessDir string
+	wrote      atomic.Bool // a commit was made since Open
+
+	// The writer's Merkle tree: the compact range of every committed leaf.
+	rf   *compact.RangeFactory
+	tree *compact.Range
 
 	// Budget of one transaction, in Badger's own accounting, less room for
 	// the head and the checkpoint.
@@ -163,12 +193,18 @@ func Open(opts Options) (*Store, error) {
 		if err == nil {
 			s.dir = abs
 		}
-		if err := prepareDir(s.dir); err != nil {
+		if opts.ReadOnly {
+			if err := checkStoreDir(s.dir); err != nil {
+				return nil, err
+			}
+		} else if err := prepareDir(s.dir); err != nil {
 			return nil, err
 		}
 		bopts = bopts.WithDir(filepath.Join(s.dir, dataDir)).WithValueDir(filepath.Join(s.dir, dataDir))
-		if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
-			return nil, err
+		if !opts.ReadOnly {
+			if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if s.db, err = openBadger(bopts, s.dir); err != nil {
@@ -182,7 +218,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.bgWG.Add(1)
 	go s.writeLoop()
-	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory {
+	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory && !opts.ReadOnly {
 		if gc == 0 {
 			gc = defaultGCInterval
 		}
@@ -217,8 +253,10 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithNumGoroutines(2).
 		WithDetectConflicts(false). // one writer: nothing to conflict with
 		WithMetricsEnabled(false).
-		WithCompression(options.Snappy)
-	if opts.NoCompactions {
+		WithCompression(options.Snappy).
+		WithReadOnly(opts.ReadOnly && !opts.InMemory).
+		WithChecksumVerificationMode(options.OnTableRead)
+	if opts.NoCompactions || opts.ReadOnly {
 		b = b.WithNumCompactors(0)
 	}
 	return b, nil
@@ -352,30 +390,12 @@ func lockPID(path string) int {
 	return pid
 }
 
-// init loads the key and the head and checks that the head is the last
-// stored action.
+// init loads the head, the store's identity and its key, and checks that
+// the head is the last stored action.
 func (s *Store) init(opts Options) error {
-	switch {
-	case opts.PrivateKey != nil:
-		if len(opts.PrivateKey) != ed25519.PrivateKeySize {
-			return fmt.Errorf("open ledger: PrivateKey is %d bytes, want %d", len(opts.PrivateKey), ed25519.PrivateKeySize)
-		}
-		s.priv = opts.PrivateKey
-	case opts.InMemory:
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			return fmt.Errorf("generate signing key: %w", err)
-		}
-		s.priv = priv
-	default:
-		priv, err := loadOrCreateKey(s.dir, s.log)
-		if err != nil {
-			return fmt.Errorf("ledger store %s: %w", s.dir, err)
-		}
-		s.priv = priv
-	}
-	s.pub = s.priv.Public().(ed25519.PublicKey)
-
+	s.readOnly = opts.ReadOnly
+	s.witnessDir = opts.WitnessDir
+	s.rf = newRangeFactory()
 	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
 	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
 	s.maxValue = valueLogFileSize
@@ -393,8 +413,131 @@ func (s *Store) init(opts Options) error {
 		s.log.Warn("ledger store is damaged; appends are refused", "store", s.describe(), "err", err)
 	}
 	s.head.Store(&head)
+	meta, err := s.readMeta()
+	if err != nil {
+		return fmt.Errorf("ledger store %s: %w", s.describe(), err)
+	}
+	s.id, s.vkey = meta.id, meta.vkey
+	if s.vkey != "" {
+		if _, s.pub, err = ParseVerifierKey(s.vkey); err != nil {
+			return fmt.Errorf("ledger store %s records a malformed key: %w", s.describe(), err)
+		}
+	} else if !opts.InMemory {
+		// A store of the first format: its public key is a file.
+		if pub, err := ReadPublicKey(s.dir); err == nil {
+			s.pub = pub
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("ledger store %s: %w", s.describe(), err)
+		}
+	}
+	if opts.ReadOnly {
+		return nil
+	}
+	if err := s.loadSigningKey(opts); err != nil {
+		return err
+	}
+	if s.damaged != nil {
+		return nil
+	}
+	if meta.treeSize == head.Seq {
+		err = s.db.View(func(txn *badger.Txn) error {
+			var err error
+			s.tree, err = treeReader{txn: txn, ctx: context.Background()}.compactRange(s.rf, head.Seq)
+			return err
+		})
+	} else {
+		s.tree, err = s.rebuildTree(head.Seq)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger store %s: load the Merkle tree: %w", s.describe(), err)
+	}
 	return nil
 }
+
+// loadSigningKey finds the private key of a store opened for writing and
+// records the store's id and public key when it has none yet.
+func (s *Store) loadSigningKey(opts Options) error {
+	var priv ed25519.PrivateKey
+	var err error
+	if s.id == "" {
+		s.id, err = newStoreID()
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case opts.PrivateKey != nil:
+		if len(opts.PrivateKey) != ed25519.PrivateKeySize {
+			return fmt.Errorf("open ledger: PrivateKey is %d bytes, want %d", len(opts.PrivateKey), ed25519.PrivateKeySize)
+		}
+		priv = opts.PrivateKey
+	case opts.InMemory:
+		if _, priv, err = ed25519.GenerateKey(rand.Reader); err != nil {
+			return fmt.Errorf("generate signing key: %w", err)
+		}
+	default:
+		if priv, err = legacyKey(s.dir, s.log); err != nil {
+			return fmt.Errorf("ledger store %s: %w", s.dir, err)
+		}
+		if priv != nil {
+			s.keyPath = LegacyKeyPath(s.dir)
+			s.log.Warn("ledger store keeps its private key inside itself; run ralph chain key --move", "store", s.dir)
+			break
+		}
+		path := opts.KeyFile
+		if path == "" {
+			kd := opts.KeyDir
+			if kd == "" {
+				if kd, err = DefaultKeyDir(); err != nil {
+					return err
+				}
+			}
+			path = StoreKeyPath(kd, s.id)
+		}
+		if s.pub != nil {
+			// An existing key must not be replaced by a new one.
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				vk, _ := VerifierKey(Origin(s.id), s.pub)
+				return &KeyError{Msg: fmt.Sprintf("ledger store %s is signed by key %s, whose private key is not at %s; pass it with --key FILE (or RALPH_KEY)", s.dir, vk, path)}
+			}
+		}
+		if priv, _, err = loadOrCreateKeyFile(path, s.log); err != nil {
+			return fmt.Errorf("ledger store %s: %w", s.dir, err)
+		}
+		s.keyPath = path
+	}
+	pub := priv.Public().(ed25519.PublicKey)
+	if s.pub != nil && !pub.Equal(s.pub) {
+		vk, _ := VerifierKey(Origin(s.id), s.pub)
+		return &KeyError{Msg: fmt.Sprintf("ledger store %s is signed by key %s, not by the private key %s; pass the key that signs this store with --key FILE", s.describe(), vk, keyName(s.keyPath))}
+	}
+	s.priv, s.pub = priv, pub
+	if s.signer, err = newNoteSigner(Origin(s.id), priv); err != nil {
+		return err
+	}
+	vkey, err := VerifierKey(Origin(s.id), pub)
+	if err != nil {
+		return err
+	}
+	if vkey != s.vkey {
+		s.vkey = vkey
+		return s.writeMeta()
+	}
+	return nil
+}
+
+func keyName(path string) string {
+	if path == "" {
+		return "given to Open"
+	}
+	return path
+}
+
+// KeyError reports a private key that does not sign this store, or a
+// store whose private key cannot be found.
+type KeyError struct{ Msg string }
+
+func (e *KeyError) Error() string { return e.Msg }
 
 func (s *Store) describe() string {
 	if s.dir == "" {
@@ -451,6 +594,17 @@ func seqOf(key []byte) uint64 {
 	return n
 }
 
+// ID returns the store id; the store's origin is ralph/<id>. A store of
+// the first format opened read-only has none until it is next written.
+func (s *Store) ID() string { return s.id }
+
+// VerifierKeyString returns the signed-note verifier key the store
+// records ("" for a store of the first format not written since).
+func (s *Store) VerifierKeyString() string { return s.vkey }
+
+// KeyPath returns where the private key was read ("" when read-only).
+func (s *Store) KeyPath() string { return s.keyPath }
+
 // Dir returns the store directory ("" in memory).
 func (s *Store) Dir() string { return s.dir }
 
@@ -480,13 +634,18 @@ func (s *Store) Close() error {
 		close(s.reqCh)
 		s.sendMu.Unlock()
 		<-s.writerDone
+		// A witness that cannot be updated is kept as it is; the next
+		// verify reports why (truncation, rollback, rewrite).
+		if err := s.witness(); err != nil {
+			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		}
 		close(s.done)
 		s.subWG.Wait()
 		s.bgWG.Wait()
 		s.readMu.Lock()
 		s.closed = true
 		s.readMu.Unlock()
-		if err := s.db.Close(); err != nil {
+		if err := s.db.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
 		}
 	})

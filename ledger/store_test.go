@@ -152,12 +152,23 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	if rep.Actions != 60 || rep.Checkpoints != 60 {
 		t.Fatalf("report %+v", rep)
 	}
-	fi, err := os.Stat(filepath.Join(dir, "keys", "ed25519"))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("private key file: %v, %v", fi.Mode(), err)
+	if _, err := os.Stat(filepath.Join(dir, "keys")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the store keeps a keys directory: %v", err)
 	}
-	if pk, err := ReadPublicKey(dir); err != nil || !slices.Equal(pk, s.PublicKey()) {
-		t.Fatalf("public key beside the private key: %v", err)
+	kd, err := DefaultKeyDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := StoreKeyPath(kd, s.ID())
+	if s.KeyPath() != keyFile {
+		t.Fatalf("key read from %s, want %s", s.KeyPath(), keyFile)
+	}
+	fi, err := os.Stat(keyFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private key file: %v", err)
+	}
+	if _, pub, err := ParseVerifierKey(s.VerifierKeyString()); err != nil || !slices.Equal(pub, s.PublicKey()) {
+		t.Fatalf("recorded verifier key %q: %v", s.VerifierKeyString(), err)
 	}
 }
 

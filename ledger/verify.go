@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -38,6 +39,17 @@ type VerifyReport struct {
 	Checkpoints  uint64 // checkpoints read (each signature checked)
 	IndexEntries uint64 // index entries read
 	Head         Head   // the head record
+	// TrustedKey is the verifier key every signature was checked with, and
+	// Pinned says whether the caller gave it (VerifyOptions.Key) rather
+	// than the store recording it.
+	TrustedKey string
+	Pinned     bool
+	// Root is the Merkle root of every action, as the latest tree
+	// checkpoint signs it (zero for a store without one).
+	Root Hash
+	// Consistent lists the saved checkpoints (VerifyOptions.Since) the
+	// store was proved consistent with.
+	Consistent []SavedCheckpoint
 	// Problems in seq order, at most maxProblems of them; the first is the
 	// one Verify returns as an *IntegrityError.
 	Problems []Problem
@@ -67,16 +79,55 @@ const (
 // naming the first bad seq and what broke; other errors mean verification
 // could not run (context ended, store closed, read failure).
 func (s *Store) Verify(ctx context.Context, progress func(done, total uint64)) (VerifyReport, error) {
-	return s.verify(ctx, progress, runtime.GOMAXPROCS(0), minScanRange)
+	return s.VerifyWith(ctx, VerifyOptions{Progress: progress})
+}
+
+// VerifyOptions refine Verify.
+type VerifyOptions struct {
+	// Progress, if not nil, is called with the actions checked so far.
+	Progress func(done, total uint64)
+	// Key is the verifier key to trust (as `ralph chain key` prints it):
+	// every checkpoint must be signed by it. Empty trusts the key the store
+	// records, which anyone who can write the store can replace.
+	Key string
+	// Since are checkpoints saved outside the store (the witness, a file):
+	// the store must hold at least as many actions as each and be
+	// consistent with it (an RFC 6962 consistency proof).
+	Since []SavedCheckpoint
+}
+
+// SavedCheckpoint is a signed checkpoint note kept outside the store, and
+// where it came from (a file name, for messages).
+type SavedCheckpoint struct {
+	Name string
+	Note []byte
+}
+
+// VerifyWith is Verify with options: a pinned key and saved checkpoints to
+// prove the store consistent with.
+func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
+	return s.verify(ctx, opts, runtime.GOMAXPROCS(0), minScanRange)
 }
 
 // verify is Verify with the action scan split into at most parts ranges
 // of at least minRange actions each.
-func (s *Store) verify(ctx context.Context, progress func(done, total uint64), parts int, minRange uint64) (VerifyReport, error) {
+func (s *Store) verify(ctx context.Context, opts VerifyOptions, parts int, minRange uint64) (rep VerifyReport, err error) {
 	s.readMu.RLock()
 	defer s.readMu.RUnlock()
 	if s.closed {
 		return VerifyReport{}, ErrClosed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.corrupt(r)
+		}
+	}()
+	// Every table's block checksums first: a flipped byte is then named
+	// by its file instead of surfacing as a bad action or a panic.
+	if !s.inMemory() {
+		if err := s.db.VerifyChecksum(); err != nil {
+			return VerifyReport{}, fmt.Errorf("ledger store %s is corrupted: %w; restore it from a backup or a bundle", s.describe(), err)
+		}
 	}
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
@@ -84,13 +135,23 @@ func (s *Store) verify(ctx context.Context, progress func(done, total uint64), p
 		txn: txn, pub: s, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		scanParts: max(parts, 1), minRange: max(minRange, 1),
 	}
-	return v.run(ctx, progress)
+	if err := v.trust(opts.Key); err != nil {
+		return v.report, err
+	}
+	return v.run(ctx, opts.Progress, opts.Since)
 }
 
 type verifier struct {
 	txn   *badger.Txn
 	pub   *Store
 	seeds [2]maphash.Seed
+
+	key      ed25519.PublicKey // the trusted key
+	vkey     string            // its verifier key ("" for a store of the first format)
+	name     string            // the origin tree checkpoints must name
+	keyHash  uint32
+	hasNotes bool   // some checkpoint is a signed note
+	leaves   []Hash // leaf hashes, by seq − 1, for the tree checks
 
 	scanParts int    // most ranges the action scan is split into
 	minRange  uint64 // fewest actions in a range
@@ -114,17 +175,18 @@ func (v *verifier) add(seq uint64, rank int, format string, args ...any) {
 	v.problems = append(v.problems, Problem{Seq: seq, Reason: fmt.Sprintf(format, args...), rank: rank})
 }
 
-func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (VerifyReport, error) {
+func (v *verifier) run(ctx context.Context, progress func(done, total uint64), since []SavedCheckpoint) (VerifyReport, error) {
 	headSeq, hasHead, err := v.readHead()
 	if err != nil {
 		return v.report, err
 	}
+	v.leaves = make([]Hash, headSeq)
 	g, gctx := errgroup.WithContext(ctx)
 	// The index scan starts at once; the signature checks and the action
 	// ranges, which check each action against its checkpoint, start once
 	// the checkpoints are read (a few ms for thousands).
 	cpsRead := make(chan struct{})
-	g.Go(func() error {
+	v.goSafe(g, func() error {
 		if err := v.readCheckpoints(); err != nil {
 			return err
 		}
@@ -132,14 +194,14 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (
 		return v.checkSignatures(gctx)
 	})
 	var indexSum [2]uint64
-	g.Go(func() error {
+	v.goSafe(g, func() error {
 		var err error
 		indexSum, err = v.scanIndexes(gctx)
 		return err
 	})
 	var expectSum [2]uint64
 	var last actionState
-	g.Go(func() error {
+	v.goSafe(g, func() error {
 		var err error
 		expectSum, last, err = v.scanActions(gctx, headSeq, cpsRead, progress)
 		return err
@@ -152,6 +214,10 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (
 		if err := v.diffIndexes(ctx); err != nil {
 			return v.report, err
 		}
+	}
+	v.checkTree()
+	if err := v.checkSince(ctx, since, last.seq); err != nil {
+		return v.report, err
 	}
 	slices.SortStableFunc(v.problems, func(a, b Problem) int {
 		if a.Seq != b.Seq {
@@ -168,6 +234,19 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64)) (
 		return v.report, &IntegrityError{Seq: p.Seq, Reason: p.Reason}
 	}
 	return v.report, nil
+}
+
+// goSafe runs fn in g and turns a panic in it (Badger panics on some
+// corrupt data) into an error naming the store.
+func (v *verifier) goSafe(g *errgroup.Group, fn func() error) {
+	g.Go(func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = v.pub.corrupt(r)
+			}
+		}()
+		return fn()
+	})
 }
 
 func cmpU64(a, b uint64) int {
@@ -219,8 +298,16 @@ func (v *verifier) readCheckpoints() error {
 				v.add(e.key, rankCheckpoint, "checkpoint %d: %v", e.key, derr)
 			case cp.Seq != e.key:
 				v.add(e.key, rankCheckpoint, "the checkpoint stored under seq %d is for seq %d", e.key, cp.Seq)
+			case cp.IsNote() && (cp.Origin != v.name || cp.SigName != v.name):
+				v.add(e.key, rankCheckpoint, "checkpoint %d is for log %q, signed as %q, but this store's checkpoints are for %q", e.key, cp.Origin, cp.SigName, v.name)
+			case cp.IsNote() && cp.KeyHash != v.keyHash:
+				v.add(e.key, rankCheckpoint, "checkpoint %d is signed by key hash %08x, not by the %s", e.key, cp.KeyHash, v.keyDesc())
+				e.cp, e.ok = cp, true
 			default:
 				e.cp, e.ok = cp, true
+			}
+			if cp.IsNote() {
+				v.hasNotes = true
 			}
 			return nil
 		}); err != nil {
@@ -242,7 +329,7 @@ func (v *verifier) checkSignatures(ctx context.Context) error {
 	var next atomic.Int64
 	for range workers {
 		g.Go(func() error {
-			sc := newSigChecker(v.pub.pub)
+			sc := newSigChecker(v.key)
 			for {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -257,7 +344,7 @@ func (v *verifier) checkSignatures(ctx context.Context) error {
 				}
 				for i := range part {
 					if e := &part[i]; e.ok && !sc.verify(&e.cp) {
-						v.add(e.key, rankCheckpoint, "checkpoint %d: the Ed25519 signature does not verify with this store's public key", e.key)
+						v.add(e.key, rankCheckpoint, "checkpoint %d: the Ed25519 signature does not verify with the %s", e.key, v.keyDesc())
 					}
 				}
 			}
@@ -323,7 +410,6 @@ func indexKeySeq(k []byte) uint64 {
 	return seqOf(k)
 }
 
-func short(h Hash) string { return h.String()[:16] }
 
 // checkEnds checks the head against the last action and that no
 // checkpoint lies beyond it.

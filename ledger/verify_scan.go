@@ -189,6 +189,9 @@ func (v *verifier) hashAction(r *vresult, sum *[2]uint64, val []byte, seq uint64
 	}
 	enc := r.rec.encoding
 	r.rec.encoding = nil // Badger's buffer: not to be kept
+	if seq-1 < uint64(len(v.leaves)) {
+		v.leaves[seq-1] = LeafHash(r.rec.actionHash)
+	}
 	r.computed = sha256.Sum256(enc)
 	hd, err := decodeRawHeader(enc)
 	if err != nil {
@@ -232,7 +235,7 @@ func (v *verifier) checkAction(seq uint64, r *vresult, ci int) int {
 		return ci
 	}
 	if r.computed != r.rec.actionHash {
-		v.add(seq, rankRecord, "action %d was altered: its content hashes to %s but its stored action_hash is %s", seq, short(r.computed), short(r.rec.actionHash))
+		v.add(seq, rankRecord, "action %d was altered: its content hashes to %s but its stored action_hash is %s", seq, r.computed, r.rec.actionHash)
 	}
 	if r.encSeq != seq {
 		v.add(seq, rankRecord, "the action stored under seq %d encodes seq %d (actions were moved or swapped)", seq, r.encSeq)
@@ -247,7 +250,7 @@ func (v *verifier) checkAction(seq uint64, r *vresult, ci int) int {
 		v.add(seq, rankCheckpoint, "action %d names checkpoint %d but the checkpoint covering it is %d", seq, r.rec.checkpointSeq, v.cps[ci].key)
 	}
 	if ci < len(v.cps) && v.cps[ci].key == seq && v.cps[ci].ok && v.cps[ci].cp.ChainHash != r.rec.chainHash {
-		v.add(seq, rankCheckpoint, "checkpoint %d signs chain hash %s but action %d has %s", seq, short(v.cps[ci].cp.ChainHash), seq, short(r.rec.chainHash))
+		v.add(seq, rankCheckpoint, "checkpoint %d signs chain hash %s but action %d has %s", seq, v.cps[ci].cp.ChainHash, seq, r.rec.chainHash)
 	}
 	return ci
 }

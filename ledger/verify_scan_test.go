@@ -93,13 +93,13 @@ func TestVerifySplitScanAgrees(t *testing.T) {
 func verifyProblems(t *testing.T, s *Store, parts int) []string {
 	t.Helper()
 	var calls, last uint64
-	rep, err := s.verify(context.Background(), func(done, total uint64) {
+	rep, err := s.verify(context.Background(), VerifyOptions{Progress: func(done, total uint64) {
 		calls++
 		if done < last || done > total {
 			t.Errorf("progress %d/%d after %d", done, total, last)
 		}
 		last = done
-	}, parts, 1)
+	}}, parts, 1)
 	var ie *IntegrityError
 	if err != nil && !errors.As(err, &ie) {
 		t.Fatal(err)

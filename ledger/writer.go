@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/uuid"
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // Room kept in every transaction for the head and the checkpoint, in
@@ -44,6 +45,12 @@ type DuplicateError struct{ ActionID string }
 func (e *DuplicateError) Error() string {
 	return fmt.Sprintf("action_id %s is already in the ledger; every action needs its own id", e.ActionID)
 }
+
+// treeCount bounds the tree nodes of level storedLevel and up that n new
+// leaves complete (n/16 + n/32 + … plus one per level where they join
+// the nodes before them); treeBytes is what they take in a transaction.
+func treeCount(n int64) int64 { return n/8 + 64 }
+func treeBytes(n int64) int64 { return treeCount(n) * (int64(len(prefixTree)) + 1 + 8 + 32 + entryOverhead) }
 
 // pending is an action on its way to the writer.
 type pending struct {
@@ -150,6 +157,9 @@ func (s *Store) send(ctx context.Context, req *request) error {
 	defer s.sendMu.RUnlock()
 	if s.sendClosed {
 		return ErrClosed
+	}
+	if s.readOnly {
+		return fmt.Errorf("ledger store %s is open read-only", s.describe())
 	}
 	if s.damaged != nil {
 		return s.damaged
@@ -272,7 +282,8 @@ func (s *Store) commitBatch(batch []*request) {
 	for _, req := range batch {
 		for i, p := range req.items {
 			p.req, p.idx = req, i
-			if bytes+p.bytes >= s.txnBytes || count+p.count >= s.txnCount {
+			n := int64(len(txnItems)) + 1
+			if bytes+p.bytes+treeBytes(n) >= s.txnBytes || count+p.count+treeCount(n) >= s.txnCount {
 				if err := flush(); err != nil {
 					s.failAll(batch, err)
 					return
@@ -403,6 +414,15 @@ func (s *Store) commitTxn(items []*pending) error {
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
 	seq, chain := head.Seq, head.ChainHash
+	tree := cloneRange(s.rf, s.tree)
+	var nodes []compact.NodeID
+	var nodeHashes [][]byte
+	visit := func(id compact.NodeID, h []byte) {
+		if id.Level >= storedLevel {
+			nodes = append(nodes, id)
+			nodeHashes = append(nodeHashes, h)
+		}
+	}
 	var keys [][]byte
 	for _, p := range items {
 		seq++
@@ -423,13 +443,32 @@ func (s *Store) commitTxn(items []*pending) error {
 				return s.txnErr(err)
 			}
 		}
+		lh := LeafHash(ah)
+		if err := tree.Append(lh[:], visit); err != nil {
+			return fmt.Errorf("extend the Merkle tree: %w", err)
+		}
+	}
+	for i, id := range nodes {
+		if err := txn.SetEntry(badger.NewEntry(treeKey(id.Level, id.Index), nodeHashes[i])); err != nil {
+			return s.txnErr(err)
+		}
+	}
+	root, err := tree.GetRootHash(nil)
+	if err != nil {
+		return fmt.Errorf("Merkle root: %w", err)
 	}
 	newHead := Head{Seq: last, ChainHash: chain}
-	cp := signCheckpoint(s.priv, last, chain, time.Now())
+	cp, err := signTreeCheckpoint(s.signer, last, Hash(root), chain, time.Now())
+	if err != nil {
+		return err
+	}
 	if err := txn.SetEntry(badger.NewEntry([]byte(keyHead), encodeHead(newHead))); err != nil {
 		return s.txnErr(err)
 	}
 	if err := txn.SetEntry(badger.NewEntry(checkpointKey(last), encodeCheckpoint(cp))); err != nil {
+		return s.txnErr(err)
+	}
+	if err := txn.SetEntry(badger.NewEntry([]byte(keyTreeSize), binary.BigEndian.AppendUint64(nil, last))); err != nil {
 		return s.txnErr(err)
 	}
 	if err := txn.Commit(); err != nil {
@@ -444,6 +483,8 @@ func (s *Store) commitTxn(items []*pending) error {
 		copy(p.a.ChainHash[:], p.rec[33:65])
 		p.a.CheckpointSeq = last
 	}
+	s.tree = tree
+	s.wrote.Store(true)
 	s.head.Store(&newHead)
 	s.recent.add(items)
 	s.commitMu.Lock()

@@ -1,0 +1,202 @@
+package cli_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// trustEnv is an environment whose keys and witnesses live under home.
+func trustEnv(home string, extra ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "XDG_CONFIG_HOME=") || strings.HasPrefix(kv, "XDG_STATE_HOME=") || strings.HasPrefix(kv, "RALPH_KEY=")
+	})
+	return append(env, append([]string{"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}, extra...)...)
+}
+
+// execStore writes a store of 9 actions with one plan run.
+func execStore(t *testing.T, env []string, dir, store string) {
+	t.Helper()
+	plan := filepath.Join(dir, "p.rtfs")
+	writeFile(t, plan, `(do (step "A" (call :ccos.echo {:message ":x"})) (step "B" (call :ccos.math.mul 6 7)))`)
+	if _, errOut, code := runCommand(t, ralphBin, "", env, "exec", plan, "--store", store); code != 0 {
+		t.Fatalf("exec: %d %s", code, errOut)
+	}
+}
+
+// fileDigests maps every file under dir to its SHA-256 and mode.
+func fileDigests(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		sum := sha256.Sum256(b)
+		out[p] = hex.EncodeToString(sum[:]) + " " + fi.Mode().String()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if b, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, b)
+	}
+}
+
+// TestE2EChainKeysStayOutOfTheStore: the private key is written outside
+// the store (0600) on the first write; reading a copy without it (what an
+// auditor gets) verifies, changes no file and creates no key.
+func TestE2EChainKeysStayOutOfTheStore(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	env := trustEnv(home)
+	store := filepath.Join(dir, "store")
+	execStore(t, env, dir, store)
+	if _, err := os.Stat(filepath.Join(store, "keys")); !os.IsNotExist(err) {
+		t.Fatalf("the store holds a keys directory: %v", err)
+	}
+	keys, _ := filepath.Glob(filepath.Join(home, "config", "ralph", "keys", "*.ed25519"))
+	if len(keys) != 1 {
+		t.Fatalf("private keys %v", keys)
+	}
+	if fi, _ := os.Stat(keys[0]); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key mode %v", fi.Mode())
+	}
+	vkey, _, code := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	vkey = strings.TrimSpace(vkey)
+	if code != 0 || !strings.HasPrefix(vkey, "ralph/") {
+		t.Fatalf("chain key: %d %q", code, vkey)
+	}
+
+	// The auditor's machine: another home, no private key anywhere.
+	auditor := trustEnv(filepath.Join(dir, "auditor"))
+	before := fileDigests(t, store)
+	out, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--store", store, "--key", vkey)
+	if code != 0 || !strings.Contains(out, "verified 9 actions, 9 checkpoints") || !strings.Contains(out, "trusted key "+vkey+" (pinned with --key)") {
+		t.Fatalf("verify without the private key: %d %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"chain", "export"}, {"chain", "show"}, {"chain", "checkpoint"}, {"chain", "prove", "4"}, {"chain", "key"}} {
+		if _, errOut, code := runCommand(t, ralphBin, "", auditor, append(args, "--store", store)...); code != 0 {
+			t.Fatalf("%v: %d %s", args, code, errOut)
+		}
+	}
+	if after := fileDigests(t, store); !maps2Equal(before, after) {
+		t.Fatalf("reading commands changed the store:\nbefore %v\nafter  %v", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "auditor", "config")); !os.IsNotExist(err) {
+		t.Fatalf("a reading command created a key directory: %v", err)
+	}
+}
+
+func maps2Equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestE2EChainResignedWithAnotherKey: an attacker who can write the store
+// edits an action, recomputes every hash and re-signs with a key of their
+// own (here: export, edit, import under another key). The store verifies
+// on its own; against the pinned key it fails, naming both keys.
+func TestE2EChainResignedWithAnotherKey(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	env := trustEnv(filepath.Join(dir, "home"))
+	store := filepath.Join(dir, "store")
+	execStore(t, env, dir, store)
+	vkey, _, _ := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	vkey = strings.TrimSpace(vkey)
+	jsonl, _, _ := runCommand(t, ralphBin, "", env, "chain", "export", "--store", store)
+	edited := strings.Replace(jsonl, `42`, `43`, 1)
+	forged := filepath.Join(dir, "forged")
+	attacker := trustEnv(filepath.Join(dir, "attacker"))
+	if _, errOut, code := runCommand(t, ralphBin, edited, attacker, "chain", "import", "--store", forged); code != 0 {
+		t.Fatalf("import: %s", errOut)
+	}
+	if out, _, code := runCommand(t, ralphBin, "", attacker, "chain", "verify", "--store", forged); code != 0 {
+		t.Fatalf("the forged store does not verify on its own: %q", out)
+	}
+	forgedKey, _, _ := runCommand(t, ralphBin, "", attacker, "chain", "key", "--store", forged)
+	_, errOut, code := runCommand(t, ralphBin, "", attacker, "chain", "verify", "--store", forged, "--key", vkey)
+	want := "ledger verification failed at seq 0: the store's checkpoints are signed by key " + strings.TrimSpace(forgedKey) + ", not by the pinned key " + vkey
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("verify --key: %d\n%s\nwant %s", code, errOut, want)
+	}
+	if !strings.Contains(errOut, `also: seq 9: checkpoint 9 is for log "ralph/`) {
+		t.Errorf("the checkpoints are not named:\n%s", errOut)
+	}
+}
+
+// TestE2EChainTruncationAndRollback: cutting the store back to an earlier
+// checkpoint, or putting an older copy in its place, leaves a store that
+// verifies on its own; the witness written at the end of the last run
+// names it.
+func TestE2EChainTruncationAndRollback(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	env := trustEnv(filepath.Join(dir, "home"))
+	store := filepath.Join(dir, "store")
+	execStore(t, env, dir, store)
+	saved := filepath.Join(dir, "cp9.txt")
+	cp9, _, _ := runCommand(t, ralphBin, "", env, "chain", "checkpoint", "--store", store)
+	writeFile(t, saved, cp9)
+	older := filepath.Join(dir, "older")
+	copyDir(t, store, older)
+	execStore(t, env, dir, store)
+	out, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store, "--since", saved)
+	if code != 0 || !strings.Contains(out, "verified 18 actions") || !strings.Contains(out, "consistent with checkpoint "+saved) {
+		t.Fatalf("verify --since: %d %q %q", code, out, errOut)
+	}
+
+	// Rollback: the older copy in the store's place.
+	rolled := filepath.Join(dir, "rolled")
+	copyDir(t, older, rolled)
+	if err := os.RemoveAll(store); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(rolled, store); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store)
+	if code != 1 || !strings.Contains(errOut, "ledger verification failed at seq 10: the store holds 9 actions but checkpoint "+filepath.Join(dir, "home", "state", "ralph", "witness")) ||
+		!strings.Contains(errOut, "witnessed 18 (signed ") || !strings.Contains(errOut, "the store was truncated or rolled back to an older copy") {
+		t.Fatalf("rollback: %d %s", code, errOut)
+	}
+	// The saved checkpoint of 9 actions still holds for the older copy.
+	if out, errOut, code := runCommand(t, ralphBin, "", trustEnv(filepath.Join(dir, "fresh")), "chain", "verify", "--store", store, "--since", saved); code != 0 || !strings.Contains(out, "consistent with checkpoint "+saved) {
+		t.Fatalf("older copy --since its own checkpoint: %d %q %q", code, out, errOut)
+	}
+}

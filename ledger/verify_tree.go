@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// trust settles the key every signature is checked with: the pinned key
+// when one is given, else the key the store records.
+func (v *verifier) trust(pinned string) error {
+	s := v.pub
+	v.name = Origin(s.id)
+	if pinned != "" {
+		nv, pub, err := ParseVerifierKey(pinned)
+		if err != nil {
+			return err
+		}
+		v.key, v.vkey, v.keyHash, v.name = pub, pinned, nv.KeyHash(), nv.Name()
+		v.report.TrustedKey, v.report.Pinned = pinned, true
+		switch {
+		case s.pub != nil && !s.pub.Equal(pub):
+			v.add(0, rankRecord, "the store's checkpoints are signed by key %s, not by the pinned key %s", s.keyString(), pinned)
+		case s.id != "" && nv.Name() != Origin(s.id):
+			v.add(0, rankRecord, "the pinned key %s is for log %q, but this store is %q", pinned, nv.Name(), Origin(s.id))
+		}
+		return nil
+	}
+	if s.pub == nil {
+		return fmt.Errorf("ledger store %s records no public key; pass the key to trust with --key VKEY", s.describe())
+	}
+	v.key, v.vkey = s.pub, s.vkey
+	if s.vkey != "" {
+		nv, _, err := ParseVerifierKey(s.vkey)
+		if err != nil {
+			return err
+		}
+		v.keyHash = nv.KeyHash()
+	}
+	v.report.TrustedKey = s.keyString()
+	return nil
+}
+
+// keyString names the store's key: its verifier key, or for a store of
+// the first format not written since, the public key in hex.
+func (s *Store) keyString() string {
+	if s.vkey != "" {
+		return s.vkey
+	}
+	if s.pub == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("ed25519:%x (%s)", []byte(s.pub), PublicKeyPath(s.dir))
+}
+
+func (v *verifier) keyDesc() string {
+	if v.report.Pinned {
+		return "pinned key " + v.report.TrustedKey
+	}
+	return "store's key " + v.report.TrustedKey
+}
+
+// checkTree rebuilds the Merkle tree from the action hashes and checks the
+// root every tree checkpoint signs.
+func (v *verifier) checkTree() {
+	if !v.hasNotes {
+		return
+	}
+	rf := newRangeFactory()
+	tree := rf.NewEmptyRange(0)
+	var root Hash
+	for _, e := range v.cps {
+		if !e.ok || !e.cp.IsNote() || e.key > uint64(len(v.leaves)) {
+			continue
+		}
+		for tree.End() < e.key {
+			lh := v.leaves[tree.End()]
+			if err := tree.Append(lh[:], nil); err != nil {
+				v.add(e.key, rankCheckpoint, "checkpoint %d: %v", e.key, err)
+				return
+			}
+		}
+		r, err := tree.GetRootHash(nil)
+		if err != nil {
+			v.add(e.key, rankCheckpoint, "checkpoint %d: %v", e.key, err)
+			return
+		}
+		copy(root[:], r)
+		if root != e.cp.Root {
+			v.add(e.key, rankCheckpoint, "checkpoint %d signs Merkle root %s but the action hashes 1–%d make %s", e.key, e.cp.Root, e.key, root)
+		}
+		v.report.Root = root
+	}
+}
+
+// checkSince proves the store consistent with each saved checkpoint: it
+// must be signed by the trusted key, the store must hold at least as many
+// actions, and the RFC 6962 consistency proof from its size to the store's
+// must verify between its root and the store's.
+func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stored uint64) error {
+	if len(since) == 0 {
+		return nil
+	}
+	nv, err := v.noteVerifier()
+	if err != nil {
+		return err
+	}
+	for _, sc := range since {
+		cp, err := OpenCheckpoint(sc.Note, nv)
+		if err != nil {
+			v.add(0, rankRecord, "checkpoint %s does not verify with the %s: %v", sc.Name, v.keyDesc(), err)
+			continue
+		}
+		if cp.Seq > stored {
+			v.add(stored+1, rankRecord, "the store holds %s actions but checkpoint %s witnessed %s (signed %s): the store was truncated or rolled back to an older copy",
+				thousands(stored), sc.Name, thousands(cp.Seq), cp.Time.Format("2006-01-02T15:04:05Z07:00"))
+			continue
+		}
+		if v.report.Root.IsZero() {
+			v.add(0, rankRecord, "checkpoint %s cannot be checked: the store has no tree checkpoint to prove it against", sc.Name)
+			continue
+		}
+		hs, err := treeReader{txn: v.txn, ctx: ctx}.consistency(cp.Seq, stored)
+		if err == nil {
+			err = VerifyConsistency(cp.Seq, stored, toHashes(hs), cp.Root, v.report.Root)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			v.add(cp.Seq, rankRecord, "the store is not consistent with checkpoint %s (%s actions, signed %s): the actions it witnessed were rewritten (%v)",
+				sc.Name, thousands(cp.Seq), cp.Time.Format("2006-01-02T15:04:05Z07:00"), err)
+			continue
+		}
+		v.report.Consistent = append(v.report.Consistent, sc)
+	}
+	return nil
+}
+
+func (v *verifier) noteVerifier() (note.Verifier, error) {
+	vkey := v.vkey
+	if vkey == "" {
+		var err error
+		if vkey, err = VerifierKey(v.name, v.key); err != nil {
+			return nil, err
+		}
+	}
+	nv, _, err := ParseVerifierKey(vkey)
+	return nv, err
+}
+
+// thousands formats n with commas: 5910 → "5,910".
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// corrupt turns a panic while reading the store into an error.
+func (s *Store) corrupt(r any) error {
+	return fmt.Errorf("ledger store %s is corrupted (%v); run ralph chain verify, and restore it from a backup or a bundle", s.describe(), r)
+}
+
+func (s *Store) inMemory() bool { return s.dir == "" }
