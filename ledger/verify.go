@@ -410,7 +410,6 @@ func indexKeySeq(k []byte) uint64 {
 	return seqOf(k)
 }
 
-
 // checkEnds checks the head against the last action and that no
 // checkpoint lies beyond it.
 func (v *verifier) checkEnds(headSeq uint64, hasHead bool, last actionState) {

@@ -50,7 +50,9 @@ func (e *DuplicateError) Error() string {
 // leaves complete (n/16 + n/32 + … plus one per level where they join
 // the nodes before them); treeBytes is what they take in a transaction.
 func treeCount(n int64) int64 { return n/8 + 64 }
-func treeBytes(n int64) int64 { return treeCount(n) * (int64(len(prefixTree)) + 1 + 8 + 32 + entryOverhead) }
+func treeBytes(n int64) int64 {
+	return treeCount(n) * (int64(len(prefixTree)) + 1 + 8 + 32 + entryOverhead)
+}
 
 // pending is an action on its way to the writer.
 type pending struct {
