@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,15 +64,18 @@ func newChainCmd() *cobra.Command {
 }
 
 func newChainVerifyCmd(store *string) *cobra.Command {
-	var key, since string
+	var key, since, bundle string
 	cmd := &cobra.Command{
-		Use:   "verify [--key VKEY] [--since CHECKPOINT_FILE]",
+		Use:   "verify [--key VKEY] [--since CHECKPOINT_FILE] [--bundle FILE]",
 		Short: "Recompute every hash, link, signature, Merkle root and index; prove consistency with the witnessed checkpoint; exit 1 naming the first bad seq",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			vkey, err := readVerifierKeyArg(key)
 			if err != nil {
 				return err
+			}
+			if bundle != "" {
+				return verifyBundleFile(cmd, bundle, vkey)
 			}
 			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
@@ -119,6 +123,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "trust only the verifier key `VKEY` (as ralph chain key prints it, or a file holding it)")
 	fl.StringVar(&since, "since", "", "prove the store consistent with the checkpoint saved in `FILE` (ralph chain checkpoint > FILE)")
+	fl.StringVar(&bundle, "bundle", "", "verify the bundle `FILE` (ralph chain export --bundle) with no store")
 	return cmd
 }
 
@@ -204,51 +209,70 @@ func newChainShowCmd(store *string) *cobra.Command {
 
 func newChainExportCmd(store *string) *cobra.Command {
 	var f ledger.Filter
+	var bundle bool
 	cmd := &cobra.Command{
-		Use:   "export [--run ID] > chain.jsonl",
-		Short: "Write actions as JSON lines",
+		Use:   "export [--run ID] > chain.jsonl | export --bundle > chain.bundle",
+		Short: "Write actions as JSON lines, or the whole store as a lossless, self-verifying bundle",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bundle && f.RunID != "" {
+				return usageErrorf("a bundle holds the whole store; drop --run or --bundle")
+			}
 			st, err := existingStore(*store, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			w := bufio.NewWriter(cmd.OutOrStdout())
-			if _, err := st.Export(w, f); err != nil {
+			if bundle {
+				_, err = st.ExportBundle(w)
+			} else {
+				_, err = st.Export(w, f)
+			}
+			if err != nil {
 				return exitError(ExitFailure, err)
 			}
 			return w.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
+	cmd.Flags().BoolVar(&bundle, "bundle", false, "write every action's canonical bytes, every checkpoint and the verifier key (docs/ledger.md)")
 	return cmd
 }
 
 func newChainImportCmd(store *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "import < chain.jsonl",
-		Short: "Append JSON-line actions to the store, re-chained and re-signed; all or nothing",
+	var keyFile, trust string
+	cmd := &cobra.Command{
+		Use:   "import [--key FILE] [--trust VKEY] < chain.jsonl | chain.bundle",
+		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; all or nothing",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := commandStoreDir(*store)
 			if err != nil {
 				return err
 			}
-			_, statErr := os.Stat(dir)
-			fresh := errors.Is(statErr, os.ErrNotExist)
-			st, err := openStore(ledger.Options{Dir: dir, SyncWrites: true}, cmd.ErrOrStderr())
+			pinned, err := readVerifierKeyArg(trust)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			rep, err := st.Import(cmd.Context(), bufio.NewReader(cmd.InOrStdin()))
+			in := bufio.NewReaderSize(cmd.InOrStdin(), 1<<20)
+			head, _ := in.Peek(len("ralph-bundle 1\n"))
+			isBundle := strings.HasPrefix(string(head), "ralph-bundle ")
+			opts := ledger.Options{Dir: dir, SyncWrites: true, KeyFile: signingKeyFile(keyFile)}
+			var rep ledger.ImportReport
+			if storeIsNew(dir) {
+				rep, err = importIntoNewStore(cmd, opts, func(st *ledger.Store) (ledger.ImportReport, error) {
+					if isBundle {
+						r, _, err := st.ImportBundle(cmd.Context(), in, pinned)
+						return r, err
+					}
+					return st.ImportStream(cmd.Context(), in)
+				})
+			} else {
+				rep, err = importIntoStore(cmd, opts, isBundle, in)
+			}
 			if err != nil {
-				if fresh && st.Head().Seq == 0 { // all or nothing: no empty store left behind either
-					st.Close()
-					os.RemoveAll(st.Dir())
-				}
-				return exitError(ExitUsage, err)
+				return err
 			}
 			msg := "imported 0 actions\n"
 			if rep.Actions > 0 {
@@ -257,6 +281,89 @@ func newChainImportCmd(store *string) *cobra.Command {
 			return writeOut(cmd.OutOrStdout(), msg)
 		},
 	}
+	cmd.Flags().StringVar(&keyFile, "key", "", "sign with the private key `FILE` (default RALPH_KEY, else $XDG_CONFIG_HOME/ralph/keys/<store id>.ed25519)")
+	cmd.Flags().StringVar(&trust, "trust", "", "a bundle must be signed by the verifier key `VKEY` (or a file holding it)")
+	return cmd
+}
+
+// storeIsNew reports whether dir holds no store yet (missing or empty).
+func storeIsNew(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0)
+}
+
+// importIntoNewStore imports into a temporary store beside dir and renames
+// it into place only once everything is committed and the store closed, so
+// an error, Ctrl-C or kill -9 leaves no store (a killed import leaves only
+// its temporary directory, .NAME.import-*, behind).
+func importIntoNewStore(cmd *cobra.Command, opts ledger.Options, load func(*ledger.Store) (ledger.ImportReport, error)) (ledger.ImportReport, error) {
+	dir := opts.Dir
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return ledger.ImportReport{}, exitError(ExitFailure, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".import-")
+	if err != nil {
+		return ledger.ImportReport{}, exitError(ExitFailure, err)
+	}
+	defer os.RemoveAll(tmp) // nothing left after the rename
+	opts.Dir = tmp
+	st, err := openStore(opts, cmd.ErrOrStderr())
+	if err != nil {
+		return ledger.ImportReport{}, err
+	}
+	rep, err := load(st)
+	cerr := st.Close()
+	if err != nil {
+		return ledger.ImportReport{}, exitError(ExitUsage, err)
+	}
+	if cerr != nil {
+		return ledger.ImportReport{}, exitError(ExitFailure, cerr)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return ledger.ImportReport{}, exitError(ExitFailure, err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return ledger.ImportReport{}, exitError(ExitFailure, err)
+	}
+	return rep, nil
+}
+
+// importIntoStore appends JSON lines to an existing store, validating every
+// line before writing any.
+func importIntoStore(cmd *cobra.Command, opts ledger.Options, isBundle bool, in io.Reader) (ledger.ImportReport, error) {
+	if isBundle {
+		return ledger.ImportReport{}, usageErrorf("store %s already exists; a bundle is imported into a new store, where every action keeps its seq and hashes: pass --store NEWDIR", opts.Dir)
+	}
+	st, err := openStore(opts, cmd.ErrOrStderr())
+	if err != nil {
+		return ledger.ImportReport{}, err
+	}
+	defer st.Close()
+	rep, err := st.Import(cmd.Context(), in)
+	if err != nil {
+		return rep, exitError(ExitUsage, err)
+	}
+	return rep, nil
+}
+
+// verifyBundleFile checks a bundle with no store.
+func verifyBundleFile(cmd *cobra.Command, path, vkey string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usageErrorf("open bundle: %v", err)
+	}
+	defer f.Close()
+	rep, err := ledger.ReadBundle(cmd.Context(), bufio.NewReaderSize(f, 1<<20), vkey, nil)
+	if err != nil {
+		return exitError(ExitFailure, fmt.Errorf("bundle %s does not verify: %w", path, err))
+	}
+	trust := " (named by the bundle; pass --key to pin it)"
+	if rep.Pinned {
+		trust = " (pinned with --key)"
+	}
+	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted key %s%s\n",
+		path, rep.Actions, rep.Checkpoints, rep.Root, rep.Key, trust))
 }
 
 // filterName names the id a chain filter selects by.

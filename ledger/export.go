@@ -93,45 +93,138 @@ const maxImportLine = 64 << 20
 //
 // An import larger than one transaction is committed in several; only an
 // I/O failure between them can leave part of it recorded, and the error
-// then says how much.
+// then says how much. Import holds the whole input in memory; ImportStream
+// does not.
 func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
+	return s.importJSON(ctx, r, 0)
+}
+
+// importChunk is how many actions a streaming import hands the writer at
+// a time.
+const importChunk = 4096
+
+// ImportStream is Import in bounded memory: it appends the lines in
+// chunks as it reads them, so a bad line or a crash leaves the chunks
+// before it committed. Use it on a new store that is discarded unless the
+// whole import succeeds (ralph chain import imports into a temporary store
+// directory and renames it into place).
+func (s *Store) ImportStream(ctx context.Context, r io.Reader) (ImportReport, error) {
+	return s.importJSON(ctx, r, importChunk)
+}
+
+// importJSON imports JSON lines, handing the writer chunk actions at a
+// time (all of them at the end when chunk is 0).
+func (s *Store) importJSON(ctx context.Context, r io.Reader, chunk int) (ImportReport, error) {
 	var (
+		rep    ImportReport
 		items  []*pending
 		lineOf = make(map[string]int)
 	)
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		req := &request{items: items, done: make(chan struct{})}
+		if err := s.submit(ctx, req); err != nil {
+			var dup *DuplicateError
+			if errors.As(err, &dup) {
+				return fmt.Errorf("line %d: %w", lineOf[dup.ActionID], err)
+			}
+			return fmt.Errorf("import: %w", err)
+		}
+		if rep.FirstSeq == 0 {
+			rep.FirstSeq = req.res[0].Seq
+		}
+		rep.Actions += len(items)
+		rep.LastSeq = req.res[len(items)-1].Seq
+		items = nil
+		clear(lineOf)
+		return nil
+	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	for line := 1; ; line++ {
 		b, err := readLine(br)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return ImportReport{}, fmt.Errorf("line %d: %w", line, err)
+			return rep, fmt.Errorf("line %d: %w", line, err)
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			p, perr := s.importLine(b)
 			if perr != nil {
-				return ImportReport{}, fmt.Errorf("line %d: %w", line, perr)
+				return rep, fmt.Errorf("line %d: %w", line, perr)
 			}
 			if prev, ok := lineOf[p.a.ActionID]; ok {
-				return ImportReport{}, fmt.Errorf("line %d: action_id %s already appears on line %d", line, p.a.ActionID, prev)
+				return rep, fmt.Errorf("line %d: action_id %s already appears on line %d", line, p.a.ActionID, prev)
 			}
 			lineOf[p.a.ActionID] = line
 			items = append(items, p)
+			if chunk > 0 && len(items) >= chunk {
+				if err := flush(); err != nil {
+					return rep, err
+				}
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
-	}
-	if len(items) == 0 {
-		return ImportReport{}, nil
-	}
-	req := &request{items: items, done: make(chan struct{})}
-	if err := s.submit(ctx, req); err != nil {
-		var dup *DuplicateError
-		if errors.As(err, &dup) {
-			return ImportReport{}, fmt.Errorf("line %d: %w", lineOf[dup.ActionID], err)
+		if err := ctx.Err(); err != nil {
+			return rep, err
 		}
-		return ImportReport{}, fmt.Errorf("import: %w", err)
 	}
-	return ImportReport{Actions: len(items), FirstSeq: req.res[0].Seq, LastSeq: req.res[len(items)-1].Seq}, nil
+	return rep, flush()
+}
+
+// ImportBundle verifies a bundle (ReadBundle, with pinned as the key to
+// trust when set) and appends its actions with their exact canonical
+// encodings, in chunks, so every action keeps its action hash and chain
+// hash: the store must be empty. New checkpoints are signed with this
+// store's key. A bundle that fails verification leaves the chunks before
+// the failure committed: import into a new store that is discarded on
+// error (ralph chain import does).
+func (s *Store) ImportBundle(ctx context.Context, r io.Reader, pinned string) (ImportReport, BundleReport, error) {
+	var rep ImportReport
+	if h := s.Head(); h.Seq != 0 {
+		return rep, BundleReport{}, fmt.Errorf("ledger store %s already holds %d actions; a bundle is imported into a new store, where every action keeps its seq and hashes", s.describe(), h.Seq)
+	}
+	var items []*pending
+	var want []BundleAction // seq and hashes each item must keep
+	flush := func() error {
+		if len(items) == 0 {
+			return nil
+		}
+		req := &request{items: items, done: make(chan struct{})}
+		if err := s.submit(ctx, req); err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		for i, w := range want {
+			if r := req.res[i]; r.Seq != w.Seq || r.ActionHash != w.Action.ActionHash || r.ChainHash != w.Action.ChainHash {
+				return fmt.Errorf("import: action %d was stored as seq %d with other hashes", w.Seq, r.Seq)
+			}
+		}
+		want = want[:0]
+		if rep.FirstSeq == 0 {
+			rep.FirstSeq = req.res[0].Seq
+		}
+		rep.Actions += len(items)
+		rep.LastSeq = req.res[len(items)-1].Seq
+		items = nil
+		return nil
+	}
+	brep, err := ReadBundle(ctx, r, pinned, func(ba BundleAction) error {
+		p, err := s.prepareEncoded(ba.Action, ba.Encoding)
+		if err != nil {
+			return &BundleError{Line: int(ba.Seq) + 2, Msg: err.Error()}
+		}
+		items = append(items, p)
+		want = append(want, BundleAction{Seq: ba.Seq, Action: &Action{ActionHash: ba.Action.ActionHash, ChainHash: ba.Action.ChainHash}})
+		if len(items) >= importChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, brep, err
+	}
+	return rep, brep, flush()
 }
 
 func (s *Store) importLine(b []byte) (*pending, error) {

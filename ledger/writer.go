@@ -86,14 +86,7 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	rec := make([]byte, recordHeaderLen, recordHeaderLen+256)
 	rec = AppendCanonical(rec, c)
 	p := &pending{a: c, rec: rec}
-	p.bytes = int64(len(prefixAction)+8+len(rec)) + entryOverhead
-	p.count = 1
-	for i, v := range c.indexIDs() {
-		if v != "" {
-			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
-			p.count++
-		}
-	}
+	s.size(p)
 	if p.bytes >= s.txnBytes || p.count >= s.txnCount {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
 	}
@@ -101,6 +94,35 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: int64(len(rec)), Limit: s.maxValue}
 	}
 	return p, nil
+}
+
+// prepareEncoded is prepare for an action read with its canonical encoding
+// enc (a bundle): the record keeps enc byte for byte.
+func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
+	c := a.clone()
+	rec := make([]byte, recordHeaderLen, recordHeaderLen+len(enc))
+	rec = append(rec, enc...)
+	p := &pending{a: c, rec: rec}
+	s.size(p)
+	if p.bytes >= s.txnBytes || p.count >= s.txnCount {
+		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
+	}
+	if int64(len(rec)) > s.maxValue {
+		return nil, &TooLargeError{ActionID: c.ActionID, Size: int64(len(rec)), Limit: s.maxValue}
+	}
+	return p, nil
+}
+
+// size sets what p's entries take in a transaction.
+func (s *Store) size(p *pending) {
+	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead + treeBytes(1)
+	p.count = 1
+	for i, v := range p.a.indexIDs() {
+		if v != "" {
+			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
+			p.count++
+		}
+	}
 }
 
 // fillDefaults gives a an id (UUIDv7) and a timestamp when it has none.
