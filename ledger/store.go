@@ -208,7 +208,19 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	if s.db, err = openBadger(bopts, s.dir); err != nil {
-		return nil, err
+		var locked *LockedError
+		if !opts.ReadOnly || opts.InMemory || errors.As(err, &locked) {
+			return nil, err
+		}
+		// Badger's read-only mode cannot open a store that a crash left
+		// needing recovery (a memtable log to truncate): recover it as a
+		// writer would. The store stays read-only: no key is read or made.
+		if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
+			return nil, err
+		}
+		if s.db, err = openBadger(bopts.WithReadOnly(false), s.dir); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.init(opts); err != nil {
 		if cerr := s.db.Close(); cerr != nil {

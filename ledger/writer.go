@@ -87,7 +87,7 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	rec = AppendCanonical(rec, c)
 	p := &pending{a: c, rec: rec}
 	s.size(p)
-	if p.bytes >= s.txnBytes || p.count >= s.txnCount {
+	if p.bytes+treeBytes(1) >= s.txnBytes || p.count+treeCount(1) >= s.txnCount {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
 	}
 	if int64(len(rec)) > s.maxValue {
@@ -104,7 +104,7 @@ func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
 	rec = append(rec, enc...)
 	p := &pending{a: c, rec: rec}
 	s.size(p)
-	if p.bytes >= s.txnBytes || p.count >= s.txnCount {
+	if p.bytes+treeBytes(1) >= s.txnBytes || p.count+treeCount(1) >= s.txnCount {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
 	}
 	if int64(len(rec)) > s.maxValue {
@@ -115,7 +115,7 @@ func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
 
 // size sets what p's entries take in a transaction.
 func (s *Store) size(p *pending) {
-	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead + treeBytes(1)
+	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead
 	p.count = 1
 	for i, v := range p.a.indexIDs() {
 		if v != "" {
