@@ -15,6 +15,10 @@
 //     completes, with the SHA-256 of the prompt sent and the prompt, answer
 //     and error with secrets redacted.
 //   - Errors wrapping ErrFatal come back at once, still wrapped.
+//   - One Plan call makes at most 1+MaxRepairs exchanges per mode. The
+//     command provider stops after two answers in a row that hold no plan
+//     at all (a coding agent doing the work itself), skipping Mode B, with
+//     an ErrFatal that says to use [agent].
 //   - Compilation and canonicalisation are deterministic: the same IR gives
 //     the same RTFS, the same plan the same canonical IR, byte for byte.
 package arbiter

@@ -133,6 +133,7 @@ type session struct {
 	shortened bool   // the feedback was cut after a context-length error
 	lastHints string // Mode A's last hints, shown when Mode B starts
 	resp      PlanResponse
+	prose     int // answers in a row that hold no plan at all
 }
 
 // outcome is the result of checking one answer.
@@ -176,11 +177,18 @@ func (s *session) run(ctx context.Context, mode string, base builder, json bool,
 			s.accept(out)
 			return true, nil
 		}
+		s.prose++
+		if !isPlanless(text) {
+			s.prose = 0
+		}
 		for _, d := range out.diags {
 			if len(s.resp.Diagnostics) < maxTotalDiagnoses {
 				d.Mode, d.Attempt = mode, attempt
 				s.resp.Diagnostics = append(s.resp.Diagnostics, d)
 			}
+		}
+		if err := s.agentAnswers(); err != nil { // neither a repair nor Mode B would get a plan from it
+			return false, err
 		}
 		h := hints(out.diags)
 		if mode == "A" {
