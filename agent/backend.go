@@ -36,6 +36,10 @@ func backendFor(name string) backend {
 		return claudeBackend()
 	case "codex":
 		return codexBackend()
+	case "gemini":
+		return geminiBackend()
+	case "opencode":
+		return opencodeBackend()
 	case "command":
 		return commandBackend()
 	}

@@ -127,3 +127,64 @@ func codexReset(s string, now time.Time) time.Time {
 	}
 	return time.Time{}
 }
+
+var (
+	// Gemini: "Your quota will reset after 2h52m39s.", "Please retry in
+	// 34.07s", "Suggested retry after 60s."
+	geminiResetAfter = regexp.MustCompile(`(?i)reset after ((?:\d+h)?(?:\d+m)?(?:[\d.]+s)?)`)
+	geminiRetryIn    = regexp.MustCompile(`(?i)(?:retry in|retry after) ([\d.]+(?:ms|s))`)
+)
+
+// geminiLimitText recognises Gemini CLI's quota errors (terminal: the
+// daily quota or capacity is exhausted; retryable: a per-minute limit or a
+// suggested retry delay) and the API's capacity errors.
+func geminiLimitText(s string, now time.Time) *Limit {
+	if s == "" {
+		return nil
+	}
+	msg := short(s)
+	lower := strings.ToLower(s)
+	after := func(re *regexp.Regexp) time.Time {
+		if m := re.FindStringSubmatch(s); m != nil && m[1] != "" {
+			if d, err := time.ParseDuration(m[1]); err == nil && d > 0 {
+				return now.Add(d)
+			}
+		}
+		return time.Time{}
+	}
+	switch {
+	case strings.Contains(lower, "exhausted your daily quota") || strings.Contains(lower, "exhausted your capacity") ||
+		strings.Contains(lower, "quota_exhausted"):
+		return &Limit{Kind: LimitUsage, Reset: after(geminiResetAfter), Message: msg}
+	case strings.Contains(lower, "no capacity available") || strings.Contains(lower, "model_capacity_exhausted") ||
+		strings.Contains(lower, "model is overloaded"):
+		return &Limit{Kind: LimitOverloaded, Reset: after(geminiRetryIn), Message: msg}
+	case strings.Contains(lower, "resource_exhausted") || strings.Contains(lower, "rate_limit_exceeded") ||
+		strings.Contains(lower, "ratelimitexceeded") || strings.Contains(lower, "too many requests") ||
+		geminiRetryIn.MatchString(s):
+		return &Limit{Kind: LimitRate, Reset: after(geminiRetryIn), Message: msg}
+	}
+	return nil
+}
+
+// opencodeLimitText recognises the limit messages of the providers
+// OpenCode talks to (it passes their errors through).
+func opencodeLimitText(s string, now time.Time) *Limit {
+	for _, f := range []func(string, time.Time) *Limit{claudeLimitText, codexLimitText, geminiLimitText} {
+		if l := f(s, now); l != nil {
+			return l
+		}
+	}
+	return nil
+}
+
+// limitForStatus reads an HTTP status an API error carried.
+func limitForStatus(status int, msg string) *Limit {
+	switch status {
+	case 429:
+		return &Limit{Kind: LimitRate, Message: short(msg)}
+	case 503, 529:
+		return &Limit{Kind: LimitOverloaded, Message: short(msg)}
+	}
+	return nil
+}

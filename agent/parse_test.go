@@ -211,6 +211,116 @@ func TestParseCodex(t *testing.T) {
 	}
 }
 
+func TestParseGemini(t *testing.T) {
+	t.Parallel()
+	full := transcript(t, "gemini.jsonl")
+	answer := "I'll run the tests first.\nAdd now returns a + b.\n<promise>COMPLETE</promise>"
+	limitMsg := "You have exhausted your capacity on this model. Your quota will reset after 2h52m39s."
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  []Event
+	}{
+		{"transcript", full, []Event{
+			{Kind: EventSession, SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f"},
+			{Kind: EventText, Text: "I'll run the tests"},
+			{Kind: EventText, Text: " first."},
+			{Kind: EventToolUse, Tool: "run_shell_command", ToolID: "run_shell_command-1786183202873-0", Input: `{"command":"go test ./...","description":"Run the tests"}`},
+			{Kind: EventToolResult, ToolID: "run_shell_command-1786183202873-0", Text: "--- FAIL: TestAdd (0.00s) calc_test.go:9: Add(2, 3) = 0, want 5 FAIL"},
+			{Kind: EventToolUse, Tool: "replace", ToolID: "replace-1786183206310-1",
+				Input: `{"file_path":"/home/dev/calc/calc.go","old_string":"return 0","new_string":"return a + b"}`},
+			{Kind: EventToolResult, ToolID: "replace-1786183206310-1", IsError: true, Text: "Failed to edit, 0 occurrences found for old_string in /home/dev/calc/calc.go."},
+			{Kind: EventRaw, Text: "gemini: Loop detected, stopping execution"},
+			{Kind: EventText, Text: "Add now returns a + b."},
+			{Kind: EventText, Text: "\n<promise>COMPLETE</promise>"},
+			{Kind: EventUsage, Total: true, Usage: Usage{Input: 5922, Output: 524, CacheRead: 12288}},
+			{Kind: EventFinal, Text: answer},
+		}},
+		{"usage limit", transcript(t, "gemini-usage-limit.jsonl"), []Event{
+			{Kind: EventSession, SessionID: "0d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f60"},
+			{Kind: EventUsage, Total: true},
+			{Kind: EventError, Text: limitMsg, Limit: &Limit{Kind: LimitUsage, Reset: fixedNow.Add(2*time.Hour + 52*time.Minute + 39*time.Second), Message: limitMsg}},
+		}},
+		{"daily quota", `{"type":"result","timestamp":"t","status":"error","error":{"type":"TerminalQuotaError","message":"You have exhausted your daily quota on this model."}}`, []Event{
+			{Kind: EventError, Text: "You have exhausted your daily quota on this model.", Limit: &Limit{Kind: LimitUsage, Message: "You have exhausted your daily quota on this model."}}}},
+		{"retryable quota", `{"type":"error","timestamp":"t","severity":"error","message":"Quota exceeded for quota metric 'Generate Content API requests per minute'\nSuggested retry after 60s."}`, []Event{
+			{Kind: EventError, Text: "Quota exceeded for quota metric 'Generate Content API requests per minute'\nSuggested retry after 60s.",
+				Limit: &Limit{Kind: LimitRate, Reset: fixedNow.Add(time.Minute), Message: "Quota exceeded for quota metric 'Generate Content API requests per minute' Suggested retry after 60s."}}}},
+		{"no capacity", `{"type":"error","timestamp":"t","severity":"error","message":"No capacity available for model gemini-3-flash-preview on the server"}`, []Event{
+			{Kind: EventError, Text: "No capacity available for model gemini-3-flash-preview on the server",
+				Limit: &Limit{Kind: LimitOverloaded, Message: "No capacity available for model gemini-3-flash-preview on the server"}}}},
+		{"error result after an error event", `{"type":"error","timestamp":"t","severity":"error","message":"[API Error: fetch failed]"}` + "\n" + `{"type":"result","timestamp":"t","status":"error"}`, []Event{
+			{Kind: EventError, Text: "[API Error: fetch failed]"}, {Kind: EventError, Text: "[API Error: fetch failed]"}}},
+		{"older stats without the split", `{"type":"result","timestamp":"t","status":"success","stats":{"total_tokens":100,"input_tokens":50,"output_tokens":50,"duration_ms":1500,"tool_calls":2}}`, []Event{
+			{Kind: EventUsage, Total: true, Usage: Usage{Input: 50, Output: 50}}, {Kind: EventFinal}}},
+		{"unknown event", `{"type":"thought","timestamp":"t","subject":"x"}`, []Event{{Kind: EventRaw, Text: `{"type":"thought","timestamp":"t","subject":"x"}`}}},
+		{"not json", "Loaded cached credentials.", []Event{{Kind: EventRaw, Text: "Loaded cached credentials."}}},
+		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-30], []Event{
+			{Kind: EventText, Text: "\n<promise>COMPLETE</promise>"},
+			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-30]}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, parse(t, "gemini", tc.input)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseOpencode(t *testing.T) {
+	t.Parallel()
+	full := transcript(t, "opencode.jsonl")
+	const sid = "ses_6b2f1c9e8ffeYq3nA0x1Lw7KpR"
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  []Event
+	}{
+		{"transcript", full, []Event{
+			{Kind: EventSession, SessionID: sid},
+			{Kind: EventText, Text: "I'll run the tests first."},
+			{Kind: EventToolUse, Tool: "bash", ToolID: "toolu_01Qm4dZ8", Input: `{"command":"go test ./...","description":"Run the tests"}`},
+			{Kind: EventToolResult, ToolID: "toolu_01Qm4dZ8", Text: "--- FAIL: TestAdd (0.00s) calc_test.go:9: Add(2, 3) = 0, want 5 FAIL"},
+			{Kind: EventUsage, Usage: Usage{Input: 6, Output: 88, CacheRead: 11904, CacheWrite: 1850}},
+			{Kind: EventCost, CostUSD: 0.0121305},
+			{Kind: EventToolUse, Tool: "edit", ToolID: "toolu_01Vn7eXc", Input: `{"filePath":"/home/dev/calc/calc.go","oldString":"return 0","newString":"return a + b"}`},
+			{Kind: EventToolResult, ToolID: "toolu_01Vn7eXc", IsError: true, Text: "oldString not found in content"},
+			{Kind: EventText, Text: "Add now returns a + b.\n<promise>COMPLETE</promise>"},
+			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 73, CacheRead: 13754, CacheWrite: 402}},
+			{Kind: EventCost, CostUSD: 0.0089412},
+			{Kind: EventFinal, Text: "Add now returns a + b.\n<promise>COMPLETE</promise>", Turns: 2},
+		}},
+		{"rate limit", transcript(t, "opencode-usage-limit.jsonl"), []Event{
+			{Kind: EventSession, SessionID: "ses_6b2f1d0a4ffe8Jm2cR5tUv9XwZ"},
+			{Kind: EventError, Text: "This request would exceed your account's rate limit. Please try again later.",
+				Limit: &Limit{Kind: LimitRate, Message: "This request would exceed your account's rate limit. Please try again later."}}}},
+		{"overloaded", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529,"isRetryable":true}}}`, []Event{
+			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "Overloaded", Limit: &Limit{Kind: LimitOverloaded, Message: "Overloaded"}}}},
+		{"provider usage limit", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"APIError","data":{"message":"Claude AI usage limit reached|1762952400","isRetryable":false}}}`, []Event{
+			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}}}},
+		{"error without data", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"ProviderAuthError"}}`, []Event{
+			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "ProviderAuthError"}}},
+		{"unknown event", `{"type":"snapshot","timestamp":1,"sessionID":"s"}`, []Event{
+			{Kind: EventSession, SessionID: "s"}, {Kind: EventRaw, Text: `{"type":"snapshot","timestamp":1,"sessionID":"s"}`}}},
+		{"not json", "! permission requested: bash (rm -rf *); auto-rejecting", []Event{
+			{Kind: EventRaw, Text: "! permission requested: bash (rm -rf *); auto-rejecting"}}},
+		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-10], []Event{
+			{Kind: EventSession, SessionID: sid},
+			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 73, CacheRead: 13754, CacheWrite: 402}},
+			{Kind: EventCost, CostUSD: 0.0089412},
+			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-10]}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, parse(t, "opencode", tc.input)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestTranscriptTotals checks what Run would make of each transcript.
 func TestTranscriptTotals(t *testing.T) {
 	t.Parallel()
@@ -227,6 +337,12 @@ func TestTranscriptTotals(t *testing.T) {
 		{"codex", "codex.jsonl", Result{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
 			CostUSD: (315*1.25 + 122*10 + 24448*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 315, Output: 122, CacheRead: 24448},
 			SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53", Turns: 1, ToolUses: 3}},
+		{"gemini", "gemini.jsonl", Result{Text: "I'll run the tests first.\nAdd now returns a + b.\n<promise>COMPLETE</promise>",
+			CostUSD: (5922*1.25 + 524*10 + 12288*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 5922, Output: 524, CacheRead: 12288},
+			SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f", ToolUses: 2}},
+		{"opencode", "opencode.jsonl", Result{Text: "Add now returns a + b.\n<promise>COMPLETE</promise>",
+			CostUSD: 0.0121305 + 0.0089412, CostSource: "reported", Tokens: Usage{Input: 10, Output: 161, CacheRead: 25658, CacheWrite: 2252},
+			SessionID: "ses_6b2f1c9e8ffeYq3nA0x1Lw7KpR", Turns: 2, ToolUses: 2}},
 	} {
 		price := &Price{Input: 1.25, Output: 10, CacheRead: 0.125}
 		acc := &accumulator{o: &Options{Price: price}}

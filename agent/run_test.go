@@ -235,7 +235,7 @@ func TestRunCannotStart(t *testing.T) {
 	}{
 		{"unknown cli", Options{CLI: "cursor"}, ErrUnknownCLI, "use one of"},
 		{"not on PATH", Options{CLI: "claude", LookPath: none}, ErrNotFound, `"claude" is not on PATH`},
-		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude, codex"},
+		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude, codex, gemini, opencode"},
 		{"command without argv", Options{CLI: "command"}, nil, "has no command"},
 		{"command not on PATH", Options{CLI: "command", Command: []string{"no-such-agent-cli"}}, ErrNotFound, "no-such-agent-cli"},
 	} {
@@ -265,6 +265,8 @@ func TestResolve(t *testing.T) {
 		{"claude", "claude", "/usr/bin/claude", []string{"claude"}},
 		{"auto", "claude", "/usr/bin/claude", []string{"opencode", "claude", "codex"}},
 		{"auto", "codex", "/usr/bin/codex", []string{"opencode", "codex"}},
+		{"auto", "gemini", "/usr/bin/gemini", []string{"opencode", "gemini"}},
+		{"auto", "opencode", "/usr/bin/opencode", []string{"opencode"}},
 		{"command", "command", "", nil},
 	} {
 		name, path, err := Resolve(tc.cli, on(tc.found...))
@@ -301,37 +303,109 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-func TestRunCodex(t *testing.T) {
+// TestRunFakeCLIs runs each backend against its fake CLI: a usage limit
+// on the first call, then honest work.
+func TestRunFakeCLIs(t *testing.T) {
 	t.Parallel()
-	o := fakeOptions(t, "codex", "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_DONE_AFTER=2")
-	o.Price = &Price{Input: 1.25, Output: 10, CacheRead: 0.125}
-	before := time.Now()
-	res, err := Run(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
+	price := &Price{Input: 1.25, Output: 10, CacheRead: 0.125, CacheWrite: 1.5}
+	for _, tc := range []struct {
+		cli        string
+		argv       []string // after the binary
+		limit      string
+		maxReset   time.Duration // how far ahead the reset may be (0: none given)
+		tokens     Usage
+		cost       float64
+		costSource string
+		turns      int
+	}{
+		{"claude", []string{"-p", "--output-format", "stream-json", "--verbose"}, LimitUsage, 4 * time.Second,
+			Usage{36, 120, 12000, 2400}, 0.01, "reported", 3},
+		{"codex", []string{"exec", "--json", "-"}, LimitUsage, 2 * time.Minute,
+			Usage{Input: 1740, Output: 96, CacheRead: 3072}, price.Cost(Usage{Input: 1740, Output: 96, CacheRead: 3072}), "price", 1},
+		{"gemini", []string{"--output-format", "stream-json"}, LimitUsage, 4 * time.Second,
+			Usage{Input: 1904, Output: 210, CacheRead: 4096}, price.Cost(Usage{Input: 1904, Output: 210, CacheRead: 4096}), "price", 0},
+		{"opencode", []string{"run", "--format", "json"}, LimitRate, 0,
+			Usage{20, 160, 3000, 500}, 0.01, "reported", 1},
+	} {
+		t.Run(tc.cli, func(t *testing.T) {
+			t.Parallel()
+			o := fakeOptions(t, tc.cli, "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_DONE_AFTER=2")
+			o.Price = price
+			before := time.Now()
+			res, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stopped != StoppedUsageLimit || res.Limit == nil || res.Limit.Kind != tc.limit || res.Exit != 1 {
+				t.Fatalf("first call: stopped %q limit %+v exit %d; stderr %s", res.Stopped, res.Limit, res.Exit, res.Stderr)
+			}
+			if d := res.Limit.Reset.Sub(before); (tc.maxReset == 0) != res.Limit.Reset.IsZero() || (tc.maxReset > 0 && (d < 0 || d > tc.maxReset)) {
+				t.Errorf("reset %v is %v after the call began, want within %v", res.Limit.Reset, d, tc.maxReset)
+			}
+			if want := append([]string{res.Argv[0]}, tc.argv...); !equalStrings(res.Argv, want) {
+				t.Errorf("argv %q, want %q", res.Argv, want)
+			}
+			for call := 2; call <= 3; call++ {
+				res, err = Run(context.Background(), o)
+				if err != nil || res.Stopped != "" || res.Exit != 0 || res.IsError || res.ToolUses != 1 || res.Turns != tc.turns {
+					t.Fatalf("call %d: err %v stopped %q exit %d error %t tool uses %d turns %d; stderr %s",
+						call, err, res.Stopped, res.Exit, res.IsError, res.ToolUses, res.Turns, res.Stderr)
+				}
+				if res.Tokens != tc.tokens || res.CostSource != tc.costSource || res.CostUSD != tc.cost {
+					t.Errorf("call %d: tokens %+v cost %v (%s), want %+v %v (%s)", call, res.Tokens, res.CostUSD, res.CostSource, tc.tokens, tc.cost, tc.costSource)
+				}
+				if res.SessionID == "" {
+					t.Errorf("call %d: no session id", call)
+				}
+			}
+			if !strings.HasSuffix(res.Text, "<promise>COMPLETE</promise>") {
+				t.Errorf("last call text %q lacks the promise", res.Text)
+			}
+			b, err := os.ReadFile(filepath.Join(o.Dir, "progress.txt"))
+			if err != nil || string(b) != "step 2\nstep 3\n" {
+				t.Errorf("progress.txt = %q, %v", b, err)
+			}
+		})
 	}
-	if res.Stopped != StoppedUsageLimit || res.Limit == nil || res.Exit != 1 {
-		t.Fatalf("first call: stopped %q limit %+v exit %d; stderr %s", res.Stopped, res.Limit, res.Exit, res.Stderr)
+}
+
+// TestRunFakeScenarios checks the scenarios other tests rely on.
+func TestRunFakeScenarios(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		scenario string
+		promise  bool
+		edits    bool
+		cost     float64
+	}{
+		{"liar", true, false, 0.01},
+		{"stuck", false, false, 0.01},
+		{"costly", false, true, 0.40},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			t.Parallel()
+			o := fakeOptions(t, "claude", "FAKE_AGENT_SCENARIO="+tc.scenario)
+			res, err := Run(context.Background(), o)
+			if err != nil || res.Exit != 0 || res.Stopped != "" {
+				t.Fatalf("err %v exit %d stopped %q", err, res.Exit, res.Stopped)
+			}
+			_, statErr := os.Stat(filepath.Join(o.Dir, "progress.txt"))
+			if strings.Contains(res.Text, "<promise>") != tc.promise || (statErr == nil) != tc.edits || res.CostUSD != tc.cost {
+				t.Errorf("text %q, edited %t, cost %v", res.Text, statErr == nil, res.CostUSD)
+			}
+		})
 	}
-	// Codex prints the reset to the minute: it lifts by the end of that minute.
-	if d := res.Limit.Reset.Sub(before); d < 0 || d > 2*time.Minute {
-		t.Errorf("reset %v is %v after the call began", res.Limit.Reset, d)
-	}
-	if want := []string{res.Argv[0], "exec", "--json", "-"}; !equalStrings(res.Argv, want) {
-		t.Errorf("argv %q, want %q", res.Argv, want)
-	}
-	for call := 2; call <= 3; call++ {
-		res, err = Run(context.Background(), o)
-		if err != nil || res.Stopped != "" || res.Exit != 0 || res.Turns != 1 || res.ToolUses != 1 {
-			t.Fatalf("call %d: err %v stopped %q exit %d turns %d tool uses %d", call, err, res.Stopped, res.Exit, res.Turns, res.ToolUses)
+	t.Run("hanging", func(t *testing.T) {
+		t.Parallel()
+		o := fakeOptions(t, "claude", "FAKE_AGENT_SCENARIO=hanging")
+		o.IdleTimeout = 300 * time.Millisecond
+		var sawSession bool
+		o.OnEvent = func(e Event) { sawSession = sawSession || e.Kind == EventSession }
+		res, err := Run(context.Background(), o)
+		if err != nil || res.Stopped != StoppedIdleTimeout || !sawSession {
+			t.Errorf("err %v stopped %q saw the init line %t", err, res.Stopped, sawSession)
 		}
-		if want := (Usage{Input: 1740, Output: 96, CacheRead: 3072}); res.Tokens != want || res.CostSource != "price" {
-			t.Errorf("call %d: tokens %+v cost source %q", call, res.Tokens, res.CostSource)
-		}
-	}
-	if !strings.Contains(res.Text, "<promise>COMPLETE</promise>") || !strings.HasPrefix(res.SessionID, "fake-session-3-") {
-		t.Errorf("last call: text %q session %q", res.Text, res.SessionID)
-	}
+	})
 }
 
 func equalStrings(a, b []string) bool {
