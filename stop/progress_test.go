@@ -289,3 +289,41 @@ func TestEvaluatorChecksNoProgressAfterVerdicts(t *testing.T) {
 		os.Remove(flag)
 	}
 }
+
+// The store is skipped however its path and the workdir's are spelled: as
+// given, relative, or through a symlink to the same directory.
+func TestStoreSkipper(t *testing.T) {
+	t.Parallel()
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	if err := os.Mkdir(filepath.Join(real, "st"), 0o755); err != nil { // a store exists by the time it is skipped
+		t.Fatal(err)
+	}
+	cases := []struct {
+		root, store string
+		skipped     []string
+		kept        []string
+	}{
+		{real, "", []string{".ralph", ".ralph/000001.vlog"}, []string{"ralph", ".ralphrc", "src/.ralph"}},
+		{real, filepath.Join(real, "state", "store"), []string{"state/store", "state/store/KEYREGISTRY"}, []string{"state", "state/storex", ".ralph"}},
+		{real, "state/store", []string{"state/store/x"}, []string{"state/x"}},
+		{link, filepath.Join(real, "st"), []string{"st/x"}, []string{"s"}},
+		{real, filepath.Join(t.TempDir(), "elsewhere"), nil, []string{".ralph/x", "elsewhere"}},
+	}
+	for _, tc := range cases {
+		skip := storeSkipper(tc.root, tc.store)
+		for _, p := range tc.skipped {
+			if !skip(p) {
+				t.Errorf("root %s, store %q: %s not skipped", tc.root, tc.store, p)
+			}
+		}
+		for _, p := range tc.kept {
+			if skip(p) {
+				t.Errorf("root %s, store %q: %s skipped", tc.root, tc.store, p)
+			}
+		}
+	}
+}

@@ -107,11 +107,14 @@ func (w *workspace) hash(ctx context.Context, root, storeDir string, f *fp) (tal
 func storeSkipper(root, storeDir string) func(rel string) bool {
 	prefix := ".ralph"
 	if storeDir != "" {
-		rel, err := filepath.Rel(root, resolve(root, storeDir))
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			prefix = ""
-		} else {
-			prefix = filepath.ToSlash(rel)
+		prefix = ""
+		store := resolve(root, storeDir)
+		if rel, ok := inside(root, store); ok {
+			prefix = rel
+		} else if r, err := filepath.EvalSymlinks(root); err == nil { // /tmp and /private/tmp name one directory
+			if s, err := filepath.EvalSymlinks(store); err == nil {
+				prefix, _ = inside(r, s)
+			}
 		}
 	}
 	return func(rel string) bool {
@@ -120,6 +123,16 @@ func storeSkipper(root, storeDir string) func(rel string) bool {
 		}
 		return rel == prefix || strings.HasPrefix(rel, prefix+"/")
 	}
+}
+
+// inside returns path relative to root, slash-separated, when it is root
+// or below it.
+func inside(root, path string) (string, bool) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
 }
 
 // gitFiles lists the tracked and untracked, not ignored, files under dir
