@@ -32,7 +32,8 @@ shell_allow = ["sh"]
 `
 }
 
-// isolatedEnv is the environment with XDG directories under dir.
+// isolatedEnv is the environment with XDG directories under dir, so no
+// test reads or writes the real home.
 func isolatedEnv(dir string) []string {
 	return append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), "XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg-run"))
@@ -69,7 +70,8 @@ func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
 			if out, err := exec.Command("git", "-C", dir, "init", "-q").CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v %s", err, out)
 			}
-			out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+			// XDG directories outside the workdir: what ralph keeps there is not the work either.
+			out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(t.TempDir()), "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
 			if code != tc.code || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, tc.code, tc.want, out, errOut)
 			}
