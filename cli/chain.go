@@ -77,7 +77,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 			if bundle != "" {
 				return verifyBundleFile(cmd, bundle, vkey)
 			}
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -99,6 +99,8 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 				}
 				opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
 			}
+			// A held store is verified by its process, from one snapshot:
+			// up to the head as it was when verification began.
 			rep, err := st.VerifyWith(cmd.Context(), opts)
 			var ie *ledger.IntegrityError
 			switch {
@@ -160,7 +162,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 			if asJSON && tree {
 				return usageErrorf("choose one of --json and --tree")
 			}
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -218,21 +220,18 @@ func newChainExportCmd(store *string) *cobra.Command {
 			if bundle && f.RunID != "" {
 				return usageErrorf("a bundle holds the whole store; drop --run or --bundle")
 			}
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			if bundle { // a bundle is the whole store, read by the process that holds it
+				return exportBundle(cmd, *store)
+			}
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			if bundle {
-				_, err = st.ExportBundle(w)
-			} else {
-				_, err = st.Export(w, f)
-			}
-			if err != nil {
+			if err := export(st, cmd.OutOrStdout(), f); err != nil {
 				return exitError(ExitFailure, err)
 			}
-			return w.Flush()
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
@@ -364,6 +363,37 @@ func verifyBundleFile(cmd *cobra.Command, path, vkey string) error {
 	}
 	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted key %s%s\n",
 		path, rep.Actions, rep.Checkpoints, rep.Root, rep.Key, trust))
+}
+
+// exportBundle writes the whole store as a bundle (ledger.ExportBundle);
+// it reads the store itself, so a held store is refused naming its process.
+func exportBundle(cmd *cobra.Command, flag string) error {
+	st, err := existingStore(flag, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := bufio.NewWriter(cmd.OutOrStdout())
+	if _, err := st.ExportBundle(w); err != nil {
+		return exitError(ExitFailure, err)
+	}
+	return w.Flush()
+}
+
+// export writes the actions f selects as JSON lines (ledger.Store.Export's
+// form), from a store or from the process holding it.
+func export(st storeReader, w io.Writer, f ledger.Filter) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var buf []byte
+	err := st.Select(f, func(a ledger.Action) error {
+		buf = append(ledger.AppendJSON(buf[:0], &a), '\n')
+		_, err := bw.Write(buf)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // filterName names the id a chain filter selects by.

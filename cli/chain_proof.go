@@ -33,7 +33,7 @@ func newChainKeyCmd(store *string) *cobra.Command {
 			if move {
 				return moveLegacyKey(cmd, *store, signingKeyFile(keyFile))
 			}
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ func newChainCheckpointCmd(store *string) *cobra.Command {
 		Short: "Print the latest signed checkpoint (a C2SP signed note) to keep outside the store",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func newChainProveCmd(store *string) *cobra.Command {
 			if err != nil || seq == 0 {
 				return usageErrorf("SEQ must be a positive integer, not %q", args[0])
 			}
-			st, err := existingStore(*store, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -59,7 +59,8 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 
 // A --store that cannot be used (a file, a directory that is not a ralph
 // store, a store another process has open) is bad input: exit 2, one
-// sentence with the fix, like a --store that does not exist. Exit 1 means
+// sentence with the fix, like a --store that does not exist (a reading
+// command reads a store another ralph holds through its socket). Exit 1 means
 // a run failed or a chain did not verify.
 func TestE2EUnusableStoreIsUsageError(t *testing.T) {
 	if ralphBin == "" {
@@ -89,7 +90,7 @@ func TestE2EUnusableStoreIsUsageError(t *testing.T) {
 		{[]string{"chain", "verify", "--store", file}, "is a file, not a directory"},
 		{[]string{"run", cfg, "--no-tui", "--store", file}, "is a file, not a directory"},
 		{[]string{"run", cfg, "--no-tui", "--store", foreign}, "is not a ralph ledger store"},
-		{[]string{"runs", "--store", busy}, "is in use by process"},
+		{[]string{"chain", "import", "--store", busy}, "is in use by process"}, // reading commands go through its socket
 		{[]string{"run", cfg, "--no-tui", "--store", busy}, "is in use by process"},
 	}
 	for _, tc := range cases {

@@ -90,6 +90,10 @@ func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 	}
 	stale := ledger.StaleLock(opts.Dir)
 	s, err := ledger.Open(opts)
+	var locked *ledger.LockedError
+	if errors.As(err, &locked) {
+		return nil, heldStoreError(opts.Dir, locked)
+	}
 	if err != nil {
 		return nil, storeOpenError(err)
 	}

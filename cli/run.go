@@ -20,6 +20,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -150,6 +151,11 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
+	srv, err := serveRun(runner, opts, nil, false, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
 	p.verbose = f.verbose
 	ctx := cmd.Context()
@@ -163,6 +169,29 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	<-printed
 	return runResult(p, out, err)
 }
+
+// serveRun serves the run's store on its socket, so every other ralph
+// command reaches it while it runs; approve, when set, answers plan
+// approvals from attached UIs. A store directory open to other users is
+// refused (exit 2, with the fix); a socket that cannot be made otherwise
+// leaves the run unserved, with a warning.
+func serveRun(runner *loop.Runner, opts loop.RunnerOptions, approve func(int, bool) error, localUI bool, errOut io.Writer) (io.Closer, error) {
+	srv, err := serve.Start(serve.Options{Store: opts.Store, Runner: runner, Approve: approve, LocalUI: localUI, Logger: opts.Logger})
+	var pe *serve.PermissionError
+	switch {
+	case errors.As(err, &pe):
+		return nil, exitError(ExitUsage, err)
+	case err != nil:
+		fmt.Fprintf(errOut, "ralph: other commands cannot reach this run while it goes on: %v\n", err)
+		return noServer{}, nil
+	}
+	return srv, nil
+}
+
+// noServer is the server of a run that could not be served.
+type noServer struct{}
+
+func (noServer) Close() error { return nil }
 
 // runResult reports how runner.Run returned: the error the run could not go
 // on with, or the summary of the run that ended and its exit status.
@@ -357,44 +386,83 @@ func newRunsCmd() *cobra.Command {
 		Short: "List runs with state, iterations, cost and why they stopped",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := existingStore(storeFlag, cmd.ErrOrStderr())
+			st, err := openReader(cmd.Context(), storeFlag, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			runs, err := loop.ListRuns(st)
+			runs, err := st.ListRuns()
 			if err != nil {
 				return exitError(ExitFailure, err)
 			}
-			// A live run holds the store's lock, and this command holds it
-			// now: a run recorded as running or paused has lost its process.
-			for i := range runs {
-				if r := &runs[i]; r.State == loop.StateRunning || r.State == loop.StatePaused {
-					r.State = "interrupted"
-					r.Reason = "its process ended without closing it; `ralph resume " + r.ID + "` continues it"
-				}
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				for _, r := range runs {
-					b, _ := json.Marshal(r) // plain strings and numbers cannot fail to marshal
-					if err := writeOut(w, string(b)+"\n"); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATE\tITER\tCOST\tSTOPPED BY\tREASON")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t$%.4f\t%s\t%s\n", r.ID, r.State, r.Iterations, r.CostUSD, r.Condition, r.Reason)
-			}
-			return tw.Flush()
+			return writeRuns(cmd.OutOrStdout(), runs, st.Served(), asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR`")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run")
 	return cmd
+}
+
+// runRow is one run as `ralph runs` lists it: the recorded run and, for
+// the run a live process drives, that process.
+type runRow struct {
+	loop.RunRecord
+	PID      int    `json:"pid,omitempty"`
+	Attached *bool  `json:"attached,omitempty"` // a UI follows it
+	LogFile  string `json:"log_file,omitempty"`
+}
+
+// writeRuns prints the runs. live is the process serving the store (nil
+// when this process opened it): its run is live; any other run recorded
+// as running or paused has lost its process (one process holds a store).
+func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool) error {
+	rows := make([]runRow, len(runs))
+	anyLive := false
+	for i, r := range runs {
+		rows[i].RunRecord = r
+		switch {
+		case live != nil && live.RunID == r.ID:
+			attached := live.UIs > 0
+			rows[i].PID, rows[i].Attached, rows[i].LogFile = live.PID, &attached, live.LogFile
+			anyLive = true
+		case r.State == loop.StateRunning || r.State == loop.StatePaused:
+			rows[i].State = "interrupted"
+			rows[i].Reason = "its process ended without closing it; `ralph resume " + r.ID + "` continues it"
+		}
+	}
+	if asJSON {
+		for _, r := range rows {
+			b, _ := json.Marshal(r) // plain strings, numbers and bools cannot fail to marshal
+			if err := writeOut(w, string(b)+"\n"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	head := "RUN\tSTATE\tITER\tCOST\tSTOPPED BY\tREASON"
+	if anyLive {
+		head += "\tPID\tUI\tLOG"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, r.Iterations, r.CostUSD, r.Condition, r.Reason)
+		if r.Attached != nil {
+			ui := "none"
+			if *r.Attached {
+				ui = "attached"
+			}
+			log := r.LogFile
+			if log == "" {
+				log = "-"
+			}
+			fmt.Fprintf(tw, "\t%d\t%s\t%s", r.PID, ui, log)
+		} else if anyLive {
+			fmt.Fprint(tw, "\t\t\t")
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
 
 func newResumeCmd() *cobra.Command {

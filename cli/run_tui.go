@@ -46,6 +46,16 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
+	var answer func(int, bool) error // attached UIs answer plans too
+	live := tui.Local(runner, opts.Store, approver)
+	if approver != nil {
+		answer = live.Approve
+	}
+	srv, err := serveRun(runner, opts, answer, true, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	ctx := cmd.Context()
 	var out *loop.Outcome
 	var runErr error
@@ -55,7 +65,7 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 		out, runErr = runner.Run(ctx)
 		return runErr
 	})
-	uiErr := tui.Run(ctx, tui.Options{Run: tui.Local(runner, opts.Store, approver), Config: opts.Config, Done: done,
+	uiErr := tui.Run(ctx, tui.Options{Run: live, Config: opts.Config, Done: done,
 		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	var panicErr *tui.PanicError
 	switch {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,12 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/stop"
 )
 
 // runActions reads a recorded run; a run with no actions is a usage error.
-func runActions(storeFlag, runID string, errOut io.Writer) ([]ledger.Action, error) {
-	st, err := existingStore(storeFlag, errOut)
+func runActions(ctx context.Context, storeFlag, runID string, errOut io.Writer) ([]ledger.Action, error) {
+	st, err := openReader(ctx, storeFlag, ledger.Options{}, errOut)
 	if err != nil {
 		return nil, err
 	}
@@ -29,17 +31,6 @@ func runActions(storeFlag, runID string, errOut io.Writer) ([]ledger.Action, err
 		return nil, exitError(ExitUsage, fmt.Errorf("run %s has no recorded actions; `ralph runs` lists the runs", runID))
 	}
 	return acts, nil
-}
-
-// predicateReport is the --json form of `ralph predicate`.
-type predicateReport struct {
-	Holds     bool            `json:"holds"`
-	Source    string          `json:"rtfs"`
-	Evidence  []stop.Evidence `json:"evidence"`
-	FirstSeq  uint64          `json:"first_held_seq,omitempty"`
-	FirstID   string          `json:"first_held_action_id,omitempty"`
-	FirstWhat string          `json:"first_held_action,omitempty"`
-	Actions   int             `json:"actions"`
 }
 
 func newPredicateCmd() *cobra.Command {
@@ -67,11 +58,11 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			acts, err := runActions(storeFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			rep, err := evalRecorded(cmd, pred, acts)
+			rep, err := serve.EvalPredicate(cmd.Context(), pred, acts)
 			if err != nil {
 				return exitError(ExitFailure, err)
 			}
@@ -95,33 +86,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 	return cmd
 }
 
-// evalRecorded replays acts into an audit index, evaluating after each one
-// to find where the predicate first held, then explains the final answer.
-func evalRecorded(cmd *cobra.Command, pred *stop.Predicate, acts []ledger.Action) (predicateReport, error) {
-	ix := stop.NewIndex()
-	b, err := pred.Bind(ix)
-	if err != nil {
-		return predicateReport{}, err
-	}
-	rep := predicateReport{Source: pred.Source, Actions: len(acts)}
-	for i := range acts {
-		ix.Observe(&acts[i])
-		if rep.FirstSeq != 0 {
-			continue
-		}
-		holds, err := b.Eval(cmd.Context())
-		if err != nil {
-			return rep, fmt.Errorf("after seq %d: %w", acts[i].Seq, err)
-		}
-		if holds {
-			rep.FirstSeq, rep.FirstID, rep.FirstWhat = acts[i].Seq, acts[i].ActionID, ledger.Summary(&acts[i])
-		}
-	}
-	rep.Holds, rep.Evidence, err = b.Explain(cmd.Context())
-	return rep, err
-}
-
-func formatPredicate(rep predicateReport) string {
+func formatPredicate(rep serve.PredicateReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%t\n", rep.Holds)
 	for _, e := range rep.Evidence {
@@ -155,7 +120,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			acts, err := runActions(storeFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -86,7 +87,7 @@ func TestPredicateCommand(t *testing.T) {
 		t.Errorf("does not hold: code %d\n%s", code, out)
 	}
 	out, _, code = runStopCmd(t, newPredicateCmd(), "run-1", `{"action_succeeded": {"function_name": "shell.exec"}}`, "--store", store, "--json")
-	var rep predicateReport
+	var rep serve.PredicateReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Holds || rep.FirstSeq != 4 {
 		t.Errorf("json: code %d %s", code, out)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
-	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/tui"
 )
 
@@ -40,7 +40,7 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
 			}
-			st, err := viewStore(storeFlag, cmd.ErrOrStderr())
+			st, err := viewStore(cmd.Context(), storeFlag, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -68,23 +68,20 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 // works harder near it, it is not a hard cap.
 const viewMemoryLimit = 96 << 20
 
-// viewStore opens the store a view reads, which must exist, tuned for a
+// viewStore opens the store a view reads, which must exist: through its
+// socket while a running ralph holds it, else directly, tuned for a
 // reader: the smallest memtable and block cache (nothing is written; the
 // chain is read once, in order), and no value-log GC.
-func viewStore(flag string, errOut io.Writer) (*ledger.Store, error) {
-	dir, err := existingStoreDir(flag)
-	if err != nil {
-		return nil, err
-	}
-	return openStore(ledger.Options{Dir: dir, MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true, ReadOnly: true}, errOut)
+func viewStore(ctx context.Context, flag string, errOut io.Writer) (storeReader, error) {
+	return openReader(ctx, flag, ledger.Options{MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
 }
 
 // errFound ends a scan of the chain early.
 var errFound = errors.New("found")
 
 // resolveRun turns a run id or a unique prefix of one into the run's id.
-func resolveRun(st *ledger.Store, id string) (string, error) {
-	runs, err := loop.ListRuns(st)
+func resolveRun(st storeReader, id string) (string, error) {
+	runs, err := st.ListRuns()
 	if err != nil {
 		return "", exitError(ExitFailure, err)
 	}

@@ -1,0 +1,359 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
+)
+
+func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
+	runs, err := loop.ListRuns(s.o.Store)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if runs == nil {
+		runs = []loop.RunRecord{}
+	}
+	writeJSON(w, runs)
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	runs, err := loop.ListRuns(s.o.Store)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	for _, rr := range runs {
+		if rr.ID == id {
+			writeJSON(w, rr)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no run %s in this store; GET /v1/runs lists them", id))
+}
+
+// actions streams the actions a filter selects as NDJSON (the ledger's
+// JSON form, one per line), in seq order: ?run=, ?plan= or ?intent=, and
+// ?from= and ?to= (inclusive) for a seq range.
+func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ledger.Filter{RunID: q.Get("run"), PlanID: q.Get("plan"), IntentID: q.Get("intent")}
+	var err error
+	if f.FromSeq, err = uintParam(r, "from", 0); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	to, err := uintParam(r, "to", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if to > 0 && to < f.FromSeq {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("to (%d) is before from (%d)", to, f.FromSeq))
+		return
+	}
+	bw, _ := s.ndjson(w)
+	var buf []byte
+	errStop := errors.New("past to")
+	err = s.o.Store.Select(f, func(a ledger.Action) error {
+		if to > 0 && a.Seq > to {
+			return errStop
+		}
+		buf = append(ledger.AppendJSON(buf[:0], &a), '\n')
+		_, err := bw.Write(buf)
+		if err == nil {
+			err = r.Context().Err()
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		// The status is sent: end the stream with an error line the
+		// client reports (an action line never has an "error" key alone).
+		b, _ := json.Marshal(errorBody{Error: err.Error()})
+		bw.Write(append(b, '\n'))
+	}
+	bw.Flush()
+}
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+		return
+	}
+	a, err := s.o.Store.GetSeq(seq)
+	s.writeAction(w, a, err, fmt.Sprintf("no action at seq %d", seq))
+}
+
+func (s *Server) actionByID(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		writeError(w, http.StatusBadRequest, "GET /v1/action needs ?id=ACTION_ID")
+		return
+	}
+	a, err := s.o.Store.Get(id)
+	s.writeAction(w, a, err, fmt.Sprintf("no action %s", id))
+}
+
+func (s *Server) writeAction(w http.ResponseWriter, a ledger.Action, err error, notFound string) {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		writeError(w, http.StatusNotFound, notFound)
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(append(ledger.AppendJSON(nil, &a), '\n'))
+	}
+}
+
+// historyEntry is one line of GET /v1/runs/{id}/history.
+type historyEntry struct {
+	Seq        uint64          `json:"seq"`
+	Evaluation stop.Evaluation `json:"evaluation"`
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	acts, err := s.o.Store.ByRun(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if len(acts) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("run %s has no recorded actions; GET /v1/runs lists the runs", r.PathValue("id")))
+		return
+	}
+	bw, _ := s.ndjson(w)
+	enc := json.NewEncoder(bw)
+	for i := range acts {
+		if acts[i].Type != ledger.StopConditionsEvaluated {
+			continue
+		}
+		ev, err := stop.EvaluationFromAction(&acts[i])
+		if err != nil {
+			enc.Encode(errorBody{Error: fmt.Sprintf("seq %d: %v", acts[i].Seq, err)})
+			break
+		}
+		if enc.Encode(historyEntry{Seq: acts[i].Seq, Evaluation: ev}) != nil {
+			return
+		}
+	}
+	bw.Flush()
+}
+
+// predicate evaluates ?expr= (RTFS or the JSON DSL) against the run's
+// actions, as `ralph predicate` does.
+func (s *Server) predicate(w http.ResponseWriter, r *http.Request) {
+	src := r.URL.Query().Get("expr")
+	if src == "" {
+		writeError(w, http.StatusBadRequest, "GET /v1/runs/{id}/predicate needs ?expr=PREDICATE")
+		return
+	}
+	pred, err := stop.ParsePredicate(src, "<predicate>")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	acts, err := s.o.Store.ByRun(r.PathValue("id"))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if len(acts) == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("run %s has no recorded actions; GET /v1/runs lists the runs", r.PathValue("id")))
+		return
+	}
+	rep, err := EvalPredicate(r.Context(), pred, acts)
+	if err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	writeJSON(w, rep)
+}
+
+// verify verifies the whole chain from one snapshot: up to the head as it
+// was when the verification began, while the run goes on appending. POST
+// takes a pinned key and saved checkpoints (verifyRequest).
+func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
+	var req verifyRequest
+	if r.Method == http.MethodPost {
+		d := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf(`the body must be one JSON object such as {"key": "VKEY"}: %v`, err))
+			return
+		}
+	}
+	rep, err := s.o.Store.VerifyWith(r.Context(), ledger.VerifyOptions{Key: req.Key, Since: req.Since})
+	out := wireReport{Actions: rep.Actions, Checkpoints: rep.Checkpoints, IndexEntries: rep.IndexEntries,
+		HeadSeq: rep.Head.Seq, HeadChain: rep.Head.ChainHash, TrustedKey: rep.TrustedKey, Pinned: rep.Pinned, Root: rep.Root,
+		Consistent: rep.Consistent, Problems: []wireProblem{}}
+	for _, p := range rep.Problems {
+		out.Problems = append(out.Problems, wireProblem{Seq: p.Seq, Reason: p.Reason})
+	}
+	var ie *ledger.IntegrityError
+	if err != nil && !errors.As(err, &ie) {
+		out.Err = err.Error()
+	}
+	writeJSON(w, out)
+}
+
+// checkpoint is the latest signed tree checkpoint.
+func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
+	cp, err := s.o.Store.LatestCheckpoint()
+	if errors.Is(err, ledger.ErrNoTreeCheckpoint) {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, cp)
+}
+
+// prove is the inclusion proof of the action at seq in the latest checkpoint.
+func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+		return
+	}
+	p, err := s.o.Store.ProveInclusion(r.Context(), seq)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, ledger.ErrNoTreeCheckpoint):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(w, p)
+	}
+}
+
+func (s *Server) verifyAction(w http.ResponseWriter, r *http.Request) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+		return
+	}
+	p, err := s.o.Store.VerifyAction(r.Context(), seq)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no action at seq %d", seq))
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(w, p)
+	}
+}
+
+// events streams the run's events from ?from= (a chain seq; 0 the whole
+// chain) as NDJSON until the client goes or the server closes. ?ui=1 counts
+// the client as an attached UI in Info.UIs.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if s.o.Runner == nil {
+		writeError(w, http.StatusConflict, "this process holds the store but drives no run; there are no live events")
+		return
+	}
+	from, err := uintParam(r, "from", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if r.URL.Query().Get("ui") == "1" {
+		s.attached.Add(1)
+		defer s.attached.Add(-1)
+	}
+	st := &stream{}
+	if head := s.o.Store.Head().Seq; from > head {
+		st.last.Store(head) // nothing of now to catch up on
+	}
+	s.mu.Lock()
+	s.streams[st] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.streams, st)
+		s.mu.Unlock()
+	}()
+	events := s.o.Runner.Events().Subscribe(r.Context(), from)
+	bw, dw := s.ndjson(w)
+	if dw.Flush() != nil { // the status line now: the client waits for it
+		return
+	}
+	enc := json.NewEncoder(bw)
+	var last uint64
+	for e := range events {
+		for ok := true; ok; { // what is ready goes in one write
+			if err := enc.Encode(toWire(&e)); err != nil {
+				return
+			}
+			if e.Kind == loop.EventAction {
+				last = e.Action.Seq
+			}
+			select {
+			case e, ok = <-events:
+			default:
+				ok = false
+			}
+		}
+		if bw.Flush() != nil || dw.Flush() != nil {
+			return
+		}
+		if last > st.last.Load() {
+			st.last.Store(last)
+		}
+	}
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	var c control
+	d := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`the body must be one JSON object such as {"do": "pause"}: %v`, err))
+		return
+	}
+	run := s.o.Runner
+	if run == nil {
+		writeError(w, http.StatusConflict, "this process holds the store but drives no run; there is nothing to control")
+		return
+	}
+	switch c.Do {
+	case "pause":
+		run.Pause()
+	case "resume":
+		run.Resume()
+	case "skip":
+		run.SkipIteration()
+	case "abort":
+		run.Abort()
+	case "approve", "decline":
+		if s.o.Approve == nil {
+			writeError(w, http.StatusConflict, "this run does not take plan approvals from the socket (start it with --approve in the UI)")
+			return
+		}
+		if c.Iteration <= 0 {
+			writeError(w, http.StatusBadRequest, `approve and decline need "iteration", the iteration whose plan is answered`)
+			return
+		}
+		if err := s.o.Approve(c.Iteration, c.Do == "approve"); err != nil {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf(`"do" must be pause, resume, skip, abort, approve or decline, not %q`, c.Do))
+		return
+	}
+	writeJSON(w, s.info())
+}
