@@ -24,6 +24,7 @@ type Intent struct {
 // Feedback is what the previous iteration left for the next plan.
 type Feedback struct {
 	Iteration  int
+	Status     string // how that iteration ended: ok, failed, refused, skipped, provider-error
 	LastPlan   string
 	Failures   []string          // failed steps and calls, with their errors
 	Conditions []ConditionStatus // each stop condition's status and progress, in priority order
@@ -38,6 +39,7 @@ type ConditionStatus struct {
 	Progress float64 // 0–1
 	Detail   string  // "7/20", "exit 1"
 	Reason   string
+	Evidence string // what the condition looked at (a command's output tail)
 }
 
 // PlanRequest asks a provider for one iteration's plan.

@@ -135,11 +135,15 @@ func openEngine(cfg *config.Config, storeFlag string, errOut io.Writer) (*engine
 	if err != nil {
 		return nil, err
 	}
+	cli, err := agentCLI(cfg)
+	if err != nil {
+		return nil, err
+	}
 	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites}, errOut)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := buildEngine(cfg, st, model)
+	eng, err := buildEngine(cfg, st, model, cli)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -176,13 +180,21 @@ func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildEngine(cfg, store, model)
+	// Commands that only read plans (plan, ir) work without the agent CLI
+	// installed: its name stays as configured.
+	cli, err := agentCLI(cfg)
+	if err != nil && cfg.Agent != nil {
+		cli = cfg.Agent.CLI
+	}
+	return buildEngine(cfg, store, model, cli)
 }
 
-func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model) (*engine, error) {
+// buildEngine wires the capabilities, governance and orchestrator; cli is
+// the resolved [agent].cli ("" without [agent]).
+func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model, cli string) (*engine, error) {
 	reg := capability.NewRegistry()
 	err := builtin.Register(reg, builtin.Options{Workdir: engineWorkdir(cfg), ShellAllow: cfg.Governance.ShellAllow,
-		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV()})
+		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV(), Agent: agentOptions(cfg, cli)})
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}
@@ -194,7 +206,7 @@ func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model) (
 	g := cfg.Governance
 	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
 		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
-		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD}, reg, nil)
+		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD, AgentAllow: agentAllow(cfg, cli), AgentCLI: cli}, reg, nil)
 	var secrets []string
 	if key := cfg.APIKey(nil); key != "" {
 		secrets = append(secrets, key)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -34,8 +35,14 @@ func newProvider(cfg *config.Config, eng *engine) (arbiter.Provider, error) {
 		return arbiter.NewPipeline(eng.model, arbiter.PipelineOptions{
 			Registry: eng.reg, Governance: eng.gov, MaxRepairs: cfg.Model.MaxRepairs, Secrets: eng.secrets,
 		}), nil
+	case "agent":
+		p := loop.AgentPlanner{PromptFile: cfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: cfg.MaxIterations()}
+		if eng != nil {
+			p.Secrets = eng.secrets
+		}
+		return p, nil
 	}
-	return nil, fmt.Errorf("model.provider %q is not one of openai, static, script, command", cfg.Model.Provider)
+	return nil, fmt.Errorf("model.provider %q is not one of openai, static, script, command, agent", cfg.Model.Provider)
 }
 
 // checkStaticPlan reads the static plan src and, given an engine, admits

@@ -327,6 +327,8 @@ func (p *printer) print(e *loop.Event) {
 			}
 			b, _ := json.Marshal(m) // strings and numbers cannot fail to marshal
 			p.w.Write(append(b, '\n'))
+		case loop.EventAgent:
+			p.w.Write(marshalLine(agentJSON(e)))
 		}
 		return
 	}
@@ -340,6 +342,8 @@ func (p *printer) print(e *loop.Event) {
 		fmt.Fprintf(p.w, "%s it %-3d waiting until %s: %s\n", at, e.Iteration, e.Until.Local().Format("15:04:05"), e.Text)
 	case loop.EventDropped:
 		fmt.Fprintf(p.w, "%s it %-3d (%d transient events skipped: output was too slow)\n", at, e.Iteration, e.Dropped)
+	case loop.EventAgent:
+		p.printAgent(e, at)
 	case loop.EventConditions:
 		if !p.verbose {
 			return

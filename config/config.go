@@ -26,6 +26,7 @@ type Config struct {
 	Stop       []Stop     `toml:"stop"`
 	Governance Governance `toml:"governance"`
 	Store      Store      `toml:"store"`
+	Agent      *Agent     `toml:"agent"` // nil without an [agent] section
 
 	lines    *lineIndex
 	name     string // the path as given, for messages
@@ -41,7 +42,7 @@ type Intent struct {
 
 // Model selects the plan provider.
 type Model struct {
-	Provider    string   `toml:"provider"` // openai | static | script | command
+	Provider    string   `toml:"provider"` // openai | static | script | command | agent
 	Model       string   `toml:"model"`
 	BaseURL     string   `toml:"base_url"`
 	APIKeyEnv   string   `toml:"api_key_env"`
@@ -113,6 +114,7 @@ type Governance struct {
 	RequireCompensationForEffects []string `toml:"require_compensation_for_effects"`
 	MaxCostUSD                    float64  `toml:"max_cost_usd"`
 	MaxSteps                      int      `toml:"max_steps"`
+	AgentAllow                    []string `toml:"agent_allow"` // agent CLIs agent.run may run; default [agent].cli
 }
 
 // Store configures the ledger.
@@ -172,6 +174,9 @@ func Default() *Config {
 func (c *Config) applyDefaults() {
 	if c.Model.Provider == "" {
 		c.Model.Provider = "static"
+		if c.Agent != nil && c.Plan.RTFS == "" && c.Plan.File == "" {
+			c.Model.Provider = "agent" // [agent] and no [plan]: the agent loop
+		}
 	}
 	if c.Model.APIKeyEnv == "" {
 		c.Model.APIKeyEnv = "OPENAI_API_KEY"
@@ -271,6 +276,7 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 	}
 	repairs := c.Model.MaxRepairs
 	c.applyDefaults()
+	c.agentDefaults(md)
 	if md.IsDefined("model", "max_repairs") { // 0 is a choice (no repairs), not "unset"
 		c.Model.MaxRepairs = repairs
 	}
@@ -320,6 +326,9 @@ func (c *Config) resolvePaths(dir string) {
 		return filepath.Join(dir, p)
 	}
 	c.Intent.PromptFile = abs(c.Intent.PromptFile)
+	if c.Agent != nil {
+		c.Agent.PromptFile = abs(c.Agent.PromptFile)
+	}
 	c.Plan.File = abs(c.Plan.File)
 	c.Model.Script = abs(c.Model.Script)
 	c.Loop.Workdir = abs(c.Loop.Workdir)
@@ -334,7 +343,7 @@ func (c *Config) errAt(file string, key string, format string, args ...any) erro
 	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var providers = []string{"openai", "static", "script", "command"}
+var providers = []string{"openai", "static", "script", "command", "agent"}
 
 func (c *Config) validate(file string) error {
 	switch {
@@ -370,6 +379,9 @@ func (c *Config) validateModel(file string) error {
 		return c.errAt(file, "model.max_repairs", "model.max_repairs must be between 0 and 10")
 	case m.MaxTokens < 0:
 		return c.errAt(file, "model.max_tokens", "model.max_tokens must not be negative")
+	}
+	if err := c.validateAgent(file); err != nil {
+		return err
 	}
 	if m.BaseURL != "" {
 		if u, err := url.Parse(m.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
@@ -444,6 +456,11 @@ func (c *Config) CheckPaths() error {
 	}
 	if err := check("intent.prompt_file", c.Intent.PromptFile, false); err != nil {
 		return err
+	}
+	if c.Agent != nil {
+		if err := check("agent.prompt_file", c.Agent.PromptFile, false); err != nil {
+			return err
+		}
 	}
 	switch c.Model.Provider {
 	case "static":

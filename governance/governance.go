@@ -25,6 +25,7 @@ const (
 	RuleCompiles          = "gov.compiles"
 	RuleMaxSteps          = "gov.max-steps"
 	RuleArguments         = "gov.arguments"
+	RuleAgentAllow        = "gov.agent-allow"
 	DefaultMaxSteps       = 1000
 )
 
@@ -37,6 +38,8 @@ type Constitution struct {
 	RequireContracts              []string // capability globs whose steps need :pre or :post
 	RequireCompensationForEffects []string // effect kinds whose steps need step.with-compensation
 	MaxSteps                      int      // static steps in one plan (loop passes count :max); 0 = DefaultMaxSteps
+	AgentAllow                    []string // agent CLIs agent.run may run ([governance].agent_allow)
+	AgentCLI                      string   // the CLI an agent.run call without :cli runs ([agent].cli, resolved)
 	MaxCostUSD                    float64  // not enforced: max_cost_usd is reserved (docs/config.md); a max_cost stop condition bounds cost
 }
 
@@ -104,6 +107,9 @@ func (k *Kernel) permitted(id string) (string, string, bool) {
 	if len(k.c.Allow) > 0 && !matchAny(k.c.Allow, id) {
 		return RuleAllow, fmt.Sprintf("capability %s is not in [governance].allow %v; add it to allow", id, k.c.Allow), false
 	}
+	if id == AgentRun && len(k.c.AgentAllow) == 0 {
+		return RuleAgentAllow, "agent.run may run no agent CLI: [governance].agent_allow is empty; add an [agent] section with cli = \"claude\" (or list the CLI in agent_allow)", false
+	}
 	return RuleAllow, "", true
 }
 
@@ -136,7 +142,34 @@ func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {
 			return refuse(d, RuleShellAllow, reason)
 		}
 	}
+	if id == AgentRun {
+		d.RuleIDs = append(d.RuleIDs, RuleAgentAllow)
+		if reason := k.agentRefusal(input); reason != "" {
+			return refuse(d, RuleAgentAllow, reason)
+		}
+	}
 	return d
+}
+
+// AgentRun is the capability that runs an agent CLI; agent_allow names the
+// CLIs it may run.
+const AgentRun = "agent.run"
+
+// agentRefusal says why agent.run's shaped input names a CLI outside
+// [governance].agent_allow (the call's :cli, else the configured one), or
+// returns "" when it is allowed.
+func (k *Kernel) agentRefusal(input rtfs.Value) string {
+	cli := input.AsMap().GetKey("cli").Str()
+	if cli == "" {
+		cli = k.c.AgentCLI
+	}
+	if cli == "" {
+		return "agent.run names no :cli and no [agent] section sets one; add [agent] with cli = \"claude\" or pass :cli"
+	}
+	if slices.Contains(k.c.AgentAllow, cli) {
+		return ""
+	}
+	return fmt.Sprintf("agent CLI %q is not in [governance].agent_allow %v; add it there to permit it", cli, k.c.AgentAllow)
 }
 
 // shellRefusal says why shell.exec's shaped input names a command outside
@@ -304,6 +337,10 @@ func (w *walker) call(n, step *rtfs.Node, compensated bool) {
 		} else if id == "shell.exec" {
 			if reason := w.k.shellRefusal(input); reason != "" {
 				refuse(d, RuleShellAllow, w.at(n)+": "+reason)
+			}
+		} else if id == AgentRun {
+			if reason := w.k.agentRefusal(input); reason != "" {
+				refuse(d, RuleAgentAllow, w.at(n)+": "+reason)
 			}
 		}
 	}

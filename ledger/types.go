@@ -56,6 +56,10 @@ const (
 	StopConditionsEvaluated
 	CapabilityDeduplicated
 
+	// Agents (DESIGN §12).
+	AgentToolUse  // one tool an agent used during an agent.run call; a child of that CapabilityCall
+	RateLimitWait // the runner waited for an account limit to lift before running the iteration again
+
 	numActionTypes
 )
 
@@ -89,6 +93,8 @@ var actionTypeNames = [numActionTypes]string{
 	CompensationFailed:      "CompensationFailed",
 	StopConditionsEvaluated: "StopConditionsEvaluated",
 	CapabilityDeduplicated:  "CapabilityDeduplicated",
+	AgentToolUse:            "AgentToolUse",
+	RateLimitWait:           "RateLimitWait",
 }
 
 var actionTypeByName = func() map[string]ActionType {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -19,7 +20,7 @@ type EventKind uint8
 
 // Event kinds. Action, Plan and Conditions events are read from the ledger,
 // so a consumer never loses one. State and Approve events are few and always
-// queued. Wait, Token and Log events are transient: a consumer that falls
+// queued. Wait, Token, Agent and Log events are transient: a consumer that falls
 // more than a queue behind loses them and gets a Dropped event instead.
 const (
 	EventAction     EventKind = iota + 1 // Action was appended to the chain
@@ -31,9 +32,10 @@ const (
 	EventToken                           // Text: streamed model output
 	EventLog                             // Log: a log line
 	EventDropped                         // Dropped transient events were lost by this slow consumer
+	EventAgent                           // Agent: one event an agent.run call streamed (transient, like Token)
 )
 
-var eventKindNames = [...]string{"", "action", "plan", "conditions", "state", "approve", "wait", "token", "log", "dropped"}
+var eventKindNames = [...]string{"", "action", "plan", "conditions", "state", "approve", "wait", "token", "log", "dropped", "agent"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != 0 {
@@ -83,6 +85,10 @@ type Event struct {
 	Until      time.Time
 	Log        LogLine
 	Dropped    int
+	// EventAgent: what the agent reported, and the CapabilityCall it
+	// belongs to (its action id; the call is recorded when it ends).
+	Agent  *agent.Event
+	CallID string
 
 	afterSeq uint64 // transient events: the chain head when they happened
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -230,8 +231,10 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 		}
 		return fail(d.Err())
 	}
+	a.ActionID = NewID() // known now: what the call reports while it runs is recorded under it
+	hctx := capability.WithReporter(ctx, &callReporter{r: r, callID: a.ActionID, capID: req.ID})
 	start := r.o.o.Now()
-	res, err := c.Handler(ctx, input)
+	res, err := c.Handler(hctx, input)
 	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()
 	a.Result, a.Cost, a.Success = dataOnly(res.Value), res.Cost, err == nil
 	for k, v := range res.Metadata {

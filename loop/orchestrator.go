@@ -83,6 +83,9 @@ type PlanInput struct {
 	// BeforeStep, when set, runs before each step starts; the runner pauses
 	// there. An error fails the step.
 	BeforeStep func(ctx context.Context) error
+	// Stream, when set, receives the transient events running calls
+	// publish (an agent's streamed output). It must not block.
+	Stream func(CallStream)
 }
 
 // PlanResult is the outcome of Execute.
@@ -95,7 +98,10 @@ type PlanResult struct {
 	FailedCompensations []string // names of compensating steps that failed
 	Steps               int      // steps that completed
 	Cost                float64
-	Tokens              int64 // model tokens the plan's calls reported (llm.ask)
+	Tokens              int64 // model tokens the plan's calls reported (llm.ask, agent.run)
+	// Limit is the first account limit a call stopped at (an agent's usage
+	// limit): the loop waits for it to lift and runs the iteration again.
+	Limit *capability.Limit
 }
 
 // ErrRefused marks a plan refused at admission or that could not be read;
@@ -128,6 +134,7 @@ type runStats struct {
 	cost      float64
 	tokens    int64
 	failedCmp []string
+	limit     *capability.Limit
 }
 
 // Execute reads, admits and runs one plan. A plan that cannot be read or
@@ -178,6 +185,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	}
 	r.stats.mu.Lock()
 	res.Steps, res.Cost, res.Tokens, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.tokens, r.stats.failedCmp
+	res.Limit = r.stats.limit
 	r.stats.mu.Unlock()
 	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
 		DurationMS: o.o.Now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}

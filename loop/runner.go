@@ -146,6 +146,8 @@ type runState struct {
 	lastEval                *stop.Evaluation // resume: the last recorded stop evaluation
 	unevaluated             []ledger.Action  // resume: the last completed iteration, when it was never evaluated
 	closed                  bool             // the closing action is recorded
+	limited                 *limitWait       // the last iteration stopped at an account limit: wait, then run it again
+	limitWaits              int              // consecutive limit waits, for the backoff when no reset is known
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -222,6 +224,14 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 			return r.finish(ctx, st, out)
 		}
 	}
+	if st.limited != nil { // the dead process was waiting for an agent's limit to lift
+		if out, err := r.waitLimit(runCtx, ctx, st); out != nil || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			return r.finish(ctx, st, out)
+		}
+	}
 	for {
 		if err := r.gate(runCtx, st); err != nil && runCtx.Err() == nil {
 			return nil, err
@@ -247,6 +257,15 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 		}
 		if runCtx.Err() != nil {
 			return r.finish(ctx, st, r.durationOutcome())
+		}
+		if st.limited != nil { // the iteration runs again once the limit lifts; nothing was decided
+			if out, err := r.waitLimit(runCtx, ctx, st); out != nil || err != nil {
+				if err != nil {
+					return nil, err
+				}
+				return r.finish(ctx, st, out)
+			}
+			continue
 		}
 		last, err := r.actionsSince(st.id, iterSeq)
 		if err != nil {
@@ -441,9 +460,12 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if status == "ok" {
 		res, err := r.o.Orchestrator.Execute(ictx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
 			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st),
-			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }})
+			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }, Stream: r.streamAgent(st.iteration)})
 		if res != nil {
 			planCost, planTokens = res.Cost, res.Tokens
+			if res.Limit != nil && !skipped() && ctx.Err() == nil {
+				st.limited = &limitWait{limit: *res.Limit, parent: iterID}
+			}
 		}
 		switch {
 		case err != nil && errors.Is(err, ErrRefused):
@@ -462,17 +484,24 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
 	st.cost += cost
 	st.tokens += tokens
-	st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+cost, st.doneTokens+tokens
-	if status == "ok" || status == "skipped" {
-		st.failures = 0
+	if st.limited != nil {
+		// Spent, but not an iteration: it runs again once the limit lifts, and
+		// its feedback, failure count and budget projection stay as they were.
+		status = StatusUsageLimit
 	} else {
-		st.failures++
+		st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+cost, st.doneTokens+tokens
+		st.limitWaits = 0
+		if status == "ok" || status == "skipped" {
+			st.failures = 0
+		} else {
+			st.failures++
+		}
+		fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
+		for i, f := range failures {
+			fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
+		}
+		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: status, LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
 	}
-	fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
-	for i, f := range failures {
-		fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
-	}
-	st.feedback = arbiter.Feedback{Iteration: st.iteration, LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
 	dur := r.o.Now().Sub(t0).Milliseconds()
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
 		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(dur)))
@@ -487,6 +516,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	}
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
+	}
+	if st.limited != nil {
+		st.iteration-- // not counted: the loop runs it again under its number
 	}
 	return begin, nil
 }
@@ -757,7 +789,7 @@ func conditionStatus(rs []stop.Result) []arbiter.ConditionStatus {
 	out := make([]arbiter.ConditionStatus, len(rs))
 	for i, r := range rs {
 		out[i] = arbiter.ConditionStatus{Name: r.Name, Kind: r.Kind, Class: string(r.Class), Met: r.Met,
-			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason}
+			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason, Evidence: r.Evidence}
 	}
 	return out
 }

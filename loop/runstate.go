@@ -91,6 +91,9 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 				st.lastEval = &ev
 			}
 		case ledger.IterationCompleted:
+			if a.Metadata["status"].Str() == StatusUsageLimit {
+				continue // not counted: it runs again once the limit lifts
+			}
 			st.iteration = int(a.Metadata["iteration"].AsInt())
 			lastFrom, lastTo = iterStart, i
 			st.doneIters, st.doneCost = st.doneIters+1, st.doneCost+a.Cost
@@ -103,6 +106,9 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		}
 	}
 	st.cost, st.tokens = spent+pendingCost, tokens+pendingTokens
+	if state != StateAborted {
+		st.limited = limitedOnResume(acts)
+	}
 	// A crash between IterationCompleted and StopConditionsEvaluated left
 	// that iteration unevaluated. (An abort skips the evaluation on purpose.)
 	if state != StateAborted && lastFrom >= 0 && (st.lastEval == nil || st.lastEval.Iteration < st.iteration) {

@@ -17,6 +17,7 @@ type Options struct {
 	Env        []string // environment for shell.exec children; nil means os.Environ() minus secrets
 	SecretEnv  []string // names removed from the inherited environment (API keys)
 	KV         KV       // storage for kv.*; nil leaves kv.* unregistered
+	Agent      AgentOptions
 }
 
 // Register adds every built-in capability to r.
@@ -39,6 +40,13 @@ func Register(r *capability.Registry, opts Options) error {
 	caps = append(caps, mathCaps()...)
 	caps = append(caps, (&shell{workdir: wd, allow: opts.ShellAllow, env: env}).capability())
 	caps = append(caps, (&files{workdir: wd}).capabilities()...)
+	// The agent CLI reads its own credentials (ANTHROPIC_API_KEY,
+	// OPENAI_API_KEY for codex, …) from the environment: it gets all of it.
+	agentEnv := opts.Env
+	if agentEnv == nil {
+		agentEnv = os.Environ()
+	}
+	caps = append(caps, (&agentRunner{o: opts.Agent, workdir: wd, env: agentEnv}).capability())
 	if opts.KV != nil {
 		caps = append(caps, kvCaps(opts.KV)...)
 	}

@@ -1,0 +1,280 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// AgentOptions configure agent.run ([agent] in the config). The zero value
+// registers agent.run with no CLI of its own: every call must name :cli,
+// and Allow (empty) refuses them all.
+type AgentOptions struct {
+	CLI         string   // the CLI a call without :cli runs (a name agent.Resolve accepts)
+	Command     []string // argv for CLI "command"
+	Args        []string // extra arguments; a call's :args replace them
+	Timeout     time.Duration
+	IdleTimeout time.Duration
+	Price       *agent.Price
+	Allow       []string                     // CLIs a call may run ([governance].agent_allow)
+	LookPath    func(string) (string, error) // nil: exec.LookPath
+}
+
+// AgentToolUse is the ledger type name of the child action each tool use
+// becomes.
+const AgentToolUse = "AgentToolUse"
+
+// AgentNotAllowedError is an agent.run call naming a CLI outside
+// [governance].agent_allow.
+type AgentNotAllowedError struct {
+	CLI   string
+	Allow []string
+}
+
+func (e *AgentNotAllowedError) Error() string {
+	return fmt.Sprintf("agent.run: agent CLI %q is not in [governance].agent_allow %v; add it there to permit it", e.CLI, e.Allow)
+}
+
+// RTFSType names the error in RTFS catch maps.
+func (e *AgentNotAllowedError) RTFSType() string { return "governance/denied" }
+
+type agentRunner struct {
+	o       AgentOptions
+	workdir string
+	env     []string
+}
+
+func (a *agentRunner) capability() *capability.Capability {
+	return &capability.Capability{
+		Spec: &capability.Spec{
+			ID: "agent.run", Version: "1.0.0",
+			Description: "Run a coding agent CLI on a prompt in the workdir; its tool uses, tokens and cost are recorded.",
+			Input: rtfs.MustParseType(`[:map [:prompt :string] [:cli {:optional true} :string]
+				[:args {:optional true} [:vector :string]] [:timeout-ms {:optional true} :int]
+				[:idle-timeout-ms {:optional true} :int]]`),
+			Output: rtfs.MustParseType(`[:map [:text :string] [:exit :int] [:cost-usd :float]
+				[:tokens [:map [:input :int] [:output :int] [:cache-read :int] [:cache-write :int]]]
+				[:session-id :string] [:turns :int] [:tool-uses :int] [:duration-ms :int]
+				[:stopped {:optional true} :string]]`),
+			Effects:  []capability.Effect{{Kind: "process"}, {Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}, {Kind: "network"}},
+			Risk:     capability.RiskHigh,
+			Examples: []string{`(call :agent.run {:prompt "Make the failing test pass."})`},
+		},
+		Handler: a.run,
+	}
+}
+
+// options turns the shaped input into the agent call's options.
+func (a *agentRunner) options(m *rtfs.Map) (agent.Options, error) {
+	o := agent.Options{CLI: a.o.CLI, Command: a.o.Command, Args: a.o.Args, Prompt: m.GetKey("prompt").Str(),
+		Dir: a.workdir, Env: slices.Clone(a.env), Timeout: a.o.Timeout, IdleTimeout: a.o.IdleTimeout,
+		Price: a.o.Price, LookPath: a.o.LookPath}
+	if c := m.GetKey("cli"); !c.IsNil() {
+		o.CLI = c.Str()
+	}
+	if o.CLI == "" {
+		return o, errors.New("agent.run: no agent CLI: pass :cli or add an [agent] section with cli = \"claude\"")
+	}
+	if !slices.Contains(a.o.Allow, o.CLI) {
+		return o, &AgentNotAllowedError{CLI: o.CLI, Allow: a.o.Allow}
+	}
+	if args := m.GetKey("args"); !args.IsNil() {
+		o.Args = nil
+		for _, x := range args.Items() {
+			o.Args = append(o.Args, x.Str())
+		}
+	}
+	for key, d := range map[string]*time.Duration{"timeout-ms": &o.Timeout, "idle-timeout-ms": &o.IdleTimeout} {
+		if t := m.GetKey(key); !t.IsNil() {
+			if t.AsInt() <= 0 {
+				return o, fmt.Errorf("agent.run :%s must be positive", key)
+			}
+			*d = time.Duration(t.AsInt()) * time.Millisecond
+		}
+	}
+	return o, nil
+}
+
+func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+	o, err := a.options(in.AsMap())
+	if err != nil {
+		return capability.Result{}, err
+	}
+	rep := capability.ReporterFrom(ctx)
+	tools := &toolLog{rep: rep, ctx: ctx, cli: o.CLI, pending: map[string]pendingTool{}}
+	o.OnEvent = func(e agent.Event) {
+		rep.Stream(&e)
+		tools.event(e)
+	}
+	res, runErr := agent.Run(ctx, o)
+	tools.flush()
+	if runErr != nil {
+		return capability.Result{Metadata: map[string]string{"cli": o.CLI}}, fmt.Errorf("agent.run: %w", runErr)
+	}
+	if tools.err != nil {
+		return agentResult(res), fmt.Errorf("agent.run: record a tool use: %w", tools.err)
+	}
+	if res.Stopped == agent.StoppedUsageLimit && res.Limit != nil {
+		rep.Limited(capability.Limit{Kind: res.Limit.Kind, Reset: res.Limit.Reset, Message: res.Limit.Message})
+	}
+	return agentResult(res), agentFailure(res, o)
+}
+
+// agentResult is the call's result map, metadata and cost.
+func agentResult(r agent.Result) capability.Result {
+	t := r.Tokens
+	b := rtfs.NewMapBuilder(10)
+	b.Set(rtfs.Keyword("text"), rtfs.String(r.Text))
+	b.Set(rtfs.Keyword("exit"), rtfs.Int(int64(r.Exit)))
+	b.Set(rtfs.Keyword("cost-usd"), rtfs.Float(r.CostUSD))
+	b.Set(rtfs.Keyword("tokens"), rtfs.MapValue(rtfs.NewMap(
+		rtfs.Keyword("input"), rtfs.Int(t.Input), rtfs.Keyword("output"), rtfs.Int(t.Output),
+		rtfs.Keyword("cache-read"), rtfs.Int(t.CacheRead), rtfs.Keyword("cache-write"), rtfs.Int(t.CacheWrite))))
+	b.Set(rtfs.Keyword("session-id"), rtfs.String(r.SessionID))
+	b.Set(rtfs.Keyword("turns"), rtfs.Int(int64(r.Turns)))
+	b.Set(rtfs.Keyword("tool-uses"), rtfs.Int(int64(r.ToolUses)))
+	b.Set(rtfs.Keyword("duration-ms"), rtfs.Int(r.Duration.Milliseconds()))
+	if r.Stopped != "" {
+		b.Set(rtfs.Keyword("stopped"), rtfs.String(r.Stopped))
+	}
+	meta := map[string]string{
+		"cli": r.CLI, "exit": strconv.Itoa(r.Exit),
+		"cost_usd": strconv.FormatFloat(r.CostUSD, 'f', -1, 64), "cost_source": r.CostSource,
+		// Every token the model read or wrote counts toward max_tokens, as
+		// an OpenAI prompt_tokens counts cached tokens too.
+		"prompt_tokens":      strconv.FormatInt(t.Input+t.CacheRead+t.CacheWrite, 10),
+		"completion_tokens":  strconv.FormatInt(t.Output, 10),
+		"input_tokens":       strconv.FormatInt(t.Input, 10),
+		"output_tokens":      strconv.FormatInt(t.Output, 10),
+		"cache_read_tokens":  strconv.FormatInt(t.CacheRead, 10),
+		"cache_write_tokens": strconv.FormatInt(t.CacheWrite, 10),
+		"session_id":         r.SessionID, "turns": strconv.Itoa(r.Turns), "tool_uses": strconv.Itoa(r.ToolUses),
+	}
+	if r.Stopped != "" {
+		meta["stopped"] = r.Stopped
+	}
+	if r.Limit != nil && !r.Limit.Reset.IsZero() {
+		meta["limit_reset"] = r.Limit.Reset.UTC().Format(time.RFC3339)
+	}
+	return capability.Result{Value: rtfs.MapValue(b.Map()), Metadata: meta, Cost: r.CostUSD}
+}
+
+// agentFailure says, in one sentence with the fix, why a call that ran did
+// not do its work, or returns nil when it ended well.
+func agentFailure(r agent.Result, o agent.Options) error {
+	switch r.Stopped {
+	case agent.StoppedTimeout:
+		return fmt.Errorf("agent.run: %s ran past its timeout of %s and its process group was killed; raise [agent].timeout or give the agent a smaller task", r.CLI, o.Timeout)
+	case agent.StoppedIdleTimeout:
+		return fmt.Errorf("agent.run: %s printed nothing for %s and its process group was killed; raise [agent].idle_timeout if it works silently for longer", r.CLI, o.IdleTimeout)
+	case agent.StoppedCancelled:
+		return fmt.Errorf("agent.run: %s was cancelled and its process group was killed", r.CLI)
+	case agent.StoppedUsageLimit:
+		msg := "its account hit a usage limit"
+		if r.Limit != nil && r.Limit.Message != "" {
+			msg = oneLine(r.Limit.Message)
+		}
+		return fmt.Errorf("agent.run: %s stopped: %s; the loop waits for the limit to lift and runs the iteration again", r.CLI, msg)
+	}
+	if r.Exit == 0 && !r.IsError {
+		return nil
+	}
+	why := oneLine(r.Stderr)
+	if why == "" || r.IsError {
+		why = oneLine(r.Text)
+	}
+	status := fmt.Sprintf("exited with status %d", r.Exit)
+	if r.Exit == 0 {
+		status = "reported an error"
+	}
+	if why != "" {
+		status += " (" + why + ")"
+	}
+	return fmt.Errorf("agent.run: %s %s; run `%s` by hand in the workdir to see why (login, API key, arguments)", r.CLI, status, strings.Join(r.Argv, " "))
+}
+
+// oneLine is the last non-empty line of s, at most 300 bytes: where a CLI
+// says what went wrong.
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 300 {
+		l = strings.ToValidUTF8(l[:300], "") + "…"
+	}
+	return l
+}
+
+// toolLog turns an agent's tool-use and tool-result events into
+// AgentToolUse children of the call: one per tool use, recorded when its
+// result arrives (or when the call ends, for a use with no result).
+type toolLog struct {
+	rep     capability.Reporter
+	ctx     context.Context
+	cli     string
+	pending map[string]pendingTool
+	order   []string // pending ids in use order
+	err     error    // the first recording failure
+}
+
+type pendingTool struct {
+	name, input string
+	start       time.Time
+}
+
+func (l *toolLog) event(e agent.Event) {
+	switch e.Kind {
+	case agent.EventToolUse:
+		id := e.ToolID
+		if _, dup := l.pending[id]; id == "" || dup { // no id to match a result with: record it now
+			l.record(id, pendingTool{name: e.Tool, input: e.Input, start: time.Now()}, nil)
+			return
+		}
+		l.pending[id] = pendingTool{name: e.Tool, input: e.Input, start: time.Now()}
+		l.order = append(l.order, id)
+	case agent.EventToolResult:
+		p, ok := l.pending[e.ToolID]
+		if !ok {
+			return
+		}
+		delete(l.pending, e.ToolID)
+		l.order = slices.DeleteFunc(l.order, func(id string) bool { return id == e.ToolID })
+		l.record(e.ToolID, p, &e)
+	}
+}
+
+// flush records the uses whose results never came.
+func (l *toolLog) flush() {
+	for _, id := range l.order {
+		l.record(id, l.pending[id], nil)
+	}
+	l.order, l.pending = nil, map[string]pendingTool{}
+}
+
+func (l *toolLog) record(id string, p pendingTool, res *agent.Event) {
+	if l.err != nil {
+		return
+	}
+	if p.name == "" {
+		p.name = "tool"
+	}
+	c := capability.Child{Type: AgentToolUse, Name: p.name, Args: []rtfs.Value{rtfs.String(p.input)}, Success: true,
+		Metadata: map[string]rtfs.Value{"tool_id": rtfs.String(id), "cli": rtfs.String(l.cli)}}
+	if res != nil {
+		c.Result = rtfs.String(res.Text)
+		c.DurationMS = time.Since(p.start).Milliseconds()
+		if res.IsError {
+			c.Success, c.Error = false, "the tool reported an error: "+oneLine(res.Text)
+		}
+	} else {
+		c.Metadata["result"] = rtfs.String("none reported")
+	}
+	l.err = l.rep.Child(l.ctx, c)
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+
+	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/config"
+)
+
+// agentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
+// first agent CLI on PATH). An agent CLI that is not on PATH is a config
+// error naming agent.cli's line, raised before any store is opened. With
+// no [agent] it returns "".
+func agentCLI(cfg *config.Config) (string, error) {
+	a := cfg.Agent
+	if a == nil {
+		return "", nil
+	}
+	name, _, err := agent.Resolve(a.CLI, exec.LookPath)
+	if err != nil {
+		return "", exitError(ExitUsage, cfg.ErrorAt("agent.cli", err.Error()))
+	}
+	if name == "command" {
+		if _, err := exec.LookPath(a.Command[0]); err != nil {
+			return "", exitError(ExitUsage, cfg.ErrorAt("agent.command",
+				fmt.Sprintf("agent.command program %q is not on PATH; install it or give its full path", a.Command[0])))
+		}
+	}
+	return name, nil
+}
+
+// agentOptions configures agent.run from [agent] and agent_allow; cli is
+// the resolved [agent].cli ("" without [agent]).
+func agentOptions(cfg *config.Config, cli string) builtin.AgentOptions {
+	o := builtin.AgentOptions{CLI: cli, Allow: agentAllow(cfg, cli)}
+	if a := cfg.Agent; a != nil {
+		o.Command, o.Args = a.Command, a.Args
+		o.Timeout, o.IdleTimeout = a.Timeout.Duration, a.IdleTimeout.Duration
+		if p := a.Price; p != nil {
+			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}
+		}
+	}
+	return o
+}
+
+// agentAllow is [governance].agent_allow, where "auto" also permits the
+// CLI it resolved to.
+func agentAllow(cfg *config.Config, cli string) []string {
+	allow := slices.Clone(cfg.Governance.AgentAllow)
+	if cli != "" && slices.Contains(allow, "auto") && !slices.Contains(allow, cli) {
+		allow = append(allow, cli)
+	}
+	return allow
+}

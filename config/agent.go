@@ -1,0 +1,116 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/ralphloop/ralph/agent"
+)
+
+// Agent is the [agent] section: the coding agent CLI that agent.run runs
+// (DESIGN §12). With [agent] and no [plan], every iteration's plan is one
+// agent.run call on the prompt (provider "agent").
+type Agent struct {
+	CLI         string      `toml:"cli"`         // claude | codex | gemini | opencode | command | auto
+	Args        []string    `toml:"args"`        // extra arguments after the backend's own
+	Command     []string    `toml:"command"`     // cli = "command": the argv (prompt on stdin, text out)
+	PromptFile  string      `toml:"prompt_file"` // default [intent].prompt_file
+	Timeout     Duration    `toml:"timeout"`     // the whole call; default 30m, "0s" for none
+	IdleTimeout Duration    `toml:"idle_timeout"`
+	Price       *AgentPrice `toml:"price"` // fallback when the CLI reports no cost
+}
+
+// AgentPrice is [agent.price]: USD per million tokens, used to price a
+// call whose CLI reports tokens but no cost.
+type AgentPrice struct {
+	Input      float64 `toml:"input"`
+	Output     float64 `toml:"output"`
+	CacheRead  float64 `toml:"cache_read"`
+	CacheWrite float64 `toml:"cache_write"`
+}
+
+// Defaults of [agent].
+const (
+	DefaultAgentCLI         = "auto"
+	DefaultAgentTimeout     = 30 * time.Minute
+	DefaultAgentIdleTimeout = 5 * time.Minute
+)
+
+// agentDefaults completes [agent] after decoding; md says which keys the
+// file set, so "0s" (no timeout) is kept as written.
+func (c *Config) agentDefaults(md toml.MetaData) {
+	a := c.Agent
+	if a == nil {
+		return
+	}
+	if a.CLI == "" {
+		a.CLI = DefaultAgentCLI
+	}
+	if !md.IsDefined("agent", "timeout") {
+		a.Timeout.Duration = DefaultAgentTimeout
+	}
+	if !md.IsDefined("agent", "idle_timeout") {
+		a.IdleTimeout.Duration = DefaultAgentIdleTimeout
+	}
+	if !md.IsDefined("governance", "agent_allow") {
+		c.Governance.AgentAllow = []string{a.CLI}
+	}
+}
+
+// AgentPromptFile is the prompt an agent loop sends: [agent].prompt_file,
+// else [intent].prompt_file ("" when neither is set).
+func (c *Config) AgentPromptFile() string {
+	if c.Agent != nil && c.Agent.PromptFile != "" {
+		return c.Agent.PromptFile
+	}
+	return c.Intent.PromptFile
+}
+
+// MaxIterations is the smallest max_iterations of the stop conditions, or
+// 0 when none bounds the run.
+func (c *Config) MaxIterations() int {
+	n := 0
+	for _, s := range c.Stop {
+		if s.Kind == "max_iterations" && (n == 0 || s.Max < n) {
+			n = s.Max
+		}
+	}
+	return n
+}
+
+func (c *Config) validateAgent(file string) error {
+	known := agent.Known()
+	for _, name := range c.Governance.AgentAllow {
+		if !slices.Contains(known, name) {
+			return c.errAt(file, "governance.agent_allow", "governance.agent_allow names %q, which is not a known agent CLI; use %s", name, strings.Join(known, ", "))
+		}
+	}
+	a := c.Agent
+	if a == nil {
+		if c.Model.Provider == "agent" {
+			return c.errAt(file, "model.provider", "provider \"agent\" needs an [agent] section; add one with cli = \"claude\" (or codex, gemini, opencode)")
+		}
+		return nil
+	}
+	switch {
+	case !slices.Contains(known, a.CLI):
+		return c.errAt(file, "agent.cli", "agent.cli %q is not a known agent CLI; use one of %s", a.CLI, strings.Join(known, ", "))
+	case a.CLI == "command" && len(a.Command) == 0:
+		return c.errAt(file, "agent.cli", "cli = \"command\" needs agent.command, the argv to run with the prompt on stdin, e.g. [\"my-agent\", \"--yes\"]")
+	case a.CLI == "command" && a.Command[0] == "":
+		return c.errAt(file, "agent.command", "agent.command starts with an empty program name; put the program first")
+	case a.CLI != "command" && len(a.Command) > 0:
+		return c.errAt(file, "agent.command", "agent.command applies only to cli = \"command\"; remove it or set cli = \"command\"")
+	case c.Model.Provider == "agent" && (c.Plan.RTFS != "" || c.Plan.File != ""):
+		return c.errAt(file, "model.provider", "provider \"agent\" writes each iteration's plan itself; remove [plan] or choose provider \"static\"")
+	case c.Model.Provider == "agent" && c.AgentPromptFile() == "" && c.Intent.Goal == "":
+		return c.errAt(file, "agent", "the agent loop has no prompt; set [agent].prompt_file or [intent].prompt_file (e.g. \"PROMPT.md\")")
+	}
+	if p := a.Price; p != nil && (p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0) {
+		return c.errAt(file, "agent.price", "[agent.price] must not be negative; prices are USD per million tokens")
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// StatusUsageLimit is the status of an iteration a call stopped at an
+// account limit: it is not counted, and runs again once the limit lifts.
+const StatusUsageLimit = "usage-limit"
+
+// limitWait is an account limit the last iteration stopped at.
+type limitWait struct {
+	limit  capability.Limit
+	parent string    // the IterationStarted it happened in
+	until  time.Time // resume: the wait a dead process had recorded
+}
+
+// Waits for a limit whose reset the agent did not say: the first wait,
+// doubled at each consecutive limit, up to the cap.
+const (
+	limitBackoff    = time.Minute
+	limitBackoffCap = 30 * time.Minute
+)
+
+// streamAgent publishes what running calls stream on the bus: an agent's
+// events become EventAgent, for the UI's output pane and the headless
+// printer. Other payloads have no consumer and are dropped here.
+func (r *Runner) streamAgent(iteration int) func(CallStream) {
+	return func(cs CallStream) {
+		if ev, ok := cs.Event.(*agent.Event); ok {
+			r.bus.publish(Event{Kind: EventAgent, Iteration: iteration, Agent: ev, CallID: cs.CallID, Time: r.o.Now()})
+		}
+	}
+}
+
+// waitLimit waits for the account limit the last iteration stopped at to
+// lift, then lets the loop run that iteration again under the same number.
+// The wait is recorded as a RateLimitWait and shown as a countdown
+// (EventWait). It uses no iteration and no spend; max_duration stays a
+// wall-clock deadline: a limit that lifts after it ends the run at once
+// rather than sleeping to the deadline. Pause and abort work during the wait.
+func (r *Runner) waitLimit(runCtx, ctx context.Context, st *runState) (*Outcome, error) {
+	lw := st.limited
+	st.limited = nil
+	now := r.o.Now()
+	until := lw.until
+	if until.IsZero() {
+		until = lw.limit.Reset
+		st.limitWaits++
+		if until.IsZero() {
+			backoff := limitBackoff << min(st.limitWaits-1, 5)
+			until = now.Add(min(backoff, limitBackoffCap))
+		}
+		reason := lw.limit.Message
+		if reason == "" {
+			reason = "the agent hit its account's " + lw.limit.Kind
+		}
+		a := &ledger.Action{Type: ledger.RateLimitWait, ParentActionID: lw.parent, FunctionName: lw.limit.Kind, Success: true,
+			DurationMS: max(until.Sub(now), 0).Milliseconds(), Metadata: map[string]rtfs.Value{
+				"kind": rtfs.String(lw.limit.Kind), "until": rtfs.String(until.UTC().Format(time.RFC3339Nano)),
+				"message": rtfs.String(reason), "reset_known": rtfs.Bool(!lw.limit.Reset.IsZero()),
+				"iteration": rtfs.Int(int64(st.iteration + 1)),
+			}}
+		if _, err := r.record(ctx, st, a); err != nil {
+			return nil, err
+		}
+	}
+	if d := r.maxDuration(); d > 0 && until.After(st.started.Add(d)) {
+		out := r.durationOutcome()
+		out.Reason = fmt.Sprintf("the agent's %s lifts at %s, after max_duration %s ends at %s", lw.limit.Kind,
+			until.Local().Format(time.DateTime), d, st.started.Add(d).Local().Format(time.DateTime))
+		return out, nil
+	}
+	if wait := until.Sub(now); wait > 0 {
+		r.bus.publish(Event{Kind: EventWait, Iteration: st.iteration + 1, Until: until, Time: now,
+			Text: fmt.Sprintf("agent %s; iteration %d runs again when it lifts", lw.limit.Kind, st.iteration+1)})
+		if err := r.delay(runCtx, st, wait); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return abortOutcome(ctx), nil
+	case runCtx.Err() != nil:
+		return r.durationOutcome(), nil
+	}
+	return nil, r.saveState(ctx, st, StateRunning, nil)
+}
+
+// limitedOnResume is the limit wait a dead process left unfinished: its
+// last iteration stopped at a limit, recorded a RateLimitWait, and no
+// iteration has started since. The resumed run waits out what is left.
+func limitedOnResume(acts []ledger.Action) *limitWait {
+	for i := len(acts) - 1; i >= 0; i-- {
+		a := &acts[i]
+		switch a.Type {
+		case ledger.IterationStarted:
+			return nil
+		case ledger.RateLimitWait:
+			until, err := time.Parse(time.RFC3339Nano, a.Metadata["until"].Str())
+			if err != nil {
+				return nil
+			}
+			return &limitWait{limit: capability.Limit{Kind: a.FunctionName, Message: a.Metadata["message"].Str()},
+				parent: a.ParentActionID, until: until}
+		}
+	}
+	return nil
+}
