@@ -419,10 +419,10 @@ func suggestCapability(id string, reg *capability.Registry, permits func(string)
 		d := raw
 		dot := strings.LastIndexByte(s.ID, '.')
 		if last := s.ID[dot+1:]; strings.HasSuffix(id, "."+last) || id == last {
-			d = min(d, 1) // ccos.echo for echo or util.echo
+			d = min(d, 2) // ccos.echo for echo or util.echo
 		}
 		if ns != "" && dot > 0 && s.ID[:dot] == ns {
-			d = min(d, 3) // the same namespace: shell.exec for shell.run
+			d = min(d, 1) // the same namespace first: shell.exec, not agent.run, for shell.run
 		}
 		if d < bestD || d == bestD && raw < bestRaw {
 			best, bestD, bestRaw = s.ID, d, raw

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"testing"
 
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -29,7 +31,19 @@ func TestLoopExamplesLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		forms, err := rtfs.Read(cfg.Plan.RTFS, path)
+		src := cfg.Plan.RTFS
+		if cfg.Model.Provider == "agent" { // the plan the agent loop writes for its first iteration
+			p, err := newProvider(cfg, eng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := p.Plan(context.Background(), arbiter.PlanRequest{Iteration: 1})
+			if err != nil || resp.Mode != "agent" {
+				t.Fatalf("%s: agent plan: %v (mode %q)", path, err, resp.Mode)
+			}
+			src = resp.Source
+		}
+		forms, err := rtfs.Read(src, path)
 		if err != nil {
 			t.Fatal(err)
 		}

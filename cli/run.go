@@ -520,12 +520,26 @@ func snapshotConfig(storeFlag, runID string, errOut io.Writer) (*config.Config, 
 }
 
 func newInitCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "init [DIR]",
-		Short: "Write a commented ralph.toml and PROMPT.md starter",
+	var agentCLI, test string
+	cmd := &cobra.Command{
+		Use:   "init [DIR] [--agent claude|codex|gemini|opencode] [--test CMD]",
+		Short: "Write a commented ralph.toml and PROMPT.md starter (with --agent: a working agent loop)",
+		Long: `Write a commented ralph.toml and PROMPT.md into DIR (default .).
+
+Without --agent the starter runs a static plan that needs no API key. With
+--agent it is an agent loop: each iteration runs that agent CLI on PROMPT.md
+plus ralph's feedback block, then the test command decides (--test, else
+guessed from the project: go test, cargo test, pytest, npm test), bounded by
+max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.`,
+		Example: `  ralph init
+  ralph init --agent claude
+  ralph init myproject --agent codex --test "go test ./..."`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("init takes at most one DIR")
+			}
+			if test != "" && agentCLI == "" {
+				return usageErrorf("--test applies to an agent loop; add --agent claude (or codex, gemini, opencode)")
 			}
 			return nil
 		},
@@ -534,11 +548,26 @@ func newInitCmd() *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			files, err := config.WriteStarter(dir)
+			var files []string
+			var err error
+			if agentCLI == "" {
+				files, err = config.WriteStarter(dir)
+			} else {
+				s := config.AgentStarter{CLI: agentCLI}
+				if test != "" {
+					if s.Test, err = config.SplitCommand(test); err != nil {
+						return exitError(ExitUsage, fmt.Errorf("--test: %w", err))
+					}
+				}
+				files, err = config.WriteAgentStarter(dir, s)
+			}
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			return writeOut(cmd.OutOrStdout(), "wrote "+strings.Join(files, " and ")+"; try `ralph run`\n")
+			return writeOut(cmd.OutOrStdout(), "wrote "+strings.Join(files, ", ")+"; try `ralph run`\n")
 		},
 	}
+	cmd.Flags().StringVar(&agentCLI, "agent", "", "write an agent loop for `CLI` (claude, codex, gemini, opencode)")
+	cmd.Flags().StringVar(&test, "test", "", "the test `CMD` that decides when the agent is done (default: guessed from the project)")
+	return cmd
 }

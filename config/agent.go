@@ -83,11 +83,18 @@ func (c *Config) MaxIterations() int {
 
 func (c *Config) validateAgent(file string) error {
 	known := agent.Known()
+	if err := c.validateAgentCLI(file, known); err != nil {
+		return err
+	}
 	for _, name := range c.Governance.AgentAllow {
 		if !slices.Contains(known, name) {
 			return c.errAt(file, "governance.agent_allow", "governance.agent_allow names %q, which is not a known agent CLI; use %s", name, strings.Join(known, ", "))
 		}
 	}
+	return nil
+}
+
+func (c *Config) validateAgentCLI(file string, known []string) error {
 	a := c.Agent
 	if a == nil {
 		if c.Model.Provider == "agent" {

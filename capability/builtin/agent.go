@@ -179,10 +179,13 @@ func agentFailure(r agent.Result, o agent.Options) error {
 		return fmt.Errorf("agent.run: %s was cancelled and its process group was killed", r.CLI)
 	case agent.StoppedUsageLimit:
 		msg := "its account hit a usage limit"
-		if r.Limit != nil && r.Limit.Message != "" {
-			msg = oneLine(r.Limit.Message)
+		if l := r.Limit; l != nil {
+			msg = "its account hit a " + l.Kind
+			if !l.Reset.IsZero() {
+				msg += " that lifts at " + l.Reset.Local().Format(time.DateTime)
+			}
 		}
-		return fmt.Errorf("agent.run: %s stopped: %s; the loop waits for the limit to lift and runs the iteration again", r.CLI, msg)
+		return fmt.Errorf("agent.run: %s stopped: %s; the loop waits for it to lift and runs the iteration again", r.CLI, msg)
 	}
 	if r.Exit == 0 && !r.IsError {
 		return nil

@@ -1,0 +1,254 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ralphloop/ralph/agent"
+)
+
+// InitAgents are the CLIs `ralph init --agent` writes a loop for: every
+// agent backend but "auto" and "command".
+func InitAgents() []string {
+	return slices.DeleteFunc(agent.Known(), func(n string) bool { return n == "auto" || n == "command" })
+}
+
+// AgentStarter is what `ralph init --agent` writes.
+type AgentStarter struct {
+	CLI  string   // one of InitAgents
+	Test []string // the test command; nil: guessed from the project in the directory
+}
+
+// testPatterns are must_match and must_not_match for a test command, so
+// that "no tests ran" is never green.
+type testPatterns struct{ must, mustNot string }
+
+// patternsFor picks the patterns for the test runner argv names.
+func patternsFor(argv []string) testPatterns {
+	line := " " + strings.Join(argv, " ") + " "
+	switch {
+	case strings.Contains(line, " go test "):
+		// at least one package passed; none failed; a -run that matched nothing is not green
+		return testPatterns{must: `(?m)^ok\s`, mustNot: `(?m)^(FAIL|---\s+FAIL)|\[no tests to run\]`}
+	case strings.Contains(line, "cargo test"):
+		return testPatterns{must: `test result: ok\. [1-9][0-9]* passed`, mustNot: `test result: FAILED`}
+	case strings.Contains(line, "pytest"):
+		return testPatterns{must: `[1-9][0-9]* passed`, mustNot: `(?i)no tests ran|[1-9][0-9]* (failed|errors?)\b`}
+	}
+	return testPatterns{mustNot: `(?i)\bno tests? (were )?(found|ran|run|to run)\b|\b0 tests\b`}
+}
+
+// guessTest is the test command for the project in dir.
+func guessTest(dir string) []string {
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	switch {
+	case has("go.mod"):
+		return []string{"go", "test", "./..."}
+	case has("Cargo.toml"):
+		return []string{"cargo", "test"}
+	case has("pyproject.toml") || has("setup.py") || has("pytest.ini"):
+		return []string{"python", "-m", "pytest", "-q"}
+	case has("package.json"):
+		return []string{"npm", "test"}
+	}
+	return []string{"go", "test", "./..."}
+}
+
+// SplitCommand splits a command line into argv: words separated by spaces,
+// with '…' and "…" quoting (no other shell syntax: ralph runs it without a
+// shell).
+func SplitCommand(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord, quote := false, rune(0)
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("the command %q has an unclosed %c quote; close it", s, quote)
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the test command is empty; pass one such as --test \"go test ./...\"")
+	}
+	return out, nil
+}
+
+// tomlList writes argv as a TOML array of basic strings.
+func tomlList(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = strconv.Quote(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// tomlLiteral writes s as a TOML literal string ('…'), or a basic string
+// when s holds a quote.
+func tomlLiteral(s string) string {
+	if strings.ContainsAny(s, "'\n") {
+		return strconv.Quote(s)
+	}
+	return "'" + s + "'"
+}
+
+// Text is the ralph.toml of the agent loop.
+func (s AgentStarter) Text() string {
+	p := patternsFor(s.Test)
+	var b strings.Builder
+	fmt.Fprintf(&b, `# ralph.toml — an agent loop: run %[1]s on PROMPT.md, then the tests, again and again,
+# until the tests are really green, the agent is stuck, or the budget runs out.
+# ralph adds a feedback block to the prompt each time: the iteration, how the last one
+# ended, and the tail of the failing test output (docs/agents.md). Paths are relative
+# to this file; unknown keys are errors.
+
+[intent]
+goal = "Make the tests pass"
+prompt_file = "PROMPT.md"
+
+[agent]
+%-37[2]s # claude | codex | gemini | opencode | command | auto
+# args = []                           # extra arguments for the CLI
+timeout = "30m"                       # one agent call, start to end
+idle_timeout = "5m"                   # no output for this long kills the agent's processes
+# [agent.price]                       # USD per million tokens, for a CLI that reports no cost
+# input = 3.0
+# output = 15.0
+# cache_read = 0.3
+# cache_write = 3.75
+
+[loop]
+workdir = "."
+
+# Green means green: the test command passes, and "no tests ran" is not a pass.
+[[stop]]
+name = "tests"
+kind = "command"
+cmd = %[3]s
+`, s.CLI, fmt.Sprintf("cli = %q", s.CLI), tomlList(s.Test))
+	if p.must != "" {
+		fmt.Fprintf(&b, "must_match = %s\n", tomlLiteral(p.must))
+	}
+	if p.mustNot != "" {
+		fmt.Fprintf(&b, "must_not_match = %s\n", tomlLiteral(p.mustNot))
+	}
+	b.WriteString(`timeout = "10m"
+class = "success"
+
+[[stop]]
+name = "iterations"
+kind = "max_iterations"
+max = 20
+
+[[stop]]
+name = "budget"
+kind = "max_cost"
+usd = 10.0                            # the agent's spend, as the CLI reports it
+
+[[stop]]
+name = "stuck"
+kind = "no_progress"
+iterations = 3                        # the workspace and the tests' verdict unchanged 3 times
+
+[store]
+dir = ".ralph"
+sync_writes = true
+`)
+	return b.String()
+}
+
+// AgentPrompt is the PROMPT.md `ralph init --agent` writes.
+const AgentPrompt = `# Task
+
+Make the tests pass. Find the cause of each failure in the code (not in the
+tests) and fix it with small, focused changes.
+
+After you finish, ralph runs the tests. When they fail, the next prompt ends
+with a "ralph feedback" section holding the tail of the failing output: start
+from there.
+`
+
+// WriteAgentStarter writes the agent loop into dir: ralph.toml, PROMPT.md
+// (both refused when they exist) and .ralph/ added to .gitignore.
+func WriteAgentStarter(dir string, s AgentStarter) ([]string, error) {
+	if !slices.Contains(InitAgents(), s.CLI) {
+		return nil, fmt.Errorf("--agent %q is not an agent ralph init knows; use one of %s", s.CLI, strings.Join(InitAgents(), ", "))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if s.Test == nil {
+		s.Test = guessTest(dir)
+	}
+	files := []struct{ name, body string }{{"ralph.toml", s.Text()}, {"PROMPT.md", AgentPrompt}}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
+			return nil, fmt.Errorf("%s already exists; remove it or choose another directory", filepath.Join(dir, f.name))
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	var written []string
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
+			return written, err
+		}
+		written = append(written, p)
+	}
+	gi, err := ignoreStore(dir)
+	if err != nil {
+		return written, err
+	}
+	if gi != "" {
+		written = append(written, gi)
+	}
+	return written, nil
+}
+
+// ignoreStore adds .ralph/ to dir's .gitignore (creating it), unless a
+// line already ignores it; it returns the file when it changed it.
+func ignoreStore(dir string) (string, error) {
+	p := filepath.Join(dir, ".gitignore")
+	old, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	for _, l := range strings.Split(string(old), "\n") {
+		switch strings.TrimSpace(l) {
+		case ".ralph", ".ralph/", "/.ralph", "/.ralph/":
+			return "", nil
+		}
+	}
+	var b bytes.Buffer
+	b.Write(old)
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	b.WriteString(".ralph/\n")
+	return p, os.WriteFile(p, b.Bytes(), 0o644)
+}

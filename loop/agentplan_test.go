@@ -1,0 +1,87 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+func TestFeedbackBlock(t *testing.T) {
+	t.Parallel()
+	first := FeedbackBlock(1, 20, arbiter.Feedback{})
+	if want := "## ralph feedback\n\nIteration 1 of 20.\nLast iteration: none; this is the first.\n\nThe success conditions have not been checked yet.\n"; first != want {
+		t.Errorf("first iteration:\n%s\nwant:\n%s", first, want)
+	}
+	long := strings.Repeat("line\n", 60) + "--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\n```\nFAIL\n"
+	fb := arbiter.Feedback{Iteration: 2, Status: "failed", Failures: []string{"agent.run: claude exited with status 1\n(Error: bad key)"},
+		Conditions: []arbiter.ConditionStatus{
+			{Name: "iterations", Kind: "max_iterations", Class: "limit", Detail: "2/20"},
+			{Name: "tests", Kind: "command", Class: "success", Reason: "go test ./... exited 1, want 0", Evidence: long},
+			{Name: "built", Kind: "file_exists", Class: "success", Met: true, Evidence: "bin/app"},
+		}}
+	got := FeedbackBlock(3, 0, fb)
+	lines := strings.Split(got, "\n")
+	if lines[0] != "## ralph feedback" || lines[2] != "Iteration 3." || lines[3] != "Last iteration (2): failed." ||
+		lines[4] != "- agent.run: claude exited with status 1 (Error: bad key)" || lines[6] != "Unmet success conditions:" ||
+		lines[8] != "### tests (command): go test ./... exited 1, want 0" {
+		t.Errorf("block:\n%s", got)
+	}
+	if strings.Contains(got, "iterations") || strings.Contains(got, "built") {
+		t.Errorf("only unmet success conditions belong in the block:\n%s", got)
+	}
+	body := got[strings.Index(got, "```\n")+4 : strings.LastIndex(got, "```")]
+	if n := strings.Count(body, "\n"); n != feedbackEvidenceLines {
+		t.Errorf("evidence has %d lines, want the last %d", n, feedbackEvidenceLines)
+	}
+	if !strings.Contains(body, "calc_test.go:7: Add(2, 3) = -1, want 5") || strings.Contains(body, "```") {
+		t.Errorf("evidence tail:\n%s", body)
+	}
+	none := FeedbackBlock(4, 5, arbiter.Feedback{Iteration: 3, Status: "ok", Conditions: fb.Conditions[2:]})
+	if !strings.HasSuffix(none, "Last iteration (3): ok.\n\nNo success condition is unmet.\n") {
+		t.Errorf("all met:\n%s", none)
+	}
+}
+
+func TestAgentPlannerWritesOneAgentCall(t *testing.T) {
+	t.Parallel()
+	prompt := filepath.Join(t.TempDir(), "PROMPT.md")
+	if err := os.WriteFile(prompt, []byte("Fix \"it\" \\ now.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := AgentPlanner{PromptFile: prompt, MaxIterations: 9, Secrets: []string{"sk-secret-12345"}}
+	resp, err := p.Plan(context.Background(), arbiter.PlanRequest{Iteration: 2, Feedback: arbiter.Feedback{Iteration: 1, Status: "failed",
+		Failures: []string{"token sk-secret-12345 refused"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Mode != "agent" || resp.Provider != "agent" {
+		t.Errorf("mode %q provider %q", resp.Mode, resp.Provider)
+	}
+	forms, err := rtfs.Read(resp.Source, "plan")
+	if err != nil {
+		t.Fatalf("plan does not read: %v\n%s", err, resp.Source)
+	}
+	if len(forms) != 1 || !strings.HasPrefix(resp.Source, `(do (step "Agent" (call :agent.run {:prompt "Fix \"it\" \\ now.`) {
+		t.Errorf("plan = %s", resp.Source)
+	}
+	call := forms[0].Items[1].Items[2]
+	got := call.Items[2].Value().AsMap().GetKey("prompt").Str()
+	want := "Fix \"it\" \\ now.\n\n" + FeedbackBlock(2, 9, arbiter.Feedback{Iteration: 1, Status: "failed", Failures: []string{"token [REDACTED] refused"}})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("prompt (-want +got):\n%s", diff)
+	}
+	// The prompt file is read at every iteration: an edit counts at once.
+	if err := os.Remove(prompt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Plan(context.Background(), arbiter.PlanRequest{Iteration: 3}); err == nil || !strings.Contains(err.Error(), "fix [agent].prompt_file") {
+		t.Errorf("a missing prompt file: %v", err)
+	}
+}
