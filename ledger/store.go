@@ -266,8 +266,7 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithDetectConflicts(false). // one writer: nothing to conflict with
 		WithMetricsEnabled(false).
 		WithCompression(options.Snappy).
-		WithReadOnly(opts.ReadOnly && !opts.InMemory).
-		WithChecksumVerificationMode(options.OnTableRead)
+		WithReadOnly(opts.ReadOnly && !opts.InMemory)
 	if opts.NoCompactions || opts.ReadOnly {
 		b = b.WithNumCompactors(0)
 	}

@@ -125,8 +125,8 @@ func (s *Store) verify(ctx context.Context, opts VerifyOptions, parts int, minRa
 	// Every table's block checksums first: a flipped byte is then named
 	// by its file instead of surfacing as a bad action or a panic.
 	if !s.inMemory() {
-		if err := s.db.VerifyChecksum(); err != nil {
-			return VerifyReport{}, fmt.Errorf("ledger store %s is corrupted: %w; restore it from a backup or a bundle", s.describe(), err)
+		if err := s.verifyChecksums(); err != nil {
+			return VerifyReport{}, err
 		}
 	}
 	txn := s.db.NewTransaction(false)
