@@ -1,15 +1,23 @@
 package cli_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // trustEnv is an environment whose keys and witnesses live under home.
@@ -198,5 +206,137 @@ func TestE2EChainTruncationAndRollback(t *testing.T) {
 	// The saved checkpoint of 9 actions still holds for the older copy.
 	if out, errOut, code := runCommand(t, ralphBin, "", trustEnv(filepath.Join(dir, "fresh")), "chain", "verify", "--store", store, "--since", saved); code != 0 || !strings.Contains(out, "consistent with checkpoint "+saved) {
 		t.Fatalf("older copy --since its own checkpoint: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestE2EChainBundleRoundTrip: export --bundle, verify it with no store
+// against the pinned key, import it into a new store: every action hash is
+// kept (the string ":x" stays a string).
+func TestE2EChainBundleRoundTrip(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	env := trustEnv(filepath.Join(dir, "home"))
+	store := filepath.Join(dir, "store")
+	execStore(t, env, dir, store)
+	execStore(t, env, dir, store)
+	vkey, _, _ := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	vkey = strings.TrimSpace(vkey)
+	bundle, errOut, code := runCommand(t, ralphBin, "", env, "chain", "export", "--bundle", "--store", store)
+	if code != 0 || !strings.HasPrefix(bundle, "ralph-bundle 1\nkey "+vkey+"\n") {
+		t.Fatalf("export --bundle: %d %s", code, errOut)
+	}
+	file := filepath.Join(dir, "x.bundle")
+	writeFile(t, file, bundle)
+	auditor := trustEnv(filepath.Join(dir, "auditor"))
+	out, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--bundle", file, "--key", vkey)
+	if code != 0 || !strings.Contains(out, "verified bundle "+file+": 18 actions, ") || !strings.Contains(out, "trusted key "+vkey+" (pinned with --key)") {
+		t.Fatalf("verify --bundle: %d %q %q", code, out, errOut)
+	}
+	copyStore := filepath.Join(dir, "copy")
+	if out, errOut, code := runCommand(t, ralphBin, bundle, auditor, "chain", "import", "--store", copyStore, "--trust", vkey); code != 0 || !strings.Contains(out, "imported 18 actions as seq 1–18") {
+		t.Fatalf("import: %d %q %q", code, out, errOut)
+	}
+	hashesOf := func(store string) []string {
+		jsonl, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "export", "--store", store)
+		if code != 0 {
+			t.Fatalf("export: %s", errOut)
+		}
+		var hs []string
+		for _, l := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+			i := strings.Index(l, `"action_hash":"`)
+			hs = append(hs, l[i+15:i+15+64])
+		}
+		return hs
+	}
+	if a, b := hashesOf(store), hashesOf(copyStore); !slices.Equal(a, b) || len(a) != 18 {
+		t.Fatalf("hashes changed through export → import:\n%v\n%v", a, b)
+	}
+	if out, _, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--store", copyStore); code != 0 {
+		t.Fatalf("the imported store does not verify: %s", out)
+	}
+	// A bundle with a changed byte fails, naming its line.
+	lines := strings.Split(bundle, "\n")
+	lines[5] = lines[5][:10] + flipBase64(lines[5][10]) + lines[5][11:]
+	writeFile(t, file, strings.Join(lines, "\n"))
+	if _, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--bundle", file); code != 1 || !strings.Contains(errOut, "bundle "+file+" does not verify: bundle line ") {
+		t.Fatalf("a tampered bundle: %d %s", code, errOut)
+	}
+}
+
+func flipBase64(c byte) string {
+	if c == 'A' {
+		return "B"
+	}
+	return "A"
+}
+
+// TestE2EChainImportKilled: kill -9 in the middle of an import, after
+// some of it was committed, leaves no store; the import run again works.
+func TestE2EChainImportKilled(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	env := trustEnv(filepath.Join(dir, "home"))
+	var jsonl strings.Builder
+	for i := range 12000 {
+		a := ledger.Action{ActionID: fmt.Sprintf("act-%06d", i), RunID: "run-1", Type: ledger.CapabilityCall, FunctionName: "shell.exec",
+			Arguments: []rtfs.Value{rtfs.String(strings.Repeat("x", 200))}, Success: true, Timestamp: time.Unix(int64(i), 0).UTC()}
+		jsonl.Write(ledger.AppendJSON(nil, &a))
+		jsonl.WriteByte('\n')
+	}
+	lines := strings.SplitAfter(jsonl.String(), "\n")
+	store := filepath.Join(dir, "store")
+	cmd := exec.Command(ralphBin, "chain", "import", "--store", store)
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Two chunks of 4096 are committed (fsynced) while the import waits
+	// for the rest of its input.
+	if _, err := io.WriteString(stdin, strings.Join(lines[:9000], "")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mems, _ := filepath.Glob(filepath.Join(dir, ".store.import-*", "data", "*.mem"))
+		var size int64
+		for _, m := range mems {
+			if b, err := os.ReadFile(m); err == nil {
+				size += int64(len(bytes.TrimRight(b, "\x00")))
+			}
+		}
+		if size > 4<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the import committed nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(store); !os.IsNotExist(err) {
+		t.Fatalf("a killed import left a store: %v", err)
+	}
+	if _, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 2 || !strings.Contains(errOut, "no store at "+store) {
+		t.Fatalf("verify after the kill: %d %s", code, errOut)
+	}
+	out, errOut, code := runCommand(t, ralphBin, jsonl.String(), env, "chain", "import", "--store", store)
+	if code != 0 || !strings.Contains(out, "imported 12000 actions as seq 1–12000") {
+		t.Fatalf("import again: %d %q %q", code, out, errOut)
+	}
+	if out, _, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 0 || !strings.HasPrefix(out, "verified 12000 actions") {
+		t.Fatalf("verify: %q", out)
 	}
 }
