@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 )
@@ -23,85 +22,114 @@ func claudeBackend() backend {
 	}
 }
 
-// claudeLine is the union of the stream-json message fields the parser
-// reads. Fields whose type varies between messages stay raw.
+// claudeLine is what the parser reads of one stream-json message.
 type claudeLine struct {
-	Type           string          `json:"type"`
-	Subtype        string          `json:"subtype"`
-	SessionID      string          `json:"session_id"`
-	Message        *claudeMessage  `json:"message"`
-	Error          string          `json:"error"` // assistant: authentication_failed, billing_error, rate_limit, …
-	Result         string          `json:"result"`
-	IsError        bool            `json:"is_error"`
-	TotalCostUSD   *float64        `json:"total_cost_usd"`
-	NumTurns       int             `json:"num_turns"`
-	Usage          *claudeUsage    `json:"usage"`
-	Errors         json.RawMessage `json:"errors"`
-	APIErrorStatus int             `json:"api_error_status"`
-	RateLimitInfo  *struct {
-		Status        string `json:"status"`
-		ResetsAt      int64  `json:"resetsAt"`
-		RateLimitType string `json:"rateLimitType"`
-	} `json:"rate_limit_info"`
-}
-
-type claudeMessage struct {
-	ID      string        `json:"id"`
-	Content claudeContent `json:"content"`
-	Usage   *claudeUsage  `json:"usage"`
-}
-
-// claudeUsage is the Anthropic Messages API usage object.
-type claudeUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-}
-
-func (u *claudeUsage) usage() Usage {
-	return Usage{u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens}
+	Type, Subtype, SessionID string
+	// assistant, user
+	MsgID    string
+	Blocks   []claudeBlock // message.content; a string content is one text block
+	Usage    *Usage        // message.usage (assistant) or usage (result)
+	MsgError string        // assistant error: authentication_failed, billing_error, rate_limit, …
+	// result
+	Result         string
+	IsError        bool
+	TotalCostUSD   *float64
+	NumTurns       int64
+	Errors         int // node of errors: a list of strings
+	APIErrorStatus int64
+	// rate_limit_event
+	RateLimitStatus, RateLimitType string
+	ResetsAt                       int64
 }
 
 type claudeBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"` // tool_result: a string or a list of blocks
-	IsError   bool            `json:"is_error"`
-}
-
-// claudeContent is a message's content: a list of blocks, or (for a user
-// message) a plain string, kept as one text block.
-type claudeContent []claudeBlock
-
-func (c *claudeContent) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*c = claudeContent{{Type: "text", Text: s}}
-		return nil
-	}
-	return json.Unmarshal(b, (*[]claudeBlock)(c))
+	Type, Text, ID, Name, ToolUseID string
+	Input, Content                  int // nodes: any JSON (tool_use input; tool_result content)
+	IsError                         bool
 }
 
 type claudeParser struct {
 	now       func() time.Time
+	doc       jdoc
+	l         claudeLine
+	usage     [2]Usage // storage for l.Usage
 	session   string
 	lastMsgID string // the assistant message whose usage was counted last
 }
 
+// decode reads the line in p.doc into p.l; false when a field has the
+// wrong type.
+func (p *claudeParser) decode() bool {
+	r := jread{jdoc: &p.doc}
+	l := &p.l
+	*l = claudeLine{Blocks: l.Blocks[:0], Errors: -1}
+	root := r.object(0)
+	l.Type = r.str(r.field(root, "type"))
+	l.Subtype = r.str(r.field(root, "subtype"))
+	l.SessionID = r.str(r.field(root, "session_id"))
+	switch l.Type {
+	case "assistant", "user":
+		msg := r.object(r.field(root, "message"))
+		l.MsgID = r.str(r.field(msg, "id"))
+		l.MsgError = r.str(r.field(root, "error"))
+		if u := r.object(r.field(msg, "usage")); u >= 0 {
+			p.usage[0] = claudeUsage(&r, u)
+			l.Usage = &p.usage[0]
+		}
+		content := r.field(msg, "content")
+		if r.kind(content) == jString {
+			l.Blocks = append(l.Blocks, claudeBlock{Type: "text", Text: r.str(content), Input: -1, Content: -1})
+			break
+		}
+		r.elems(r.array(content), func(b int) {
+			b = r.object(b)
+			l.Blocks = append(l.Blocks, claudeBlock{
+				Type: r.str(r.field(b, "type")), Text: r.str(r.field(b, "text")),
+				ID: r.str(r.field(b, "id")), Name: r.str(r.field(b, "name")), Input: r.field(b, "input"),
+				ToolUseID: r.str(r.field(b, "tool_use_id")), Content: r.field(b, "content"), IsError: r.bool(r.field(b, "is_error")),
+			})
+		})
+	case "result":
+		l.Result = r.str(r.field(root, "result"))
+		l.IsError = r.bool(r.field(root, "is_error"))
+		if c := r.field(root, "total_cost_usd"); r.kind(c) == jNumber {
+			v := r.float(c)
+			l.TotalCostUSD = &v
+		} else {
+			r.float(c) // null or absent: no cost; another type: bad
+		}
+		l.NumTurns = r.int(r.field(root, "num_turns"))
+		l.Errors = r.array(r.field(root, "errors"))
+		l.APIErrorStatus = r.int(r.field(root, "api_error_status"))
+		if u := r.object(r.field(root, "usage")); u >= 0 {
+			p.usage[1] = claudeUsage(&r, u)
+			l.Usage = &p.usage[1]
+		}
+	case "rate_limit_event":
+		info := r.object(r.field(root, "rate_limit_info"))
+		l.RateLimitStatus = r.str(r.field(info, "status"))
+		l.RateLimitType = r.str(r.field(info, "rateLimitType"))
+		l.ResetsAt = r.int(r.field(info, "resetsAt"))
+	}
+	return !r.bad && root >= 0
+}
+
+// claudeUsage reads the Anthropic Messages API usage object.
+func claudeUsage(r *jread, u int) Usage {
+	return Usage{
+		Input:      r.int(r.field(u, "input_tokens")),
+		Output:     r.int(r.field(u, "output_tokens")),
+		CacheRead:  r.int(r.field(u, "cache_read_input_tokens")),
+		CacheWrite: r.int(r.field(u, "cache_creation_input_tokens")),
+	}
+}
+
 func (p *claudeParser) line(b []byte, emit func(Event)) {
-	var l claudeLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+	if !p.doc.parse(b) || !p.decode() || p.l.Type == "" {
 		emit(rawEvent(b))
 		return
 	}
+	l := &p.l
 	if l.SessionID != "" && l.SessionID != p.session {
 		p.session = l.SessionID
 		emit(Event{Kind: EventSession, SessionID: l.SessionID})
@@ -111,115 +139,107 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 		// init carries the session id (above); other subtypes (hooks,
 		// tasks, compaction) have nothing ralph counts.
 	case "assistant":
-		p.assistant(&l, emit)
+		p.assistant(emit)
 	case "user":
-		p.user(&l, emit)
+		for _, bl := range l.Blocks {
+			if bl.Type == "tool_result" {
+				emit(Event{Kind: EventToolResult, ToolID: bl.ToolUseID, Text: short(p.resultText(bl.Content)), IsError: bl.IsError})
+			}
+		}
 	case "result":
-		p.result(&l, emit)
+		p.result(emit)
 	case "rate_limit_event":
-		p.rateLimit(&l, emit)
+		p.rateLimit(emit)
 	default:
 		emit(rawEvent(b))
 	}
 }
 
-func (p *claudeParser) assistant(l *claudeLine, emit func(Event)) {
-	if l.Message == nil {
-		return
-	}
-	for _, bl := range l.Message.Content {
+func (p *claudeParser) assistant(emit func(Event)) {
+	l := &p.l
+	for _, bl := range l.Blocks {
 		switch bl.Type {
 		case "text":
-			if l.Error != "" {
-				continue // reported with the error below
+			if l.MsgError == "" { // an error's text is reported with the error below
+				emit(Event{Kind: EventText, Text: bl.Text})
 			}
-			emit(Event{Kind: EventText, Text: bl.Text})
 		case "tool_use", "server_tool_use":
-			emit(Event{Kind: EventToolUse, Tool: bl.Name, ToolID: bl.ID, Input: inputSummary(bl.Input)})
+			emit(Event{Kind: EventToolUse, Tool: bl.Name, ToolID: bl.ID, Input: p.inputSummary(bl.Input)})
 		}
 	}
 	// --verbose prints one line per content block, each repeating its
 	// message's usage: count a message once.
-	if u := l.Message.Usage; u != nil && (l.Message.ID == "" || l.Message.ID != p.lastMsgID) {
-		p.lastMsgID = l.Message.ID
-		emit(Event{Kind: EventUsage, Usage: u.usage()})
+	if l.Usage != nil && (l.MsgID == "" || l.MsgID != p.lastMsgID) {
+		p.lastMsgID = l.MsgID
+		emit(Event{Kind: EventUsage, Usage: *l.Usage})
 	}
-	if l.Error != "" {
-		text := contentText(l.Message.Content)
+	if l.MsgError != "" {
+		text := blocksText(l.Blocks)
 		if text == "" {
-			text = "claude: " + l.Error
+			text = "claude: " + l.MsgError
 		}
 		lim := claudeLimitText(text, p.now())
-		if lim == nil && l.Error == "rate_limit" {
-			lim = &Limit{Kind: LimitRate, Message: text}
+		if lim == nil && l.MsgError == "rate_limit" {
+			lim = &Limit{Kind: LimitRate, Message: short(text)}
 		}
 		emit(Event{Kind: EventError, Text: text, Limit: lim})
 	}
 }
 
-func (p *claudeParser) user(l *claudeLine, emit func(Event)) {
-	if l.Message == nil {
-		return
-	}
-	for _, bl := range l.Message.Content {
-		if bl.Type == "tool_result" {
-			emit(Event{Kind: EventToolResult, ToolID: bl.ToolUseID, Text: short(resultText(bl.Content)), IsError: bl.IsError})
-		}
-	}
-}
-
-func (p *claudeParser) result(l *claudeLine, emit func(Event)) {
+func (p *claudeParser) result(emit func(Event)) {
+	l := &p.l
 	if l.Usage != nil {
-		emit(Event{Kind: EventUsage, Usage: l.Usage.usage(), Total: true})
+		emit(Event{Kind: EventUsage, Usage: *l.Usage, Total: true})
 	}
 	if l.TotalCostUSD != nil {
 		emit(Event{Kind: EventCost, CostUSD: *l.TotalCostUSD, Total: true})
 	}
 	if l.Subtype == "success" && !l.IsError {
-		emit(Event{Kind: EventFinal, Text: l.Result, Turns: l.NumTurns})
+		emit(Event{Kind: EventFinal, Text: l.Result, Turns: int(l.NumTurns)})
 		return
 	}
 	text := l.Result
 	if text == "" {
-		text = strings.Join(stringList(l.Errors), "; ")
+		var errs []string
+		p.doc.elems(l.Errors, func(e int) {
+			if s, ok := p.doc.str(e); ok && s != "" && p.doc.kind(e) == jString {
+				errs = append(errs, s)
+			}
+		})
+		text = strings.Join(errs, "; ")
 	}
 	if text == "" {
 		text = "claude ended with " + l.Subtype
 	}
 	lim := claudeLimitText(text, p.now())
 	if lim == nil {
-		switch l.APIErrorStatus {
-		case 429:
-			lim = &Limit{Kind: LimitRate, Message: text}
-		case 529:
-			lim = &Limit{Kind: LimitOverloaded, Message: text}
-		}
+		lim = limitForStatus(int(l.APIErrorStatus), text)
 	}
-	emit(Event{Kind: EventError, Text: text, Limit: lim, Turns: l.NumTurns})
+	emit(Event{Kind: EventError, Text: text, Limit: lim, Turns: int(l.NumTurns)})
 }
 
 // rateLimit reads rate_limit_event: status "rejected" means the limit is
 // hit until resetsAt (unix seconds); "allowed" and "allowed_warning" are
 // not limits.
-func (p *claudeParser) rateLimit(l *claudeLine, emit func(Event)) {
-	info := l.RateLimitInfo
-	if info == nil || info.Status != "rejected" {
+func (p *claudeParser) rateLimit(emit func(Event)) {
+	l := &p.l
+	if l.RateLimitStatus != "rejected" {
 		return
 	}
 	lim := &Limit{Kind: LimitUsage, Message: "Claude usage limit reached"}
-	if info.RateLimitType != "" {
-		lim.Message += " (" + info.RateLimitType + ")"
+	if l.RateLimitType != "" {
+		lim.Message += " (" + l.RateLimitType + ")"
 	}
-	if info.ResetsAt > 0 {
-		lim.Reset = time.Unix(info.ResetsAt, 0)
+	if l.ResetsAt > 0 {
+		lim.Reset = time.Unix(l.ResetsAt, 0)
 	}
 	emit(Event{Kind: EventError, Text: lim.Message, Limit: lim})
 }
 
-// contentText joins a message's text blocks.
-func contentText(c claudeContent) string {
+// blocksText joins a message's text blocks.
+func blocksText(blocks []claudeBlock) string {
 	var parts []string
-	for _, bl := range c {
+	for _, bl := range blocks {
 		if bl.Type == "text" && bl.Text != "" {
 			parts = append(parts, bl.Text)
 		}
@@ -229,36 +249,30 @@ func contentText(c claudeContent) string {
 
 // resultText reads a tool_result's content: a string, or a list of blocks
 // whose text blocks are joined.
-func resultText(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
+func (p *claudeParser) resultText(content int) string {
+	d := &p.doc
+	switch d.kind(content) {
+	case jString:
+		s, _ := d.str(content)
+		return s
+	case jArray:
+		var parts []string
+		d.elems(content, func(b int) {
+			if d.is(d.field(b, "type"), "text") {
+				if s, ok := d.str(d.field(b, "text")); ok && s != "" {
+					parts = append(parts, s)
+				}
+			}
+		})
+		return strings.Join(parts, "\n")
 	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-		return ""
-	}
-	var blocks claudeContent
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
-	}
-	return contentText(blocks)
+	return ""
 }
 
-// stringList reads a JSON list, keeping its string elements.
-func stringList(raw json.RawMessage) []string {
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return nil
+// inputSummary is a tool input as one short line: its compact JSON.
+func (p *claudeParser) inputSummary(input int) string {
+	if input < 0 {
+		return ""
 	}
-	var out []string
-	for _, it := range items {
-		var s string
-		if json.Unmarshal(it, &s) == nil && s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return p.doc.compact(input, maxShort)
 }

@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -23,65 +23,116 @@ func codexBackend() backend {
 	}
 }
 
+// codexLine is what the parser reads of one ThreadEvent.
 type codexLine struct {
-	Type     string      `json:"type"`
-	ThreadID string      `json:"thread_id"` // thread.started
-	Item     *codexItem  `json:"item"`      // item.*
-	Usage    *codexUsage `json:"usage"`     // turn.completed
-	Message  string      `json:"message"`   // error
-	Error    *struct {
-		Message string `json:"message"`
-	} `json:"error"` // turn.failed
+	Type     string
+	ThreadID string     // thread.started
+	Item     *codexItem // item.*
+	Usage    *Usage     // turn.completed
+	Message  string     // error; turn.failed error.message
 }
 
 type codexItem struct {
-	ID   string `json:"id"`
-	Type string `json:"type"`
-	Text string `json:"text"` // agent_message, reasoning
-	// command_execution
-	Command          string `json:"command"`
-	AggregatedOutput string `json:"aggregated_output"`
-	ExitCode         *int   `json:"exit_code"`
-	Status           string `json:"status"`
-	// file_change
-	Changes []struct {
-		Path string `json:"path"`
-		Kind string `json:"kind"`
-	} `json:"changes"`
-	// mcp_tool_call
-	Server    string          `json:"server"`
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-	ErrorInfo *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-	// web_search
-	Query string `json:"query"`
-	// error
-	Message string `json:"message"`
-}
-
-// codexUsage is the thread's token usage; input_tokens includes the
-// cached input.
-type codexUsage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
+	ID, Type, Text   string // Text: agent_message, reasoning
+	Command          string // command_execution
+	AggregatedOutput string
+	ExitCode         int64
+	HasExitCode      bool
+	Status           string
+	Changes          string // file_change: "kind path, …"
+	Server, Tool     string // mcp_tool_call
+	Arguments        int    // node
+	ErrorMessage     string // mcp_tool_call error.message
+	Query            string // web_search
+	Message          string // error
 }
 
 type codexParser struct {
 	now     func() time.Time
+	doc     jdoc
+	l       codexLine
+	it      codexItem
+	usage   Usage
 	started map[string]bool // tool items announced by item.started
 	last    string          // the last agent message: the final answer
 	turns   int
 }
 
+func (p *codexParser) decode() bool {
+	r := jread{jdoc: &p.doc}
+	l := &p.l
+	*l = codexLine{}
+	root := r.object(0)
+	l.Type = r.str(r.field(root, "type"))
+	switch l.Type {
+	case "thread.started":
+		l.ThreadID = r.str(r.field(root, "thread_id"))
+	case "item.started", "item.updated", "item.completed":
+		if it := r.object(r.field(root, "item")); it >= 0 {
+			p.it = decodeCodexItem(&r, it)
+			l.Item = &p.it
+		}
+	case "turn.completed":
+		if u := r.object(r.field(root, "usage")); u >= 0 {
+			in, cached := r.int(r.field(u, "input_tokens")), r.int(r.field(u, "cached_input_tokens"))
+			// input_tokens includes the cached input.
+			p.usage = Usage{Input: max(in-cached, 0), Output: r.int(r.field(u, "output_tokens")), CacheRead: cached}
+			l.Usage = &p.usage
+		}
+	case "turn.failed":
+		l.Message = r.str(r.field(r.object(r.field(root, "error")), "message"))
+	case "error":
+		l.Message = r.str(r.field(root, "message"))
+	}
+	return !r.bad && root >= 0
+}
+
+// decodeCodexItem reads the fields of item it that its type has.
+func decodeCodexItem(r *jread, it int) codexItem {
+	c := codexItem{ID: r.str(r.field(it, "id")), Type: r.str(r.field(it, "type")), Arguments: -1}
+	switch c.Type {
+	case "agent_message":
+		c.Text = r.str(r.field(it, "text"))
+	case "command_execution":
+		c.Command = r.str(r.field(it, "command"))
+		c.AggregatedOutput = r.str(r.field(it, "aggregated_output"))
+		c.Status = r.str(r.field(it, "status"))
+		if e := r.field(it, "exit_code"); r.kind(e) == jNumber {
+			c.ExitCode, c.HasExitCode = r.int(e), true
+		} else {
+			r.int(e) // null or absent: not exited; another type: bad
+		}
+	case "file_change":
+		c.Status = r.str(r.field(it, "status"))
+		var changes []string
+		r.elems(r.array(r.field(it, "changes")), func(ch int) {
+			ch = r.object(ch)
+			changes = append(changes, r.str(r.field(ch, "kind"))+" "+r.str(r.field(ch, "path")))
+		})
+		c.Changes = strings.Join(changes, ", ")
+	case "mcp_tool_call":
+		c.Server = r.str(r.field(it, "server"))
+		c.Tool = r.str(r.field(it, "tool"))
+		c.Arguments = r.field(it, "arguments")
+		c.Status = r.str(r.field(it, "status"))
+		c.ErrorMessage = r.str(r.field(r.object(r.field(it, "error")), "message"))
+	case "web_search":
+		c.Query = r.str(r.field(it, "query"))
+		c.Status = r.str(r.field(it, "status"))
+	case "collab_tool_call":
+		c.Status = r.str(r.field(it, "status"))
+	case "error":
+		c.Message = r.str(r.field(it, "message"))
+	}
+	return c
+}
+
 func (p *codexParser) line(b []byte, emit func(Event)) {
-	var l codexLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+	if !p.doc.parse(b) || !p.decode() || p.l.Type == "" {
 		emit(rawEvent(b))
 		return
 	}
+	l := &p.l
 	switch l.Type {
 	case "thread.started":
 		if l.ThreadID != "" {
@@ -96,15 +147,14 @@ func (p *codexParser) line(b []byte, emit func(Event)) {
 		p.item(l.Type, l.Item, emit)
 	case "turn.completed":
 		p.turns++
-		if u := l.Usage; u != nil {
-			emit(Event{Kind: EventUsage, Total: true,
-				Usage: Usage{Input: max(u.InputTokens-u.CachedInputTokens, 0), Output: u.OutputTokens, CacheRead: u.CachedInputTokens}})
+		if l.Usage != nil {
+			emit(Event{Kind: EventUsage, Total: true, Usage: *l.Usage})
 		}
 		emit(Event{Kind: EventFinal, Text: p.last, Turns: p.turns})
 	case "turn.failed":
-		msg := "codex: turn failed"
-		if l.Error != nil && l.Error.Message != "" {
-			msg = l.Error.Message
+		msg := l.Message
+		if msg == "" {
+			msg = "codex: turn failed"
 		}
 		emit(Event{Kind: EventError, Text: msg, Limit: codexLimitText(msg, p.now()), Turns: p.turns})
 	case "error":
@@ -128,7 +178,7 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 		emit(Event{Kind: EventRaw, Text: "codex: " + it.Message})
 		return
 	}
-	tool, input := codexTool(it)
+	tool, input := p.codexTool(it)
 	if tool == "" {
 		return // an item type this parser does not know: nothing to count
 	}
@@ -149,21 +199,18 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 }
 
 // codexTool names a tool item and summarises its input.
-func codexTool(it *codexItem) (tool, input string) {
+func (p *codexParser) codexTool(it *codexItem) (tool, input string) {
 	switch it.Type {
 	case "command_execution":
 		return "command_execution", short(it.Command)
 	case "file_change":
-		s := ""
-		for i, c := range it.Changes {
-			if i > 0 {
-				s += ", "
-			}
-			s += c.Kind + " " + c.Path
-		}
-		return "file_change", short(s)
+		return "file_change", short(it.Changes)
 	case "mcp_tool_call":
-		return it.Server + "." + it.Tool, inputSummary(it.Arguments)
+		in := ""
+		if it.Arguments >= 0 {
+			in = p.doc.compact(it.Arguments, maxShort)
+		}
+		return it.Server + "." + it.Tool, in
 	case "web_search":
 		return "web_search", short(it.Query)
 	case "collab_tool_call":
@@ -176,13 +223,13 @@ func codexToolResult(it *codexItem) (text string, failed bool) {
 	failed = it.Status == "failed" || it.Status == "declined"
 	switch it.Type {
 	case "command_execution":
-		if it.ExitCode != nil && *it.ExitCode != 0 {
+		if it.HasExitCode && it.ExitCode != 0 {
 			failed = true
 		}
 		return it.AggregatedOutput, failed
 	case "mcp_tool_call":
-		if it.ErrorInfo != nil {
-			return it.ErrorInfo.Message, true
+		if it.ErrorMessage != "" {
+			return it.ErrorMessage, true
 		}
 	}
 	return it.Status, failed

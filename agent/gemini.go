@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 )
@@ -23,49 +22,78 @@ func geminiBackend() backend {
 	}
 }
 
+// geminiLine is what the parser reads of one stream-json event.
 type geminiLine struct {
-	Type      string          `json:"type"`
-	SessionID string          `json:"session_id"` // init
-	Role      string          `json:"role"`       // message
-	Content   string          `json:"content"`    // message
-	Delta     bool            `json:"delta"`      // message
-	ToolName  string          `json:"tool_name"`  // tool_use
-	ToolID    string          `json:"tool_id"`    // tool_use, tool_result
-	Params    json.RawMessage `json:"parameters"` // tool_use
-	Status    string          `json:"status"`     // tool_result, result: success | error
-	Output    string          `json:"output"`     // tool_result
-	Error     *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"` // tool_result, result
-	Severity string       `json:"severity"` // error: warning | error
-	Message  string       `json:"message"`  // error
-	Stats    *geminiStats `json:"stats"`    // result
-}
-
-// geminiStats are a session's totals: input_tokens is the whole prompt,
-// split into input (not cached) and cached.
-type geminiStats struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	Cached       int64 `json:"cached"`
-	Input        int64 `json:"input"`
-	ToolCalls    int   `json:"tool_calls"`
+	Type      string
+	SessionID string // init
+	Role      string // message
+	Content   string // message
+	Delta     bool   // message
+	ToolName  string // tool_use
+	ToolID    string // tool_use, tool_result
+	Params    int    // tool_use parameters (node)
+	Status    string // tool_result, result: success | error
+	Output    string // tool_result
+	ErrorMsg  string // tool_result, result: error.message
+	Severity  string // error: warning | error
+	Message   string // error
+	Stats     *Usage // result
 }
 
 type geminiParser struct {
 	now    func() time.Time
+	doc    jdoc
+	l      geminiLine
+	stats  Usage
 	answer strings.Builder // the assistant's text so far: the final answer
 	inMsg  bool            // the last assistant message was a delta still open
 	warned string          // the last error event's message
 }
 
+func (p *geminiParser) decode() bool {
+	r := jread{jdoc: &p.doc}
+	l := &p.l
+	*l = geminiLine{Params: -1}
+	root := r.object(0)
+	l.Type = r.str(r.field(root, "type"))
+	switch l.Type {
+	case "init":
+		l.SessionID = r.str(r.field(root, "session_id"))
+	case "message":
+		l.Role = r.str(r.field(root, "role"))
+		l.Content = r.str(r.field(root, "content"))
+		l.Delta = r.bool(r.field(root, "delta"))
+	case "tool_use":
+		l.ToolName = r.str(r.field(root, "tool_name"))
+		l.ToolID = r.str(r.field(root, "tool_id"))
+		l.Params = r.field(root, "parameters")
+	case "tool_result", "result":
+		l.ToolID = r.str(r.field(root, "tool_id"))
+		l.Status = r.str(r.field(root, "status"))
+		l.Output = r.str(r.field(root, "output"))
+		l.ErrorMsg = r.str(r.field(r.object(r.field(root, "error")), "message"))
+		if st := r.object(r.field(root, "stats")); st >= 0 {
+			// input_tokens is the whole prompt: input (not cached) plus cached.
+			in, cached, whole := r.int(r.field(st, "input")), r.int(r.field(st, "cached")), r.int(r.field(st, "input_tokens"))
+			if in == 0 && whole > cached {
+				in = whole - cached // older stats without the split
+			}
+			p.stats = Usage{Input: in, Output: r.int(r.field(st, "output_tokens")), CacheRead: cached}
+			l.Stats = &p.stats
+		}
+	case "error":
+		l.Severity = r.str(r.field(root, "severity"))
+		l.Message = r.str(r.field(root, "message"))
+	}
+	return !r.bad && root >= 0
+}
+
 func (p *geminiParser) line(b []byte, emit func(Event)) {
-	var l geminiLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+	if !p.doc.parse(b) || !p.decode() || p.l.Type == "" {
 		emit(rawEvent(b))
 		return
 	}
+	l := &p.l
 	switch l.Type {
 	case "init":
 		if l.SessionID != "" {
@@ -75,21 +103,23 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 		if l.Role != "assistant" {
 			return // the prompt echoed back
 		}
-		if !l.Delta || !p.inMsg {
-			if p.answer.Len() > 0 {
-				p.answer.WriteString("\n")
-			}
+		if (!l.Delta || !p.inMsg) && p.answer.Len() > 0 {
+			p.answer.WriteString("\n")
 		}
 		p.inMsg = l.Delta
 		p.answer.WriteString(l.Content)
 		emit(Event{Kind: EventText, Text: l.Content})
 	case "tool_use":
 		p.inMsg = false
-		emit(Event{Kind: EventToolUse, Tool: l.ToolName, ToolID: l.ToolID, Input: inputSummary(l.Params)})
+		in := ""
+		if l.Params >= 0 {
+			in = p.doc.compact(l.Params, maxShort)
+		}
+		emit(Event{Kind: EventToolUse, Tool: l.ToolName, ToolID: l.ToolID, Input: in})
 	case "tool_result":
 		text := l.Output
-		if l.Error != nil && l.Error.Message != "" {
-			text = l.Error.Message
+		if l.ErrorMsg != "" {
+			text = l.ErrorMsg
 		}
 		emit(Event{Kind: EventToolResult, ToolID: l.ToolID, Text: short(text), IsError: l.Status == "error"})
 	case "error":
@@ -100,19 +130,15 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 		p.warned = l.Message
 		emit(Event{Kind: EventError, Text: l.Message, Limit: geminiLimitText(l.Message, p.now())})
 	case "result":
-		p.result(&l, emit)
+		p.result(l, emit)
 	default:
 		emit(rawEvent(b))
 	}
 }
 
 func (p *geminiParser) result(l *geminiLine, emit func(Event)) {
-	if s := l.Stats; s != nil {
-		input := s.Input
-		if input == 0 && s.InputTokens > s.Cached {
-			input = s.InputTokens - s.Cached // older stats without the split
-		}
-		emit(Event{Kind: EventUsage, Total: true, Usage: Usage{Input: input, Output: s.OutputTokens, CacheRead: s.Cached}})
+	if l.Stats != nil {
+		emit(Event{Kind: EventUsage, Total: true, Usage: *l.Stats})
 	}
 	if l.Status == "success" {
 		emit(Event{Kind: EventFinal, Text: p.answer.String()})
@@ -120,8 +146,8 @@ func (p *geminiParser) result(l *geminiLine, emit func(Event)) {
 	}
 	msg := "gemini: the session failed"
 	switch {
-	case l.Error != nil && l.Error.Message != "":
-		msg = l.Error.Message
+	case l.ErrorMsg != "":
+		msg = l.ErrorMsg
 	case p.warned != "":
 		msg = p.warned
 	}

@@ -1,9 +1,6 @@
 package agent
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // opencodeBackend runs OpenCode headless: `opencode run --format json`,
 // prompt on stdin (piped stdin is the message). Each line is an event
@@ -22,56 +19,80 @@ func opencodeBackend() backend {
 	}
 }
 
+// opencodeLine is what the parser reads of one event.
 type opencodeLine struct {
-	Type      string        `json:"type"`
-	SessionID string        `json:"sessionID"`
-	Part      *opencodePart `json:"part"`
-	Error     *struct {
-		Name string `json:"name"`
-		Data *struct {
-			Message    string `json:"message"`
-			StatusCode int    `json:"statusCode"`
-		} `json:"data"`
-	} `json:"error"`
-}
-
-type opencodePart struct {
-	Type   string `json:"type"`
-	Text   string `json:"text"`   // text
-	Tool   string `json:"tool"`   // tool
-	CallID string `json:"callID"` // tool
-	State  *struct {
-		Status string          `json:"status"` // completed | error
-		Input  json.RawMessage `json:"input"`
-		Output string          `json:"output"`
-		Error  string          `json:"error"`
-	} `json:"state"` // tool
-	Reason string   `json:"reason"` // step-finish
-	Cost   *float64 `json:"cost"`   // step-finish: USD for the step
-	Tokens *struct {
-		Input     int64 `json:"input"`
-		Output    int64 `json:"output"`
-		Reasoning int64 `json:"reasoning"`
-		Cache     struct {
-			Read  int64 `json:"read"`
-			Write int64 `json:"write"`
-		} `json:"cache"`
-	} `json:"tokens"` // step-finish
+	Type, SessionID string
+	// part
+	Text             string // text
+	Tool, CallID     string // tool
+	Status           string // tool state: completed | error
+	Input            int    // tool state input (node)
+	Output, ErrorMsg string // tool state output, error
+	Cost             *float64
+	Tokens           *Usage // step-finish; output includes reasoning
+	// error
+	ErrName, ErrMessage string
+	StatusCode          int64
 }
 
 type opencodeParser struct {
 	now     func() time.Time
+	doc     jdoc
+	l       opencodeLine
+	cost    float64
+	tokens  Usage
 	session string
 	last    string // the last text part: the final answer
 	steps   int
 }
 
+func (p *opencodeParser) decode() bool {
+	r := jread{jdoc: &p.doc}
+	l := &p.l
+	*l = opencodeLine{Input: -1}
+	root := r.object(0)
+	l.Type = r.str(r.field(root, "type"))
+	l.SessionID = r.str(r.field(root, "sessionID"))
+	part := r.object(r.field(root, "part"))
+	switch l.Type {
+	case "text":
+		l.Text = r.str(r.field(part, "text"))
+	case "tool_use":
+		l.Tool = r.str(r.field(part, "tool"))
+		l.CallID = r.str(r.field(part, "callID"))
+		st := r.object(r.field(part, "state"))
+		l.Status = r.str(r.field(st, "status"))
+		l.Input = r.field(st, "input")
+		l.Output = r.str(r.field(st, "output"))
+		l.ErrorMsg = r.str(r.field(st, "error"))
+	case "step_finish":
+		if c := r.field(part, "cost"); r.kind(c) == jNumber {
+			p.cost = r.float(c)
+			l.Cost = &p.cost
+		}
+		if t := r.object(r.field(part, "tokens")); t >= 0 {
+			cache := r.object(r.field(t, "cache"))
+			// Reasoning is billed as output.
+			p.tokens = Usage{Input: r.int(r.field(t, "input")), Output: r.int(r.field(t, "output")) + r.int(r.field(t, "reasoning")),
+				CacheRead: r.int(r.field(cache, "read")), CacheWrite: r.int(r.field(cache, "write"))}
+			l.Tokens = &p.tokens
+		}
+	case "error":
+		e := r.object(r.field(root, "error"))
+		l.ErrName = r.str(r.field(e, "name"))
+		data := r.object(r.field(e, "data"))
+		l.ErrMessage = r.str(r.field(data, "message"))
+		l.StatusCode = r.int(r.field(data, "statusCode"))
+	}
+	return !r.bad && root >= 0
+}
+
 func (p *opencodeParser) line(b []byte, emit func(Event)) {
-	var l opencodeLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+	if !p.doc.parse(b) || !p.decode() || p.l.Type == "" {
 		emit(rawEvent(b))
 		return
 	}
+	l := &p.l
 	if l.SessionID != "" && l.SessionID != p.session {
 		p.session = l.SessionID
 		emit(Event{Kind: EventSession, SessionID: l.SessionID})
@@ -79,36 +100,29 @@ func (p *opencodeParser) line(b []byte, emit func(Event)) {
 	switch l.Type {
 	case "step_start", "reasoning":
 	case "text":
-		if l.Part != nil {
-			p.last = l.Part.Text
-			emit(Event{Kind: EventText, Text: l.Part.Text})
-		}
+		p.last = l.Text
+		emit(Event{Kind: EventText, Text: l.Text})
 	case "tool_use":
-		p.tool(l.Part, emit)
+		p.tool(l, emit)
 	case "step_finish":
 		p.steps++
-		if pt := l.Part; pt != nil && pt.Tokens != nil {
-			t := pt.Tokens
-			// Reasoning is billed as output.
-			emit(Event{Kind: EventUsage, Usage: Usage{Input: t.Input, Output: t.Output + t.Reasoning, CacheRead: t.Cache.Read, CacheWrite: t.Cache.Write}})
+		if l.Tokens != nil {
+			emit(Event{Kind: EventUsage, Usage: *l.Tokens})
 		}
-		if pt := l.Part; pt != nil && pt.Cost != nil {
-			emit(Event{Kind: EventCost, CostUSD: *pt.Cost})
+		if l.Cost != nil {
+			emit(Event{Kind: EventCost, CostUSD: *l.Cost})
 		}
 	case "error":
-		msg, status := "opencode: the session failed", 0
-		if e := l.Error; e != nil {
-			msg = e.Name
-			if e.Data != nil {
-				if e.Data.Message != "" {
-					msg = e.Data.Message
-				}
-				status = e.Data.StatusCode
-			}
+		msg := l.ErrMessage
+		if msg == "" {
+			msg = l.ErrName
+		}
+		if msg == "" {
+			msg = "opencode: the session failed"
 		}
 		lim := opencodeLimitText(msg, p.now())
 		if lim == nil {
-			lim = limitForStatus(status, msg)
+			lim = limitForStatus(int(l.StatusCode), msg)
 		}
 		emit(Event{Kind: EventError, Text: msg, Limit: lim})
 	case "done":
@@ -118,14 +132,18 @@ func (p *opencodeParser) line(b []byte, emit func(Event)) {
 	}
 }
 
-func (p *opencodeParser) tool(pt *opencodePart, emit func(Event)) {
-	if pt == nil || pt.State == nil {
-		return
+func (p *opencodeParser) tool(l *opencodeLine, emit func(Event)) {
+	if l.Status == "" {
+		return // no state: nothing ran
 	}
-	emit(Event{Kind: EventToolUse, Tool: pt.Tool, ToolID: pt.CallID, Input: inputSummary(pt.State.Input)})
-	text, failed := pt.State.Output, pt.State.Status == "error"
+	in := ""
+	if l.Input >= 0 {
+		in = p.doc.compact(l.Input, maxShort)
+	}
+	emit(Event{Kind: EventToolUse, Tool: l.Tool, ToolID: l.CallID, Input: in})
+	text, failed := l.Output, l.Status == "error"
 	if failed {
-		text = pt.State.Error
+		text = l.ErrorMsg
 	}
-	emit(Event{Kind: EventToolResult, ToolID: pt.CallID, Text: short(text), IsError: failed})
+	emit(Event{Kind: EventToolResult, ToolID: l.CallID, Text: short(text), IsError: failed})
 }

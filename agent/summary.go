@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -35,18 +33,6 @@ func cut(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// inputSummary is a tool input as one short line: its compact JSON.
-func inputSummary(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return short(string(raw))
-	}
-	return cut(b.String(), maxShort)
 }
 
 // rawEvent keeps a line the parser does not know as text.
