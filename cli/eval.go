@@ -54,7 +54,7 @@ are printed as file:line:col: message, with -e input named <expr>.`,
 					return err
 				}
 			}
-			prog, err := rtfs.CompileString(src, rtfs.Options{File: name, Mode: rtfs.Pure})
+			prog, err := rtfs.CompileString(src, rtfs.Options{File: name, Mode: rtfs.Pure, Log: cmd.ErrOrStderr()})
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}

@@ -179,6 +179,12 @@ func checkData(v rtfs.Value) error {
 				return err
 			}
 		}
+	case rtfs.KindSet:
+		for _, x := range v.AsSet().Members() {
+			if err := checkData(x); err != nil {
+				return err
+			}
+		}
 	case rtfs.KindMap:
 		var err error
 		v.AsMap().Range(func(k, val rtfs.Value) bool {

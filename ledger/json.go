@@ -357,8 +357,14 @@ func fromJSON(x any) (rtfs.Value, error) {
 	return rtfs.Nil, fmt.Errorf("unexpected JSON value %T", x)
 }
 
-// stringOrKeyword reads ":name" as the keyword :name when it is one.
+// stringOrKeyword reads ":name" as the keyword :name when it is one, and
+// "#{…}" as the set it is the canonical text of.
 func stringOrKeyword(s string) rtfs.Value {
+	if len(s) > 2 && s[0] == '#' && s[1] == '{' {
+		if v, err := rtfs.ReadValue(s); err == nil && v.Kind() == rtfs.KindSet && rtfs.Print(v) == s {
+			return v
+		}
+	}
 	if len(s) > 1 && s[0] == ':' {
 		if v, err := rtfs.ReadValue(s); err == nil && v.Kind() == rtfs.KindKeyword && rtfs.Print(v) == s {
 			return v

@@ -264,6 +264,18 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	return res.Value, nil
 }
 
+// Log records a line that println, prn or log printed in a plan as an
+// InternalStep action named "log", under the step that printed it.
+func (r *run) Log(ctx context.Context, req *rtfs.LogRequest) error {
+	f := frameOf(ctx)
+	_, err := r.record(ctx, &ledger.Action{Type: ledger.InternalStep, ParentActionID: f.parent, FunctionName: "log",
+		Arguments: []rtfs.Value{rtfs.String(req.Text)}, Success: true, Metadata: map[string]rtfs.Value{
+			"fn":       rtfs.String(req.Fn),
+			"position": rtfs.String(fmt.Sprintf("%s:%d:%d", req.File, req.Pos.Line, req.Pos.Col)),
+		}})
+	return err
+}
+
 func dataArgs(args []rtfs.Value) []rtfs.Value {
 	out := make([]rtfs.Value, len(args))
 	for i, a := range args {

@@ -272,6 +272,12 @@ func dataOnly(v rtfs.Value) rtfs.Value {
 		b := rtfs.NewMapBuilder(v.Len())
 		v.AsMap().Range(func(k, x rtfs.Value) bool { b.Set(dataOnly(k), dataOnly(x)); return true })
 		return rtfs.MapValue(b.Map())
+	case rtfs.KindSet:
+		members := v.AsSet().Members()
+		for i, x := range members {
+			members[i] = dataOnly(x)
+		}
+		return rtfs.SetValue(rtfs.NewSet(members...))
 	}
 	return v
 }
@@ -290,6 +296,8 @@ func hasFn(v rtfs.Value) bool {
 		found := false
 		v.AsMap().Range(func(k, x rtfs.Value) bool { found = hasFn(k) || hasFn(x); return !found })
 		return found
+	case rtfs.KindSet:
+		return slices.ContainsFunc(v.AsSet().Members(), hasFn)
 	}
 	return false
 }
@@ -383,6 +391,17 @@ func redactIn(v rtfs.Value, sec string) (rtfs.Value, bool) {
 			return rtfs.List(out), true
 		}
 		return rtfs.Vector(out), true
+	case rtfs.KindSet:
+		members := v.AsSet().Members()
+		changed := false
+		for i, x := range members {
+			r, c := redactIn(x, sec)
+			members[i], changed = r, changed || c
+		}
+		if !changed {
+			return v, false
+		}
+		return rtfs.SetValue(rtfs.NewSet(members...)), true
 	}
 	return v, false
 }

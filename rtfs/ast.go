@@ -21,6 +21,7 @@ const (
 	NodeVector                 // […]
 	NodeMap                    // {…}: Items alternate key, value
 	NodeQuote                  // 'x: Items[0] is x
+	NodeSet                    // #{…}
 )
 
 // Node is one form of source text with its position. Meta is the metadata
@@ -40,12 +41,12 @@ func (n *Node) IsSymbol(name string) bool {
 }
 
 // IsLiteral reports whether n is constant data: atoms, quoted forms, and
-// vectors and maps of them (no symbols or calls).
+// vectors, maps and sets of them (no symbols or calls).
 func (n *Node) IsLiteral() bool {
 	switch n.Kind {
 	case NodeAtom, NodeQuote:
 		return true
-	case NodeVector, NodeMap:
+	case NodeVector, NodeMap, NodeSet:
 		for _, it := range n.Items {
 			if !it.IsLiteral() {
 				return false
@@ -87,6 +88,12 @@ func (n *Node) Value() Value {
 		return MapValue(b.Map())
 	case NodeQuote:
 		return List([]Value{Symbol("quote"), n.Items[0].Value()})
+	case NodeSet:
+		items := make([]Value, len(n.Items))
+		for i, it := range n.Items {
+			items[i] = it.Value()
+		}
+		return SetValue(NewSet(items...))
 	}
 	return Nil
 }

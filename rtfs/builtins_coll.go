@@ -49,10 +49,16 @@ func seqItems(m *Machine, name string, coll Value) ([]Value, error) {
 		return coll.Items(), nil
 	case KindMap:
 		return mapEntries(m, name, coll.AsMap())
+	case KindSet:
+		s := coll.AsSet()
+		if err := produce(m, name, s.Len()); err != nil {
+			return nil, err
+		}
+		return s.Members(), nil
 	case KindString:
 		return strChars(m, name, coll.Str())
 	}
-	return nil, typeErr(name, "a collection (vector, list, map, string or nil)", coll)
+	return nil, typeErr(name, "a collection (vector, list, map, set, string or nil)", coll)
 }
 
 func mapEntries(m *Machine, name string, mp *Map) ([]Value, error) {
@@ -112,6 +118,8 @@ func get(coll, key Value) (Value, bool) {
 	switch coll.k {
 	case KindMap:
 		return coll.AsMap().Get(key)
+	case KindSet:
+		return coll.AsSet().Get(key)
 	case KindVector, KindList:
 		if key.k != KindInt {
 			return Nil, false
@@ -368,13 +376,15 @@ func builtinContains(m *Machine, a []Value) (Value, error) {
 	case KindMap:
 		_, ok := coll.AsMap().Get(k)
 		return Bool(ok), nil
+	case KindSet:
+		return Bool(coll.AsSet().Has(k)), nil
 	case KindVector, KindList:
 		return Bool(k.k == KindInt && k.AsInt() >= 0 && k.AsInt() < int64(coll.Len())), nil
 	case KindString:
 		_, ok, err := runeAt(m, coll.Str(), k.AsInt())
 		return Bool(k.k == KindInt && ok), err
 	}
-	return Nil, typeErr("contains?", "a map, vector, string or nil (use some to search a sequence's values)", coll)
+	return Nil, typeErr("contains?", "a map, set, vector, string or nil (use some to search a sequence's values)", coll)
 }
 
 func builtinCount(m *Machine, a []Value) (Value, error) {
@@ -382,7 +392,7 @@ func builtinCount(m *Machine, a []Value) (Value, error) {
 	switch v.k {
 	case KindNil:
 		return Int(0), nil
-	case KindList, KindVector, KindMap:
+	case KindList, KindVector, KindMap, KindSet:
 		return Int(int64(v.Len())), nil
 	case KindString:
 		if err := chargeBytes(m, v.Len()); err != nil {
@@ -397,7 +407,7 @@ func builtinEmpty(_ *Machine, a []Value) (Value, error) {
 	switch v := a[0]; v.k {
 	case KindNil:
 		return True, nil
-	case KindList, KindVector, KindMap, KindString:
+	case KindList, KindVector, KindMap, KindSet, KindString:
 		return Bool(v.Len() == 0), nil
 	}
 	return Nil, typeErr("empty?", "a collection, a string or nil", a[0])
@@ -441,8 +451,14 @@ func conjInto(m *Machine, name string, coll Value, xs []Value) (Value, error) {
 		return Vector(append(append(out, items...), xs...)), nil
 	case KindMap:
 		return conjMap(m, name, coll.AsMap(), xs)
+	case KindSet:
+		set := coll.AsSet()
+		if err := produce(m, name, set.Len()+len(xs)); err != nil {
+			return Nil, err
+		}
+		return SetValue(set.Conj(xs...)), nil
 	}
-	return Nil, typeErr(name, "a vector, list, map or nil to add to", coll)
+	return Nil, typeErr(name, "a vector, list, map, set or nil to add to", coll)
 }
 
 func conjMap(m *Machine, name string, mp *Map, xs []Value) (Value, error) {
@@ -618,7 +634,8 @@ func init() {
 	def("vector?", 1, 1, kindPred(KindVector))
 	def("list?", 1, 1, kindPred(KindList))
 	def("seq?", 1, 1, kindPred(KindList))
-	def("coll?", 1, 1, kindPred(KindList, KindVector, KindMap))
+	def("coll?", 1, 1, kindPred(KindList, KindVector, KindMap, KindSet))
+	def("set?", 1, 1, kindPred(KindSet))
 	def("fn?", 1, 1, kindPred(KindFn))
 	def("true?", 1, 1, func(_ *Machine, a []Value) (Value, error) { return Bool(a[0].k == KindBool && a[0].AsBool()), nil })
 	def("false?", 1, 1, func(_ *Machine, a []Value) (Value, error) { return Bool(a[0].k == KindBool && !a[0].AsBool()), nil })

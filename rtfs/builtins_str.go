@@ -99,6 +99,22 @@ func appendPrinted(m *Machine, buf []byte, v Value) ([]byte, error) {
 			return nil, err
 		}
 		return append(buf, '}'), nil
+	case KindSet:
+		set := v.AsSet()
+		if err := chargeElems(m, len(buf), set.Len()); err != nil {
+			return nil, err
+		}
+		buf = append(buf, '#', '{')
+		var err error
+		for i, x := range set.Members() {
+			if i > 0 {
+				buf = append(buf, ' ')
+			}
+			if buf, err = appendPrinted(m, buf, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, '}'), nil
 	}
 	if err := chargeText(m, len(buf), len(v.Str())); err != nil {
 		return nil, err

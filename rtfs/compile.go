@@ -3,6 +3,7 @@ package rtfs
 import (
 	"context"
 	"errors"
+	"io"
 )
 
 // Mode selects which forms a program may use.
@@ -22,6 +23,9 @@ type Options struct {
 	Env    *Env   // builtins; nil means the core library only
 	Limits Limits // evaluation limits baked into the program
 	Read   ReadOptions
+	// Log receives the lines println, prn and log print when the program
+	// runs without a host that records them (pure mode); nil drops them.
+	Log io.Writer
 }
 
 // Program is compiled RTFS: a tree of Go closures with every name resolved
@@ -33,6 +37,7 @@ type Program struct {
 	scope  *scope
 	limits Limits
 	forms  []*Node
+	log    io.Writer
 }
 
 // Forms returns the source forms the program was compiled from.
@@ -67,7 +72,7 @@ func Compile(forms []*Node, opts Options) (*Program, error) {
 		}
 		return nil, err
 	}
-	return &Program{file: opts.File, mode: opts.Mode, body: body, scope: c.sc, limits: opts.Limits.withDefaults(), forms: forms}, nil
+	return &Program{file: opts.File, mode: opts.Mode, body: body, scope: c.sc, limits: opts.Limits.withDefaults(), forms: forms, log: opts.Log}, nil
 }
 
 // Eval runs a pure program and returns the value of its last form.
@@ -92,6 +97,7 @@ func (p *Program) Run(ctx context.Context, host Host, planCtx Value) (Value, err
 func (p *Program) run(ctx context.Context, host Host, planCtx Value, lim Limits) (Value, error) {
 	m := newMachine(ctx, host, p.file, lim, nil)
 	m.planCtx = planCtx
+	m.logw = p.log
 	var f *frame
 	var mark stackMark
 	if p.scope.heap {
@@ -149,6 +155,12 @@ type compiler struct {
 	pure  int // > 0 while compiling code that must be pure (contracts, metadata)
 	depth int // nesting of expr calls
 	sc    *scope
+
+	// Tail position: tail is set by exprT for the next expr call only;
+	// inTail is what expr saw, for the special form it dispatches to,
+	// which must read it before compiling anything else.
+	tail, inTail bool
+	recur        *recurTarget // what a recur here rebinds, or nil
 }
 
 func (c *compiler) errf(pos Pos, format string, args ...any) *Error {
@@ -203,15 +215,20 @@ func (c *compiler) isLocal(name string) bool {
 
 // body compiles forms evaluated in order, returning the last value.
 func (c *compiler) body(forms []*Node, pos Pos) (code, error) {
+	return c.bodyT(forms, pos, false)
+}
+
+// bodyT is body with its last form in tail position when tail is true.
+func (c *compiler) bodyT(forms []*Node, pos Pos, tail bool) (code, error) {
 	switch len(forms) {
 	case 0:
 		return constant(Nil), nil
 	case 1:
-		return c.expr(forms[0])
+		return c.exprT(forms[0], tail)
 	}
 	codes := make([]code, len(forms))
 	for i, f := range forms {
-		cd, err := c.expr(f)
+		cd, err := c.exprT(f, tail && i == len(forms)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +253,15 @@ func constant(v Value) code {
 // nest deeper than the reader allows).
 const maxCompileDepth = 512
 
+// exprT compiles n, in tail position when tail is true.
+func (c *compiler) exprT(n *Node, tail bool) (code, error) {
+	c.tail = tail
+	return c.expr(n)
+}
+
 func (c *compiler) expr(n *Node) (code, error) {
+	tail := c.tail
+	c.tail = false
 	c.depth++
 	defer func() { c.depth-- }()
 	if c.depth > maxCompileDepth {
@@ -253,6 +278,8 @@ func (c *compiler) expr(n *Node) (code, error) {
 		return c.vector(n)
 	case NodeMap:
 		return c.mapLit(n)
+	case NodeSet:
+		return c.setLit(n)
 	case NodeList:
 		if len(n.Items) == 0 {
 			return constant(List(nil)), nil
@@ -261,6 +288,7 @@ func (c *compiler) expr(n *Node) (code, error) {
 		if head.Kind == NodeSymbol && !c.isLocal(head.Val.Str()) {
 			name := head.Val.Str()
 			if sf, ok := c.special(name); ok {
+				c.inTail = tail
 				return sf(n)
 			}
 		}
@@ -336,8 +364,39 @@ func constValue(n *Node) Value {
 			b.Set(constValue(n.Items[i]), constValue(n.Items[i+1]))
 		}
 		return MapValue(b.Map())
+	case NodeSet:
+		items := make([]Value, len(n.Items))
+		for i, it := range n.Items {
+			items[i] = constValue(it)
+		}
+		return SetValue(NewSet(items...))
 	}
 	return n.Value()
+}
+
+func (c *compiler) setLit(n *Node) (code, error) {
+	codes, allConst, err := c.exprs(n.Items)
+	if err != nil {
+		return nil, err
+	}
+	if allConst {
+		return constant(constValue(n)), nil
+	}
+	pos := n.Pos
+	return func(m *Machine, f *frame) (Value, error) {
+		b := NewMapBuilder(len(codes))
+		for _, cd := range codes {
+			v, err := cd(m, f)
+			if err != nil {
+				return Nil, err
+			}
+			if b.Has(v) {
+				return Nil, errorf(ErrValue, pos, "duplicate member %s in set literal; use (set [...]) to drop duplicates", truncate(Print(v), 40))
+			}
+			b.Set(v, v)
+		}
+		return SetValue(setOfMap(b.Map())), nil
+	}, nil
 }
 
 func (c *compiler) vector(n *Node) (code, error) {
@@ -406,6 +465,12 @@ func (c *compiler) call(n *Node) (code, error) {
 				e := b.arityError(nargs)
 				e.Type, e.Pos, e.File = ErrCompile, pos, c.file
 				return nil, e
+			}
+			if b.positioned {
+				return positionedCall(b, args, pos), nil
+			}
+			if fast := fastCall(b, args, pos); fast != nil {
+				return fast, nil
 			}
 			return builtinCall(b, args, pos), nil
 		}
@@ -499,6 +564,35 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 			return Nil, m.errAt(err, pos)
 		}
 		v, err := fn(m, buf)
+		m.stack.release(mark)
+		if err != nil {
+			return Nil, m.errAt(err, pos)
+		}
+		return v, nil
+	}
+}
+
+// positionedCall is builtinCall for builtins that want their call's
+// position (println, prn, log): it is set once the arguments are evaluated.
+func positionedCall(b *Builtin, args []code, pos Pos) code {
+	return func(m *Machine, f *frame) (Value, error) {
+		mark := m.stack.mark()
+		buf := m.stack.alloc(len(args))
+		for i, a := range args {
+			v, err := a(m, f)
+			if err != nil {
+				m.stack.release(mark)
+				return Nil, err
+			}
+			buf[i] = v
+		}
+		if err := m.tick(); err != nil {
+			m.stack.release(mark)
+			return Nil, m.errAt(err, pos)
+		}
+		m.callPos = pos
+		v, err := b.Fn(m, buf)
+		m.callPos = Pos{}
 		m.stack.release(mark)
 		if err != nil {
 			return Nil, m.errAt(err, pos)

@@ -15,8 +15,9 @@ type Builtin struct {
 	Max  int // most arguments; -1 for any number
 	Fn   func(m *Machine, args []Value) (Value, error)
 
-	once sync.Once
-	fn   *Fn
+	positioned bool // calls set Machine.callPos first (println, prn, log)
+	once       sync.Once
+	fn         *Fn
 }
 
 func (b *Builtin) value() Value {
@@ -154,6 +155,11 @@ func (m *Machine) apply(f Value, args []Value, pos Pos) (Value, error) {
 	case KindMap:
 		if len(args) < 1 || len(args) > 2 {
 			return Nil, errorf(ErrArity, pos, "map called with %d arguments; use (m key) or (m key default)", len(args))
+		}
+		return getOr(f, args[0], args[1:]), nil
+	case KindSet:
+		if len(args) < 1 || len(args) > 2 {
+			return Nil, errorf(ErrArity, pos, "set called with %d arguments; use (s member) or (s member default)", len(args))
 		}
 		return getOr(f, args[0], args[1:]), nil
 	case KindVector:

@@ -17,6 +17,7 @@ type lambda struct {
 	rest     binder
 	selfSlot int
 	body     code
+	recurs   bool // a recur in the body rebinds the parameters
 }
 
 func (l *lambda) run(m *Machine, f *frame, fn *Fn, args []Value) (Value, error) {
@@ -37,7 +38,21 @@ func (l *lambda) run(m *Machine, f *frame, fn *Fn, args []Value) (Value, error) 
 			return Nil, err
 		}
 	}
-	return l.body(m, f)
+	if !l.recurs {
+		return l.body(m, f)
+	}
+	for {
+		v, err := l.body(m, f)
+		if err != errRecur {
+			return v, err
+		}
+		if err := m.tick(); err != nil {
+			return Nil, m.errAt(err, l.pos)
+		}
+		if l.scope.heap { // recur rebound a copy: closures keep the old frame
+			f, m.recurFrame = m.recurFrame, nil
+		}
+	}
 }
 
 // lambda compiles [params] body… into code that makes a closure. Contracts
@@ -59,10 +74,10 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		}
 	}
 	l := &lambda{name: name, file: c.file, pos: pos, selfSlot: -1}
-	outer := c.sc
+	outer, outerRecur := c.sc, c.recur
 	l.scope = &scope{kind: scopeFn, parent: outer}
 	c.sc = l.scope
-	defer func() { c.sc = outer }()
+	defer func() { c.sc, c.recur = outer, outerRecur }()
 	if self != "" {
 		if err := c.bindable(self, pos); err != nil {
 			return nil, err
@@ -94,11 +109,16 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		// Clojure's condition map would otherwise be evaluated and dropped.
 		return nil, c.errf(rest[1].Pos, "a {:pre … :post …} body map is not a contract here; put ^{:pre (fn [args…] test)} on the parameter vector")
 	}
-	body, err := c.body(rest[1:], pos)
+	target := &recurTarget{scope: l.scope, binds: l.params, what: "fn " + cmpOr(name, "fn")}
+	if l.variadic { // (recur fixed… rest-seq), as in Clojure
+		target.binds = append(slices.Clip(l.params), l.rest)
+	}
+	c.recur = target
+	body, err := c.bodyT(rest[1:], pos, true)
 	if err != nil {
 		return nil, err
 	}
-	l.body = body
+	l.body, l.recurs = body, target.used
 	c.sc = outer
 	sc := l.scope
 	if preC == nil && postC == nil && !sc.needsEnv {

@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"context"
+	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,16 +38,19 @@ const fuelChunk = 1024
 // context and a stack of value slots reused across calls. A Machine is
 // used by one goroutine at a time; parallel branches get their own.
 type Machine struct {
-	ctx       context.Context
-	host      Host
-	file      string
-	fuel      int64         // local fuel left in the current chunk
-	budget    *atomic.Int64 // shared remaining budget (parallel branches share it)
-	ownBudget atomic.Int64
-	total     int64
-	depth     int
-	maxDepth  int
-	planCtx   Value
+	ctx        context.Context
+	host       Host
+	file       string
+	fuel       int64         // local fuel left in the current chunk
+	budget     *atomic.Int64 // shared remaining budget (parallel branches share it)
+	ownBudget  atomic.Int64
+	total      int64
+	depth      int
+	maxDepth   int
+	planCtx    Value
+	logw       io.Writer // where println and friends write when the host records nothing
+	callPos    Pos       // the position of the positioned builtin being called
+	recurFrame *frame    // the frame a recur rebound, when its target's frames are on the heap
 
 	stack  valueStack
 	frames []*frame
@@ -78,7 +82,7 @@ func (m *Machine) release() {
 		*m.frames[i] = frame{}
 	}
 	m.fsp = 0
-	m.ctx, m.host, m.planCtx, m.budget = nil, nil, Nil, nil
+	m.ctx, m.host, m.planCtx, m.budget, m.logw, m.recurFrame = nil, nil, Nil, nil, nil, nil
 	machinePool.Put(m)
 }
 
@@ -87,6 +91,7 @@ func (m *Machine) child() *Machine {
 	c := newMachine(m.ctx, m.host, m.file, Limits{Fuel: m.total, MaxDepth: m.maxDepth}, m.budget)
 	c.depth = m.depth
 	c.planCtx = m.planCtx
+	c.logw = m.logw
 	return c
 }
 

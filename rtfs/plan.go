@@ -380,7 +380,8 @@ func (c *compiler) compensated(n *Node) (code, error) {
 }
 
 // plan: (plan ^{meta} :program body) with optional other :key value pairs,
-// or (plan body…).
+// or (plan body…). CCOS's (plan :name "…" :language rtfs20 :body (do …))
+// is the same: :body is :program, and :language is data, not evaluated.
 func (c *compiler) plan(n *Node) (code, error) {
 	items := n.Items[1:]
 	metaNode := n.Meta
@@ -398,17 +399,23 @@ func (c *compiler) plan(n *Node) (code, error) {
 			if k.Meta != nil && metaNode == nil {
 				metaNode = k.Meta
 			}
-			if k.Val.Str() == "program" {
+			switch k.Val.Str() {
+			case "program", "body": // :body is CCOS's name for it
+				if bodyNodes != nil {
+					return nil, c.errf(k.Pos, "plan has both :program and :body; keep one")
+				}
 				bodyNodes = []*Node{v}
 				if v.Meta != nil && metaNode == nil {
 					metaNode = v.Meta
 				}
 				continue
+			case "language": // read, not evaluated: (plan :language rtfs20 …)
+				v = &Node{Kind: NodeQuote, Pos: v.Pos, Items: []*Node{v}}
 			}
 			props = append(props, k, v)
 		}
 		if bodyNodes == nil {
-			return nil, c.errf(n.Pos, "plan has no :program; write (plan :program (do …))")
+			return nil, c.errf(n.Pos, "plan has no :program (or :body); write (plan :program (do …))")
 		}
 	} else {
 		bodyNodes = items

@@ -67,6 +67,18 @@ func AppendValue(buf []byte, v Value) []byte {
 			return true
 		})
 		return append(buf, '}')
+	case KindSet:
+		buf = append(buf, '#', '{')
+		first := true
+		v.AsSet().Range(func(x Value) bool {
+			if !first {
+				buf = append(buf, ' ')
+			}
+			first = false
+			buf = AppendValue(buf, x)
+			return true
+		})
+		return append(buf, '}')
 	case KindFn:
 		f := v.AsFn()
 		buf = append(buf, "#fn["...)
@@ -205,6 +217,15 @@ func appendNode(buf []byte, n *Node) []byte {
 			buf = appendNode(buf, it)
 		}
 		return append(buf, closer)
+	case NodeSet:
+		texts := make([]string, len(n.Items))
+		for i, it := range n.Items {
+			texts[i] = string(appendNode(nil, it))
+		}
+		slices.Sort(texts)
+		buf = append(buf, '#', '{')
+		buf = append(buf, strings.Join(texts, " ")...)
+		return append(buf, '}')
 	case NodeMap:
 		type entry struct {
 			key  string

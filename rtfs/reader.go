@@ -68,6 +68,13 @@ type reader struct {
 	i         int
 	line, col int
 	opts      ReadOptions
+	fnLit     *fnLit // the #(…) being read, or nil
+}
+
+// fnLit collects the % arguments of an anonymous function literal.
+type fnLit struct {
+	max  int  // highest %n used (% is %1)
+	rest bool // %& used
 }
 
 func (r *reader) pos() Pos { return Pos{r.line, r.col} }
@@ -123,7 +130,7 @@ func (r *reader) next(depth int) (*Node, error) {
 		case ')', ']', '}':
 			return nil, nil
 		case '(', '[', '{':
-			return r.collection(depth)
+			return r.collection(depth, false)
 		case '"':
 			s, err := r.stringLit()
 			if err != nil {
@@ -173,7 +180,8 @@ func (r *reader) target(depth int, at Pos, what string) (*Node, error) {
 
 var closerOf = map[byte]byte{'(': ')', '[': ']', '{': '}'}
 
-func (r *reader) collection(depth int) (*Node, error) {
+// collection reads (…), […], {…}, or with set the {…} of #{…}.
+func (r *reader) collection(depth int, set bool) (*Node, error) {
 	start := r.pos()
 	open := r.src[r.i]
 	r.advance()
@@ -204,7 +212,7 @@ func (r *reader) collection(depth int) (*Node, error) {
 		r.advance()
 		break
 	}
-	if kind == NodeMap {
+	if kind == NodeMap && !set {
 		if err := r.checkMap(n); err != nil {
 			return nil, err
 		}
@@ -226,6 +234,63 @@ func (r *reader) checkMap(n *Node) error {
 		seen[text] = k.Pos
 	}
 	return nil
+}
+
+func (r *reader) checkSet(n *Node) error {
+	seen := make(map[string]Pos, len(n.Items))
+	for _, it := range n.Items {
+		text := PrintNode(it)
+		if first, dup := seen[text]; dup {
+			return r.errAt(it.Pos, "duplicate set member %s (first at %s); remove one", truncate(text, 40), first)
+		}
+		seen[text] = it.Pos
+	}
+	return nil
+}
+
+// fnLiteral reads #(…) as (fn [%1 … %n & %&] (…)): % is %1, and the
+// highest %n used sets the arity, as in Clojure. #() cannot nest.
+func (r *reader) fnLiteral(depth int, start Pos) (*Node, error) {
+	if r.fnLit != nil {
+		return nil, r.errAt(start, "nested #()s are not allowed; write the inner one as (fn [x] …)")
+	}
+	lit := &fnLit{}
+	r.fnLit = lit
+	body, err := r.collection(depth, false)
+	r.fnLit = nil
+	if err != nil {
+		return nil, err
+	}
+	body.Pos = Pos{start.Line, start.Col + 1}
+	params := &Node{Kind: NodeVector, Pos: start}
+	for i := 1; i <= lit.max; i++ {
+		params.Items = append(params.Items, &Node{Kind: NodeSymbol, Pos: start, Val: Symbol("%" + strconv.Itoa(i))})
+	}
+	if lit.rest {
+		params.Items = append(params.Items, &Node{Kind: NodeSymbol, Pos: start, Val: Symbol("&")},
+			&Node{Kind: NodeSymbol, Pos: start, Val: Symbol("%&")})
+	}
+	head := &Node{Kind: NodeSymbol, Pos: start, Val: Symbol("fn")}
+	return &Node{Kind: NodeList, Pos: start, End: body.End, Items: []*Node{head, params, body}}, nil
+}
+
+// fnArg renames % to %1 inside #(…) and records the arguments used.
+func (r *reader) fnArg(tok string, at Pos) (string, error) {
+	lit := r.fnLit
+	switch {
+	case tok == "%":
+		lit.max = max(lit.max, 1)
+		return "%1", nil
+	case tok == "%&":
+		lit.rest = true
+		return tok, nil
+	}
+	n, err := strconv.Atoi(tok[1:])
+	if err != nil || n < 1 || n > 20 || tok[1] == '0' {
+		return "", r.errAt(at, "invalid argument %s in #(…); use %%, %%1 to %%20 or %%&", tok)
+	}
+	lit.max = max(lit.max, n)
+	return tok, nil
 }
 
 func (r *reader) meta(depth int) (*Node, error) {
@@ -275,7 +340,8 @@ func hasKey(m *Node, k *Node) bool {
 	return false
 }
 
-// dispatch handles #: #_ discard, #"regex", ##Inf/##-Inf/##NaN.
+// dispatch handles #: #_ discard, #"regex", ##Inf/##-Inf/##NaN, #{set}
+// and #(anonymous fn).
 func (r *reader) dispatch(depth int) (n *Node, skip bool, err error) {
 	start := r.pos()
 	r.advance()
@@ -315,7 +381,18 @@ func (r *reader) dispatch(depth int) (n *Node, skip bool, err error) {
 		}
 		return &Node{Kind: NodeAtom, Pos: start, Val: Float(f)}, false, nil
 	case '{':
-		return nil, false, r.errAt(start, "sets #{…} are not supported; use a vector and distinct")
+		n, err := r.collection(depth, true)
+		if err != nil {
+			return nil, false, err
+		}
+		n.Kind, n.Pos = NodeSet, start
+		if err := r.checkSet(n); err != nil {
+			return nil, false, err
+		}
+		return n, false, nil
+	case '(':
+		n, err := r.fnLiteral(depth, start)
+		return n, false, err
 	}
 	return nil, false, r.errAt(start, "unknown dispatch '#%c'", r.src[r.i])
 }
@@ -367,6 +444,13 @@ func (r *reader) token() (*Node, error) {
 	}
 	if !validName(tok) {
 		return nil, r.errAt(start, "invalid symbol %q", tok)
+	}
+	if r.fnLit != nil && c == '%' {
+		name, err := r.fnArg(tok, start)
+		if err != nil {
+			return nil, err
+		}
+		tok = name
 	}
 	return &Node{Kind: NodeSymbol, Pos: start, Val: Symbol(tok)}, nil
 }

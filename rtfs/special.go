@@ -15,6 +15,9 @@ var specialForms = func() map[string]bool {
 		"do": true, "let": true, "if": true, "when": true, "when-not": true, "cond": true,
 		"fn": true, "defn": true, "def": true, "and": true, "or": true, "quote": true,
 		"try": true, "throw": true, "->": true, "->>": true,
+		"loop": true, "recur": true, "dotimes": true, "doseq": true, "for": true,
+		"if-let": true, "when-let": true, "if-some": true, "when-some": true, "letfn": true, "declare": true,
+		"case": true, "condp": true, "as->": true, "some->": true, "some->>": true, "match": true,
 	}
 	for name := range planForms {
 		m[name] = true
@@ -43,7 +46,7 @@ func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 	}
 	switch name {
 	case "do":
-		return func(n *Node) (code, error) { return c.body(n.Items[1:], n.Pos) }, true
+		return func(n *Node) (code, error) { return c.bodyT(n.Items[1:], n.Pos, c.inTail) }, true
 	case "quote":
 		return func(n *Node) (code, error) {
 			if err := c.arity(n, "quote", 1, 1); err != nil {
@@ -73,11 +76,38 @@ func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 		return c.throw, true
 	case "->", "->>":
 		return func(n *Node) (code, error) { return c.thread(n, name == "->>") }, true
+	case "loop":
+		return c.loopForm, true
+	case "recur":
+		return c.recurForm, true
+	case "dotimes":
+		return c.dotimes, true
+	case "doseq", "for":
+		return func(n *Node) (code, error) { return c.forForm(n, name == "doseq") }, true
+	case "if-let", "if-some", "when-let", "when-some":
+		return func(n *Node) (code, error) {
+			return c.condBind(n, name, name[0] == 'w', name == "if-some" || name == "when-some")
+		}, true
+	case "letfn":
+		return c.letfn, true
+	case "declare":
+		return c.declareForm, true
+	case "case":
+		return c.caseForm, true
+	case "condp":
+		return c.condp, true
+	case "as->":
+		return c.asThread, true
+	case "some->", "some->>":
+		return func(n *Node) (code, error) { return c.someThread(n, name == "some->>") }, true
+	case "match":
+		return c.matchForm, true
 	}
 	return nil, false
 }
 
 func (c *compiler) ifForm(n *Node) (code, error) {
+	tail := c.inTail
 	if err := c.arity(n, "if", 2, 3); err != nil {
 		return nil, err
 	}
@@ -85,13 +115,13 @@ func (c *compiler) ifForm(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	then, err := c.expr(n.Items[2])
+	then, err := c.exprT(n.Items[2], tail)
 	if err != nil {
 		return nil, err
 	}
 	els := constant(Nil)
 	if len(n.Items) == 4 {
-		if els, err = c.expr(n.Items[3]); err != nil {
+		if els, err = c.exprT(n.Items[3], tail); err != nil {
 			return nil, err
 		}
 	}
@@ -108,6 +138,7 @@ func (c *compiler) ifForm(n *Node) (code, error) {
 }
 
 func (c *compiler) when(n *Node, negate bool) (code, error) {
+	tail := c.inTail
 	if err := c.arity(n, n.Head(), 1, -1); err != nil {
 		return nil, err
 	}
@@ -115,7 +146,7 @@ func (c *compiler) when(n *Node, negate bool) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.body(n.Items[2:], n.Pos)
+	body, err := c.bodyT(n.Items[2:], n.Pos, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +163,18 @@ func (c *compiler) when(n *Node, negate bool) (code, error) {
 }
 
 func (c *compiler) cond(n *Node) (code, error) {
+	tail := c.inTail
 	clauses := n.Items[1:]
 	if len(clauses)%2 != 0 {
 		return nil, c.errf(n.Pos, "cond needs test/expression pairs; the last test has no expression")
 	}
-	codes, _, err := c.exprs(clauses)
-	if err != nil {
-		return nil, err
+	codes := make([]code, len(clauses))
+	for i, cl := range clauses {
+		cd, err := c.exprT(cl, tail && i%2 == 1)
+		if err != nil {
+			return nil, err
+		}
+		codes[i] = cd
 	}
 	return func(m *Machine, f *frame) (Value, error) {
 		for i := 0; i < len(codes); i += 2 {
@@ -155,9 +191,14 @@ func (c *compiler) cond(n *Node) (code, error) {
 }
 
 func (c *compiler) andOr(n *Node, isAnd bool) (code, error) {
-	codes, _, err := c.exprs(n.Items[1:])
-	if err != nil {
-		return nil, err
+	tail := c.inTail
+	codes := make([]code, len(n.Items)-1)
+	for i, it := range n.Items[1:] {
+		cd, err := c.exprT(it, tail && i == len(codes)-1)
+		if err != nil {
+			return nil, err
+		}
+		codes[i] = cd
 	}
 	if len(codes) == 0 {
 		if isAnd {
@@ -184,6 +225,7 @@ func (c *compiler) andOr(n *Node, isAnd bool) (code, error) {
 // let binds in the current frame: bindings get fresh slots, so no
 // environment is copied. Names go out of scope after the body.
 func (c *compiler) let(n *Node) (code, error) {
+	tail := c.inTail
 	if len(n.Items) < 2 || n.Items[1].Kind != NodeVector {
 		return nil, c.errf(n.Pos, "let needs a binding vector: (let [name value …] body…)")
 	}
@@ -207,7 +249,7 @@ func (c *compiler) let(n *Node) (code, error) {
 		inits = append(inits, init)
 		binds = append(binds, b)
 	}
-	body, err := c.body(n.Items[2:], n.Pos)
+	body, err := c.bodyT(n.Items[2:], n.Pos, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +285,7 @@ func (c *compiler) def(n *Node) (code, error) {
 	if err := c.bindable(name.Val.Str(), name.Pos); err != nil {
 		return nil, err
 	}
-	slot := c.declare(name.Val.Str())
+	slot := c.topSlot(name.Val.Str())
 	return func(m *Machine, f *frame) (Value, error) {
 		v, err := init(m, f)
 		if err != nil {
@@ -270,7 +312,7 @@ func (c *compiler) defn(n *Node) (code, error) {
 	if err := c.bindable(name, n.Items[1].Pos); err != nil {
 		return nil, err
 	}
-	slot := c.declare(name) // visible in its own body, for recursion
+	slot := c.topSlot(name) // visible in its own body, for recursion
 	mk, err := c.lambda(name, rest, n.Pos, "")
 	if err != nil {
 		return nil, err
@@ -403,6 +445,7 @@ func (c *compiler) throw(n *Node) (code, error) {
 
 // thread rewrites (-> x (f a) g) to (g (f x a)); ->> puts x last instead.
 func (c *compiler) thread(n *Node, last bool) (code, error) {
+	tail := c.inTail
 	if err := c.arity(n, n.Head(), 1, -1); err != nil {
 		return nil, err
 	}
@@ -422,7 +465,7 @@ func (c *compiler) thread(n *Node, last bool) (code, error) {
 		}
 		acc = &Node{Kind: NodeList, Pos: step.Pos, End: step.End, Items: items}
 	}
-	return c.expr(acc)
+	return c.exprT(acc, tail)
 }
 
 // isClassName reports whether s looks like a Clojure exception class

@@ -23,6 +23,7 @@ const (
 	KindMap
 	KindFn
 	KindRegex
+	KindSet
 )
 
 var kindNames = [...]string{
@@ -38,6 +39,7 @@ var kindNames = [...]string{
 	KindMap:     "map",
 	KindFn:      "fn",
 	KindRegex:   "regex",
+	KindSet:     "set",
 }
 
 func (k Kind) String() string {
@@ -54,7 +56,7 @@ func (k Kind) String() string {
 //   - Bool, Int, Float: n holds the bits, p is nil.
 //   - String, Keyword, Symbol: p points at the bytes, n is the length.
 //   - List, Vector: p points at the first element, n is the length.
-//   - Map: p is a *Map. Fn: p is a *Fn. Regex: p is a *regexp.Regexp.
+//   - Map: p is a *Map. Set: p is a *Set. Fn: p is a *Fn. Regex: p is a *regexp.Regexp.
 //
 // Values are never mutated after construction, so they may be shared freely
 // between goroutines.
@@ -222,6 +224,8 @@ func (v Value) Len() int {
 		return int(v.n)
 	case KindMap:
 		return (*Map)(v.p).Len()
+	case KindSet:
+		return (*Set)(v.p).Len()
 	}
 	return 0
 }
@@ -267,6 +271,8 @@ func equal(a, b Value, budget *int) bool {
 		return seqEqual(a.Items(), b.Items(), budget)
 	case KindMap:
 		return mapEqual(a.AsMap(), b.AsMap(), budget)
+	case KindSet:
+		return setEqual(a.AsSet(), b.AsSet(), budget)
 	case KindFn:
 		return a.p == b.p
 	case KindRegex:
@@ -328,6 +334,15 @@ func hash(v Value, budget *int) uint64 {
 		mix(uint64(KindMap))
 		mix(sum)
 		return h
+	case KindSet:
+		// Order-independent: sum of member hashes.
+		var sum uint64
+		for _, k := range v.AsSet().m.keys {
+			sum += hash(k, budget)
+		}
+		mix(uint64(KindSet))
+		mix(sum)
+		return h
 	case KindFloat:
 		f := v.AsFloat()
 		if f == 0 { // 0.0 and -0.0 are equal
@@ -385,6 +400,15 @@ func sizeOf(v Value, budget int) int {
 			}
 			return n <= budget
 		})
+		return n
+	case KindSet:
+		n := 1
+		for _, k := range v.AsSet().m.keys {
+			n += sizeOf(k, budget-n)
+			if n > budget {
+				return n
+			}
+		}
 		return n
 	}
 	return 1
