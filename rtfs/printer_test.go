@@ -57,6 +57,13 @@ func genValue(r *rand.Rand, depth int) Value {
 		}
 		return Vector(items)
 	default:
+		if r.IntN(3) == 0 {
+			items := make([]Value, r.IntN(4))
+			for i := range items {
+				items[i] = genValue(r, depth-1)
+			}
+			return SetValue(NewSet(items...))
+		}
 		b := NewMapBuilder(3)
 		for range r.IntN(4) {
 			b.Set(genValue(r, depth-1), genValue(r, depth-1))
@@ -204,6 +211,10 @@ func FuzzRead(f *testing.F) {
 		"(+ 1 2)", "{:a 1, :b [1 2 #\"x\"]}", "^{:pre (fn [c] true)} (step \"a\" (call :x))",
 		"\"\\u00e9\\x80\"", "#_ x 'y ##-Inf", "(((", "{:a}", "9223372036854775808", "^:k",
 		"(defn f [a & r] (let [{:keys [x]} a] x))", "; c\n[1.5e10 -0.0]",
+		"#{1 #{2} [3]}", "#{1 1}", "#(+ % %2 %&)", "#(#(%))", "(map #(* % %) #{3 1})", "#{", "#(",
+		"(loop [i 0 acc []] (if (< i 3) (recur (inc i) (conj acc i)) acc))", "(for [x [1 2] :when (odd? x) :let [y x]] y)",
+		"(let [{:keys [user/name] :or {name 1}} {}] name)", "(case 1 (1 2) :a :b)", "(match [1 2] [a & r] r :else 0)",
+		"(plan :name \"p\" :language rtfs20 :body (do 1))", "(condp = 1 1 :a)", "(some-> {:a 1} :a inc)",
 	} {
 		f.Add(s)
 	}

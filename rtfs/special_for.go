@@ -167,7 +167,7 @@ func (c *compiler) forForm(n *Node, isDoseq bool) (code, error) {
 		return nil, err
 	}
 	pos := n.Pos
-	pass := c.passWrapper(form, n.Items[1].Items[0], n.Items[2:], pos, body)
+	pass := c.passWrapper(form, n.Items[1].Items[0], n.Items[2:], pos, body) // comprehension checked a binding exists
 	return func(m *Machine, f *frame) (Value, error) {
 		fr, mark, onStack := m.enter(sc, f)
 		var out []Value

@@ -221,7 +221,11 @@ func (c *compiler) loopForm(n *Node) (code, error) {
 		return nil, err
 	}
 	pos := n.Pos
-	pass := c.passWrapper("loop", pairs[0], n.Items[2:], pos, body)
+	var first *Node
+	if len(pairs) > 0 {
+		first = pairs[0]
+	}
+	pass := c.passWrapper("loop", first, n.Items[2:], pos, body)
 	return func(m *Machine, f *frame) (Value, error) {
 		fr, mark, onStack := m.enter(sc, f)
 		v, err := runLoop(m, sc, fr, inits, binds, pass, pos)
