@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -193,7 +194,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), filterName(f))
 			}
 			if tree {
-				if err := ledger.WriteTree(w, ledger.BuildTree(acts)); err != nil {
+				if err := ledger.WriteTree(w, ledger.BuildTree(underIterations(acts))); err != nil {
 					return exitError(ExitFailure, err)
 				}
 			}
@@ -405,4 +406,29 @@ func filterName(f ledger.Filter) string {
 		return "plan " + f.PlanID
 	}
 	return "intent " + f.IntentID
+}
+
+// underIterations hangs each StopConditionsEvaluated (recorded under no
+// parent) under the iteration it evaluated, the run's latest
+// IterationStarted before it, so the tree shows it there instead of after
+// the whole run. Only the display changes; acts is copied where it must be.
+func underIterations(acts []ledger.Action) []ledger.Action {
+	last := map[string]string{} // run → its latest IterationStarted
+	var out []ledger.Action
+	for i := range acts {
+		a := &acts[i]
+		switch {
+		case a.Type == ledger.IterationStarted:
+			last[a.RunID] = a.ActionID
+		case a.Type == ledger.StopConditionsEvaluated && a.ParentActionID == "" && last[a.RunID] != "":
+			if out == nil {
+				out = slices.Clone(acts)
+			}
+			out[i].ParentActionID = last[a.RunID]
+		}
+	}
+	if out == nil {
+		return acts
+	}
+	return out
 }

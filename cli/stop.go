@@ -179,8 +179,8 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		if len(flags) > 0 {
 			extra = " [" + strings.Join(flags, ", ") + "]"
 		}
-		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %3.0f%% %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
-			r.Progress*100, r.Detail, r.Reason, extra)
+		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %3d%% %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
+			stop.Percent(r.Progress, r.Met), r.Detail, r.Reason, extra)
 		if verbose && r.Evidence != "" {
 			for _, line := range strings.Split(r.Evidence, "\n") {
 				fmt.Fprintf(w, "      %s\n", line)

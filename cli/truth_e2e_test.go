@@ -217,3 +217,36 @@ func linesOf(r io.Reader) <-chan string {
 	}()
 	return lines
 }
+
+// chain show --tree prints each StopConditionsEvaluated under the iteration
+// it evaluated, not after the whole run.
+func TestE2EChainTreeShowsEvaluationsUnderTheirIteration(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	quickstartRun(t, store)
+	tree, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "show", "--tree", "--store", store)
+	if code != 0 {
+		t.Fatalf("chain show --tree: exit %d %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(tree), "\n")
+	evals, iter := 0, ""
+	for _, l := range lines {
+		if strings.Contains(l, "IterationStarted") {
+			iter = l
+		}
+		if !strings.Contains(l, "StopConditionsEvaluated") {
+			continue
+		}
+		evals++
+		if !strings.HasPrefix(l, "│  └─ ") || iter == "" {
+			t.Errorf("evaluation %q is not the last child of an iteration", l)
+		}
+	}
+	if evals != 3 || !strings.Contains(lines[len(lines)-1], "RunCompleted") {
+		t.Errorf("%d evaluations; tree:\n%s", evals, tree)
+	}
+}

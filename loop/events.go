@@ -33,9 +33,10 @@ const (
 	EventLog                             // Log: a log line
 	EventDropped                         // Dropped transient events were lost by this slow consumer
 	EventAgent                           // Agent: one event an agent.run call streamed (transient, like Token)
+	EventDelay                           // the runner waits until Until before the next iteration ([loop].delay)
 )
 
-var eventKindNames = [...]string{"", "action", "plan", "conditions", "state", "approve", "wait", "token", "log", "dropped", "agent"}
+var eventKindNames = [...]string{"", "action", "plan", "conditions", "state", "approve", "wait", "token", "log", "dropped", "agent", "delay"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && k != 0 {
@@ -105,6 +106,7 @@ type Bus struct {
 	subs    map[*subscriber]struct{}
 	state   string
 	pending *Event // the approval the runner waits for, if any
+	delay   *Event // the delay before the next iteration, while it lasts
 }
 
 // subscriberQueue bounds the transient events a consumer may lag behind.
@@ -155,6 +157,21 @@ func (b *Bus) awaitApproval(e Event) {
 	b.mu.Unlock()
 }
 
+// delaying publishes the wait before the next iteration and remembers it
+// until the next call (with a zero Event when the wait is over), so a
+// consumer that subscribes during the wait can count it down too.
+func (b *Bus) delaying(e Event) {
+	if e.Kind != 0 {
+		b.publish(e)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.delay = nil
+	if e.Kind != 0 {
+		b.delay = &e
+	}
+}
+
 // publish queues a transient event for every consumer; it never blocks.
 func (b *Bus) publish(e Event) {
 	e.afterSeq = b.store.Head().Seq
@@ -193,10 +210,12 @@ func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 	if b.state != StateIdle {
 		s.queue = append(s.queue, Event{Kind: EventState, State: b.state, Time: time.Now(), afterSeq: b.store.Head().Seq})
 	}
-	if b.pending != nil {
-		e := *b.pending
-		e.afterSeq = b.store.Head().Seq
-		s.queue = append(s.queue, e)
+	for _, p := range [...]*Event{b.pending, b.delay} {
+		if p != nil {
+			e := *p
+			e.afterSeq = b.store.Head().Seq
+			s.queue = append(s.queue, e)
+		}
 	}
 	b.mu.Unlock()
 	out := make(chan Event, 64)

@@ -424,3 +424,35 @@ func runInBackground(t *testing.T, r *Runner) <-chan *Outcome {
 	}()
 	return done
 }
+
+// The delay between iterations is published with when it ends, for a
+// countdown; a consumer that subscribes during the delay gets it too.
+func TestDelayIsPublished(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[loop]
+delay = "1h"
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 2
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	done := runInBackground(t, r)
+	evs := until(events, func(e Event) bool { return e.Kind == EventDelay })
+	d := evs[len(evs)-1]
+	if d.Iteration != 1 || d.Until.Sub(d.Time) != time.Hour || !strings.Contains(d.Text, "before iteration 2") {
+		t.Errorf("delay event %+v", d)
+	}
+	late := until(r.Events().Subscribe(ctx, fx.store.Head().Seq+1), func(e Event) bool { return e.Kind == EventDelay })
+	if got := late[len(late)-1]; !got.Until.Equal(d.Until) {
+		t.Errorf("late subscriber's delay until %v, want %v", got.Until, d.Until)
+	}
+	r.Abort()
+	if out := <-done; out == nil || out.ExitCode != ExitAborted {
+		t.Fatalf("outcome %+v", out)
+	}
+}

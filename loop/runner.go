@@ -334,6 +334,10 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 func (r *Runner) delay(runCtx context.Context, st *runState, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	now := r.o.Now()
+	r.bus.delaying(Event{Kind: EventDelay, Iteration: st.iteration, Until: now.Add(d), Time: now,
+		Text: fmt.Sprintf("[loop].delay %s before iteration %d", d, st.iteration+1)})
+	defer r.bus.delaying(Event{})
 	for {
 		select {
 		case <-t.C:

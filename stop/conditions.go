@@ -395,3 +395,13 @@ func buildComposite(s *config.Stop, file string, line int) (checker, error) {
 	}
 	return &composite{op: s.Kind, kids: kids}, nil
 }
+
+// Percent is progress (0–1) as a whole percentage for display: rounded
+// down, and below 100 until the condition is met, so "199/200" never shows
+// as 100% before it fires.
+func Percent(progress float64, met bool) int {
+	if met {
+		return 100
+	}
+	return min(max(int(progress*100), 0), 99)
+}

@@ -9,10 +9,11 @@ import (
 )
 
 // chainPane shows the causal chain as a live tree: iteration → plan → step
-// → call, with fold markers, ✓ ✗ ! ⟳ status marks and durations. Only the
+// → call, with fold markers, ✓ ✗ ! ⊘ ↷ ⟳ status marks and durations. Only the
 // rows in view are drawn, each from a cache keyed by the row, the width
 // and the row's version, so a frame costs the same with a hundred actions
-// or a million.
+// or a million. A running row shows how long it has been running; with a
+// filter, each match shows the iteration it belongs to.
 type chainPane struct {
 	t       *tree
 	st      *styles
@@ -23,12 +24,15 @@ type chainPane struct {
 	follow  bool // keep the newest row selected
 	focused bool
 	cache   map[int32]rowEntry
+	// now is the clock for a running row's elapsed time (nil: none shown).
+	now func() time.Time
 }
 
 type rowEntry struct {
 	w     int
 	ver   uint16
 	epoch uint32
+	secs  int64 // a running row's elapsed seconds when drawn
 	s     string
 }
 
@@ -115,6 +119,33 @@ func (p *chainPane) home() {
 // end selects the newest row and follows from then on.
 func (p *chainPane) end() {
 	p.follow = true
+	p.sync()
+}
+
+// jump moves the selection to the next (d > 0) or previous filter match,
+// wrapping around at either end (n and N).
+func (p *chainPane) jump(d int) {
+	n := len(p.t.visible)
+	if n == 0 {
+		return
+	}
+	p.cursor = ((p.cursor+d)%n + n) % n
+	p.sel = p.t.visible[p.cursor]
+	p.follow = false
+	p.scroll()
+}
+
+// restore selects row sel again (or its nearest shown ancestor), and
+// follows again if the pane followed then.
+func (p *chainPane) restore(sel int32, follow bool) {
+	if follow || sel < 0 {
+		p.follow = follow
+		p.sync()
+		return
+	}
+	p.follow, p.sel = false, sel
+	p.t.sync()
+	p.cursor = p.find(sel)
 	p.sync()
 }
 
@@ -222,15 +253,32 @@ func strconvQuote(s string) string { return "“" + s + "”" }
 // row is row idx drawn w cells wide, from the cache when it is current.
 func (p *chainPane) row(idx int32, w int) string {
 	n := p.t.at(idx)
-	if e, ok := p.cache[idx]; ok && e.w == w && e.ver == n.ver && e.epoch == p.t.epoch {
+	secs := int64(-1)
+	if el, ok := p.elapsed(idx, n); ok {
+		secs = int64(el / time.Second)
+	}
+	if e, ok := p.cache[idx]; ok && e.w == w && e.ver == n.ver && e.epoch == p.t.epoch && e.secs == secs {
 		return e.s
 	}
 	s := p.drawRow(idx, n, w)
 	if len(p.cache) >= maxRowCache {
 		clear(p.cache)
 	}
-	p.cache[idx] = rowEntry{w: w, ver: n.ver, epoch: p.t.epoch, s: s}
+	p.cache[idx] = rowEntry{w: w, ver: n.ver, epoch: p.t.epoch, secs: secs, s: s}
 	return s
+}
+
+// elapsed is how long row idx has been running, when it is running in a
+// live run.
+func (p *chainPane) elapsed(idx int32, n *node) (time.Duration, bool) {
+	if n.st != stRunning || n.kind == kindRun || p.t.ended || p.now == nil { // the header shows the run's
+		return 0, false
+	}
+	at, ok := p.t.opened[idx]
+	if !ok {
+		return 0, false
+	}
+	return max(p.now().Sub(at), 0), true
 }
 
 func (p *chainPane) drawRow(idx int32, n *node, w int) string {
@@ -265,11 +313,18 @@ func (p *chainPane) drawRow(idx int32, n *node, w int) string {
 			b.WriteString(st.dim.Render(note))
 		}
 	}
-	dur := ""
-	if n.durMS > 0 && n.st != stRunning {
-		dur = st.dim.Render(fmtDur(time.Duration(n.durMS) * time.Millisecond))
+	var right []string
+	if p.t.filter != nil { // a match out of its tree: say which iteration it is in
+		if it := p.t.iterationOf(idx); it != "" && n.kind != kindIteration {
+			right = append(right, "it "+it)
+		}
 	}
-	return spread(b.String(), dur, w)
+	if el, ok := p.elapsed(idx, n); ok {
+		right = append(right, fmtElapsed(el))
+	} else if n.durMS > 0 && n.st != stRunning {
+		right = append(right, fmtDur(time.Duration(n.durMS)*time.Millisecond))
+	}
+	return spread(b.String(), st.dim.Render(strings.Join(right, " · ")), w)
 }
 
 func (p *chainPane) mark(n *node) string {
@@ -281,6 +336,10 @@ func (p *chainPane) mark(n *node) string {
 		return st.fail.Render("✗")
 	case stReported:
 		return st.fail.Render("!")
+	case stCancelled:
+		return st.warn.Render("⊘")
+	case stSkipped:
+		return st.dim.Render("↷")
 	case stStop:
 		return st.accent.Render("■")
 	case stRunning:

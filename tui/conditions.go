@@ -167,7 +167,7 @@ func (p *condPane) row(r *stop.Result, closest bool, w int) string {
 	if classW > 0 {
 		class = " " + fit(string(r.Class), classW-1)
 	}
-	pct := padLeft(fmt.Sprintf("%.0f%%", r.Progress*100), pctW-1)
+	pct := padLeft(fmt.Sprintf("%d%%", stop.Percent(r.Progress, r.Met)), pctW-1)
 	switch {
 	case p.eval == nil || r.TimedOut:
 		pct = padLeft("—", pctW-1)

@@ -199,13 +199,14 @@ func (d *detailView) content(w int) []string {
 	fieldW := fieldW
 	field := func(name, value string) { d.fieldFunc(&out, w, fieldW)(name, value) }
 	section := func(name string) { out = append(out, "", st.bold.Render(name)) }
-	verdict := st.ok.Render("✓ succeeded")
-	if r := a.ReportedFailure(); r != "" {
-		verdict = st.fail.Render("! ran, reported " + r)
-	} else if !a.Success {
-		verdict = st.fail.Render("✗ failed")
+	// A row with a closing action (a step, an iteration) ended as its
+	// closer says: ✗ Iteration 2 is its failed IterationCompleted, not its
+	// IterationStarted.
+	out = append(out, spread(st.bold.Render(ledger.Summary(a)), d.verdict(a), w))
+	if c := msg.closer; c != nil {
+		out = append(out, spread(st.bold.Render("closed by "+ledger.Summary(c)), d.verdict(c), w))
 	}
-	out = append(out, spread(st.bold.Render(ledger.Summary(a)), verdict, w), "")
+	out = append(out, "")
 	field("seq", strconv.FormatUint(a.Seq, 10))
 	field("action_id", a.ActionID)
 	parent := a.ParentActionID
@@ -273,6 +274,28 @@ func (d *detailView) content(w int) []string {
 		out = append(out, "", st.fail.Render("closing action: "+msg.closerErr.Error()))
 	}
 	return out
+}
+
+// verdict is how a ended, as the chain row marks it.
+func (d *detailView) verdict(a *ledger.Action) string {
+	st := d.st
+	switch r := a.ReportedFailure(); {
+	case r != "":
+		return st.fail.Render("! ran, reported " + r)
+	case a.Type == ledger.IterationCompleted && a.Metadata["status"].Str() == "skipped":
+		return st.dim.Render("↷ skipped" + byWhom(a))
+	case cancelled(a):
+		return st.warn.Render("⊘ cancelled" + byWhom(a))
+	case !a.Success:
+		return st.fail.Render("✗ failed")
+	case a.Type == ledger.IterationStarted || a.Type == ledger.PlanStepStarted || a.Type == ledger.PlanStarted ||
+		a.Type == ledger.CompensationStarted:
+		if d.msg != nil && d.msg.closer == nil {
+			return st.running.Render("⟳ not closed")
+		}
+		return st.dim.Render("· opened")
+	}
+	return st.ok.Render("✓ succeeded")
 }
 
 // fieldFunc returns a function that appends a field to *out: its name in
@@ -375,6 +398,14 @@ func links(n uint64) string {
 		return "1 link"
 	}
 	return strconv.FormatUint(n, 10) + " links"
+}
+
+// byWhom is " by <who>" for an action cut short, from its cancelled_by.
+func byWhom(a *ledger.Action) string {
+	if by := a.Metadata["cancelled_by"].Str(); by != "" {
+		return " by " + by
+	}
+	return ""
 }
 
 func orNone(s string) string {

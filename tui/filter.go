@@ -10,7 +10,8 @@ import (
 //
 //	type:call     the action type contains "call" (CapabilityCall, …)
 //	fn:shell      the function, step or capability name contains "shell"
-//	is:failed     the row failed, or is a call that reported failure (also is:ok, is:running)
+//	is:failed     the row failed, or is a call that reported failure (also is:ok, is:running,
+//	              is:cancelled, is:skipped)
 //	anything      the row's text (type, name, error, details) contains it
 //
 // Matching ignores case.
@@ -40,6 +41,10 @@ func parseFilter(s string) *filter {
 			f.status = append(f.status, stOK)
 		case w == "is:running":
 			f.status = append(f.status, stRunning)
+		case w == "is:cancelled":
+			f.status = append(f.status, stCancelled)
+		case w == "is:skipped":
+			f.status = append(f.status, stSkipped)
 		default:
 			f.words = append(f.words, w)
 		}

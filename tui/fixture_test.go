@@ -272,6 +272,7 @@ func testModel(t testing.TB, st *ledger.Store, live bool, w, h int) *model {
 		// A live run without a runner: the model shows what the bus says.
 		m.live, m.loading = true, false
 		m.keys.live(true)
+		m.chain.now = m.now
 	}
 	m.Update(sizeMsg(w, h))
 	return m

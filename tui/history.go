@@ -160,12 +160,12 @@ func historyRow(st *styles, r *stop.Result, changes map[string]stop.ProgressChan
 	case r.Met:
 		mark = st.ok.Render("✓")
 	}
-	prog := fmt.Sprintf("%3.0f%%", r.Progress*100)
+	prog := fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
 	if c, ok := changes[r.Name]; ok {
 		if c.First {
-			prog = fmt.Sprintf("new → %.0f%%", c.Current*100)
+			prog = fmt.Sprintf("new → %d%%", stop.Percent(c.Current, r.Met))
 		} else {
-			prog = fmt.Sprintf("%.0f%% → %.0f%%", c.Previous*100, c.Current*100)
+			prog = fmt.Sprintf("%d%% → %d%%", stop.Percent(c.Previous, false), stop.Percent(c.Current, r.Met))
 		}
 	}
 	var flags []string

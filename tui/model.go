@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -63,6 +64,11 @@ type model struct {
 	helpV     *helpView
 	filtering bool
 	input     textinput.Model
+	// Where the chain was when / opened, so esc goes back to it.
+	filterFrom struct {
+		sel    int32
+		follow bool
+	}
 
 	// The run as the header and status line show it.
 	runID     string
@@ -90,6 +96,8 @@ type model struct {
 	detached     bool           // the user left the run going (Run returns ErrDetached)
 	aborting     bool           // abort requested
 	pauseAsked   bool           // p pressed, the runner has not paused yet
+	skipping     int            // s pressed during this iteration, not closed yet
+	delayUntil   time.Time      // the runner waits for loop.delay until then
 	approving    *loop.PlanInfo // a plan awaiting y/n
 	answered     int            // the last iteration whose plan was answered
 	wait         *waitInfo
@@ -125,7 +133,11 @@ func newModel(o *Options, st *styles) *model {
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
 	m.keys.live(m.live)
-	m.help.ShortSeparator = " · "
+	m.keys.filtered(false)
+	if m.live {
+		m.chain.now = now // running rows show their elapsed time
+	}
+	m.help.ShortSeparator = "  "
 	m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.helpKey, st.helpDesc, st.helpSep
 	m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.helpKey, st.helpDesc, st.helpSep
 	m.help.Styles.Ellipsis = st.helpSep
@@ -197,6 +209,12 @@ func (m *model) ingest(a *ledger.Action) {
 		}
 	case ledger.IterationStarted:
 		m.iteration = int(a.Metadata["iteration"].AsInt())
+		m.delayUntil = time.Time{}
+	case ledger.IterationCompleted:
+		if it := int(a.Metadata["iteration"].AsInt()); it == m.skipping {
+			m.skipping = 0 // the skip took effect: say so once, as the last news
+			m.lastLog = "iteration " + strconv.Itoa(it) + " " + a.Metadata["status"].Str()
+		}
 	case ledger.CapabilityCall: // model costs are summed in their PlanGenerated
 		m.cost += a.Cost // llm.ask's cost and tokens are its call's
 		m.tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
@@ -220,6 +238,7 @@ func (m *model) ingest(a *ledger.Action) {
 		m.state = m.outcome.state
 		m.approving = nil
 		m.wait = nil
+		m.skipping, m.delayUntil = 0, time.Time{}
 	}
 }
 
@@ -254,6 +273,8 @@ func (m *model) event(e *loop.Event) {
 	case loop.EventWait:
 		m.wait = &waitInfo{until: e.Until, reason: e.Text}
 		m.plan.resetStream() // the provider retries: what it streamed so far is void
+	case loop.EventDelay:
+		m.delayUntil = e.Until
 	case loop.EventToken:
 		if m.plan.plan == nil || m.plan.plan.Iteration < m.iteration {
 			m.plan.addStream(e.Text)

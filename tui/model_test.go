@@ -398,7 +398,7 @@ func TestSkipBetweenIterations(t *testing.T) {
 	if _, cmd := m2.Update(keyMsg("s")); cmd == nil {
 		t.Error("s during an iteration does not ask the runner to skip")
 	}
-	if !strings.Contains(m2.View(), "skip requested: iteration 1") {
+	if !strings.Contains(m2.View(), "Skip requested: iteration 1") {
 		t.Errorf("status after s during iteration 1:\n%s", m2.View())
 	}
 }

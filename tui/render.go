@@ -228,18 +228,29 @@ func (m *model) statusLines() []string {
 	case m.loading:
 		return []string{st.dim.Render(fmt.Sprintf(" Reading the run from the store… %d actions", m.loaded))}
 	case m.wait != nil && m.wait.until.After(m.now()):
-		left := m.wait.until.Sub(m.now()).Round(time.Second)
-		return []string{st.statusAlert.Render(fmt.Sprintf(" Rate limited: retrying in %s", left)) + st.dim.Render(" — "+m.wait.reason)}
+		return []string{st.statusAlert.Render(" Rate limited: retrying in "+countdown(m.wait.until, m.now())) + st.dim.Render(" — "+m.wait.reason)}
 	case m.aborting:
 		return []string{st.statusAlert.Render(" Aborting… compensations run before the run ends")}
 	case m.state == loop.StatePaused:
 		return []string{st.statusAlert.Render(" ⏸ Paused") + st.dim.Render(" — p resumes")}
 	case m.pauseAsked:
 		return []string{st.statusAlert.Render(" Pausing after the current step…") + st.dim.Render(" p cancels")}
+	case m.skipping > 0:
+		return []string{st.statusAlert.Render(fmt.Sprintf(" Skip requested: iteration %d is cancelled and recorded as skipped…", m.skipping)) +
+			st.dim.Render(" its compensations run first")}
+	case m.delayUntil.After(m.now()) && !m.tree.iterationOpen():
+		return []string{st.statusAlert.Render(fmt.Sprintf(" Next iteration in %s", countdown(m.delayUntil, m.now()))) +
+			st.dim.Render(" — [loop].delay")}
 	case m.dropped > 0:
 		return []string{st.warn.Render(fmt.Sprintf(" %d live events (logs, tokens) were dropped while the UI caught up; the chain is complete", m.dropped))}
 	}
 	return []string{st.dim.Render(" " + firstLine(m.lastLog))}
+}
+
+// countdown is the time left until until, in whole seconds rounded up, so
+// it reaches 0s only when the wait is over.
+func countdown(until, now time.Time) string {
+	return fmtElapsed(until.Sub(now) + time.Second - 1)
 }
 
 // outcomeLines explain how the run ended: its state, the condition that

@@ -168,3 +168,16 @@ func titleCase(s string) string {
 	}
 	return string(s[0]-'a'+'A') + s[1:]
 }
+
+// fmtElapsed is a running row's elapsed time, in whole seconds: 0s, 42s,
+// 3m05s, 1h02m.
+func fmtElapsed(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

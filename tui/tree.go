@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ralphloop/ralph/ledger"
 )
@@ -41,8 +42,10 @@ const (
 	stRunning               // opened and not closed yet
 	stOK
 	stFailed
-	stStop     // the evaluation or run end that stopped the run
-	stReported // a call that ran but reported failure (ledger.Action.ReportedFailure)
+	stStop      // the evaluation or run end that stopped the run
+	stReported  // a call that ran but reported failure (ledger.Action.ReportedFailure)
+	stCancelled // cut short by a skip, an abort, a signal (metadata stopped = cancelled)
+	stSkipped   // an iteration the user skipped
 )
 
 const (
@@ -88,7 +91,8 @@ type tree struct {
 	hasRun   bool
 	iter     int32 // the current iteration's row
 	iterNum  int64
-	notes    map[int32]string // error messages and call details, by row
+	notes    map[int32]string    // error messages and call details, by row
+	opened   map[int32]time.Time // when each row still running started, for its elapsed time
 	intern   map[string]string
 	stops    []uint64 // seqs of StopConditionsEvaluated actions, for the history view
 
@@ -101,7 +105,7 @@ type tree struct {
 
 func newTree() *tree {
 	return &tree{rootFirst: -1, rootLast: -1, iter: -1, seed: maphash.MakeSeed(),
-		open: map[uint64]int32{}, notes: map[int32]string{}, intern: map[string]string{}}
+		open: map[uint64]int32{}, notes: map[int32]string{}, opened: map[int32]time.Time{}, intern: map[string]string{}}
 }
 
 func (t *tree) at(i int32) *node { return &t.chunks[i>>chunkBits][i&(chunkSize-1)] }
@@ -230,6 +234,9 @@ func (t *tree) push(a *ledger.Action, parent int32) int32 {
 	*n = node{seq: a.Seq, parent: parent, first: -1, last: -1, next: -1, typ: a.Type,
 		durMS: uint32(min(max(a.DurationMS, 0), 1<<32-1))}
 	t.describe(n, idx, a)
+	if n.st == stRunning {
+		t.opened[idx] = a.Timestamp
+	}
 	if parent < 0 {
 		if t.rootLast >= 0 {
 			t.at(t.rootLast).next = idx
@@ -310,6 +317,9 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 			n.st = stReported
 			note = strings.TrimSuffix(r+" · "+note, " · ")
 		}
+		if cancelled(a) {
+			n.st = stCancelled
+		}
 		if note != "" {
 			t.notes[idx] = t.str(cut(note, maxNote))
 		}
@@ -355,11 +365,21 @@ func planMode(mode string, repairs int64) string {
 	return s
 }
 
+// cancelled reports whether a was cut short by a skip, an abort or a
+// signal (the runner records stopped = cancelled and who asked).
+func cancelled(a *ledger.Action) bool { return a.Metadata["stopped"].Str() == "cancelled" }
+
 // close records a closing action on its opener's row.
 func (t *tree) close(idx int32, a *ledger.Action) {
 	n := t.at(idx)
+	delete(t.opened, idx)
 	n.st = stFailed
-	if a.Success {
+	switch {
+	case a.Type == ledger.IterationCompleted && a.Metadata["status"].Str() == "skipped":
+		n.st = stSkipped
+	case cancelled(a):
+		n.st = stCancelled
+	case a.Success:
 		n.st = stOK
 	}
 	n.durMS = uint32(min(max(a.DurationMS, 0), 1<<32-1))
@@ -374,6 +394,17 @@ func (t *tree) close(idx int32, a *ledger.Action) {
 	if t.filter != nil && t.filter.dependsOnStatus() { // it may match now, or no longer
 		t.dirty = true
 	}
+}
+
+// iterationOf is the number of the iteration row idx belongs to ("" for
+// rows outside any iteration: the run's own).
+func (t *tree) iterationOf(idx int32) string {
+	for i := idx; i >= 0; i = t.at(i).parent {
+		if n := t.at(i); n.kind == kindIteration {
+			return strings.TrimPrefix(n.label, "Iteration ")
+		}
+	}
+	return ""
 }
 
 // iterationOpen reports whether the current iteration has started and not
@@ -494,6 +525,7 @@ func (t *tree) sync() {
 func (t *tree) setFilter(f *filter) {
 	t.filter = f
 	t.dirty = true
+	t.epoch++ // a filtered row shows its iteration beside it
 }
 
 // end marks the run over: rows still open will never close.

@@ -99,9 +99,13 @@ func (m *model) syncControls() {
 	if !on {
 		m.abortAsk, m.quitAsk = false, false
 	}
-	if m.keys.Pause.Enabled() != on {
+	paused := m.state == loop.StatePaused || m.pauseAsked
+	filtered := m.tree.filter != nil
+	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered {
 		m.keys.live(on)
-		clear(m.helpCache)
+		m.keys.paused(paused)
+		m.keys.filtered(filtered)
+		clear(m.helpCache) // the footer is drawn from the bindings
 	}
 }
 
@@ -246,14 +250,17 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		return m.openDetail()
 	case key.Matches(k, ks.Filter):
 		m.filtering = true
-		m.input.SetValue("")
-		if f := m.tree.filter; f != nil {
-			m.input.SetValue(f.raw)
-		}
-		m.input.CursorEnd()
+		m.input.SetValue("") // a new search; the applied one stays until typing replaces it
+		m.filterFrom.sel, m.filterFrom.follow = m.chain.sel, m.chain.follow
 		return m.input.Focus()
 	case key.Matches(k, ks.Back) && m.tree.filter != nil:
 		m.setFilter("")
+	case key.Matches(k, ks.Next, ks.Prev) && m.tree.filter != nil:
+		d := 1
+		if key.Matches(k, ks.Prev) {
+			d = -1
+		}
+		m.chain.jump(d)
 	case key.Matches(k, ks.Pause):
 		return m.pause()
 	case key.Matches(k, ks.Abort):
@@ -306,11 +313,12 @@ func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
 		m.input.Blur()
 		m.setFilter(m.input.Value())
 		return nil
-	case tea.KeyEsc:
+	case tea.KeyEsc: // no filter, and the chain where it was when / opened
 		m.filtering = false
 		m.input.Blur()
 		m.input.SetValue("")
 		m.setFilter("")
+		m.chain.restore(m.filterFrom.sel, m.filterFrom.follow)
 		return nil
 	}
 	var cmd tea.Cmd
@@ -461,7 +469,7 @@ func (m *model) skip() tea.Cmd {
 		m.lastLog = "nothing to skip: iteration " + strconv.Itoa(m.iteration) + " has ended and the next has not started"
 		return nil
 	}
-	m.lastLog = "skip requested: iteration " + strconv.Itoa(m.iteration) + " is cancelled and recorded as skipped"
+	m.skipping = m.iteration // the status says so until the iteration closes
 	return m.control(Live.Skip)
 }
 
