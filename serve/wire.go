@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
@@ -46,6 +48,8 @@ type wireEvent struct {
 	Until      *time.Time       `json:"until,omitempty"`
 	Log        *wireLog         `json:"log,omitempty"`
 	Dropped    int              `json:"dropped,omitempty"`
+	Agent      *agent.Event     `json:"agent,omitempty"`
+	CallID     string           `json:"call_id,omitempty"`
 }
 
 type wireLog struct {
@@ -56,7 +60,7 @@ type wireLog struct {
 
 // kindNamed maps a wire kind back to its loop.EventKind.
 func kindNamed(name string) (loop.EventKind, bool) {
-	for k := loop.EventAction; k <= loop.EventDropped; k++ {
+	for k := loop.EventAction; !strings.HasPrefix(k.String(), "EventKind("); k++ { // every kind loop names
 		if k.String() == name {
 			return k, true
 		}
@@ -66,7 +70,7 @@ func kindNamed(name string) (loop.EventKind, bool) {
 
 func toWire(e *loop.Event) wireEvent {
 	w := wireEvent{Kind: e.Kind.String(), Time: e.Time, RunID: e.RunID, Iteration: e.Iteration, Action: e.Action,
-		Plan: e.Plan, Evaluation: e.Evaluation, State: e.State, Text: e.Text, Dropped: e.Dropped}
+		Plan: e.Plan, Evaluation: e.Evaluation, State: e.State, Text: e.Text, Dropped: e.Dropped, Agent: e.Agent, CallID: e.CallID}
 	if !e.Until.IsZero() {
 		u := e.Until
 		w.Until = &u
@@ -87,7 +91,7 @@ func fromWire(b []byte) (loop.Event, error) {
 		return loop.Event{}, fmt.Errorf("the store's server sent an event of unknown kind %q", w.Kind)
 	}
 	e := loop.Event{Kind: k, Time: w.Time, RunID: w.RunID, Iteration: w.Iteration, Action: w.Action, Plan: w.Plan,
-		Evaluation: w.Evaluation, State: w.State, Text: w.Text, Dropped: w.Dropped}
+		Evaluation: w.Evaluation, State: w.State, Text: w.Text, Dropped: w.Dropped, Agent: w.Agent, CallID: w.CallID}
 	if w.Until != nil {
 		e.Until = *w.Until
 	}
