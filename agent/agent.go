@@ -172,6 +172,8 @@ func autoOrder() []string {
 // Resolve names the backend and binary path for cli ("auto": the first of claude, codex, gemini, opencode on PATH).
 // Unknown cli or a CLI not on PATH: an error whose one sentence names the fix.
 // For "command" the path is empty: the argv comes from Options.Command.
+// A nil lookPath is exec.LookPath; Run's default instead searches the PATH
+// of Options.Env, the environment the CLI will run in.
 func Resolve(cli string, lookPath func(string) (string, error)) (name, path string, err error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,11 @@ const (
 func Run(ctx context.Context, o Options) (Result, error) {
 	start := time.Now()
 	res := Result{CLI: o.CLI, Exit: -1}
-	name, path, err := Resolve(o.CLI, o.LookPath)
+	lookPath := o.LookPath
+	if lookPath == nil {
+		lookPath = lookPathIn(o.Env, o.Dir)
+	}
+	name, path, err := Resolve(o.CLI, lookPath)
 	if err != nil {
 		return res, err
 	}
@@ -42,11 +47,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if len(o.Command) == 0 || o.Command[0] == "" {
 			return res, errors.New("agent cli \"command\" has no command; set [agent] command to the argv to run, e.g. [\"my-agent\", \"--flag\"]")
 		}
-		lp := o.LookPath
-		if lp == nil {
-			lp = exec.LookPath
-		}
-		if path, err = lp(o.Command[0]); err != nil {
+		if path, err = lookPath(o.Command[0]); err != nil {
 			return res, fmt.Errorf("%w: %q is not on PATH; install it or give its full path in [agent] command", ErrNotFound, o.Command[0])
 		}
 	}
@@ -64,7 +65,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	c, err := startCall(res.Argv, b, &o, emit)
 	if err != nil {
-		return res, fmt.Errorf("start agent %s: %w", name, err)
+		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that [agent] dir exists", name, res.Argv[0], err)
 	}
 	stopped := c.watch(ctx, &o)
 	c.finish()
@@ -84,6 +85,47 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Stopped = StoppedUsageLimit
 	}
 	return res, nil
+}
+
+// lookPathIn finds executables the way the agent's environment will: on
+// the PATH of env when env sets one (else this process's PATH), and a
+// name with a slash relative to dir.
+func lookPathIn(env []string, dir string) func(string) (string, error) {
+	path, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			path, ok = v, true // the last PATH wins, as in exec.Cmd
+		}
+	}
+	return func(name string) (string, error) {
+		if strings.Contains(name, "/") {
+			p := name
+			if !filepath.IsAbs(p) && dir != "" {
+				p = filepath.Join(dir, p)
+			}
+			if isExecutable(p) {
+				return p, nil
+			}
+			return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+		}
+		if !ok {
+			return exec.LookPath(name)
+		}
+		for _, d := range filepath.SplitList(path) {
+			if d == "" {
+				continue // an empty entry would mean the working directory: not searched
+			}
+			if p := filepath.Join(d, name); isExecutable(p) {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+	}
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // call is one running agent process and the goroutines that feed it and
@@ -209,8 +251,14 @@ func (c *call) watch(ctx context.Context, o *Options) string {
 	}
 }
 
-// stop kills the group once, remembering why.
+// stop kills the group once, remembering why; a call that has already
+// ended by itself keeps its own ending.
 func (c *call) stop(reason string) {
+	select {
+	case <-c.proc.Done():
+		return
+	default:
+	}
 	c.stopOnce.Do(func() {
 		c.stopReason = reason
 		c.proc.Kill()

@@ -29,28 +29,10 @@ func fakeEnv(t *testing.T, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// fakeLookPath finds executables on the PATH of env.
-func fakeLookPath(env []string) func(string) (string, error) {
-	var path string
-	for _, kv := range env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = p
-		}
-	}
-	return func(name string) (string, error) {
-		for _, dir := range filepath.SplitList(path) {
-			p := filepath.Join(dir, name)
-			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-		return "", exec.ErrNotFound
-	}
-}
-
 func fakeOptions(t *testing.T, cli string, extra ...string) Options {
 	env := fakeEnv(t, extra...)
-	return Options{CLI: cli, Prompt: "Make the tests pass.", Dir: t.TempDir(), Env: env, LookPath: fakeLookPath(env),
+	// No LookPath: Run finds the fake CLIs on the PATH of env.
+	return Options{CLI: cli, Prompt: "Make the tests pass.", Dir: t.TempDir(), Env: env,
 		Timeout: time.Minute, IdleTimeout: 30 * time.Second}
 }
 
@@ -214,6 +196,18 @@ func TestRunStops(t *testing.T) {
 	}
 }
 
+func TestRunRelativeCommandInDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "agent.sh"), []byte("#!/bin/sh\necho \"got $(cat)\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Options{CLI: "command", Command: []string{"./agent.sh"}, Dir: dir, Prompt: "p"})
+	if err != nil || res.Text != "got p" {
+		t.Fatalf("err %v text %q", err, res.Text)
+	}
+}
+
 func TestRunCancelledBeforeStart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -238,6 +232,8 @@ func TestRunCannotStart(t *testing.T) {
 		{"auto finds none", Options{CLI: "auto", LookPath: none}, ErrNotFound, "found none of claude, codex, gemini, opencode"},
 		{"command without argv", Options{CLI: "command"}, nil, "has no command"},
 		{"command not on PATH", Options{CLI: "command", Command: []string{"no-such-agent-cli"}}, ErrNotFound, "no-such-agent-cli"},
+		{"not on the PATH of Env", Options{CLI: "claude", Env: []string{"PATH=" + t.TempDir()}}, ErrNotFound, `"claude" is not on PATH`},
+		{"relative command missing in Dir", Options{CLI: "command", Command: []string{"./agent.sh"}, Dir: t.TempDir()}, ErrNotFound, "./agent.sh"},
 	} {
 		_, err := Run(context.Background(), tc.o)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
