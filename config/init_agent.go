@@ -174,6 +174,11 @@ name = "stuck"
 kind = "no_progress"
 iterations = 3                        # the workspace and the tests' verdict unchanged 3 times
 
+[[stop]]
+name = "broken"
+kind = "consecutive_failures"
+count = 3                             # the agent itself failed 3 times in a row (login, API key)
+
 [store]
 dir = ".ralph"
 sync_writes = true
