@@ -18,10 +18,17 @@ type tmux struct {
 
 func newTmux(t *testing.T, command string) *tmux {
 	t.Helper()
+	return newTmuxNamed(t, "", command)
+}
+
+// newTmuxNamed is newTmux for a test that needs more than one terminal:
+// name tells its sessions apart.
+func newTmuxNamed(t *testing.T, name, command string) *tmux {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed")
 	}
-	tm := &tmux{t: t, session: fmt.Sprintf("ralph-e2e-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))}
+	tm := &tmux{t: t, session: fmt.Sprintf("ralph-e2e-%d-%s%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"), name)}
 	out, err := exec.Command("tmux", "new-session", "-d", "-s", tm.session, "-x", "120", "-y", "40", command).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -22,17 +20,21 @@ const (
 	ExitFailure   = 1 // failed at run time, or an internal error
 	ExitUsage     = 2 // bad usage, unreadable input, or a program that does not read or compile
 	ExitCancelled = 4 // cancelled by the user (Ctrl-C)
+	// ExitBrokenPipe is the status of a command whose output was closed
+	// before it finished (ralph chain show | head): what a shell reports
+	// for a process a SIGPIPE ended, though this one closed its store.
+	ExitBrokenPipe = 128 + 13
 )
 
 // Main runs ralph with the process's arguments and standard streams and
-// returns the exit code. The first Ctrl-C cancels the running command's
-// context; after that the default handler is restored, so a second Ctrl-C
-// ends the process at once.
+// returns the exit code. The first Ctrl-C (or SIGTERM) cancels the running
+// command's context; after that the default handler is restored, so a
+// second Ctrl-C ends the process at once. SIGHUP cancels it too, except
+// for a run, which detaches (withSignals).
 func Main(args []string) int {
 	hideEnvironment()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := withSignals(context.Background())
 	defer stop()
-	context.AfterFunc(ctx, stop)
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }
 
@@ -72,6 +74,8 @@ func report(stderr io.Writer, cmd *cobra.Command, err error) int {
 	}
 	var re *rtfs.Error
 	switch {
+	case isBrokenPipe(err):
+		return ExitBrokenPipe // the reader went away (| head): nothing to say, nobody to say it to
 	case errors.As(err, &silentError{}):
 		// the explanation is already on stdout
 	case errors.As(err, &re):
@@ -155,7 +159,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 		return usageErrorf("%s", flagValueMessage(err))
 	})
 	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
-		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd())
+		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd(), newAttachCmd())
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newIRCmd())
 	return root

@@ -28,6 +28,11 @@ type runFlags struct {
 	noTUI, asJSON, approve, verbose bool
 	maxIterations                   int
 	provider, model, store          string
+	// detach starts the run in the background (run --detach); runID and
+	// logToStore are how that background process is told its run id and
+	// to write its output to the run's log file (hidden flags).
+	detach, logToStore bool
+	runID              string
 }
 
 func newRunCmd() *cobra.Command {
@@ -63,10 +68,18 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			if err != nil {
 				return err
 			}
+			if f.detach {
+				return startDetached(cmd, cfg, args, f)
+			}
 			return runLoop(cmd, cfg, f, "")
 		},
 	}
 	fl := cmd.Flags()
+	fl.BoolVar(&f.detach, "detach", false, "start in the background (its own session), print the run id and how to attach; output goes to <store>/logs/RUN_ID.log")
+	fl.StringVar(&f.runID, "run-id", "", "the new run's `ID` (a UUID)")
+	fl.BoolVar(&f.logToStore, "log-to-store", false, "write output to <store>/logs/RUN_ID.log once the store is open")
+	_ = fl.MarkHidden("run-id")
+	_ = fl.MarkHidden("log-to-store")
 	fl.BoolVar(&f.noTUI, "no-tui", false, "run headless even when stdout is a terminal")
 	fl.BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
 	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n before running it (keys in the UI, stdin headless)")
@@ -141,6 +154,9 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
+	if resumeID == "" {
+		opts.RunID = f.runID // set by run --detach; "" makes a new one
+	}
 	if interactive {
 		return runInteractive(cmd, opts, f.approve)
 	}
@@ -156,9 +172,25 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return err
 	}
 	defer srv.Close()
+	ctx := cmd.Context()
+	logPath := runLogPath(absDir(st.Dir()), runner.RunID())
+	switch {
+	case f.logToStore: // the background process of run --detach
+		if err := redirectOutput(logPath); err != nil {
+			return exitError(ExitFailure, err)
+		}
+		srv.SetOutput(false, logPath)
+	case cmd.OutOrStdout() == os.Stdout:
+		// The terminal closing detaches the run: it goes on, writing to
+		// its log file.
+		defer onHangup(ctx, func() {
+			if redirectOutput(logPath) == nil {
+				srv.SetOutput(false, logPath)
+			}
+		})()
+	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
 	p.verbose = f.verbose
-	ctx := cmd.Context()
 	followCtx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFollowing()
 	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))
@@ -175,7 +207,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 // approvals from attached UIs. A store directory open to other users is
 // refused (exit 2, with the fix); a socket that cannot be made otherwise
 // leaves the run unserved, with a warning.
-func serveRun(runner *loop.Runner, opts loop.RunnerOptions, approve func(int, bool) error, localUI bool, errOut io.Writer) (io.Closer, error) {
+func serveRun(runner *loop.Runner, opts loop.RunnerOptions, approve func(int, bool) error, localUI bool, errOut io.Writer) (runServer, error) {
 	srv, err := serve.Start(serve.Options{Store: opts.Store, Runner: runner, Approve: approve, LocalUI: localUI, Logger: opts.Logger})
 	var pe *serve.PermissionError
 	switch {
@@ -188,10 +220,17 @@ func serveRun(runner *loop.Runner, opts loop.RunnerOptions, approve func(int, bo
 	return srv, nil
 }
 
+// runServer is the server of a run's store (*serve.Server), or noServer.
+type runServer interface {
+	SetOutput(localUI bool, logFile string)
+	Close() error
+}
+
 // noServer is the server of a run that could not be served.
 type noServer struct{}
 
-func (noServer) Close() error { return nil }
+func (noServer) SetOutput(bool, string) {}
+func (noServer) Close() error           { return nil }
 
 // runResult reports how runner.Run returned: the error the run could not go
 // on with, or the summary of the run that ended and its exit status.

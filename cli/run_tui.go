@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"sync"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/tui"
 )
@@ -28,7 +32,10 @@ func isTTY(stream any) bool {
 // quits after the run ended, its summary is printed below the restored
 // screen.
 func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) error {
-	logs := tui.NewLogHandler(slog.LevelInfo, nil)
+	// Log records go to the UI; once it has detached, to stderr, which is
+	// then the run's log file.
+	afterUI := &switchWriter{}
+	logs := tui.NewLogHandler(slog.LevelInfo, slog.NewTextHandler(afterUI, nil))
 	opts.Logger = slog.New(logs)
 	prev := slog.Default()
 	slog.SetDefault(opts.Logger) // the store's and evaluator's logs too
@@ -65,10 +72,16 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 		out, runErr = runner.Run(ctx)
 		return runErr
 	})
-	uiErr := tui.Run(ctx, tui.Options{Run: live, Config: opts.Config, Done: done,
+	// The terminal closing (SIGHUP) detaches: the UI ends, the run goes on.
+	uiCtx, hungUp := context.WithCancelCause(ctx)
+	defer onHangup(ctx, func() { hungUp(errHangup) })()
+	uiErr := tui.Run(uiCtx, tui.Options{Run: live, Config: opts.Config, Done: done,
 		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	var panicErr *tui.PanicError
 	switch {
+	case errors.Is(uiErr, tui.ErrDetached) || (ctx.Err() == nil && errors.Is(context.Cause(uiCtx), errHangup)):
+		return goOnDetached(cmd, runner, opts.Store, srv, afterUI, finished, func() (*loop.Outcome, error) { return out, runErr },
+			!errors.Is(uiErr, tui.ErrDetached))
 	case errors.Is(uiErr, tui.ErrForceQuit):
 		return exitError(ExitForced, errors.New("quit before the aborted run ended; `ralph resume "+runner.RunID()+"` continues it"))
 	case errors.As(uiErr, &panicErr):
@@ -82,4 +95,60 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 	}
 	<-finished // the UI returns once the run has ended (or ctx ended it)
 	return runResult(newPrinter(cmd.OutOrStdout(), false), out, runErr)
+}
+
+// errHangup is why a foreground UI ended when its terminal closed.
+var errHangup = errors.New("the terminal closed")
+
+// goOnDetached is a foreground run after its UI detached (q then d, or the
+// terminal closing): the run goes on in this process, its output — the
+// headless printer's lines, log records, the summary — in its log file.
+func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, srv runServer, logs *switchWriter, finished <-chan struct{},
+	result func() (*loop.Outcome, error), hungUp bool) error {
+	id := runner.RunID()
+	logPath := runLogPath(absDir(store.Dir()), id)
+	if !hungUp {
+		fmt.Fprintf(cmd.OutOrStdout(), "detached: run %s goes on in this process (pid %d), its output in %s\n"+
+			"`ralph attach %s` reopens the UI; press ctrl+z then run `bg` (or close this terminal) to get the prompt back\n",
+			id, os.Getpid(), logPath, id)
+	}
+	if cmd.OutOrStdout() == os.Stdout {
+		if err := redirectOutput(logPath); err != nil {
+			return exitError(ExitFailure, err)
+		}
+	}
+	srv.SetOutput(false, logPath)
+	logs.set(os.Stderr)
+	p := newPrinter(os.Stdout, false)
+	followCtx, stopFollowing := context.WithCancel(context.Background())
+	defer stopFollowing()
+	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, store.Head().Seq+1))
+	<-finished
+	out, runErr := result()
+	if runErr != nil {
+		stopFollowing()
+	}
+	<-printed
+	return runResult(p, out, runErr)
+}
+
+// switchWriter discards what is written until set, then writes to w.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) set(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
 }

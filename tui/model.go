@@ -137,6 +137,9 @@ func newModel(o *Options, st *styles) *model {
 	if m.live {
 		m.chain.now = now // running rows show their elapsed time
 	}
+	if m.attached {
+		m.keys.Quit.SetHelp("q", "detach")
+	}
 	m.help.ShortSeparator = "  "
 	m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.helpKey, st.helpDesc, st.helpSep
 	m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.helpKey, st.helpDesc, st.helpSep

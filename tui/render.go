@@ -214,7 +214,7 @@ func (m *model) statusLines() []string {
 	case m.filtering:
 		return []string{" " + m.input.View()}
 	case m.quitAsk:
-		return []string{st.statusPrompt.Render(" Quit: y aborts the run · d detaches (it goes on; `ralph attach " + m.runID + "` reopens it) · n stays")}
+		return []string{st.statusPrompt.Render(" Quit? y aborts the run · d detaches: it goes on, `ralph attach` reopens it · n stays")}
 	case m.abortAsk:
 		return []string{st.statusPrompt.Render(" Abort the run? Compensations run first. y aborts · n keeps it running")}
 	case m.approving != nil && !m.canApprove():

@@ -140,6 +140,9 @@ func waitDone(done <-chan error) tea.Cmd {
 
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	if k.String() == "ctrl+c" {
+		if m.attached && m.live && !m.ended() {
+			return m.detach() // the run is another process's: a only aborts it, after asking
+		}
 		return m.quit()
 	}
 	if m.filtering {

@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/serve"
+	"github.com/ralphloop/ralph/tui"
+)
+
+func newAttachCmd() *cobra.Command {
+	var storeFlag string
+	cmd := &cobra.Command{
+		Use:   "attach RUN_ID",
+		Short: "Open the live UI on a loop running in another process; q detaches, a aborts",
+		Long: `Open the live UI on a loop another ralph process runs (ralph run --detach, or a
+run started in another terminal): the same panes and keys as ralph run, fed
+through the store's socket. q (or ctrl+c) detaches and leaves the run going;
+a aborts it after asking; p pauses, s skips the current iteration. Any number
+of UIs can attach to one run at once.
+
+RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
+		Example: `  ralph run --detach && ralph attach 01a200c1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("attach takes one RUN_ID (see `ralph runs`), got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			out := cmd.OutOrStdout()
+			if !isTTY(out) {
+				return usageErrorf("ralph attach draws the live UI and needs a terminal; for text use `ralph runs` or `ralph chain show --run %s`", id)
+			}
+			dir, err := existingStoreDir(storeFlag)
+			if err != nil {
+				return err
+			}
+			c, err := serve.Dial(cmd.Context(), dir)
+			switch {
+			case errors.Is(err, serve.ErrNotServed):
+				return notRunning(cmd, storeFlag, id, "")
+			case err != nil:
+				return exitError(ExitFailure, err)
+			}
+			defer c.Close()
+			in := c.Info()
+			if in.RunID == "" || (in.RunID != id && !strings.HasPrefix(in.RunID, id)) {
+				return notRunning(cmd, storeFlag, id, in.RunID)
+			}
+			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, Input: cmd.InOrStdin(), Output: out})
+			var panicErr *tui.PanicError
+			switch {
+			case errors.Is(err, tui.ErrDetached):
+				return writeOut(out, fmt.Sprintf("detached from run %s; it goes on in process %d (`ralph attach %s` reopens it)\n", in.RunID, in.PID, in.RunID))
+			case errors.As(err, &panicErr):
+				return exitError(ExitFailure, fmt.Errorf("internal error in the UI: %v; please report it", panicErr.Value))
+			case err != nil && cmd.Context().Err() != nil:
+				return nil // a signal ended this UI; the run goes on
+			case err != nil:
+				return exitError(ExitFailure, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	return cmd
+}
+
+// notRunning explains an attach to a run no process runs: one that ended
+// (and how to see it), one whose process died (and how to continue it), or
+// none at all. live is the run the store's process drives, if any.
+func notRunning(cmd *cobra.Command, storeFlag, id, live string) error {
+	st, err := openReader(cmd.Context(), storeFlag, ledger.Options{}, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runID, err := resolveRun(st, id)
+	if err != nil {
+		return err
+	}
+	runs, err := st.ListRuns()
+	if err != nil {
+		return exitError(ExitFailure, err)
+	}
+	also := ""
+	if live != "" {
+		also = fmt.Sprintf(" (the run going on in this store is %s: `ralph attach %s`)", live, live)
+	}
+	for _, r := range runs {
+		if r.ID != runID {
+			continue
+		}
+		if r.State == loop.StateRunning || r.State == loop.StatePaused {
+			return exitError(ExitUsage, fmt.Errorf("run %s is not running: its process ended without closing it; `ralph resume %s` continues it, `ralph view %s` shows it%s", runID, runID, runID, also))
+		}
+		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view %s` shows it%s", runID, r.State, runID, also))
+	}
+	return exitError(ExitUsage, fmt.Errorf("run %s is not running; `ralph view %s` shows what it recorded%s", runID, runID, also))
+}

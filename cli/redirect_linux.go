@@ -1,0 +1,6 @@
+package cli
+
+import "syscall"
+
+// dupOnto makes fd a copy of from.
+func dupOnto(from, fd int) error { return syscall.Dup3(from, fd, 0) }

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package cli
+
+import "syscall"
+
+// dupOnto makes fd a copy of from.
+func dupOnto(from, fd int) error { return syscall.Dup2(from, fd) }

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// hangup is what a SIGHUP (the terminal closed) does to the running
+// command. By default it ends the command as SIGTERM does — a reader
+// closes its store on the way out; a run claims it (onHangup) to detach
+// instead: the run goes on, its output in the store's log file.
+type hangup struct {
+	mu      sync.Mutex
+	handler func()
+}
+
+type hangupKey struct{}
+
+// withSignals returns ctx cancelled by the first Ctrl-C or SIGTERM (then
+// the default handlers return, so a second one ends the process at once)
+// and, unless a command claims it, by SIGHUP. A broken pipe on stdout
+// (ralph chain show | head) becomes a write error, so the command closes
+// its store and exits instead of the process dying at the write.
+func withSignals(parent context.Context) (context.Context, func()) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	context.AfterFunc(ctx, stop)
+	ctx, cancel := context.WithCancel(ctx)
+	h := &hangup{handler: cancel}
+	ctx = context.WithValue(ctx, hangupKey{}, h)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hups:
+				h.mu.Lock()
+				fn := h.handler
+				h.mu.Unlock()
+				fn()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(hups)
+		stop()
+		cancel()
+	}
+}
+
+// onHangup makes fn what a SIGHUP does while the command runs; it returns
+// a function that restores the default.
+func onHangup(ctx context.Context, fn func()) (restore func()) {
+	h, ok := ctx.Value(hangupKey{}).(*hangup)
+	if !ok {
+		return func() {}
+	}
+	h.mu.Lock()
+	prev := h.handler
+	h.handler = fn
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.handler = prev
+		h.mu.Unlock()
+	}
+}
+
+// isBrokenPipe reports whether err is a write to a reader that has gone
+// (ralph chain show | head): not worth a message.
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
