@@ -72,8 +72,9 @@ func splitFix(msg, def string) (string, string) {
 
 // forbidden forms: definitions escape the step structure of a plan.
 var forbidden = map[string]string{
-	"def":  "bind values with (let [name value] …) inside the step that needs them",
-	"defn": "write the logic inline, or bind a function with (let [f (fn [x] …)] …)",
+	"def":     "bind values with (let [name value] …) inside the step that needs them",
+	"defn":    "write the logic inline, or bind a function with (let [f (fn [x] …)] …)",
+	"declare": "bind functions that call each other with (letfn [(f [x] …) (g [y] …)] …)",
 }
 
 // formWalker checks allowed forms, capability ids and arguments.
@@ -503,8 +504,12 @@ func (c *checker) admit(forms []*rtfs.Node) []problem {
 				msg = mm[3]
 			}
 		}
-		msg, _ = splitFix(msg, "")
-		ps = append(ps, problem{stage: "governance", pos: pos, msg: msg, fix: c.governanceFix(rule)})
+		msg, own := splitFix(msg, "")
+		fix := c.governanceFix(rule)
+		if (rule == "" || rule == governance.RuleCompiles) && own != "" { // a compile error that says how to fix itself
+			fix = own
+		}
+		ps = append(ps, problem{stage: "governance", pos: pos, msg: msg, fix: fix})
 		if len(ps) >= maxDiagnostics {
 			break
 		}

@@ -29,7 +29,9 @@ var structural = map[string]bool{"do": true, "plan": true, "step-parallel": true
 
 // headerArgs is how many items after the head stay on the first line when
 // a form breaks: (step "Name" …), (let [bindings] …), (if test …).
-var headerArgs = map[string]int{"step": 1, "step-loop": 2, "let": 1, "if": 1, "when": 1, "when-not": 1, "fn": 1}
+var headerArgs = map[string]int{"step": 1, "step-loop": 2, "let": 1, "if": 1, "when": 1, "when-not": 1, "fn": 1,
+	"loop": 1, "doseq": 1, "dotimes": 1, "for": 1, "if-let": 1, "when-let": 1, "if-some": 1, "when-some": 1,
+	"letfn": 1, "case": 1, "condp": 2, "match": 1}
 
 func formatNode(b *strings.Builder, n *rtfs.Node, indent int) {
 	head := n.Head()

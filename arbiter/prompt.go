@@ -14,8 +14,8 @@ import (
 const systemA = `You generate RTFS plans for ralph, an agent-loop runner. RTFS is a small Clojure-like language.
 
 Rules:
-- Output ONLY an RTFS plan wrapped in (do ...). No prose, no comments, no code fences.
-- Allowed forms: do, step, call, let, if, when, cond, step-parallel, step-loop, step.with-compensation, and fn only for :until and contracts. No def or defn.
+- Output ONLY an RTFS plan wrapped in (do ...) (or (plan :name "..." :body (do ...))). No prose, no comments, no code fences.
+- Allowed forms: do, step, call, let, if, when, when-not, cond, case, condp, if-let, when-let, if-some, when-some, loop/recur, doseq, dotimes, for, ->, ->>, some->, as->, fn, #(...), letfn, match, step-parallel, step-loop, step.with-compensation. No def, defn or declare.
 - Every (call ...) sits inside a (step "Name" ...). Step names are literal strings; capability ids are literal keywords.
 - Map keys MUST be colon-keywords: {:message "hi"}, never {"message" "hi"}.
 - Use ONLY the capabilities listed below, with arguments that match their input schema.
@@ -24,12 +24,16 @@ Dialect:
 - (step "Name" body...) runs body as one recorded step; its value is the value of its last form.
 - (call :cap.id arg...) invokes a capability: one map argument for {:key type} schemas, positional arguments for the others.
 - (let [x (call ...)] body...) binds a result; (if test then else) and (when test body...) branch; only nil and false are false.
+- Destructure results: (let [{:keys [exit stdout]} (:result ctx)] ...); a qualified key {:keys [user/name]} binds name.
+- (doseq [f files] (step "Process" (call ...))) runs steps for each element; (dotimes [i 3] ...) n times; (loop [i 0] (if (< i 3) (recur (inc i)) i)) with recur only as the last form. Each pass of a loop that holds steps is recorded as its own step.
+- (for [x xs :when (pred x) :let [y (f x)]] expr) builds a vector; sequences are eager vectors. Sets: #{:a :b}, (contains? s x), (s x).
+- (println "text" x) records a log line on the chain.
 - ctx is the plan context: the intent params plus :iteration. After each step a map result is merged into ctx and the result is under :result. Read it with (:key ctx).
 - (step-parallel (step ...) (step ...)) runs independent steps at the same time.
 - (step-loop "Name" {:max 5 :until (fn [r] ...)} body...) repeats body until :until holds of its result, at most :max times.
 - (step.with-compensation (step "Do" ...) (step "Undo" ...)) runs Undo if a later step fails.
 - Step metadata goes before the body: (step "Name" ^{:retry {:max 2 :backoff-ms 500} :timeout-ms 60000} body...).
-- Builtins: str get get-in assoc merge keys vals count first last nth conj concat map filter reduce range = not= < <= > >= + - * / inc dec not and or empty? contains? includes? starts-with? split join trim lower-case upper-case subs parse-int.
+- Builtins: str get get-in assoc assoc-in update update-in dissoc merge select-keys keys vals count first last nth conj concat map map-indexed mapcat filter remove keep reduce range sort sort-by group-by frequencies partition partition-by interpose zipmap distinct set disj subvec = not= < <= > >= + - * / inc dec int float not and or empty? not-empty contains? includes? starts-with? split join trim lower-case upper-case subs parse-int println prn log.
 
 Example 1:
 (do

@@ -45,7 +45,7 @@ func (c *compiler) recurForm(n *Node) (code, error) {
 	case t == nil:
 		return nil, c.errf(n.Pos, "recur outside loop or fn; write (loop [x init] … (recur (next x)))")
 	case !tail || t.scope != c.sc:
-		return nil, c.errf(n.Pos, "recur must be in tail position: the last form of its %s body, not inside an argument, a try or a step", t.what)
+		return nil, c.errf(n.Pos, "recur must be in tail position; make it the last form of the %s body, not an argument or inside a try or a step", t.what)
 	case len(n.Items)-1 != len(t.binds):
 		return nil, c.errf(n.Pos, "recur needs %d argument%s to rebind %s, got %d", len(t.binds), plural(len(t.binds), len(t.binds)), t.what, len(n.Items)-1)
 	}
