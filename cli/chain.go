@@ -28,8 +28,10 @@ func existingStore(flag string, errOut io.Writer) (*ledger.Store, error) {
 
 // commandStoreDir names the store a command uses: --store, else
 // RALPH_STORE, else ./ralph.toml's store.dir, else ./.ralph.
+// Only store.dir matters here, so a [model] that could not plan is no
+// error (as for exec).
 func commandStoreDir(flag string) (string, error) {
-	cfg, err := loadConfig("")
+	cfg, err := loadExecConfig("")
 	if err != nil {
 		return "", err
 	}

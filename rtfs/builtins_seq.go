@@ -463,15 +463,16 @@ func builtinInterpose(m *Machine, a []Value) (Value, error) {
 	return Vector(out), nil
 }
 
-// builtinPartition is (partition n coll) or (partition n step coll);
-// a final group shorter than n is dropped, as in Clojure.
+// builtinPartition is (partition n coll), (partition n step coll) or
+// (partition n step pad coll); a final group shorter than n is dropped,
+// or with pad filled from pad (and kept even if still short), as in Clojure.
 func builtinPartition(m *Machine, a []Value) (Value, error) {
 	n, err := countArg("partition", a[0])
 	if err != nil {
 		return Nil, err
 	}
 	step := n
-	if len(a) == 3 {
+	if len(a) >= 3 {
 		if step, err = countArg("partition", a[1]); err != nil {
 			return Nil, err
 		}
@@ -490,9 +491,23 @@ func builtinPartition(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "partition", groups); err != nil {
 		return Nil, err
 	}
-	out := make([]Value, groups)
+	out := make([]Value, groups, groups+1)
 	for g := range out {
 		out[g] = Vector(xs[g*step : g*step+n])
+	}
+	if len(a) == 4 && groups*step < len(xs) { // (partition n step pad coll): pad the last group
+		pad, err := seqItems(m, "partition", a[2])
+		if err != nil {
+			return Nil, err
+		}
+		rest := xs[groups*step:]
+		fill := pad[:min(len(pad), n-len(rest))]
+		if err := produce(m, "partition", len(rest)+len(fill)); err != nil {
+			return Nil, err
+		}
+		last := make([]Value, 0, len(rest)+len(fill))
+		last = append(append(last, rest...), fill...)
+		out = append(out, Vector(last))
 	}
 	return Vector(out), nil
 }
@@ -761,7 +776,7 @@ func init() {
 	def("repeat", 2, 2, builtinRepeat)
 	def("distinct", 1, 1, builtinDistinct)
 	def("interpose", 2, 2, builtinInterpose)
-	def("partition", 2, 3, builtinPartition)
+	def("partition", 2, 4, builtinPartition)
 	def("frequencies", 1, 1, builtinFrequencies)
 	def("group-by", 2, 2, builtinGroupBy)
 	def("sort", 1, 2, builtinSort)
