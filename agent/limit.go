@@ -5,13 +5,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	// Limit messages name their reset's time zone ("resets 3:30am
+	// (Asia/Calcutta)"); the embedded zone database reads it on machines
+	// without one.
+	_ "time/tzdata"
 )
 
 var (
 	// "Claude AI usage limit reached|1762952400": the reset as unix seconds.
 	claudeLimitEpoch = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,11})`)
-	// "… limit will reset at 9am (America/Chicago)", "resets 3:30pm (UTC)".
-	resetClock = regexp.MustCompile(`(?i)\bresets?(?:\s+at)?\s+(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+	// "… limit will reset at 9am (America/Chicago)", "resets 3:30am
+	// (Asia/Calcutta)", "resets Jan 30, 11:30am (Asia/Calcutta)".
+	resetClock = regexp.MustCompile(`(?i)\bresets?(?:\s+at)?\s+(?:([A-Z][a-z]{2}) (\d{1,2}), )?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
+	// "You've hit your limit", "You've hit your session limit".
+	hitLimit = regexp.MustCompile(`(?i)hit your (?:[a-z-]+ )?limit`)
 )
 
 // claudeLimitText recognises Claude Code's limit messages and the
@@ -27,7 +34,7 @@ func claudeLimitText(s string, now time.Time) *Limit {
 	}
 	lower := strings.ToLower(s)
 	switch {
-	case strings.Contains(lower, "usage limit") || strings.Contains(lower, "hit your limit"):
+	case strings.Contains(lower, "usage limit") || hitLimit.MatchString(s):
 		return &Limit{Kind: LimitUsage, Reset: clockReset(s, now), Message: msg}
 	case strings.Contains(lower, "overloaded_error") || strings.Contains(lower, "api error: 529"):
 		return &Limit{Kind: LimitOverloaded, Message: msg}
@@ -38,32 +45,44 @@ func claudeLimitText(s string, now time.Time) *Limit {
 }
 
 // clockReset reads a reset given as a time of day ("resets at 9am
-// (America/Chicago)") as its next occurrence after now; zero when s gives
-// none. An unknown time zone is read as now's.
+// (America/Chicago)") as its next occurrence after now, or with a date
+// ("resets Jan 30, 11:30am") as that date's next occurrence; zero when s
+// gives none. An unknown time zone is read as now's.
 func clockReset(s string, now time.Time) time.Time {
 	m := resetClock.FindStringSubmatch(s)
 	if m == nil {
 		return time.Time{}
 	}
-	hour, _ := strconv.Atoi(m[1]) // one or two digits
+	hour, _ := strconv.Atoi(m[3]) // one or two digits
 	minute := 0
-	if m[2] != "" {
-		minute, _ = strconv.Atoi(m[2]) // two digits
+	if m[4] != "" {
+		minute, _ = strconv.Atoi(m[4]) // two digits
 	}
 	if hour < 1 || hour > 12 || minute > 59 {
 		return time.Time{}
 	}
 	hour %= 12
-	if strings.EqualFold(m[3], "pm") {
+	if strings.EqualFold(m[5], "pm") {
 		hour += 12
 	}
 	loc := now.Location()
-	if m[4] != "" {
-		if l, err := time.LoadLocation(m[4]); err == nil {
+	if m[6] != "" {
+		if l, err := time.LoadLocation(m[6]); err == nil {
 			loc = l
 		}
 	}
 	n := now.In(loc)
+	if m[1] != "" {
+		day, err := time.ParseInLocation("Jan 2 2006", m[1]+" "+m[2]+" "+strconv.Itoa(n.Year()), loc)
+		if err != nil {
+			return time.Time{}
+		}
+		t := time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc)
+		if t.Before(n.AddDate(0, -6, 0)) {
+			t = t.AddDate(1, 0, 0) // "resets Jan 2" read in late December
+		}
+		return t
+	}
 	t := time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc)
 	if !t.After(n) {
 		t = t.AddDate(0, 0, 1)
