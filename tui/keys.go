@@ -11,6 +11,7 @@ type keyMap struct {
 	Pause, Abort, Skip, Yes, No             key.Binding
 	History, Log, Help, Filter, Quit        key.Binding
 	Next, Prev                              key.Binding // filter matches
+	Output                                  key.Binding // the agent's output or the plan
 
 	// Display-only bindings: one help entry for a pair of keys.
 	move, fold key.Binding
@@ -43,6 +44,7 @@ func newKeyMap() keyMap {
 		Log:      b("l", "log", "l"),
 		Help:     b("?", "help", "?"),
 		Filter:   b("/", "filter", "/"),
+		Output:   b("o", "output/plan", "o"),
 		Next:     b("n", "next match", "n"),
 		Prev:     b("N", "prev match", "N"),
 		Quit:     b("q", "quit", "q", "ctrl+c"),
@@ -79,14 +81,14 @@ func (k *keyMap) filtered(on bool) {
 // control of a run that has ended, n/N without a filter) are left out.
 func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Pause, k.Skip, k.Abort, k.Next, k.Prev, k.Focus, k.Follow, k.Filter, k.Log, k.Help, k.Quit,
-		k.Detail, k.History, k.move, k.fold}
+		k.Output, k.Detail, k.History, k.move, k.fold}
 }
 
 // FullHelp is the help view's columns.
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Fold, k.Unfold},
-		{k.Focus, k.Follow, k.Detail, k.Filter, k.Next, k.Prev, k.Back, k.Verify},
+		{k.Focus, k.Follow, k.Output, k.Detail, k.Filter, k.Next, k.Prev, k.Back, k.Verify},
 		{k.Pause, k.Abort, k.Skip, k.Yes, k.No},
 		{k.History, k.Log, k.Help, k.Quit},
 	}

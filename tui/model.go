@@ -12,6 +12,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -58,6 +59,10 @@ type model struct {
 	chain     *chainPane
 	conds     *condPane
 	plan      *planPane
+	output    *outputPane
+	// outputShown pins the bottom-right pane (o): 0 shows the agent's
+	// output while the iteration has some, else the plan; 1 the output; 2 the plan.
+	outputShown int
 	history   *historyView
 	detail    *detailView
 	logs      *logView
@@ -130,10 +135,12 @@ func newModel(o *Options, st *styles) *model {
 		help: help.New(), live: o.Run != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
+	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
 	m.keys.live(m.live)
 	m.keys.filtered(false)
+	m.keys.Output.SetEnabled(false)
 	if m.live {
 		m.chain.now = now // running rows show their elapsed time
 	}
@@ -219,8 +226,9 @@ func (m *model) ingest(a *ledger.Action) {
 			m.lastLog = "iteration " + strconv.Itoa(it) + " " + a.Metadata["status"].Str()
 		}
 	case ledger.CapabilityCall: // model costs are summed in their PlanGenerated
-		m.cost += a.Cost // llm.ask's cost and tokens are its call's
-		m.tokens += a.Metadata["prompt_tokens"].AsInt() + a.Metadata["completion_tokens"].AsInt()
+		m.cost += a.Cost // llm.ask's and agent.run's cost and tokens are their call's
+		m.tokens += metaInt(a.Metadata["prompt_tokens"]) + metaInt(a.Metadata["completion_tokens"])
+		m.output.ended(a)
 	case ledger.LlmConsultation:
 		m.plan.resetStream() // the next answer (a repair, Mode B) streams from the start
 	case ledger.PlanGenerated:
@@ -243,6 +251,31 @@ func (m *model) ingest(a *ledger.Action) {
 		m.wait = nil
 		m.skipping, m.delayUntil = 0, time.Time{}
 	}
+}
+
+// metaInt reads a count from metadata, an int or the decimal string a
+// capability's metadata holds (agent.run records its tokens that way).
+func metaInt(v rtfs.Value) int64 {
+	switch v.Kind() {
+	case rtfs.KindInt:
+		return v.AsInt()
+	case rtfs.KindString:
+		n, _ := strconv.ParseInt(v.Str(), 10, 64) // not a count: nothing to add
+		return n
+	}
+	return 0
+}
+
+// showsOutput reports whether the bottom-right pane shows the agent's
+// output rather than the plan.
+func (m *model) showsOutput() bool {
+	switch m.outputShown {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return m.output.shows(m.iteration)
 }
 
 func runEndState(t ledger.ActionType) string {
@@ -276,6 +309,10 @@ func (m *model) event(e *loop.Event) {
 	case loop.EventWait:
 		m.wait = &waitInfo{until: e.Until, reason: e.Text}
 		m.plan.resetStream() // the provider retries: what it streamed so far is void
+	case loop.EventAgent:
+		if e.Agent != nil {
+			m.output.add(e.CallID, e.Iteration, e.Time, e.Agent)
+		}
 	case loop.EventDelay:
 		m.delayUntil = e.Until
 	case loop.EventToken:

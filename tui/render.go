@@ -56,8 +56,9 @@ func (m *model) layout() {
 	m.help.Width = m.w - 2
 	leftW, condH := m.split()
 	m.chain.SetSize(leftW, m.bodyH)
-	m.conds.h = condH - 2
-	m.plan.h = m.bodyH - condH - 2
+	m.conds.SetSize(m.w-leftW, condH)
+	m.plan.SetSize(m.w-leftW, m.bodyH-condH)
+	m.output.SetSize(m.w-leftW, m.bodyH-condH)
 }
 
 // split is the main view's geometry: the chain's width and the stop
@@ -85,7 +86,11 @@ func (m *model) body() []string {
 		return m.renderHelp(m.w, h)
 	}
 	leftW, condH := m.split()
-	right := append(m.conds.lines(m.w-leftW, condH), m.plan.lines(m.w-leftW, h-condH)...)
+	lower := m.plan.lines
+	if m.showsOutput() {
+		lower = m.output.lines
+	}
+	right := append(m.conds.lines(m.w-leftW, condH), lower(m.w-leftW, h-condH)...)
 	return besides(m.chain.lines(leftW, h), right)
 }
 

@@ -101,10 +101,13 @@ func (m *model) syncControls() {
 	}
 	paused := m.state == loop.StatePaused || m.pauseAsked
 	filtered := m.tree.filter != nil
-	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered {
+	output := m.output.call != nil
+	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
+		m.keys.Output.Enabled() != output {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
+		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
 		clear(m.helpCache) // the footer is drawn from the bindings
 	}
 }
@@ -272,10 +275,18 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(k, ks.Skip):
 		return m.skip()
+	case key.Matches(k, ks.Output): // the agent's output or the plan, whichever is hidden
+		if m.showsOutput() {
+			m.outputShown = 2
+		} else {
+			m.outputShown = 1
+		}
 	case m.focus == focusChain:
 		m.chainKey(k)
 	case m.focus == focusConds:
 		m.scrollKey(k, m.conds)
+	case m.focus == focusPlan && m.showsOutput():
+		m.scrollKey(k, m.output)
 	case m.focus == focusPlan:
 		m.scrollKey(k, m.plan)
 	}
@@ -307,6 +318,7 @@ func (m *model) chainKey(k tea.KeyMsg) {
 func (m *model) setFocus(f int) {
 	m.focus = f
 	m.chain.focused, m.conds.focused, m.plan.focused = f == focusChain, f == focusConds, f == focusPlan
+	m.output.focused = m.plan.focused
 }
 
 func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
@@ -371,6 +383,8 @@ func (m *model) mouse(msg tea.MouseMsg) {
 			m.chain.move(d)
 		case msg.Y-1 < condH:
 			m.conds.scrollBy(d)
+		case m.showsOutput():
+			m.output.scrollBy(d)
 		default:
 			m.plan.scrollBy(d)
 		}

@@ -1,0 +1,28 @@
+package tui
+
+// pane is the contract every pane of the main view keeps (chain.go,
+// conditions.go, plan.go, output.go — one file each): SetSize takes the
+// pane's outer size, border included, so paging and scrolling know it
+// before a frame is drawn; Render draws exactly width×height cells, its
+// border included, and only the rows in view, each from a cache keyed by
+// what the row shows (the row or line, the width, a version that changes
+// with its text). Full-screen views (history, detail, log, help) keep the
+// same Render signature. tui/README.md says how to add a pane, a message
+// or a key.
+type pane interface {
+	SetSize(width, height int)
+	Render(width, height int) string
+}
+
+var (
+	_ pane = (*chainPane)(nil)
+	_ pane = (*condPane)(nil)
+	_ pane = (*planPane)(nil)
+	_ pane = (*outputPane)(nil)
+)
+
+// SetSize sets the pane's outer size, border included.
+func (p *condPane) SetSize(_, h int) { p.h = max(0, h-2) }
+
+// SetSize sets the pane's outer size, border included.
+func (p *planPane) SetSize(_, h int) { p.h = max(0, h-2) }
