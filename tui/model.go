@@ -51,24 +51,24 @@ type model struct {
 	done     <-chan error // the runner's return (Options.Done)
 	hasDone  bool
 
-	w, h      int
-	bodyH     int
-	view      view
-	focus     int
-	tree      *tree
-	chain     *chainPane
-	conds     *condPane
-	plan      *planPane
-	output    *outputPane
+	w, h   int
+	bodyH  int
+	view   view
+	focus  int
+	tree   *tree
+	chain  *chainPane
+	conds  *condPane
+	plan   *planPane
+	output *outputPane
 	// outputShown pins the bottom-right pane (o): 0 shows the agent's
 	// output while the iteration has some, else the plan; 1 the output; 2 the plan.
 	outputShown int
-	history   *historyView
-	detail    *detailView
-	logs      *logView
-	helpV     *helpView
-	filtering bool
-	input     textinput.Model
+	history     *historyView
+	detail      *detailView
+	logs        *logView
+	helpV       *helpView
+	filtering   bool
+	input       textinput.Model
 	// Where the chain was when / opened, so esc goes back to it.
 	filterFrom struct {
 		sel    int32

@@ -108,7 +108,7 @@ func (m *model) syncControls() {
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
-		clear(m.helpCache) // the footer is drawn from the bindings
+		clear(m.helpCache)               // the footer is drawn from the bindings
 	}
 }
 
