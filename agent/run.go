@@ -65,7 +65,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	c, err := startCall(res.Argv, b, &o, emit)
 	if err != nil {
-		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that [agent] dir exists", name, res.Argv[0], err)
+		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that the working directory %q exists", name, res.Argv[0], err, o.Dir)
 	}
 	stopped := c.watch(ctx, &o)
 	c.finish()

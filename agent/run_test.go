@@ -415,3 +415,15 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+func TestRunStartFailureNamesTheFix(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "agent"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{CLI: "command", Command: []string{filepath.Join(dir, "agent")}, Dir: filepath.Join(dir, "gone")})
+	if err == nil || !strings.Contains(err.Error(), "working directory") {
+		t.Fatalf("err %v", err)
+	}
+}
