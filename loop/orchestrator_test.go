@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/capability/builtin"
@@ -114,6 +115,20 @@ func newFixture(t testing.TB, c governance.Constitution, store *ledger.Store, kv
 		return in, nil
 	})
 	fx.testCap(reg, "test.undo", nil, func(_ context.Context, in rtfs.Value) (rtfs.Value, error) { return in, nil })
+	// test.limited stands for an agent: its first call does one tool use and
+	// stops at an account limit that lifts after (:reset-ms in) ms; later calls work.
+	fx.testCap(reg, "test.limited", nil, func(ctx context.Context, in rtfs.Value) (rtfs.Value, error) {
+		rep := capability.ReporterFrom(ctx)
+		if err := rep.Child(ctx, capability.Child{Type: "AgentToolUse", Name: "Edit", Args: []rtfs.Value{rtfs.String("a.go")}, Success: true}); err != nil {
+			return rtfs.Nil, err
+		}
+		if fx.count("test.limited") > 1 {
+			return rtfs.String("done"), nil
+		}
+		reset := time.Now().Add(time.Duration(in.AsMap().GetKey("reset-ms").AsInt()) * time.Millisecond)
+		rep.Limited(capability.Limit{Kind: "usage-limit", Reset: reset, Message: "usage limit reached"})
+		return rtfs.Nil, errors.New("stopped at the usage limit")
+	})
 	orch, err := NewOrchestrator(OrchestratorOptions{Registry: reg, Governance: governance.New(c, reg, nil), Ledger: store, KV: kv})
 	if err != nil {
 		t.Fatal(err)
