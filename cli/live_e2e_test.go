@@ -141,6 +141,23 @@ allow = ["ccos.*"]
 	return cfg
 }
 
+// releasedLoop is a slow loop that runs until the test calls release (a
+// file_exists condition), so a loaded machine cannot end it before the
+// test has looked at it; max_iterations only bounds a test that forgets.
+func releasedLoop(t *testing.T, dir string) (cfg string, release func()) {
+	t.Helper()
+	cfg = slowLoop(t, dir, 2000)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("[[stop]]\nname = \"released\"\nkind = \"file_exists\"\npath = \"released\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, func() { writeFile(t, filepath.Join(dir, "released"), "") }
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // startRalph starts the binary in the background with output to files and
@@ -201,7 +218,7 @@ func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	cfg := slowLoop(t, dir, 12)
+	cfg, release := releasedLoop(t, dir)
 	store := filepath.Join(dir, "store")
 	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
 	runID := liveRunID(t, store)
@@ -225,7 +242,8 @@ func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
 	if !strings.Contains(out, "running") || !strings.Contains(out, "PID") || !strings.Contains(out, itoa(cmd.Process.Pid)) {
 		t.Errorf("runs on a live store does not show the live run's process:\n%s", out)
 	}
-	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 3 { // max_iterations: a limit-class stop
+	release()
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 0 { // the release file: a success-class stop
 		b, _ := os.ReadFile(filepath.Join(dir, "ralph.out"))
 		t.Fatalf("the run did not complete: %v\n%s", err, b)
 	}
