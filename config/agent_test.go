@@ -199,3 +199,17 @@ func readTestFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// FuzzSplitCommand: any --test text either splits into non-empty argv or is
+// refused with an error; it never panics.
+func FuzzSplitCommand(f *testing.F) {
+	for _, s := range []string{`go test ./...`, `pytest -k "not slow"`, `sh -c 'a b'`, `"`, ``, `a  b`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		argv, err := SplitCommand(s)
+		if err == nil && len(argv) == 0 {
+			t.Fatalf("SplitCommand(%q) = no argv and no error", s)
+		}
+	})
+}

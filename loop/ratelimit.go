@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -33,8 +34,14 @@ const (
 // events become EventAgent, for the UI's output pane and the headless
 // printer. Other payloads have no consumer and are dropped here.
 func (r *Runner) streamAgent(iteration int) func(CallStream) {
+	secrets := r.o.Orchestrator.o.Secrets
 	return func(cs CallStream) {
 		if ev, ok := cs.Event.(*agent.Event); ok {
+			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
+				c := *ev
+				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)
+				ev = &c
+			}
 			r.bus.publish(Event{Kind: EventAgent, Iteration: iteration, Agent: ev, CallID: cs.CallID, Time: r.o.Now()})
 		}
 	}
