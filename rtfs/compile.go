@@ -469,7 +469,7 @@ func (c *compiler) call(n *Node) (code, error) {
 			if b.positioned {
 				return positionedCall(b, args, pos), nil
 			}
-			if fast := fastCall(b, args, pos); fast != nil {
+			if fast := c.fastCall(b, args, n.Items[1:], pos); fast != nil {
 				return fast, nil
 			}
 			return builtinCall(b, args, pos), nil

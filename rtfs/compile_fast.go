@@ -32,8 +32,28 @@ var fastOps1 = map[string]func(a int64) (Value, bool){
 	"dec": func(a int64) (Value, bool) { return Int(a - 1), a != -1<<63 },
 }
 
+// operand says where a fast call's argument comes from when it needs no
+// code of its own: a slot of the current frame or a constant.
+type operand struct {
+	kind  uint8 // 0 code, 1 slot of the current frame, 2 constant
+	slot  int
+	value Value
+}
+
+func (c *compiler) operandOf(n *Node) operand {
+	switch {
+	case n.Kind == NodeAtom:
+		return operand{kind: 2, value: n.Val}
+	case n.Kind == NodeSymbol:
+		if depth, slot, ok := c.resolve(n.Val.Str()); ok && depth == 0 {
+			return operand{kind: 1, slot: slot}
+		}
+	}
+	return operand{}
+}
+
 // fastCall returns inline code for a core numeric builtin call, or nil.
-func fastCall(b *Builtin, args []code, pos Pos) code {
+func (c *compiler) fastCall(b *Builtin, args []code, nodes []*Node, pos Pos) code {
 	if coreBuiltins[b.Name] != b {
 		return nil
 	}
@@ -44,6 +64,21 @@ func fastCall(b *Builtin, args []code, pos Pos) code {
 			return nil
 		}
 		a0 := args[0]
+		if o := c.operandOf(nodes[0]); o.kind == 1 {
+			s0 := o.slot
+			return func(m *Machine, f *frame) (Value, error) {
+				v0 := f.slots[s0]
+				if err := m.tick(); err != nil {
+					return Nil, m.errAt(err, pos)
+				}
+				if v0.k == KindInt {
+					if r, ok := op(int64(v0.n)); ok {
+						return r, nil
+					}
+				}
+				return m.callBuiltin(b, pos, v0)
+			}
+		}
 		return func(m *Machine, f *frame) (Value, error) {
 			v0, err := a0(m, f)
 			if err != nil {
@@ -65,6 +100,10 @@ func fastCall(b *Builtin, args []code, pos Pos) code {
 			return nil
 		}
 		a0, a1 := args[0], args[1]
+		o0, o1 := c.operandOf(nodes[0]), c.operandOf(nodes[1])
+		if o0.kind == 1 && o1.kind != 0 {
+			return fastSlot2(b, op, o0.slot, o1, pos)
+		}
 		return func(m *Machine, f *frame) (Value, error) {
 			v0, err := a0(m, f)
 			if err != nil {
@@ -86,6 +125,39 @@ func fastCall(b *Builtin, args []code, pos Pos) code {
 		}
 	}
 	return nil
+}
+
+// fastSlot2 is a two-argument fast call whose first argument is a slot
+// of the current frame and whose second is a slot or a constant.
+func fastSlot2(b *Builtin, op intOp2, s0 int, o1 operand, pos Pos) code {
+	if o1.kind == 1 {
+		s1 := o1.slot
+		return func(m *Machine, f *frame) (Value, error) {
+			v0, v1 := f.slots[s0], f.slots[s1]
+			if err := m.tick(); err != nil {
+				return Nil, m.errAt(err, pos)
+			}
+			if v0.k == KindInt && v1.k == KindInt {
+				if r, ok := op(int64(v0.n), int64(v1.n)); ok {
+					return r, nil
+				}
+			}
+			return m.callBuiltin(b, pos, v0, v1)
+		}
+	}
+	v1 := o1.value
+	return func(m *Machine, f *frame) (Value, error) {
+		v0 := f.slots[s0]
+		if err := m.tick(); err != nil {
+			return Nil, m.errAt(err, pos)
+		}
+		if v0.k == KindInt && v1.k == KindInt {
+			if r, ok := op(int64(v0.n), int64(v1.n)); ok {
+				return r, nil
+			}
+		}
+		return m.callBuiltin(b, pos, v0, v1)
+	}
 }
 
 // callBuiltin runs b on already evaluated arguments (fuel already

@@ -225,10 +225,24 @@ func (c *compiler) loopForm(n *Node) (code, error) {
 	if len(pairs) > 0 {
 		first = pairs[0]
 	}
+	if !c.passesAreSteps(n.Items[2:]) {
+		return func(m *Machine, f *frame) (Value, error) {
+			fr, mark, onStack := m.enter(sc, f)
+			v, err := runLoop(m, sc, fr, inits, binds, body, pos)
+			if onStack {
+				m.popFrame(mark)
+			}
+			return v, err
+		}, nil
+	}
 	pass := c.passWrapper("loop", first, n.Items[2:], pos, body)
 	return func(m *Machine, f *frame) (Value, error) {
 		fr, mark, onStack := m.enter(sc, f)
-		v, err := runLoop(m, sc, fr, inits, binds, pass, pos)
+		i := 0
+		v, err := runLoop(m, sc, fr, inits, binds, func(m *Machine, f *frame) (Value, error) {
+			i++
+			return pass(m, f, i)
+		}, pos)
 		if onStack {
 			m.popFrame(mark)
 		}
@@ -236,7 +250,7 @@ func (c *compiler) loopForm(n *Node) (code, error) {
 	}, nil
 }
 
-func runLoop(m *Machine, sc *scope, fr *frame, inits []code, binds []binder, body func(*Machine, *frame, int) (Value, error), pos Pos) (Value, error) {
+func runLoop(m *Machine, sc *scope, fr *frame, inits []code, binds []binder, body code, pos Pos) (Value, error) {
 	for i, init := range inits {
 		v, err := init(m, fr)
 		if err != nil {
@@ -246,8 +260,8 @@ func runLoop(m *Machine, sc *scope, fr *frame, inits []code, binds []binder, bod
 			return Nil, err
 		}
 	}
-	for i := 1; ; i++ {
-		v, err := body(m, fr, i)
+	for {
+		v, err := body(m, fr)
 		if err != errRecur {
 			return v, err
 		}
@@ -258,6 +272,12 @@ func runLoop(m *Machine, sc *scope, fr *frame, inits []code, binds []binder, bod
 			return Nil, m.errAt(err, pos)
 		}
 	}
+}
+
+// passesAreSteps reports whether passes over bodyNodes are recorded as
+// steps of their own.
+func (c *compiler) passesAreSteps(bodyNodes []*Node) bool {
+	return c.mode == PlanMode && c.pure == 0 && hasStepForm(bodyNodes)
 }
 
 // stepForms are the forms whose presence in a plan's loop body makes each
@@ -281,7 +301,7 @@ func hasStepForm(nodes []*Node) bool {
 // "<form> <name>#i" (as step-loop's passes are), so the chain groups what
 // each pass did; otherwise the body runs as it is.
 func (c *compiler) passWrapper(form string, first *Node, bodyNodes []*Node, pos Pos, body code) func(*Machine, *frame, int) (Value, error) {
-	if c.mode != PlanMode || c.pure > 0 || !hasStepForm(bodyNodes) {
+	if !c.passesAreSteps(bodyNodes) {
 		return func(m *Machine, f *frame, _ int) (Value, error) { return body(m, f) }
 	}
 	label := form
