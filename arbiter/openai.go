@@ -1,6 +1,8 @@
 package arbiter
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -441,8 +443,54 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: limit, truncate: resp.StatusCode >= 400}
+	if resp.StatusCode < 300 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &sseFields{rc: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10)}
+	}
 	return resp, nil
 }
+
+// sseFields drops the SSE lines go-openai's stream reader does not need:
+// blank lines, comments (": OPENROUTER PROCESSING", sent while a model
+// thinks) and the event:, id: and retry: fields. The reader keeps such
+// lines with the data it reads next, so an error sent as "event: error"
+// then "data: {"error":…}" would not parse, and counts each towards its
+// limit of 300 empty messages, which a long think exceeds.
+type sseFields struct {
+	rc   io.ReadCloser
+	r    *bufio.Reader
+	line []byte // the rest of a kept line not yet returned
+	mid  bool   // the last chunk read was the start or middle of a line longer than the buffer
+	drop bool   // the line being read is dropped
+}
+
+func (s *sseFields) Read(p []byte) (int, error) {
+	for len(s.line) == 0 {
+		line, err := s.r.ReadSlice('\n')
+		if !s.mid { // a new line: decide for all of it
+			s.drop = len(line) > 0 && sseDropped(line)
+		}
+		s.mid = err == bufio.ErrBufferFull
+		if !s.drop {
+			s.line = line
+		}
+		if err != nil && err != bufio.ErrBufferFull && len(s.line) == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	n := copy(p, s.line)
+	s.line = s.line[n:]
+	return n, nil
+}
+
+func sseDropped(line []byte) bool {
+	return len(bytes.TrimSpace(line)) == 0 || line[0] == ':' || bytes.HasPrefix(line, []byte("event:")) || bytes.HasPrefix(line, []byte("id:")) ||
+		bytes.HasPrefix(line, []byte("retry:"))
+}
+
+func (s *sseFields) Close() error { return s.rc.Close() }
 
 // cappedBody ends a body after a limit: error bodies are cut short quietly
 // (only their message matters), others fail with errAnswerTooLarge.

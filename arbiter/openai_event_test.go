@@ -19,6 +19,14 @@ import (
 // requests it streams one text chunk instead, so a retried request can
 // succeed. It counts the requests.
 func eventServer(t *testing.T, event string, fail int64) (*httptest.Server, *atomic.Int64) {
+	return framedEventServer(t, event, fail, false)
+}
+
+// framedEventServer is eventServer that, when framed, also sends what
+// SSE allows around the events: comments (as OpenRouter does while a
+// model thinks, 400 of them before the answer), id: and retry: fields,
+// and "event: error" before an error's data.
+func framedEventServer(t *testing.T, event string, fail int64, framed bool) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,8 +38,16 @@ func eventServer(t *testing.T, event string, fail int64) (*httptest.Server, *ato
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		if i <= fail {
+			if framed {
+				fmt.Fprint(w, ": OPENROUTER PROCESSING\n\nid: 7\nretry: 1000\nevent: error\n")
+			}
 			fmt.Fprintf(w, "data: %s\n\n", event)
 			return
+		}
+		if framed {
+			for range 400 { // more than go-openai's limit of 300 empty messages
+				fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n")
+			}
 		}
 		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"(do)"},"finish_reason":null}]}`+"\n\n")
 		fmt.Fprint(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n")
@@ -130,6 +146,19 @@ func TestOpenAIStreamErrorEventsAreClassified(t *testing.T) {
 		reply, err := eventModel(t, srv).Complete(context.Background(), prompt, &recorder{})
 		if err != nil || reply.Text != "(do)" || n.Load() != 2 {
 			t.Fatalf("reply %q, err %v after %d requests; want the answer on the retry", reply.Text, err, n.Load())
+		}
+	})
+	t.Run("event: error framing and comments", func(t *testing.T) {
+		t.Parallel()
+		srv, n := framedEventServer(t, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`, 100, true)
+		_, err := eventModel(t, srv).Complete(context.Background(), prompt, &recorder{})
+		if !errors.Is(err, arbiter.ErrFatal) || !strings.Contains(err.Error(), "refused the API key") || n.Load() != 1 {
+			t.Fatalf("err = %v after %d requests, want the bad key at once", err, n.Load())
+		}
+		srv, n = framedEventServer(t, `{"error":{"code":429,"message":"Rate limit exceeded"}}`, 1, true)
+		reply, err := eventModel(t, srv).Complete(context.Background(), prompt, &recorder{})
+		if err != nil || reply.Text != "(do)" || n.Load() != 2 {
+			t.Fatalf("reply %q, err %v after %d requests; want the answer after the comments", reply.Text, err, n.Load())
 		}
 	})
 }
