@@ -406,4 +406,15 @@ func fuzzParser(f *testing.F, cli string, seeds ...string) {
 func FuzzParseClaude(f *testing.F) {
 	fuzzParser(f, "claude", "claude.jsonl", "claude-usage-limit.jsonl")
 }
-func FuzzParseCodex(f *testing.F) { fuzzParser(f, "codex", "codex.jsonl", "codex-usage-limit.jsonl") }
+
+func FuzzParseCodex(f *testing.F) {
+	fuzzParser(f, "codex", "codex.jsonl", "codex-usage-limit.jsonl")
+}
+
+func FuzzParseGemini(f *testing.F) {
+	fuzzParser(f, "gemini", "gemini.jsonl", "gemini-usage-limit.jsonl")
+}
+
+func FuzzParseOpencode(f *testing.F) {
+	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl")
+}
