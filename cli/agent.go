@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"slices"
 
 	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // agentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
@@ -54,4 +58,22 @@ func agentAllow(cfg *config.Config, cli string) []string {
 		allow = append(allow, cli)
 	}
 	return allow
+}
+
+// checkAgentPlan admits the agent loop's first plan: governance judges
+// every iteration's plan the same way, so one it refuses (a CLI outside
+// agent_allow) would fail them all.
+func checkAgentPlan(ctx context.Context, eng *engine, p loop.AgentPlanner) error {
+	resp, err := p.Plan(ctx, arbiter.PlanRequest{Iteration: 1})
+	if err != nil {
+		return err
+	}
+	forms, err := rtfs.Read(resp.Source, "agent plan")
+	if err != nil {
+		return fmt.Errorf("the agent loop's plan cannot be read: %w", err)
+	}
+	if d := eng.gov.Admit("agent plan", forms); !d.Allowed {
+		return fmt.Errorf("governance refuses the agent loop's plan, so every iteration would fail: %w; fix [governance]", d.Err())
+	}
+	return nil
 }

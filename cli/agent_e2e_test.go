@@ -446,6 +446,18 @@ func TestE2EAgentBadInput(t *testing.T) {
 			t.Errorf("the refusal is not on the chain:\n%s", show)
 		}
 	})
+	t.Run("the loop's cli outside agent_allow", func(t *testing.T) {
+		t.Parallel()
+		p := newAgentProject(t)
+		cfg := filepath.Join(p.dir, "ralph.toml")
+		b, _ := os.ReadFile(cfg)
+		writeFile(t, cfg, strings.Replace(string(b), `cli = "claude"`, `cli = "auto"`, 1)+"\n[governance]\nagent_allow = [\"codex\"]\n")
+		_, errOut, code := p.ralph(t, "run", "--no-tui")
+		if code != 2 || !strings.Contains(errOut, `governance refuses the agent loop's plan, so every iteration would fail`) ||
+			!strings.Contains(errOut, `agent CLI "claude" is not in [governance].agent_allow [codex]`) {
+			t.Errorf("exit %d stderr %q", code, errOut)
+		}
+	})
 	t.Run("malformed stream line", func(t *testing.T) {
 		t.Parallel()
 		p := newAgentProject(t)

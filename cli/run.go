@@ -152,6 +152,11 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 			return exitError(ExitUsage, err)
 		}
 	}
+	if ap, ok := provider.(loop.AgentPlanner); ok {
+		if err := checkAgentPlan(cmd.Context(), eng, ap); err != nil {
+			return exitError(ExitUsage, err)
+		}
+	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
 		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
 	if resumeID == "" {

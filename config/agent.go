@@ -113,6 +113,8 @@ func (c *Config) validateAgentCLI(file string, known []string) error {
 		return c.errAt(file, "agent.command", "agent.command applies only to cli = \"command\"; remove it or set cli = \"command\"")
 	case c.Model.Provider == "agent" && (c.Plan.RTFS != "" || c.Plan.File != ""):
 		return c.errAt(file, "model.provider", "provider \"agent\" writes each iteration's plan itself; remove [plan] or choose provider \"static\"")
+	case c.Model.Provider == "agent" && a.CLI != "auto" && !slices.Contains(c.Governance.AgentAllow, a.CLI):
+		return c.errAt(file, "governance.agent_allow", "the agent loop runs cli %q, which governance.agent_allow %q does not list, so every iteration would be refused; add it", a.CLI, c.Governance.AgentAllow)
 	case c.Model.Provider == "agent" && c.AgentPromptFile() == "" && c.Intent.Goal == "":
 		return c.errAt(file, "agent", "the agent loop has no prompt; set [agent].prompt_file or [intent].prompt_file (e.g. \"PROMPT.md\")")
 	}

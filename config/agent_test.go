@@ -78,6 +78,7 @@ func TestAgentConfigErrors(t *testing.T) {
 		{"no prompt", "[agent]\ncli = \"claude\"\n", "the agent loop has no prompt; set [agent].prompt_file or [intent].prompt_file"},
 		{"agent provider without agent", "[model]\nprovider = \"agent\"\n", `ralph.toml:2: provider "agent" needs an [agent] section`},
 		{"unknown allow", "[governance]\nagent_allow = [\"claude\", \"cursor\"]\n[plan]\nrtfs = \"1\"\n", `ralph.toml:2: governance.agent_allow names "cursor", which is not a known agent CLI`},
+		{"loop cli not allowed", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[governance]\nagent_allow = [\"command\"]\n", `ralph.toml:6: the agent loop runs cli "claude", which governance.agent_allow ["command"] does not list, so every iteration would be refused; add it`},
 		{"negative price", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[agent.price]\ninput = -1.0\n", "ralph.toml:5: [agent.price] must not be negative"},
 		{"bad timeout", "[agent]\ncli = \"claude\"\ntimeout = \"soon\"\n", `"soon" is not a duration`},
 		{"wrong type", "[agent]\ncli = \"claude\"\nargs = \"--yes\"\n", `ralph.toml:3: agent.args must be a list of strings`},
