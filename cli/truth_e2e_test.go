@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,5 +250,125 @@ func TestE2EChainTreeShowsEvaluationsUnderTheirIteration(t *testing.T) {
 	}
 	if evals != 3 || !strings.Contains(lines[len(lines)-1], "RunCompleted") {
 		t.Errorf("%d evaluations; tree:\n%s", evals, tree)
+	}
+}
+
+// tmuxScript writes a script that runs ralph with env (each KEY=VALUE) in
+// dir, records its exit status in dir/exit and keeps the pane open, and
+// returns the command that runs it: the test's environment is not the tmux
+// server's, and values may hold quotes and newlines.
+func tmuxScript(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\ncd " + shellQuote(dir) + "\n")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "" || strings.ContainsAny(k, " ()") {
+			continue
+		}
+		b.WriteString("export " + k + "=" + shellQuote(v) + "\n")
+	}
+	b.WriteString(shellQuote(ralphBin))
+	for _, a := range args {
+		b.WriteString(" " + shellQuote(a))
+	}
+	b.WriteString("\necho $? > exit\nsleep 120\n")
+	script := filepath.Join(dir, "run-ralph.sh")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// A skip (s in the UI) during a long shell.exec cancels the call: it is
+// recorded as cancelled by the skip, never as a timeout, the iteration as
+// skipped, and the loop goes on. The running step shows its elapsed time.
+func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ralph.toml"), napConfig(""))
+	store := filepath.Join(dir, "store")
+	tm := newTmux(t, tmuxScript(t, dir, isolatedEnv(dir), "run", "ralph.toml", "--store", store))
+	tm.waitFor("⟳ Nap")
+	waitScreen(t, tm, regexp.MustCompile(`⟳ Nap\s+[1-9][0-9]*s`)) // its elapsed time, counting
+	tm.send("s")
+	tm.waitFor("Stopped by two")
+	if s := tm.screen(); !strings.Contains(s, "↷ Iteration 1") {
+		t.Errorf("the skipped iteration is not marked skipped:\n%s", s)
+	}
+	tm.send("q")
+	if code := waitFile(t, filepath.Join(dir, "exit")); code != "3" {
+		t.Fatalf("ralph run exited %s, want 3 (max_iterations):\n%s", code, tm.screen())
+	}
+	tree, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "show", "--tree", "--store", store)
+	if code != 0 {
+		t.Fatalf("chain show: exit %d %s", code, errOut)
+	}
+	for _, want := range []string{
+		"CapabilityCall shell.exec CANCELLED by skip (shell.exec sleep: cancelled (iteration skipped by the user); the process group was killed)",
+		"PlanStepFailed Nap CANCELLED by skip",
+		"IterationCompleted iteration 1 CANCELLED by skip",
+		"IterationCompleted iteration 2 ok",
+		"RunStopped two",
+	} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("chain show --tree lacks %q:\n%s", want, tree)
+		}
+	}
+	if strings.Contains(tree, "timed out") {
+		t.Errorf("the skip is recorded as a timeout:\n%s", tree)
+	}
+}
+
+// waitScreen polls the tmux screen until it matches re (bounded; not a
+// timing assertion).
+func waitScreen(t *testing.T, tm *tmux, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := tm.screen()
+		if re.MatchString(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never matched %s:\n%s", re, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The UI shows what the agent streams while its call runs; an abort then
+// cancels the call, recorded as cancelled by the abort.
+func TestE2EAgentOutputInTheUI(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	p := newAgentProject(t, "FAKE_AGENT_DELAY=2") // each line of the stream two seconds after the last
+	tm := newTmux(t, tmuxScript(t, p.dir, p.env, "run"))
+	tm.waitFor("Working on step 1 of 3.")
+	s := waitScreen(t, tm, regexp.MustCompile(`Agent ─+ ⟳ \d+s`)) // still running
+	if !strings.Contains(s, "⟳ agent.run") && !strings.Contains(s, "⟳ Agent") {
+		t.Errorf("the agent's step is not shown running:\n%s", s)
+	}
+	tm.send("a")
+	tm.waitFor("Abort the run?")
+	tm.send("y")
+	tm.waitFor("Aborted by user_abort")
+	tm.send("q")
+	if code := waitFile(t, filepath.Join(p.dir, "exit")); code != "4" {
+		t.Fatalf("ralph run exited %s, want 4 (aborted):\n%s", code, tm.screen())
+	}
+	tree, errOut, code := p.ralph(t, "chain", "show", "--tree")
+	if code != 0 {
+		t.Fatalf("chain show: exit %d %s", code, errOut)
+	}
+	if !strings.Contains(tree, "CapabilityCall agent.run CANCELLED by abort (agent.run: claude was cancelled (aborted by the user)") {
+		t.Errorf("the aborted agent call is not recorded as cancelled by the abort:\n%s", tree)
 	}
 }

@@ -92,13 +92,12 @@ func Summary(a *Action) string {
 	case r != "":
 		b.WriteString(" ! ")
 		b.WriteString(r)
+	case a.Metadata["stopped"].Str() == "cancelled" && a.Metadata["cancelled_by"].Str() != "":
+		// Cut short by a skip, an abort, a signal (a skipped iteration
+		// itself succeeds: the loop goes on).
+		b.WriteString(" CANCELLED by " + a.Metadata["cancelled_by"].Str())
 	case a.Success:
 		b.WriteString(" ok")
-	case a.Metadata["stopped"].Str() == "cancelled": // cut short by a skip, an abort, a signal
-		b.WriteString(" CANCELLED")
-		if by := a.Metadata["cancelled_by"].Str(); by != "" {
-			b.WriteString(" by " + by)
-		}
 	default:
 		b.WriteString(" FAILED")
 	}

@@ -122,6 +122,10 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 	if tools.err != nil {
 		return agentResult(res), fmt.Errorf("agent.run: record a tool use: %w", tools.err)
 	}
+	if res.Stopped == agent.StoppedCancelled && context.Cause(ctx) != nil {
+		// Say who cancelled it (a skip, an abort, a signal), as the context does.
+		return agentResult(res), fmt.Errorf("agent.run: %s was cancelled (%v) and its process group was killed", res.CLI, context.Cause(ctx))
+	}
 	if res.Stopped == agent.StoppedUsageLimit && res.Limit != nil {
 		rep.Limited(capability.Limit{Kind: res.Limit.Kind, Reset: res.Limit.Reset, Message: res.Limit.Message})
 	}
