@@ -466,3 +466,53 @@ func TestModelFormsAreBounded(t *testing.T) {
 		t.Errorf("a cancelled loop ended with %v", err)
 	}
 }
+
+// TestModelFormsCovered: every form and builtin added for the plans
+// models write exists and has a conformance case.
+func TestModelFormsCovered(t *testing.T) {
+	t.Parallel()
+	forms := strings.Fields(`loop recur dotimes doseq for if-let when-let if-some when-some letfn declare case condp
+		as-> some-> some->> match`)
+	builtins := strings.Fields(`int float double map-indexed subvec partition partition-by group-by frequencies keep
+		mapcat interpose zipmap update update-in select-keys not-empty println prn log set hash-set disj contains? conj set?`)
+	var all strings.Builder
+	for _, group := range [][]confCase{confQualifiedKeys, confLoops, confIteration, confBinding, confCaseForms, confFnLiterals, confSets, confModelBuiltins} {
+		for _, tc := range group {
+			all.WriteString(tc.src)
+			all.WriteByte('\n')
+		}
+	}
+	nodes, err := Read(all.String(), "all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Kind == NodeSymbol {
+			used[n.Val.Str()] = true
+		}
+		for _, it := range n.Items {
+			walk(it)
+		}
+	}
+	for _, n := range nodes {
+		walk(n)
+	}
+	for _, name := range forms {
+		if !IsSpecialForm(name) {
+			t.Errorf("%s is not a special form", name)
+		}
+		if !used[name] {
+			t.Errorf("form %s has no conformance case", name)
+		}
+	}
+	env := NewEnv()
+	for _, name := range builtins {
+		if env.Lookup(name) == nil {
+			t.Errorf("builtin %s is missing", name)
+		} else if !used[name] {
+			t.Errorf("builtin %s has no conformance case", name)
+		}
+	}
+}
