@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ralphloop/ralph/arbiter/oaitest"
@@ -141,5 +145,44 @@ func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
 	}
 	if !strings.Contains(export, "LlmConsultation") || !strings.Contains(export, "PlanGenerated") {
 		t.Errorf("the exchange is not recorded:\n%s", export)
+	}
+}
+
+// TestE2EOpenAIStreamErrorEvent: a server that answers the streamed
+// request with 200 and an SSE error event invalid_api_key (as some
+// proxies and routers do) ends `ralph run` at once with exit 2 and the
+// fix, as a 401 does, instead of retrying it as a transient failure.
+func TestE2EOpenAIStreamErrorEvent(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	var posts, unstreamed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		posts.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		const event = `{"error":{"message":"Incorrect API key provided: sk-e2e-***. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
+		if !strings.Contains(string(body), `"stream":true`) {
+			unstreamed.Add(1)
+			http.Error(w, "this test serves streamed requests only", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "data: "+event+"\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	cfg := openaiConfig(t, srv.URL+"/v1", "")
+	store := filepath.Join(t.TempDir(), "store")
+	out, errOut, code := runWithEnv(t, []string{"RALPH_E2E_KEY=sk-e2e-wrong-77aa"}, "run", cfg, "--no-tui", "--store", store)
+	if code != 2 || !strings.Contains(out+errOut, "set RALPH_E2E_KEY to a valid key") {
+		t.Fatalf("exit %d, want 2 with the fix\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if n := posts.Load(); n != 1 || unstreamed.Load() != 0 {
+		t.Errorf("%d requests (%d not streamed), want 1 streamed: the error event is not retried", n, unstreamed.Load())
 	}
 }
