@@ -29,7 +29,17 @@ func newTmuxNamed(t *testing.T, name, command string) *tmux {
 		t.Skip("tmux is not installed")
 	}
 	tm := &tmux{t: t, session: fmt.Sprintf("ralph-e2e-%d-%s%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"), name)}
-	out, err := exec.Command("tmux", "new-session", "-d", "-s", tm.session, "-x", "120", "-y", "40", command).CombinedOutput()
+	// A test that closes a terminal (tmux kill-session) can stop the tmux
+	// server as this starts one: start again then.
+	var out []byte
+	var err error
+	for try := 0; try < 5; try++ {
+		out, err = exec.Command("tmux", "new-session", "-d", "-s", tm.session, "-x", "120", "-y", "40", command).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "server exited unexpectedly") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)
 	}
