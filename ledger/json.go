@@ -191,14 +191,14 @@ type jsonAction struct {
 	IntentID       string                     `json:"intent_id"`
 	ActionType     *string                    `json:"action_type"`
 	FunctionName   string                     `json:"function_name"`
-	Arguments      []json.RawMessage          `json:"arguments"`
-	Result         json.RawMessage            `json:"result"`
+	Arguments      []any                      `json:"arguments"`
+	Result         any                        `json:"result"`
 	Success        bool                       `json:"success"`
 	ErrorMessage   *string                    `json:"error_message"`
 	Cost           float64                    `json:"cost"`
 	DurationMS     int64                      `json:"duration_ms"`
 	Timestamp      *string                    `json:"timestamp"`
-	Metadata       map[string]json.RawMessage `json:"metadata"`
+	Metadata       map[string]any             `json:"metadata"`
 	ActionHash     *Hash                      `json:"action_hash"`
 	ChainHash      *Hash                      `json:"chain_hash"`
 	CheckpointSeq  uint64                     `json:"checkpoint_seq"`
@@ -210,8 +210,12 @@ type jsonAction struct {
 // float, otherwise an int).
 func (a *Action) UnmarshalJSON(b []byte) error {
 	var j jsonAction
+	// One pass: values decode as they are read (numbers kept exact), not
+	// as raw messages each decoded again (ValueFromJSON per value cost a
+	// decoder and its buffer apiece, most of a line's decoding).
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
+	d.UseNumber()
 	if err := d.Decode(&j); err != nil {
 		return jsonErr(err)
 	}
@@ -251,21 +255,21 @@ func (a *Action) UnmarshalJSON(b []byte) error {
 	}
 	if len(j.Arguments) > 0 {
 		out.Arguments = make([]rtfs.Value, len(j.Arguments))
-		for i, raw := range j.Arguments {
-			if out.Arguments[i], err = ValueFromJSON(raw); err != nil {
+		for i, x := range j.Arguments {
+			if out.Arguments[i], err = fromJSON(x); err != nil {
 				return fmt.Errorf("arguments[%d]: %w", i, err)
 			}
 		}
 	}
-	if len(j.Result) > 0 {
-		if out.Result, err = ValueFromJSON(j.Result); err != nil {
+	if j.Result != nil {
+		if out.Result, err = fromJSON(j.Result); err != nil {
 			return fmt.Errorf("result: %w", err)
 		}
 	}
 	if len(j.Metadata) > 0 {
 		out.Metadata = make(map[string]rtfs.Value, len(j.Metadata))
-		for k, raw := range j.Metadata {
-			if out.Metadata[k], err = ValueFromJSON(raw); err != nil {
+		for k, x := range j.Metadata {
+			if out.Metadata[k], err = fromJSON(x); err != nil {
 				return fmt.Errorf("metadata %q: %w", k, err)
 			}
 		}
