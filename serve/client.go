@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -174,43 +176,120 @@ func (c *Client) ByRun(runID string) ([]ledger.Action, error) {
 	return out, err
 }
 
-// stream reads an NDJSON action stream. A line with only "error" is the
+// stream reads an NDJSON action stream. Decoding JSON costs far more than
+// reading it, so lines are decoded in batches by one worker per CPU while
+// fn still sees the actions in order. A line with only "error" is the
 // server's error after the stream began.
 func (c *Client) stream(ctx context.Context, path string, fn func(ledger.Action) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	resp, err := c.get(ctx, path)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) { // a line longer than the buffer
-			rest, err2 := br.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), err2
-		}
-		if len(line) > 0 {
-			if bytes.HasPrefix(line, []byte(`{"error":`)) {
-				var eb errorBody
-				if json.Unmarshal(line, &eb) == nil {
-					return errors.New(eb.Error)
+	workers := max(1, runtime.GOMAXPROCS(0))
+	order := make(chan *lineBatch, 2*workers) // batches in stream order
+	work := make(chan *lineBatch, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				b.decode()
+			}
+		}()
+	}
+	defer wg.Wait()
+	go func() { // the reader: splits the body into batches of lines
+		defer close(order)
+		defer close(work)
+		br := bufio.NewReaderSize(resp.Body, 256<<10)
+		for {
+			b := &lineBatch{done: make(chan struct{})}
+			var err error
+			for len(b.lines) < streamBatch {
+				var line []byte
+				if line, err = br.ReadBytes('\n'); len(bytes.TrimSpace(line)) > 0 {
+					b.lines = append(b.lines, line)
+				}
+				if err != nil {
+					break
 				}
 			}
-			var a ledger.Action
-			if err := a.UnmarshalJSON(line); err != nil {
-				return fmt.Errorf("read an action from the store's server: %w", err)
+			if err != nil && err != io.EOF {
+				b.readErr = fmt.Errorf("read actions from the store's server: %w", err)
 			}
-			if err := fn(a); err != nil {
+			select {
+			case order <- b:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case work <- b:
+			case <-ctx.Done():
+				close(b.done)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for b := range order {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for i := range b.acts {
+			if err := fn(b.acts[i]); err != nil {
 				return err
 			}
 		}
-		if err == io.EOF {
-			return nil
+		if b.err != nil {
+			return b.err
 		}
-		if err != nil {
-			return fmt.Errorf("read actions from the store's server: %w", err)
+		if b.readErr != nil {
+			return b.readErr
 		}
 	}
+	return nil
+}
+
+// streamBatch is how many NDJSON lines one decoding job holds.
+const streamBatch = 256
+
+// lineBatch is a run of NDJSON action lines and what they decode to; done
+// closes when acts (and err, at the first bad line) are set.
+type lineBatch struct {
+	lines   [][]byte
+	acts    []ledger.Action
+	err     error // a line that is the server's error, or does not decode
+	readErr error // the stream broke after lines
+	done    chan struct{}
+}
+
+func (b *lineBatch) decode() {
+	defer close(b.done)
+	b.acts = make([]ledger.Action, 0, len(b.lines))
+	for _, line := range b.lines {
+		if bytes.HasPrefix(line, []byte(`{"error":`)) {
+			var eb errorBody
+			if json.Unmarshal(line, &eb) == nil {
+				b.err = errors.New(eb.Error)
+				return
+			}
+		}
+		var a ledger.Action
+		if err := a.UnmarshalJSON(bytes.TrimSpace(line)); err != nil {
+			b.err = fmt.Errorf("read an action from the store's server: %w", err)
+			return
+		}
+		b.acts = append(b.acts, a)
+	}
+	b.lines = nil
 }
 
 // GetSeq returns the action at seq (Store.GetSeq); ledger.ErrNotFound when
