@@ -9,7 +9,9 @@ set -eu
 n=${1:-1000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+pid=
+# Keep the script's own status: the held run, stopped here, ends "aborted".
+trap 'st=$?; [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; exit $st' EXIT
 export XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state" XDG_RUNTIME_DIR="$work/run"
 (cd "$root" && go build -o "$work/ralph" .)
 ralph="$work/ralph"
