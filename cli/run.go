@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -136,6 +137,9 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 			return exitError(ExitUsage, err)
 		}
 	}
+	dir := storeDir(f.store, cfg)
+	_, statErr := os.Stat(dir)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
 	eng, err := openEngine(cfg, f.store, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -144,12 +148,12 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	defer st.Close()
 	if sp, ok := provider.(arbiter.StaticProvider); ok { // read before the store opened; now admit it
 		if err := checkStaticPlan(cfg, eng, sp.Source); err != nil {
-			return exitError(ExitUsage, err)
+			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
 		}
 	}
 	if provider == nil {
 		if provider, err = newProvider(cfg, eng); err != nil {
-			return exitError(ExitUsage, err)
+			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
 		}
 	}
 	if ap, ok := provider.(loop.AgentPlanner); ok {
@@ -170,7 +174,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	runner, err := loop.NewRunner(opts)
 	if err != nil {
-		return exitError(ExitUsage, err)
+		return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
 	}
 	srv, err := serveRun(runner, opts, nil, false, cmd.ErrOrStderr())
 	if err != nil {
@@ -205,6 +209,24 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	<-printed
 	return runResult(p, out, err)
+}
+
+// discardFresh returns err, first removing the store directory dir when
+// this command created it (fresh) and a usage error (a bad config, plan or
+// provider setup) stops the command before anything is recorded, so a
+// config error leaves no empty store behind. st is closed first: nothing
+// may write into a directory that is being removed.
+func discardFresh(fresh bool, dir string, st *ledger.Store, err error) error {
+	var ce *cliError
+	if !fresh || !errors.As(err, &ce) || ce.code != ExitUsage {
+		return err
+	}
+	if st.Head().Seq != 0 || st.Close() != nil {
+		return err
+	}
+	// Best effort: what is left is an empty store, which the next run reuses.
+	_ = os.RemoveAll(dir)
+	return err
 }
 
 // serveRun serves the run's store on its socket, so every other ralph

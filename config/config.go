@@ -352,6 +352,9 @@ func (c *Config) validate(file string) error {
 	case c.Governance.MaxCostUSD < 0:
 		return c.errAt(file, "governance.max_cost_usd", "governance.max_cost_usd must not be negative")
 	}
+	if err := c.validateRecord(file); err != nil {
+		return err
+	}
 	if err := c.validateModel(file); err != nil {
 		c.modelErr = err
 		return &modelError{err: err, cfg: c, rest: c.validateRest(file)}
