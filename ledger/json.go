@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +91,10 @@ func appendOptField(buf []byte, name, val string) []byte {
 
 // AppendValueJSON appends v as JSON: nil, booleans, ints and finite floats
 // as themselves (a float always has a '.' or an exponent, so it reads back
-// as a float); strings as strings; keywords as ":kw" strings; vectors as
+// as a float); strings as strings, or tagged when JSON cannot carry them
+// exactly ({"$base64":…} for bytes that are not UTF-8, {"$string":…} for
+// text that would read back as a keyword or a set; a map with such a key
+// as {"$map":[[k,v],…]}); keywords as ":kw" strings; vectors as
 // arrays; maps as objects whose keys are the string, ":keyword" or, for
 // other keys, canonical text; everything else (lists, symbols, regexes,
 // NaN and infinities) as its canonical RTFS text in a string.
@@ -108,7 +112,7 @@ func AppendValueJSON(buf []byte, v rtfs.Value) []byte {
 		}
 		return rtfs.AppendValue(buf, v)
 	case rtfs.KindString:
-		return appendJSONString(buf, v.Str())
+		return appendStringValue(buf, v.Str())
 	case rtfs.KindKeyword:
 		return appendJSONString(buf, rtfs.Print(v))
 	case rtfs.KindVector:
@@ -121,6 +125,9 @@ func AppendValueJSON(buf []byte, v rtfs.Value) []byte {
 		}
 		return append(buf, ']')
 	case rtfs.KindMap:
+		if needsPairs(v.AsMap()) {
+			return appendPairs(buf, v.AsMap())
+		}
 		buf = append(buf, '{')
 		first := true
 		v.AsMap().Range(func(k, val rtfs.Value) bool {
@@ -140,6 +147,71 @@ func AppendValueJSON(buf []byte, v rtfs.Value) []byte {
 		return append(buf, '}')
 	}
 	return appendJSONString(buf, rtfs.Print(v))
+}
+
+// Tags of the JSON form's escapes: a one-key object whose key is one of
+// these stands for a value plain JSON cannot carry exactly (docs/ledger.md §8).
+const (
+	tagBase64 = "$base64" // a string that is not UTF-8: its bytes in standard base64
+	tagString = "$string" // a string plain JSON would read back as a keyword or a set
+	tagMap    = "$map"    // a map as [key, value] pairs, for keys that need a tag
+)
+
+// appendStringValue appends the RTFS string s so that it reads back as
+// exactly s: plain when it can be, else tagged.
+func appendStringValue(buf []byte, s string) []byte {
+	switch {
+	case !utf8.ValidString(s):
+		buf = append(buf, `{"`+tagBase64+`":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, []byte(s))
+		return append(buf, `"}`...)
+	case misread(s):
+		buf = append(buf, `{"`+tagString+`":`...)
+		buf = appendJSONString(buf, s)
+		return append(buf, '}')
+	}
+	return appendJSONString(buf, s)
+}
+
+// misread reports whether the string s, written plainly, would read back
+// as a keyword or a set.
+func misread(s string) bool {
+	return len(s) > 1 && (s[0] == ':' || s[0] == '#' && s[1] == '{') && stringOrKeyword(s).Kind() != rtfs.KindString
+}
+
+// needsPairs reports whether m must be written as [key, value] pairs: it
+// has a string key plain JSON cannot carry exactly, or it would read back
+// as one of the tags.
+func needsPairs(m *rtfs.Map) bool {
+	need := false
+	m.Range(func(k, _ rtfs.Value) bool {
+		if k.Kind() == rtfs.KindString {
+			s := k.Str()
+			need = !utf8.ValidString(s) || misread(s) ||
+				(m.Len() == 1 && (s == tagBase64 || s == tagString || s == tagMap))
+		}
+		return !need
+	})
+	return need
+}
+
+// appendPairs writes m as {"$map":[[key,value],…]} in canonical key order.
+func appendPairs(buf []byte, m *rtfs.Map) []byte {
+	buf = append(buf, `{"`+tagMap+`":[`...)
+	first := true
+	m.Range(func(k, val rtfs.Value) bool {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = append(buf, '[')
+		buf = AppendValueJSON(buf, k)
+		buf = append(buf, ',')
+		buf = AppendValueJSON(buf, val)
+		buf = append(buf, ']')
+		return true
+	})
+	return append(buf, "]}"...)
 }
 
 // appendJSONString quotes s as JSON does, replacing invalid UTF-8 with
@@ -348,6 +420,11 @@ func fromJSON(x any) (rtfs.Value, error) {
 		}
 		return rtfs.Vector(items), nil
 	case map[string]any:
+		if len(x) == 1 {
+			if v, ok, err := fromTagged(x); ok || err != nil {
+				return v, err
+			}
+		}
 		b := rtfs.NewMapBuilder(len(x))
 		for k, it := range x {
 			v, err := fromJSON(it)
@@ -359,6 +436,54 @@ func fromJSON(x any) (rtfs.Value, error) {
 		return rtfs.MapValue(b.Map()), nil
 	}
 	return rtfs.Nil, fmt.Errorf("unexpected JSON value %T", x)
+}
+
+// fromTagged reads a one-key object that is one of the escapes; ok is
+// false when x is an ordinary object.
+func fromTagged(x map[string]any) (v rtfs.Value, ok bool, err error) {
+	for k, it := range x {
+		switch k {
+		case tagBase64:
+			s, isStr := it.(string)
+			if !isStr {
+				return rtfs.Nil, true, fmt.Errorf("%q must hold a base64 string", tagBase64)
+			}
+			b, err := base64.StdEncoding.Strict().DecodeString(s)
+			if err != nil {
+				return rtfs.Nil, true, fmt.Errorf("%q holds bad base64: %v", tagBase64, err)
+			}
+			return rtfs.String(string(b)), true, nil
+		case tagString:
+			s, isStr := it.(string)
+			if !isStr {
+				return rtfs.Nil, true, fmt.Errorf("%q must hold a string", tagString)
+			}
+			return rtfs.String(s), true, nil
+		case tagMap:
+			pairs, isArr := it.([]any)
+			if !isArr {
+				return rtfs.Nil, true, fmt.Errorf("%q must hold an array of [key, value] pairs", tagMap)
+			}
+			b := rtfs.NewMapBuilder(len(pairs))
+			for i, p := range pairs {
+				kv, isPair := p.([]any)
+				if !isPair || len(kv) != 2 {
+					return rtfs.Nil, true, fmt.Errorf("%q pair %d must be a [key, value] array", tagMap, i)
+				}
+				key, err := fromJSON(kv[0])
+				if err != nil {
+					return rtfs.Nil, true, err
+				}
+				val, err := fromJSON(kv[1])
+				if err != nil {
+					return rtfs.Nil, true, err
+				}
+				b.Set(key, val)
+			}
+			return rtfs.MapValue(b.Map()), true, nil
+		}
+	}
+	return rtfs.Nil, false, nil
 }
 
 // stringOrKeyword reads ":name" as the keyword :name when it is one, and

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -551,6 +552,9 @@ func (r *reader) stringLit() (string, error) {
 				if !ok {
 					return "", r.errAt(escPos, "invalid escape: \\u needs four hex digits, as in \\u00e9")
 				}
+				if h, ok = r.surrogatePair(h); !ok {
+					return "", r.errAt(escPos, "lone surrogate \\u%04x in string; pair a \\uD800–\\uDBFF escape with a \\uDC00–\\uDFFF one, as in \\ud83d\\ude00", h)
+				}
 				b.WriteRune(rune(h))
 			case 'x':
 				h, ok := r.hex(2)
@@ -580,6 +584,29 @@ func (r *reader) hex(n int) (int, bool) {
 		r.advance()
 	}
 	return int(v), true
+}
+
+// surrogatePair combines a high surrogate h (just read from \\uXXXX) with
+// the \\uXXXX low surrogate that must follow it into one code point, as
+// Clojure and Java read "\\ud83d\\ude00". ok is false for a lone surrogate.
+func (r *reader) surrogatePair(h int) (int, bool) {
+	switch {
+	case h < 0xd800 || h > 0xdfff:
+		return h, true
+	case h >= 0xdc00:
+		return h, false
+	}
+	if r.i+6 > len(r.src) || r.src[r.i] != '\\' || r.src[r.i+1] != 'u' {
+		return h, false
+	}
+	lo, err := strconv.ParseUint(r.src[r.i+2:r.i+6], 16, 32)
+	if err != nil || lo < 0xdc00 || lo > 0xdfff {
+		return h, false
+	}
+	for range 6 {
+		r.advance()
+	}
+	return int(utf16.DecodeRune(rune(h), rune(lo))), true
 }
 
 // regexLit reads the body of #"…": raw text where \" stands for a quote
