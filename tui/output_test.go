@@ -72,6 +72,23 @@ func TestAgentOutputPane(t *testing.T) {
 			t.Errorf("pane lacks %q:\n%s", want, v)
 		}
 	}
+	if h := strings.SplitN(v, "\n", 2)[0]; !strings.Contains(h, "1.0k tok") {
+		t.Errorf("header does not count the running call's tokens: %q", h)
+	}
+	// A tool use is recorded as it ends, before its call: it shows under
+	// the running step.
+	greetStep := seqOf(t, stored, ledger.PlanStepStarted, "Greet", 1)
+	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventAction, Action: &ledger.Action{Seq: 9998, ActionID: "tool-1",
+		Type: ledger.AgentToolUse, ParentActionID: agentCallID, RunID: fixtureRun, FunctionName: "Bash", Success: true,
+		Arguments: []rtfs.Value{rtfs.String("go test ./...")}, DurationMS: 2000}}}})
+	tool := findRow(t, m, "tool Bash")
+	if p := m.tree.at(tool).parent; p < 0 || m.tree.at(p).seq != greetStep {
+		t.Errorf("the tool use hangs under row %d, not the running step", p)
+	}
+	if !strings.Contains(m.View(), "tool Bash  go test ./...") {
+		t.Errorf("the tool use row does not show its input:\n%s", m.View())
+	}
+	v = m.View()
 	if strings.Contains(v, "\x1b[2J") || strings.Contains(v, "\x07") {
 		t.Error("the agent's escape sequences reach the terminal")
 	}

@@ -104,11 +104,16 @@ func (m *model) header() string {
 		it += fmt.Sprintf("/%d", n)
 	}
 	parts = append(parts, it, m.elapsed())
-	cost := fmt.Sprintf("$%.2f", m.cost)
+	spent, tokens := m.cost, m.tokens
+	if c := m.output.call; c != nil && !c.ended { // the running agent call's spend so far; recorded when it ends
+		spent += c.cost
+		tokens += c.usage.Input + c.usage.Output + c.usage.CacheRead + c.usage.CacheWrite
+	}
+	cost := fmt.Sprintf("$%.2f", spent)
 	if b := m.maxCost(); b > 0 {
 		cost += fmt.Sprintf("/$%.2f", b)
 	}
-	parts = append(parts, cost, fmtTokens(m.tokens)+" tok")
+	parts = append(parts, cost, fmtTokens(tokens)+" tok")
 	if m.provider != "" {
 		pm := m.provider
 		if m.modelName != "" {

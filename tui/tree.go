@@ -90,6 +90,7 @@ type tree struct {
 	runKey   uint64           // hashed id of RunStarted: its children are top-level rows
 	hasRun   bool
 	iter     int32 // the current iteration's row
+	step     int32 // the last step opened and not closed yet, -1 when none
 	iterNum  int64
 	notes    map[int32]string    // error messages and call details, by row
 	opened   map[int32]time.Time // when each row still running started, for its elapsed time
@@ -104,7 +105,7 @@ type tree struct {
 }
 
 func newTree() *tree {
-	return &tree{rootFirst: -1, rootLast: -1, iter: -1, seed: maphash.MakeSeed(),
+	return &tree{rootFirst: -1, rootLast: -1, iter: -1, step: -1, seed: maphash.MakeSeed(),
 		open: map[uint64]int32{}, notes: map[int32]string{}, opened: map[int32]time.Time{}, intern: map[string]string{}}
 }
 
@@ -220,6 +221,9 @@ func (t *tree) parentOf(a *ledger.Action) int32 {
 	if idx, ok := t.open[k]; ok {
 		return idx
 	}
+	if a.Type == ledger.AgentToolUse && t.step >= 0 {
+		return t.step // its CapabilityCall is recorded when the call ends: show it under the running step
+	}
 	return t.iter // a parent from before the view began
 }
 
@@ -306,6 +310,13 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		}
 	case ledger.PlanStepStarted:
 		n.kind, n.st, n.label = kindStep, stRunning, t.str(fn)
+		t.step = idx
+	case ledger.AgentToolUse:
+		n.kind, n.label = kindCall, t.str("tool "+fn)
+		ok()
+		if len(a.Arguments) > 0 && a.Arguments[0].Str() != "" { // the tool's input, in short
+			t.notes[idx] = t.str(cut(firstLine(a.Arguments[0].Str()), maxNote))
+		}
 	case ledger.CapabilityCall:
 		n.kind, n.label = kindCall, t.str(fn)
 		ok()
@@ -373,6 +384,9 @@ func cancelled(a *ledger.Action) bool { return a.Metadata["stopped"].Str() == "c
 func (t *tree) close(idx int32, a *ledger.Action) {
 	n := t.at(idx)
 	delete(t.opened, idx)
+	if t.step == idx {
+		t.step = -1
+	}
 	n.st = stFailed
 	switch {
 	case a.Type == ledger.IterationCompleted && a.Metadata["status"].Str() == "skipped":
