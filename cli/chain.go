@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -263,6 +264,10 @@ func newChainImportCmd(store *string) *cobra.Command {
 			opts := ledger.Options{Dir: dir, SyncWrites: true, KeyFile: signingKeyFile(keyFile)}
 			var rep ledger.ImportReport
 			if storeIsNew(dir) {
+				// Streamed in chunks into a store that keeps Badger small: an
+				// import of any size stays within a bounded RSS.
+				opts.LowMemory = true
+				debug.SetMemoryLimit(ledger.ImportMemoryLimit)
 				rep, err = importIntoNewStore(cmd, opts, func(st *ledger.Store) (ledger.ImportReport, error) {
 					if isBundle {
 						r, _, err := st.ImportBundle(cmd.Context(), in, pinned)

@@ -1,16 +1,26 @@
 package ledger
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // BenchmarkLedger measures the ledger against raw Badger doing the same
@@ -33,6 +43,12 @@ import (
 //     Badger's ceiling when nobody waits for an acknowledgement.
 //   - raw-scan-hash: a raw Badger scan of the verify store's actions with
 //     SHA-256 of each value.
+//   - prove-1M: one RFC 6962 inclusion proof (ProveInclusion, checked
+//     against the checkpoint's root) in a store of 1M actions.
+//   - consistency-1M: one consistency proof from a random earlier size to
+//     the 1M-action tree, checked.
+//   - import-1M: ImportStream of 1M JSON lines into a new store in a child
+//     process; it reports the child's peak RSS.
 func BenchmarkLedger(b *testing.B) {
 	b.Run("append-durable-1", func(b *testing.B) { benchAppend(b, true, 1) })
 	b.Run("append-durable-16", func(b *testing.B) { benchAppend(b, true, 16) })
@@ -43,6 +59,175 @@ func BenchmarkLedger(b *testing.B) {
 	b.Run("raw-batch-durable", func(b *testing.B) { benchRawBatch(b, 16) })
 	b.Run("raw-batch-durable-bulk", func(b *testing.B) { benchRawBatch(b, b.N) }) // one batch, one fsync
 	b.Run("raw-scan-hash", func(b *testing.B) { benchRawScan(b, verifyStore()) })
+	millionStore := sync.OnceValue(func() *Store { return newMillionStore(b) })
+	b.Run("prove-1M", func(b *testing.B) { benchProve(b, millionStore()) })
+	b.Run("consistency-1M", func(b *testing.B) { benchConsistency(b, millionStore()) })
+	b.Run("import-1M", benchImportRSS)
+}
+
+const millionActions = 1_000_000
+
+// millionAction is a small action (about 130 bytes encoded): proof costs
+// do not depend on the size of an action.
+func millionAction(i int) Action {
+	return Action{ActionID: fmt.Sprintf("m-%07d", i), RunID: "run-m", Type: CapabilityCall, FunctionName: "shell.exec",
+		Success: true, Timestamp: baseTime.Add(time.Duration(i) * time.Microsecond)}
+}
+
+// newMillionStore appends 1M actions in commits of 4096 (as an import
+// does) without fsync.
+func newMillionStore(b *testing.B) *Store {
+	s, err := Open(Options{Dir: filepath.Join(b.TempDir(), "million")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for start := 0; start < millionActions; start += importChunk {
+		req := &request{done: make(chan struct{})}
+		for i := start; i < min(start+importChunk, millionActions); i++ {
+			a := millionAction(i)
+			p, err := s.prepare(&a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.fresh = true // ids are unique by construction
+			req.items = append(req.items, p)
+		}
+		if err := s.submit(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Reopen, so that the proofs read a settled LSM tree, not one that
+	// compactions are still rewriting (as a store is when ralph chain
+	// prove runs).
+	dir := s.Dir()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	s, err = Open(Options{Dir: dir, ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+func benchProve(b *testing.B, s *Store) {
+	ctx := context.Background()
+	n := s.Head().Seq
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		seq := 1 + uint64(i)*7919%n
+		p, err := s.ProveInclusion(ctx, seq)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Verify(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchConsistency(b *testing.B, s *Store) {
+	ctx := context.Background()
+	n := s.Head().Seq
+	cp, err := s.LatestCheckpoint()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The roots of the earlier sizes, as a witness would hold them.
+	sizes := make([]uint64, 64)
+	roots := make([]Hash, len(sizes))
+	err = s.view(func(txn *badger.Txn) error {
+		r := newTreeReader(ctx, txn)
+		defer r.close()
+		for i := range sizes {
+			sizes[i] = 1 + uint64(i)*104729%(n-1)
+			cr, err := r.compactRange(s.rf, sizes[i])
+			if err != nil {
+				return err
+			}
+			root, err := cr.GetRootHash(nil)
+			if err != nil {
+				return err
+			}
+			copy(roots[i][:], root)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(sizes)
+		hs, err := s.ProveConsistency(ctx, sizes[k], n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := VerifyConsistency(sizes[k], n, hs, roots[k], cp.Root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const importChildEnv = "RALPH_LEDGER_IMPORT_CHILD_DIR"
+
+// TestImportChild is the child process of import-1M: it streams 1M JSON
+// lines into ImportStream on a new store and exits.
+func TestImportChild(t *testing.T) {
+	dir := os.Getenv(importChildEnv)
+	if dir == "" {
+		t.Skip("runs only as the child of BenchmarkLedger/import-1M")
+	}
+	debug.SetMemoryLimit(ImportMemoryLimit) // as ralph chain import does
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 64<<10)
+		var buf []byte
+		for i := range millionActions {
+			a := millionAction(i)
+			a.Arguments = []rtfs.Value{rtfs.String(strings.Repeat("x", 200))}
+			buf = append(AppendJSON(buf[:0], &a), '\n')
+			bw.Write(buf)
+		}
+		pw.CloseWithError(bw.Flush())
+	}()
+	s, err := Open(Options{Dir: dir, KeyDir: filepath.Join(dir, "..", "keys"), SyncWrites: true, LowMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.ImportStream(context.Background(), pr)
+	if err != nil || rep.Actions != millionActions {
+		t.Fatalf("import: %+v %v", rep, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// benchImportRSS runs the import in a child process and reports its peak
+// resident set size (getrusage's ru_maxrss).
+func benchImportRSS(b *testing.B) {
+	var peak int64
+	start := time.Now()
+	for range b.N {
+		dir := filepath.Join(b.TempDir(), "store")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestImportChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), importChildEnv+"="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("import child: %v\n%s", err, out)
+		}
+		ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		if !ok {
+			b.Skip("no rusage on this platform")
+		}
+		peak = max(peak, ru.Maxrss) // KiB on Linux
+	}
+	reportRate(b, b.N*millionActions, time.Since(start))
+	b.ReportMetric(float64(peak)/1024, "peak-RSS-MB")
 }
 
 func reportRate(b *testing.B, actions int, elapsed time.Duration) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Filter selects actions for Export and Select. Empty fields match
@@ -115,6 +116,9 @@ func (s *Store) ImportStream(ctx context.Context, r io.Reader) (ImportReport, er
 // importJSON imports JSON lines, handing the writer chunk actions at a
 // time (all of them at the end when chunk is 0).
 func (s *Store) importJSON(ctx context.Context, r io.Reader, chunk int) (ImportReport, error) {
+	if chunk > 0 {
+		defer s.releaseWhileImporting()()
+	}
 	var (
 		rep    ImportReport
 		items  []*pending
@@ -173,6 +177,40 @@ func (s *Store) importJSON(ctx context.Context, r io.Reader, chunk int) (ImportR
 	return rep, flush()
 }
 
+// releaseWhileImporting drops the pages of the store's memory-mapped files
+// from this process every releaseEvery until stop is called: Badger writes
+// and compacts tables through mappings, so without it every table a large
+// import writes stays counted in the process's resident memory (see
+// ReleaseMapped). The pages stay in the page cache.
+func (s *Store) releaseWhileImporting() (stop func()) {
+	if s.dir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer s.recoverBackground("import page release")
+		t := time.NewTicker(releaseEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				// A hint only; a failure costs memory, not data.
+				_ = s.ReleaseMapped()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+const releaseEvery = 50 * time.Millisecond
+
 // ImportBundle verifies a bundle (ReadBundle, with pinned as the key to
 // trust when set) and appends its actions with their exact canonical
 // encodings, in chunks, so every action keeps its action hash and chain
@@ -185,6 +223,7 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, pinned string) (I
 	if h := s.Head(); h.Seq != 0 {
 		return rep, BundleReport{}, fmt.Errorf("ledger store %s already holds %d actions; a bundle is imported into a new store, where every action keeps its seq and hashes", s.describe(), h.Seq)
 	}
+	defer s.releaseWhileImporting()()
 	var items []*pending
 	var want []BundleAction // seq and hashes each item must keep
 	flush := func() error {

@@ -53,15 +53,33 @@ func cloneRange(f *compact.RangeFactory, r *compact.Range) *compact.Range {
 	return c
 }
 
-// treeReader reads tree nodes from one snapshot.
+// treeReader reads tree nodes from one snapshot. Its methods share one
+// iterator over the actions (making an iterator costs more than the reads
+// a proof makes with it) and a cache of the 16-leaf blocks read.
 type treeReader struct {
 	txn *badger.Txn
 	ctx context.Context
+	it  *badger.Iterator
+	// blocks holds the leaf hashes of the blocks of 2^storedLevel leaves
+	// read so far, by block index (a block at the right edge may be short).
+	blocks map[uint64][][]byte
+}
+
+func newTreeReader(ctx context.Context, txn *badger.Txn) *treeReader {
+	return &treeReader{txn: txn, ctx: ctx, blocks: make(map[uint64][][]byte)}
+}
+
+// close releases the iterator.
+func (r *treeReader) close() {
+	if r.it != nil {
+		r.it.Close()
+		r.it = nil
+	}
 }
 
 // node returns the hash of the perfect subtree id: stored, or hashed
 // from the stored action hashes below it.
-func (r treeReader) node(id compact.NodeID) ([]byte, error) {
+func (r *treeReader) node(id compact.NodeID) ([]byte, error) {
 	if id.Level >= storedLevel {
 		item, err := r.txn.Get(treeKey(id.Level, id.Index))
 		if err == nil {
@@ -89,10 +107,18 @@ func (r treeReader) node(id compact.NodeID) ([]byte, error) {
 		return hasher.HashChildren(l, rt), nil
 	}
 	begin, end := id.Coverage()
-	leaves, err := r.leaves(begin, end)
-	if err != nil {
-		return nil, err
+	blk := begin >> storedLevel
+	block, ok := r.blocks[blk]
+	if !ok || uint64(len(block)) < end-blk<<storedLevel {
+		var err error
+		if block, err = r.leaves(blk<<storedLevel, end); err != nil {
+			return nil, err
+		}
+		r.blocks[blk] = block
 	}
+	off := begin - blk<<storedLevel
+	leaves := make([][]byte, end-begin)
+	copy(leaves, block[off:off+(end-begin)])
 	for len(leaves) > 1 {
 		for i := 0; i < len(leaves); i += 2 {
 			leaves[i/2] = hasher.HashChildren(leaves[i], leaves[i+1])
@@ -103,10 +129,12 @@ func (r treeReader) node(id compact.NodeID) ([]byte, error) {
 }
 
 // leaves returns the leaf hashes of leaves [begin, end): actions begin+1…end.
-func (r treeReader) leaves(begin, end uint64) ([][]byte, error) {
+func (r *treeReader) leaves(begin, end uint64) ([][]byte, error) {
 	out := make([][]byte, 0, end-begin)
-	it := r.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
-	defer it.Close()
+	if r.it == nil {
+		r.it = r.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
+	}
+	it := r.it
 	want := begin + 1
 	for it.Seek(actionKey(want)); it.Valid() && want <= end; it.Next() {
 		k := it.Item().Key()
@@ -134,7 +162,7 @@ func (r treeReader) leaves(begin, end uint64) ([][]byte, error) {
 }
 
 // hashes fetches the hashes of ids.
-func (r treeReader) hashes(ids []compact.NodeID) ([][]byte, error) {
+func (r *treeReader) hashes(ids []compact.NodeID) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
 		h, err := r.node(id)
@@ -147,7 +175,7 @@ func (r treeReader) hashes(ids []compact.NodeID) ([][]byte, error) {
 }
 
 // compactRange returns the compact range [0, size) from the stored nodes.
-func (r treeReader) compactRange(f *compact.RangeFactory, size uint64) (*compact.Range, error) {
+func (r *treeReader) compactRange(f *compact.RangeFactory, size uint64) (*compact.Range, error) {
 	hs, err := r.hashes(compact.RangeNodes(0, size, nil))
 	if err != nil {
 		return nil, err
@@ -157,7 +185,7 @@ func (r treeReader) compactRange(f *compact.RangeFactory, size uint64) (*compact
 
 // inclusion returns the RFC 6962 inclusion proof of leaf index in the tree
 // of size leaves.
-func (r treeReader) inclusion(index, size uint64) ([][]byte, error) {
+func (r *treeReader) inclusion(index, size uint64) ([][]byte, error) {
 	nodes, err := proof.Inclusion(index, size)
 	if err != nil {
 		return nil, err
@@ -170,7 +198,7 @@ func (r treeReader) inclusion(index, size uint64) ([][]byte, error) {
 }
 
 // consistency returns the RFC 6962 consistency proof from size1 to size2.
-func (r treeReader) consistency(size1, size2 uint64) ([][]byte, error) {
+func (r *treeReader) consistency(size1, size2 uint64) ([][]byte, error) {
 	nodes, err := proof.Consistency(size1, size2)
 	if err != nil {
 		return nil, err
@@ -272,7 +300,9 @@ func (s *Store) ProveInclusion(ctx context.Context, seq uint64) (InclusionProof,
 		if err != nil {
 			return fmt.Errorf("action %d cannot be read: %w", seq, err)
 		}
-		hs, err := treeReader{txn: txn, ctx: ctx}.inclusion(seq-1, cp.Seq)
+		r := newTreeReader(ctx, txn)
+		defer r.close()
+		hs, err := r.inclusion(seq-1, cp.Seq)
 		if err != nil {
 			return err
 		}
@@ -287,7 +317,9 @@ func (s *Store) ProveInclusion(ctx context.Context, seq uint64) (InclusionProof,
 func (s *Store) ProveConsistency(ctx context.Context, size1, size2 uint64) ([]Hash, error) {
 	var out []Hash
 	err := s.view(func(txn *badger.Txn) error {
-		hs, err := treeReader{txn: txn, ctx: ctx}.consistency(size1, size2)
+		r := newTreeReader(ctx, txn)
+		defer r.close()
+		hs, err := r.consistency(size1, size2)
 		out = toHashes(hs)
 		return err
 	})

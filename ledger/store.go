@@ -62,6 +62,11 @@ type Options struct {
 	// GCInterval is how often value-log GC runs (default 10m; negative
 	// disables it).
 	GCInterval time.Duration
+	// LowMemory keeps Badger's own memory small at some cost in write
+	// speed: 8 MiB memtables, a 4 MiB block cache, two compactors (Badger's fewest) and small
+	// tables (compactions build whole tables in memory). ralph chain import
+	// uses it, so that an import of any size stays within a bounded RSS.
+	LowMemory bool
 	// NoCompactions runs no LSM compactions, for a short-lived reader
 	// (ralph view) that should not spend memory rewriting tables a writer
 	// left behind. Appends may stall on a store opened this way, so only
@@ -80,6 +85,12 @@ const (
 	markerFile = "LEDGER"
 	markerText = "ralph ledger 1\n"
 )
+
+// ImportMemoryLimit is the Go heap limit (runtime/debug.SetMemoryLimit) a
+// process importing into a LowMemory store should set: the heap then stays
+// near the live data (chunks, memtables, table builders) instead of
+// growing to twice it between collections.
+const ImportMemoryLimit = 128 << 20
 
 // Store is a causal chain on Badger. All methods are safe for concurrent
 // use; Close ends it.
@@ -267,6 +278,15 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithMetricsEnabled(false).
 		WithCompression(options.Snappy).
 		WithReadOnly(opts.ReadOnly && !opts.InMemory)
+	if opts.LowMemory {
+		if opts.MemTableSize == 0 {
+			b = b.WithMemTableSize(8 << 20)
+		}
+		if opts.BlockCacheSize == 0 {
+			b = b.WithBlockCacheSize(4 << 20)
+		}
+		b = b.WithNumCompactors(2).WithBaseTableSize(1 << 20).WithCompression(options.None).WithNumLevelZeroTables(3).WithNumLevelZeroTablesStall(8)
+	}
 	if opts.NoCompactions || opts.ReadOnly {
 		b = b.WithNumCompactors(0)
 	}
@@ -453,7 +473,9 @@ func (s *Store) init(opts Options) error {
 	if meta.treeSize == head.Seq {
 		err = s.db.View(func(txn *badger.Txn) error {
 			var err error
-			s.tree, err = treeReader{txn: txn, ctx: context.Background()}.compactRange(s.rf, head.Seq)
+			r := newTreeReader(context.Background(), txn)
+			defer r.close()
+			s.tree, err = r.compactRange(s.rf, head.Seq)
 			return err
 		})
 	} else {

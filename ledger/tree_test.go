@@ -278,7 +278,8 @@ func renderTreeVectors(t *testing.T) (string, string) {
 		t.Fatalf("import the vector bundle: %v", err)
 	}
 	err = s.view(func(txn *badger.Txn) error {
-		r := treeReader{txn: txn, ctx: context.Background()}
+		r := newTreeReader(context.Background(), txn)
+		defer r.close()
 		incl, err := r.inclusion(2, 7)
 		if err != nil {
 			return err

@@ -122,7 +122,9 @@ func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stor
 			v.add(0, rankRecord, "checkpoint %s cannot be checked: the store has no tree checkpoint to prove it against", sc.Name)
 			continue
 		}
-		hs, err := treeReader{txn: v.txn, ctx: ctx}.consistency(cp.Seq, stored)
+		r := newTreeReader(ctx, v.txn)
+		hs, err := r.consistency(cp.Seq, stored)
+		r.close()
 		if err == nil {
 			err = VerifyConsistency(cp.Seq, stored, toHashes(hs), cp.Root, v.report.Root)
 		}
