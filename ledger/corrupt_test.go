@@ -21,7 +21,7 @@ func corruptStore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var lines strings.Builder
-	for i := range 20000 {
+	for i := range 10000 {
 		a := sample(i)
 		a.ParentActionID = ""
 		lines.Write(AppendJSON(nil, a))
@@ -93,10 +93,10 @@ func TestCorruptFilesAreErrorsNeverPanics(t *testing.T) {
 		if err != nil || fi.Size() == 0 || e.Name() == "LOCK" {
 			continue
 		}
-		flips := 3
+		flips := 2
 		if strings.HasSuffix(e.Name(), ".sst") {
 			tables++
-			flips = 8
+			flips = 5
 		}
 		for range flips {
 			off := rng.Int64N(fi.Size())

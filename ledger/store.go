@@ -233,7 +233,7 @@ func Open(opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if err := s.init(opts); err != nil {
+	if err := s.initSafe(opts); err != nil {
 		if cerr := s.db.Close(); cerr != nil {
 			log.Error("close ledger after failed open", "err", cerr)
 		}
@@ -419,6 +419,16 @@ func lockPID(path string) int {
 		return 0
 	}
 	return pid
+}
+
+// initSafe is init with a panic on corrupt data turned into an error.
+func (s *Store) initSafe(opts Options) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.corrupt(r)
+		}
+	}()
+	return s.init(opts)
 }
 
 // init loads the head, the store's identity and its key, and checks that
@@ -648,12 +658,19 @@ func (s *Store) PublicKey() ed25519.PublicKey { return s.pub }
 func (s *Store) Head() Head { return *s.head.Load() }
 
 // view runs fn in a read-only transaction unless the store is closed.
-func (s *Store) view(fn func(txn *badger.Txn) error) error {
+// Badger panics on some corrupt blocks; such a panic is an error naming
+// the store.
+func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	s.readMu.RLock()
 	defer s.readMu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.corrupt(r)
+		}
+	}()
 	return s.db.View(fn)
 }
 
