@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,8 +33,54 @@ func newRangeFactory() *compact.RangeFactory {
 	return &compact.RangeFactory{Hash: hasher.HashChildren}
 }
 
-// LeafHash returns the RFC 6962 leaf hash of an action hash.
-func LeafHash(actionHash Hash) Hash { return Hash(hasher.HashLeaf(actionHash[:])) }
+// LeafHash returns the RFC 6962 leaf hash of an action hash:
+// SHA-256(0x00 ‖ action_hash).
+func LeafHash(actionHash Hash) Hash {
+	var b [1 + len(Hash{})]byte
+	copy(b[1:], actionHash[:])
+	return sha256.Sum256(b[:])
+}
+
+// nodeHash is RFC 6962's interior node hash, SHA-256(0x01 ‖ l ‖ r).
+func nodeHash(l, r *Hash) Hash {
+	var b [1 + 2*len(Hash{})]byte
+	b[0] = 1
+	copy(b[1:33], l[:])
+	copy(b[33:], r[:])
+	return sha256.Sum256(b[:])
+}
+
+// rootStack is the compact range [0, size) of a tree being rebuilt: the
+// roots of its perfect subtrees, largest first. Verify uses it to check
+// every checkpoint's root without allocating per leaf; the writer and the
+// proofs use transparency-dev/merkle, and the tests check both against an
+// RFC 6962 reference.
+type rootStack struct {
+	nodes []Hash
+	size  uint64
+}
+
+func (s *rootStack) push(leaf Hash) {
+	s.nodes = append(s.nodes, leaf)
+	s.size++
+	for n := s.size; n&1 == 0; n >>= 1 {
+		k := len(s.nodes)
+		s.nodes[k-2] = nodeHash(&s.nodes[k-2], &s.nodes[k-1])
+		s.nodes = s.nodes[:k-1]
+	}
+}
+
+// root is the Merkle root of the leaves pushed so far.
+func (s *rootStack) root() Hash {
+	if len(s.nodes) == 0 {
+		return sha256.Sum256(nil)
+	}
+	r := s.nodes[len(s.nodes)-1]
+	for i := len(s.nodes) - 2; i >= 0; i-- {
+		r = nodeHash(&s.nodes[i], &r)
+	}
+	return r
+}
 
 func treeKey(level uint, index uint64) []byte {
 	k := make([]byte, 0, len(prefixTree)+1+8)

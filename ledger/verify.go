@@ -117,18 +117,23 @@ func (s *Store) verify(ctx context.Context, opts VerifyOptions, parts int, minRa
 	if s.closed {
 		return VerifyReport{}, ErrClosed
 	}
+	// Every table's block checksums, beside the scans; a failure is the
+	// answer even when a scan tripped over the same damage first, since it
+	// names the file.
+	sums := make(chan error, 1)
+	if s.inMemory() {
+		sums <- nil
+	} else {
+		go func() { sums <- s.verifyChecksums() }()
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = s.corrupt(r)
 		}
-	}()
-	// Every table's block checksums first: a flipped byte is then named
-	// by its file instead of surfacing as a bad action or a panic.
-	if !s.inMemory() {
-		if err := s.verifyChecksums(); err != nil {
-			return VerifyReport{}, err
+		if cerr := <-sums; cerr != nil {
+			rep, err = VerifyReport{}, cerr
 		}
-	}
+	}()
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
 	v := &verifier{
@@ -328,7 +333,7 @@ func (v *verifier) checkSignatures(ctx context.Context) error {
 	size := int64(min(maxSigBatch, (len(v.cps)+workers-1)/workers))
 	var next atomic.Int64
 	for range workers {
-		g.Go(func() error {
+		v.goSafe(g, func() error {
 			sc := newSigChecker(v.key)
 			for {
 				if err := ctx.Err(); err != nil {
@@ -362,7 +367,7 @@ func (v *verifier) scanIndexes(ctx context.Context) ([2]uint64, error) {
 	var counts [2]uint64
 	g, ctx := errgroup.WithContext(ctx)
 	for i, r := range [2][2]string{{prefixIndex, indexSplit}, {indexSplit, ""}} {
-		g.Go(func() error {
+		v.goSafe(g, func() error {
 			var err error
 			sums[i], counts[i], err = v.scanIndexRange(ctx, r[0], r[1])
 			return err

@@ -84,7 +84,7 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, cpsRead <-ch
 	prog := &progressCounter{fn: progress, total: headSeq}
 	g, ctx := errgroup.WithContext(ctx)
 	for i := range ranges {
-		g.Go(func() error {
+		v.goSafe(g, func() error {
 			select {
 			case <-cpsRead:
 			case <-ctx.Done():

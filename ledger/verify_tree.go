@@ -68,26 +68,15 @@ func (v *verifier) checkTree() {
 	if !v.hasNotes {
 		return
 	}
-	rf := newRangeFactory()
-	tree := rf.NewEmptyRange(0)
-	var root Hash
+	var tree rootStack
 	for _, e := range v.cps {
 		if !e.ok || !e.cp.IsNote() || e.key > uint64(len(v.leaves)) {
 			continue
 		}
-		for tree.End() < e.key {
-			lh := v.leaves[tree.End()]
-			if err := tree.Append(lh[:], nil); err != nil {
-				v.add(e.key, rankCheckpoint, "checkpoint %d: %v", e.key, err)
-				return
-			}
+		for tree.size < e.key {
+			tree.push(v.leaves[tree.size])
 		}
-		r, err := tree.GetRootHash(nil)
-		if err != nil {
-			v.add(e.key, rankCheckpoint, "checkpoint %d: %v", e.key, err)
-			return
-		}
-		copy(root[:], r)
+		root := tree.root()
 		if root != e.cp.Root {
 			v.add(e.key, rankCheckpoint, "checkpoint %d signs Merkle root %s but the action hashes 1–%d make %s", e.key, e.cp.Root, e.key, root)
 		}
