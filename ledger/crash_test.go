@@ -68,7 +68,10 @@ func TestCrashRecovery(t *testing.T) {
 	acked := map[uint64]string{}
 	var maxAcked uint64
 	for round := range 20 {
-		lines := runAndKill(t, dir, time.Duration(rng.IntN(300))*time.Millisecond)
+		// Even rounds kill at a random moment after the first acknowledged
+		// append, odd ones at a random moment from the start (during Open,
+		// on a loaded machine), so both kinds of crash are exercised.
+		lines := runAndKill(t, dir, time.Duration(rng.IntN(300))*time.Millisecond, round%2 == 0)
 		for _, line := range lines {
 			seqText, id, ok := strings.Cut(line, " ")
 			seq, err := strconv.ParseUint(seqText, 10, 64)
@@ -108,21 +111,33 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// runAndKill starts the child on dir, SIGKILLs it after d, and returns the
+// runAndKill starts the child on dir, SIGKILLs it after d (counted from its
+// first acknowledged append when afterFirstAck is set), and returns the
 // acknowledgements it wrote before dying.
-func runAndKill(t *testing.T, dir string, d time.Duration) []string {
+func runAndKill(t *testing.T, dir string, d time.Duration, afterFirstAck bool) []string {
 	t.Helper()
 	cmd, r := startCrashChild(t, dir)
 	defer r.Close()
 	var lines []string
 	read := make(chan struct{})
+	first := make(chan struct{})
 	go func() {
 		defer close(read)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			lines = append(lines, sc.Text())
+			if lines = append(lines, sc.Text()); len(lines) == 1 {
+				close(first)
+			}
 		}
 	}()
+	if afterFirstAck {
+		select {
+		case <-first:
+		case <-read: // the child ended; its output says why
+		case <-time.After(time.Minute):
+			t.Error("the child acknowledged nothing for a minute")
+		}
+	}
 	time.Sleep(d)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
