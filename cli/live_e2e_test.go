@@ -325,6 +325,10 @@ func TestE2EDetachAndAttach(t *testing.T) {
 	a.waitFor("Iteration 2")
 	b := newTmuxNamed(t, "second", ralphBin+" attach "+runID+" --store "+store+"; sleep 60")
 	b.waitFor("Running")
+	v := newTmuxNamed(t, "view", ralphBin+" view "+runID+" --store "+store+"; sleep 60")
+	v.waitFor("Running elsewhere") // read through the socket, not "Interrupted"
+	v.waitFor("The run goes on in process " + m[2])
+	v.send("q")
 	runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store)
 	if !strings.Contains(runs, "attached") || !strings.Contains(runs, m[2]) || !strings.Contains(runs, logFile) {
 		t.Errorf("runs does not show the attached run's process and log:\n%s", runs)

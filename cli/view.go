@@ -53,7 +53,11 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 			if err != nil {
 				return err
 			}
-			err = tui.View(cmd.Context(), st, runID, tui.Options{Input: cmd.InOrStdin(), Output: out})
+			o := tui.Options{Input: cmd.InOrStdin(), Output: out}
+			if in := st.Served(); in != nil && in.RunID == runID {
+				o.GoesOn = fmt.Sprintf("process %d", in.PID)
+			}
+			err = tui.View(cmd.Context(), st, runID, o)
 			if err != nil && cmd.Context().Err() == nil {
 				return exitError(ExitFailure, err)
 			}

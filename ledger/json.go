@@ -255,25 +255,25 @@ func appendJSONString(buf []byte, s string) []byte {
 
 // jsonAction is the shape UnmarshalJSON accepts.
 type jsonAction struct {
-	Seq            uint64                     `json:"seq"`
-	RunID          string                     `json:"run_id"`
-	ActionID       string                     `json:"action_id"`
-	ParentActionID *string                    `json:"parent_action_id"`
-	PlanID         string                     `json:"plan_id"`
-	IntentID       string                     `json:"intent_id"`
-	ActionType     *string                    `json:"action_type"`
-	FunctionName   string                     `json:"function_name"`
-	Arguments      []any                      `json:"arguments"`
-	Result         any                        `json:"result"`
-	Success        bool                       `json:"success"`
-	ErrorMessage   *string                    `json:"error_message"`
-	Cost           float64                    `json:"cost"`
-	DurationMS     int64                      `json:"duration_ms"`
-	Timestamp      *string                    `json:"timestamp"`
-	Metadata       map[string]any             `json:"metadata"`
-	ActionHash     *Hash                      `json:"action_hash"`
-	ChainHash      *Hash                      `json:"chain_hash"`
-	CheckpointSeq  uint64                     `json:"checkpoint_seq"`
+	Seq            uint64         `json:"seq"`
+	RunID          string         `json:"run_id"`
+	ActionID       string         `json:"action_id"`
+	ParentActionID *string        `json:"parent_action_id"`
+	PlanID         string         `json:"plan_id"`
+	IntentID       string         `json:"intent_id"`
+	ActionType     *string        `json:"action_type"`
+	FunctionName   string         `json:"function_name"`
+	Arguments      []any          `json:"arguments"`
+	Result         any            `json:"result"`
+	Success        bool           `json:"success"`
+	ErrorMessage   *string        `json:"error_message"`
+	Cost           float64        `json:"cost"`
+	DurationMS     int64          `json:"duration_ms"`
+	Timestamp      *string        `json:"timestamp"`
+	Metadata       map[string]any `json:"metadata"`
+	ActionHash     *Hash          `json:"action_hash"`
+	ChainHash      *Hash          `json:"chain_hash"`
+	CheckpointSeq  uint64         `json:"checkpoint_seq"`
 }
 
 // UnmarshalJSON reads the JSON form. Unknown fields are an error; values

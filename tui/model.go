@@ -41,6 +41,7 @@ type model struct {
 	run      Live // nil for a recorded run
 	store    Reader
 	attached bool            // following a run another process owns: q detaches
+	goesOn   string          // a recorded run still going on elsewhere (Options.GoesOn)
 	ctx      context.Context // ends with the UI; bounds the commands that read the store
 	approver *Approver
 	now      func() time.Time
@@ -131,7 +132,7 @@ func newModel(o *Options, st *styles) *model {
 		now = time.Now
 	}
 	t := newTree()
-	m := &model{run: o.Run, store: o.Store, attached: o.Attached, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
+	m := &model{run: o.Run, store: o.Store, attached: o.Attached, goesOn: o.GoesOn, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
 		help: help.New(), live: o.Run != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}

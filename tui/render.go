@@ -161,6 +161,8 @@ func (m *model) stateBadge() string {
 		name, style = "Aborting…", st.stateFail
 	case m.pauseAsked && m.state == loop.StateRunning:
 		name, style = "Pausing…", st.statePause
+	case !m.live && !m.loading && m.outcome == nil && m.goesOn != "":
+		name = "Running elsewhere"
 	case !m.live && !m.loading && m.outcome == nil:
 		name, style = "Interrupted", st.stateFail
 	case m.live && m.runDone && m.outcome == nil:
@@ -289,6 +291,8 @@ func (m *model) outcomeLines() []string {
 		return []string{st.fail.Render(" ✗ The run stopped with an error: "+firstLine(m.runErr.Error())) + quit}
 	case m.loadErr != nil:
 		return []string{st.fail.Render(" ✗ Reading the run failed: "+firstLine(m.loadErr.Error())) + quit}
+	case !m.live && m.goesOn != "":
+		return []string{st.dim.Render(" The run goes on in "+m.goesOn+"; this shows what it recorded until now · ralph attach "+m.runID+" follows it live") + quit}
 	case !m.live:
 		return []string{st.statusAlert.Render(" ✗ Interrupted: the run has no closing action (it crashed or was killed)") +
 			st.dim.Render(" · ralph resume "+m.runID+" continues it") + quit}

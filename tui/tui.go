@@ -44,6 +44,10 @@ type Options struct {
 	// new run starts skips older runs' actions; 0 reads the whole chain
 	// (a resumed run shows its history).
 	FromSeq uint64
+	// GoesOn, for View, says the run is still going on in another process
+	// (named here, e.g. "process 4242"): the view shows it as recorded so
+	// far, not as interrupted, and points to ralph attach.
+	GoesOn string
 	// RunID is the recorded run View shows (set by View).
 	RunID string
 	// Input and Output default to os.Stdin and os.Stdout.

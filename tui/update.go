@@ -55,7 +55,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setConfig(msg.cfg, msg.conds)
 	case loadedMsg:
 		m.loading, m.loadErr = false, msg.err
-		m.tree.end()
+		if m.goesOn == "" { // a run still going on has not ended: its open rows are running, not interrupted
+			m.tree.end()
+		}
 	case runDoneMsg:
 		m.runDone, m.runErr = true, msg.err
 		m.tree.end()
