@@ -312,6 +312,7 @@ func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
 	for _, want := range []string{
 		"CapabilityCall shell.exec CANCELLED by skip (shell.exec sleep: cancelled (iteration skipped by the user); the process group was killed)",
 		"PlanStepFailed Nap CANCELLED by skip",
+		"PlanAborted iteration-1.rtfs CANCELLED by skip",
 		"IterationCompleted iteration 1 CANCELLED by skip",
 		"IterationCompleted iteration 2 ok",
 		"RunStopped two",

@@ -195,6 +195,9 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	if runErr != nil {
 		end.Type, end.ErrorMessage = ledger.PlanAborted, runErr.Error()
 		res.Err = runErr
+		if stopped, by := stopReason(ctx); stopped == "cancelled" {
+			end.Metadata["stopped"], end.Metadata["cancelled_by"] = rtfs.String(stopped), rtfs.String(by)
+		}
 	} else {
 		end.Type, end.Success, end.Result = ledger.PlanCompleted, true, dataOnly(v)
 		res.Value = v

@@ -25,6 +25,7 @@ func (m *model) helpLines() []string {
 		st.ok.Render("✓")+" succeeded   "+st.fail.Render("✗")+" failed or interrupted   "+st.running.Render("⟳")+
 			" running   "+st.accent.Render("■")+" stopped the run   "+st.dim.Render("·")+" information",
 		st.fail.Render("!")+" a call that ran but reported failure (exit ≠ 0, agent stopped); in stop conditions, timed out or could not run",
+		st.warn.Render("⊘")+" cancelled by a skip, an abort or a signal   "+st.dim.Render("↷")+" a skipped iteration",
 		st.dim.Render("▾")+" unfolded   "+st.dim.Render("▸")+" folded (→ opens)   "+st.accent.Render("›")+
 			" selected row; in stop conditions, the one closest to firing",
 		"",
@@ -32,8 +33,9 @@ func (m *model) helpLines() []string {
 		"",
 		"  type:call     action type contains \"call\" (CapabilityCall, …)",
 		"  fn:shell      function, step or capability name contains \"shell\"",
-		"  is:failed     failed rows and calls that reported failure (also is:ok, is:running)",
+		"  is:failed     failed rows and calls that reported failure (also is:ok, is:running, is:cancelled, is:skipped)",
 		"  other words   match the row's text; all words must match; enter keeps it, esc clears it",
+		"  n / N         the next / previous match; each match shows its iteration (it 2)",
 		"",
 		st.bold.Render("Views"),
 		"",
