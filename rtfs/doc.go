@@ -15,6 +15,10 @@
 //     error that try/catch cannot swallow.
 //   - Pure programs (contracts, predicates, ralph eval) cannot contain call or
 //     step forms; plan programs reach capabilities only through Host.
+//   - recur is compiled only in tail position of its loop or fn, so the
+//     signal it returns never leaves them; a loop pass allocates nothing
+//     unless a closure keeps its frame.
+//   - Sets, like map keys, are observed in canonical order only.
 //
 // Value is a three-word tagged struct; strings, sequences, maps and
 // functions point at immutable data, so ints, floats, booleans and nil never

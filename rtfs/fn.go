@@ -1,6 +1,9 @@
 package rtfs
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // binder stores a value into slots, destructuring it if the pattern asks.
 type binder func(m *Machine, f *frame, v Value) error
@@ -109,7 +112,7 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		// Clojure's condition map would otherwise be evaluated and dropped.
 		return nil, c.errf(rest[1].Pos, "a {:pre … :post …} body map is not a contract here; put ^{:pre (fn [args…] test)} on the parameter vector")
 	}
-	target := &recurTarget{scope: l.scope, binds: l.params, what: "fn " + cmpOr(name, "fn")}
+	target := &recurTarget{scope: l.scope, binds: l.params, what: "fn " + cmp.Or(name, "fn")}
 	if l.variadic { // (recur fixed… rest-seq), as in Clojure
 		target.binds = append(slices.Clip(l.params), l.rest)
 	}

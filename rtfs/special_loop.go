@@ -31,13 +31,6 @@ func (recurSignal) Error() string { return "recur outside its loop" }
 
 var errRecur error = recurSignal{}
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // recurForm: (recur x…) in tail position of a loop or fn.
 func (c *compiler) recurForm(n *Node) (code, error) {
 	tail, t := c.inTail, c.recur
