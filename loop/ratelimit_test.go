@@ -101,3 +101,81 @@ func TestLimitedOnResume(t *testing.T) {
 		t.Errorf("a wait that was over (an iteration started after it): %+v", lw)
 	}
 }
+
+// TestResumeWaitsOutAnInterruptedLimitWait: a process that died while it
+// waited for a limit to lift left a RateLimitWait; the resumed run waits out
+// the rest of it (the same until, not a new wait) before it runs the
+// iteration again.
+func TestResumeWaitsOutAnInterruptedLimitWait(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `[plan]
+rtfs = '(step "Agent" (call :test.limited {:reset-ms 3000}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for a := range fx.store.Subscribe(ctx, 1) {
+			if a.Type == ledger.RateLimitWait {
+				cancel() // dies during the wait
+				return
+			}
+		}
+	}()
+	out, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	markInterrupted(t, fx, out.RunID) // as a crash leaves it: still running
+	waits := runTypes(t, fx, out.RunID, ledger.RateLimitWait)
+	if len(waits) != 1 {
+		t.Fatalf("%d waits before the resume", len(waits))
+	}
+	until, err := time.Parse(time.RFC3339Nano, waits[0].Metadata["until"].Str())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r2 := resumer(t, r, fx, out.RunID, nil)
+	evCtx, stopEvents := context.WithCancel(context.Background())
+	defer stopEvents()
+	events := r2.Events().Subscribe(evCtx, fx.store.Head().Seq+1)
+	sawWait := make(chan time.Time, 1)
+	go func() {
+		for e := range events {
+			if e.Kind == EventWait {
+				sawWait <- e.Until
+				return
+			}
+		}
+	}()
+	resumedAt := time.Now()
+	out2, err := r2.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out2.Iterations != 1 || out2.ExitCode != ExitLimit {
+		t.Errorf("resumed outcome %+v: iteration 1 runs again and completes", out2)
+	}
+	if resumedAt.Before(until) { // (on a machine so slow the limit had lifted, there is nothing to wait for)
+		select {
+		case got := <-sawWait:
+			if !got.Equal(until) {
+				t.Errorf("the resumed run waited until %v, want the recorded %v", got, until)
+			}
+		case <-time.After(10 * time.Second): // a guard against a hang, not a measurement
+			t.Error("the resumed run did not wait for the limit the dead process was waiting for")
+		}
+	}
+	if n := len(runTypes(t, fx, out.RunID, ledger.RateLimitWait)); n != 1 {
+		t.Errorf("%d RateLimitWait actions after the resume, want the one the dead process recorded", n)
+	}
+	var got []string
+	for _, a := range runTypes(t, fx, out.RunID, ledger.IterationCompleted) {
+		got = append(got, rtfs.Print(a.Metadata["iteration"])+":"+a.Metadata["status"].Str())
+	}
+	if strings.Join(got, " ") != "1:usage-limit 1:ok" {
+		t.Errorf("iterations %q", got)
+	}
+}
