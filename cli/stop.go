@@ -167,8 +167,11 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 	}
 	fmt.Fprintf(w, "iteration %d  seq %d  %s  %s\n", ev.Iteration, seq, ev.Duration.Round(time.Microsecond), verdict)
 	for _, r := range ev.Results {
-		mark := "·"
-		if r.Met {
+		mark, pct := "·", fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
+		switch {
+		case r.Err != "": // met or not by its error_class, it could not be checked
+			mark, pct = "!", "   —"
+		case r.Met:
 			mark = "✓"
 		}
 		flags := r.Flags()
@@ -179,8 +182,8 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		if len(flags) > 0 {
 			extra = " [" + strings.Join(flags, ", ") + "]"
 		}
-		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %3d%% %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
-			stop.Percent(r.Progress, r.Met), r.Detail, r.Reason, extra)
+		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %s %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
+			pct, r.Detail, r.Reason, extra)
 		if verbose && r.Evidence != "" {
 			for _, line := range strings.Split(r.Evidence, "\n") {
 				fmt.Fprintf(w, "      %s\n", line)

@@ -169,7 +169,7 @@ func (p *condPane) row(r *stop.Result, closest bool, w int) string {
 	}
 	pct := padLeft(fmt.Sprintf("%d%%", stop.Percent(r.Progress, r.Met)), pctW-1)
 	switch {
-	case p.eval == nil || r.TimedOut:
+	case p.eval == nil || r.TimedOut || r.Err != "":
 		pct = padLeft("—", pctW-1)
 	case r.Met:
 		pct = padLeft("100%", pctW-1)
@@ -204,7 +204,7 @@ func (p *condPane) barView(r *stop.Result, closest bool, w int) string {
 	if r.Met {
 		v = 1
 	}
-	if p.eval == nil || r.TimedOut {
+	if p.eval == nil || r.TimedOut || r.Err != "" {
 		v = 0
 	}
 	return p.bar.ViewAs(v)

@@ -161,6 +161,9 @@ func historyRow(st *styles, r *stop.Result, changes map[string]stop.ProgressChan
 		mark = st.ok.Render("✓")
 	}
 	prog := fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
+	if r.Err != "" {
+		prog = "  —" // it could not be checked
+	}
 	if c, ok := changes[r.Name]; ok {
 		if c.First {
 			prog = fmt.Sprintf("new → %d%%", stop.Percent(c.Current, r.Met))
