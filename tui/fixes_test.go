@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/muesli/termenv"
+
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
@@ -110,7 +112,7 @@ func TestEnterOnAFailedIterationShowsItsFailure(t *testing.T) {
 // Progress shows 99% (never 100%) until the condition is met.
 func TestProgressNeverShows100BeforeMet(t *testing.T) {
 	t.Parallel()
-	p := newCondPane(newStyles(&strings.Builder{}, 0))
+	p := newCondPane(newStyles(&strings.Builder{}, termenv.Ascii))
 	p.setEvaluation(&stop.Evaluation{Iteration: 199, Results: []stop.Result{
 		{Name: "two-hundred", Kind: "max_iterations", Class: stop.ClassLimit, Priority: 80, Progress: 199.0 / 200, Detail: "199/200"},
 	}})
@@ -282,5 +284,19 @@ func TestDelayAndRateLimitCountdowns(t *testing.T) {
 	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: now.Add(30 * time.Second), Text: "429 from the API"}}})
 	if s := statusLine(m); !strings.Contains(s, "Rate limited: retrying in 28s") {
 		t.Errorf("status during a rate-limit wait: %q", s)
+	}
+}
+
+// A condition that could not be checked is marked ! with no percentage,
+// even when its error_class counts it as met.
+func TestErroredConditionShowsNoProgress(t *testing.T) {
+	t.Parallel()
+	p := newCondPane(newStyles(&strings.Builder{}, termenv.Ascii))
+	p.setEvaluation(&stop.Evaluation{Iteration: 1, ShouldStop: true, TriggeredBy: "three", Results: []stop.Result{
+		{Name: "three", Kind: "predicate", Class: stop.ClassFailure, Priority: 55, Met: true, Detail: "error",
+			Err: `pred.toml:10: [[stop]] "three": rtfs:1:1: >= expects a number, got string "three"`},
+	}})
+	if v := p.Render(80, 5); strings.Contains(v, "100%") || strings.Contains(v, "✓") || !strings.Contains(v, "! three") {
+		t.Errorf("errored condition:\n%s", v)
 	}
 }
