@@ -165,7 +165,8 @@ func TestFooterFollowsTheModel(t *testing.T) {
 	// At 80 columns the controls and the pane keys still fit.
 	m80 := testModel(t, st, true, 80, 24)
 	feed(m80, stored[:20])
-	if f := footer(m80); !strings.Contains(f, "s skip") || !strings.Contains(f, "tab pane") || !strings.Contains(f, "l log") {
+	if f := footer(m80); !strings.Contains(f, "s skip") || !strings.Contains(f, "tab pane") || !strings.Contains(f, "l log") ||
+		!strings.Contains(f, "? help") || !strings.Contains(f, "q quit") {
 		t.Errorf("80-column footer: %q", f)
 	}
 }

@@ -80,7 +80,7 @@ func (k *keyMap) filtered(on bool) {
 // help bar cuts it at the screen's width, and disabled bindings (a
 // control of a run that has ended, n/N without a filter) are left out.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Pause, k.Skip, k.Abort, k.Next, k.Prev, k.Focus, k.Follow, k.Filter, k.Log, k.Help, k.Quit,
+	return []key.Binding{k.Pause, k.Skip, k.Abort, k.Next, k.Prev, k.Focus, k.Follow, k.Log, k.Help, k.Quit, k.Filter,
 		k.Output, k.Detail, k.History, k.move, k.fold}
 }
 
