@@ -214,3 +214,17 @@ func FuzzSplitCommand(f *testing.F) {
 		}
 	})
 }
+
+func TestGuessTest(t *testing.T) {
+	t.Parallel()
+	for marker, want := range map[string]string{"go.mod": "go test ./...", "Cargo.toml": "cargo test",
+		"pyproject.toml": "python -m pytest -q", "package.json": "npm test", "": "go test ./..."} {
+		dir := t.TempDir()
+		if marker != "" {
+			writeTestFile(t, filepath.Join(dir, marker), "")
+		}
+		if got := strings.Join(guessTest(dir), " "); got != want {
+			t.Errorf("a project with %q: test command %q, want %q", marker, got, want)
+		}
+	}
+}
