@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -464,3 +465,5 @@ func jsonLines(acts []ledger.Action) []string {
 	}
 	return out
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
