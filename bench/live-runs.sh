@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pid=
 # Keep the script's own status: the held run, stopped here, ends "aborted".
-trap 'st=$?; [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; exit $st' EXIT
+trap 'st=$?; set +e; [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$work"; exit $st' EXIT
 export XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state" XDG_RUNTIME_DIR="$work/run"
 (cd "$root" && go build -o "$work/ralph" .)
 ralph="$work/ralph"
