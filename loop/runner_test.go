@@ -514,12 +514,12 @@ rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
 [[stop]]
 name = "slow-check"
 kind = "command"
-cmd = ["/bin/sleep", "3"]
+cmd = ["/bin/sleep", "10"]
 [[stop]]
 name = "budget"
 kind = "max_duration"
-duration = "300ms"
-`, nil)
+duration = "1500ms"
+`, nil) // room for the iteration itself on a loaded machine: the deadline must fall in the check
 	out, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
