@@ -181,7 +181,10 @@ func run(ctx context.Context, o *Options, source func(context.Context, func(tea.
 	s.goSafe(func() { source(ctx, p.Send) })
 	final, err := p.Run()
 	cancel()
-	if o.Approver != nil {
+	// A UI that quit takes the plan question with it (the runner ends the
+	// run); one that detached, or whose context was cancelled (a closed
+	// terminal, a signal), leaves it to an attached UI or the runner's end.
+	if fm, ok := final.(*model); o.Approver != nil && parent.Err() == nil && !(ok && fm.detached) {
 		o.Approver.close()
 	}
 	s.mu.Lock()
