@@ -194,20 +194,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// liveRunID waits for the run the process serving store drives.
+// liveRunID waits for the run the process serving store drives, once it
+// has recorded a few actions.
 func liveRunID(t *testing.T, store string) string {
 	t.Helper()
-	var id string
-	waitUntil(t, "the store is served", func() bool {
-		c, err := serve.Dial(context.Background(), store)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		id = c.Info().RunID
-		return id != "" && c.Info().Head > 3
-	})
-	return id
+	return liveRunIDAt(t, store, 3)
 }
 
 // While a slow loop runs headless, every reading command works on its
@@ -517,4 +508,50 @@ func TestE2ESocketMalformedAndSlowClient(t *testing.T) {
 		t.Fatalf("the run did not complete: %v", err)
 	}
 	waitClosed(t, store, runID)
+}
+
+// A run in approve mode whose terminal closed waits for its next plan;
+// an attached UI answers it, and aborts the run after asking.
+func TestE2EAttachAnswersApprovals(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := slowLoop(t, dir, 5)
+	store := filepath.Join(dir, "store")
+	fg := newTmux(t, ralphBin+" run "+cfg+" --approve --store "+store)
+	fg.waitFor("Run the plan for iteration 1")
+	runID := liveRunIDAt(t, store, 0)
+	if err := exec.Command("tmux", "kill-session", "-t", fg.session).Run(); err != nil {
+		t.Fatal(err)
+	}
+	a := newTmuxNamed(t, "attach", ralphBin+" attach "+runID+" --store "+store+"; sleep 60")
+	a.waitFor("Run the plan for iteration 1")
+	a.send("y")
+	a.waitFor("Run the plan for iteration 2")
+	a.send("a")
+	a.waitFor("Abort the run?")
+	a.send("y")
+	waitClosed(t, store, runID)
+	if s := runState(t, store, runID); s != "aborted" {
+		t.Errorf("run ended %s, want aborted from the attached UI", s)
+	}
+}
+
+// liveRunIDAt waits for the run the process serving store drives, once
+// the chain holds more than head actions.
+func liveRunIDAt(t *testing.T, store string, head uint64) string {
+	t.Helper()
+	var id string
+	waitUntil(t, "the store is served", func() bool {
+		c, err := serve.Dial(context.Background(), store)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		id = c.Info().RunID
+		return id != "" && c.Info().Head > head
+	})
+	return id
 }
