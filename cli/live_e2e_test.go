@@ -160,40 +160,6 @@ func releasedLoop(t *testing.T, dir string) (cfg string, release func()) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// startRalph starts the binary in the background with output to files and
-// returns it; the test ends it if it is still running.
-func startRalph(t *testing.T, dir string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(ralphBin, args...)
-	cmd.Dir = dir
-	out, err := os.Create(filepath.Join(dir, "ralph.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { out.Close() })
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	return cmd
-}
-
-// waitUntil polls cond (bounded; not a timing assertion).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-	}
-}
-
 // liveRunID waits for the run the process serving store drives, once it
 // has recorded a few actions.
 func liveRunID(t *testing.T, store string) string {

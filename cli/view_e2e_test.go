@@ -2,11 +2,9 @@ package cli_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // quickstartRun runs the quickstart headless into store and returns the
@@ -23,21 +21,6 @@ func quickstartRun(t *testing.T, store string) string {
 		t.Fatalf("runs --json: %q %v", out, err)
 	}
 	return r.ID
-}
-
-// waitFile waits for path to hold a line and returns it.
-func waitFile(t *testing.T, path string) string {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was never written", path)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // ralph view in a real terminal: the recorded quickstart with its chain,
