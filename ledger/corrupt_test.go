@@ -12,26 +12,29 @@ import (
 )
 
 // corruptStore builds an on-disk store whose data directory holds tables
-// (.sst), a manifest and logs, as after a real run.
+// (.sst), a manifest and logs, as after a real run: two sessions of
+// imports, each of which leaves its own table when it closes.
 func corruptStore(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
-	s, err := Open(Options{Dir: dir, MemTableSize: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines strings.Builder
-	for i := range 10000 {
-		a := sample(i)
-		a.ParentActionID = ""
-		lines.Write(AppendJSON(nil, a))
-		lines.WriteByte('\n')
-	}
-	if _, err := s.Import(context.Background(), strings.NewReader(lines.String())); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	for session := range 2 {
+		s, err := Open(Options{Dir: dir, MemTableSize: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines strings.Builder
+		for i := session * 2000; i < (session+1)*2000; i++ {
+			a := sample(i)
+			a.ParentActionID = ""
+			lines.Write(AppendJSON(nil, a))
+			lines.WriteByte('\n')
+		}
+		if _, err := s.Import(context.Background(), strings.NewReader(lines.String())); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }
@@ -110,7 +113,7 @@ func TestCorruptFilesAreErrorsNeverPanics(t *testing.T) {
 			}
 		}
 	}
-	if tables == 0 {
-		t.Fatal("the store has no table to corrupt")
+	if tables < 2 {
+		t.Fatalf("the store has %d tables to corrupt, want 2", tables)
 	}
 }

@@ -10,16 +10,18 @@ import (
 
 func TestSubscribeDeliversEveryActionInOrder(t *testing.T) {
 	t.Parallel()
+	// total is a multiple of writers and four times the recent-actions
+	// ring, so the stalled subscriber has to catch up from the store.
 	const writers = 64
-	total := 100_032 // a multiple of writers
-	if testing.Short() {
-		total = 10_048
-	}
+	const total = 16_384
 	s, err := Open(Options{InMemory: true, MemTableSize: 32 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if total < 10+len(s.recent.slots)+1000 {
+		t.Fatalf("%d actions do not take the stalled subscriber past the ring of %d", total, len(s.recent.slots))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
