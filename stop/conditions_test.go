@@ -278,7 +278,13 @@ func TestCompositeBoundOutlastsItsChildren(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hung := config.Stop{Name: "hung", Kind: "command", Cmd: []string{"sleep", "30"}, Timeout: dur(100 * time.Millisecond)}
+	// The child's bound is twice the evaluator's default, which is what a
+	// composite gets beyond its children's budget: were the composite
+	// bounded by the default alone, it would time out first. The default
+	// is also the margin for killing and reaping the child, so it is far
+	// above a loaded machine's scheduling delays.
+	const childBound, margin = 2 * time.Second, time.Second
+	hung := config.Stop{Name: "hung", Kind: "command", Cmd: []string{"sleep", "30"}, Timeout: dur(childBound)}
 	for _, tc := range []struct {
 		name string
 		s    config.Stop
@@ -287,14 +293,17 @@ func TestCompositeBoundOutlastsItsChildren(t *testing.T) {
 		{"nested", config.Stop{Name: "either", Kind: "any", Conditions: []config.Stop{
 			{Name: "inner", Kind: "all", Conditions: []config.Stop{hung}}, {Name: "f", Kind: "file_exists", Path: "done"}}}},
 	} {
-		e := NewEvaluator([]*Condition{mustCond(t, tc.s)}, Options{Timeout: 50 * time.Millisecond})
-		ev, err := e.Evaluate(context.Background(), Input{Iteration: 1, Workdir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := ev.Results[0]; r.TimedOut || !r.Met || !strings.Contains(r.Reason, "hung not met (timed out after 100ms)") {
-			t.Errorf("%s: %+v", tc.name, r)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := NewEvaluator([]*Condition{mustCond(t, tc.s)}, Options{Timeout: margin})
+			ev, err := e.Evaluate(context.Background(), Input{Iteration: 1, Workdir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := ev.Results[0]; r.TimedOut || !r.Met || !strings.Contains(r.Reason, "hung not met (timed out after 2s)") {
+				t.Errorf("%+v", r)
+			}
+		})
 	}
 }
 
