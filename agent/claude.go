@@ -53,7 +53,7 @@ type claudeParser struct {
 	doc       jdoc
 	l         claudeLine
 	usage     [2]Usage // storage for l.Usage
-	session   string
+	session   lastSession
 	lastMsgID string // the assistant message whose usage was counted last
 }
 
@@ -130,10 +130,7 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 		return
 	}
 	l := &p.l
-	if l.SessionID != "" && l.SessionID != p.session {
-		p.session = l.SessionID
-		emit(Event{Kind: EventSession, SessionID: l.SessionID})
-	}
+	p.session.note(l.SessionID, emit)
 	switch l.Type {
 	case "system":
 		// init carries the session id (above); other subtypes (hooks,

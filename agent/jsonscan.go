@@ -539,21 +539,16 @@ func (r *jread) bool(i int) bool {
 
 // object notes a value that must be an object (or absent, or null) and
 // returns its node, or -1.
-func (r *jread) object(i int) int {
-	switch r.kind(i) {
-	case jObject:
-		return i
-	case 0, jNull:
-		return -1
-	}
-	r.bad = true
-	return -1
-}
+func (r *jread) object(i int) int { return r.ofKind(i, jObject) }
 
 // array is object for arrays.
-func (r *jread) array(i int) int {
+func (r *jread) array(i int) int { return r.ofKind(i, jArray) }
+
+// ofKind returns node i when it has kind k, and -1 when it is absent or
+// null; any other kind is noted as bad.
+func (r *jread) ofKind(i int, k jkind) int {
 	switch r.kind(i) {
-	case jArray:
+	case k:
 		return i
 	case 0, jNull:
 		return -1

@@ -41,7 +41,7 @@ type opencodeParser struct {
 	l       opencodeLine
 	cost    float64
 	tokens  Usage
-	session string
+	session lastSession
 	last    string // the last text part: the final answer
 	steps   int
 }
@@ -93,10 +93,7 @@ func (p *opencodeParser) line(b []byte, emit func(Event)) {
 		return
 	}
 	l := &p.l
-	if l.SessionID != "" && l.SessionID != p.session {
-		p.session = l.SessionID
-		emit(Event{Kind: EventSession, SessionID: l.SessionID})
-	}
+	p.session.note(l.SessionID, emit)
 	switch l.Type {
 	case "step_start", "reasoning":
 	case "text":

@@ -43,3 +43,15 @@ func rawEvent(b []byte) Event {
 	}
 	return Event{Kind: EventRaw, Text: cut(s, maxRaw)}
 }
+
+// lastSession is the session id a parser reported last.
+type lastSession string
+
+// note emits EventSession when id names a session other than the last one
+// reported.
+func (s *lastSession) note(id string, emit func(Event)) {
+	if id != "" && id != string(*s) {
+		*s = lastSession(id)
+		emit(Event{Kind: EventSession, SessionID: id})
+	}
+}
