@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/proctest"
 )
 
 // TestHelperAgentParent is not a test: TestNoAgentSurvivesItsParent runs
@@ -57,13 +59,9 @@ func TestNoAgentSurvivesItsParent(t *testing.T) {
 	}
 	_ = cmd.Wait() // killed: the error says so
 	for role, pid := range pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("the %s (pid %d) survived its parent's SIGKILL", role, pid)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !proctest.Gone(pid, 5*time.Second) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the %s (pid %d) survived its parent's SIGKILL", role, pid)
 		}
 	}
 }

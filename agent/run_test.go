@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/proctest"
 )
 
 // fakeEnv is an environment with the fake agent CLIs of testdata/bin first
@@ -69,7 +71,7 @@ func TestRunClaudeHonestAgent(t *testing.T) {
 		}
 		wantKinds := []EventKind{EventSession, EventText, EventUsage, EventToolUse, EventUsage, EventToolResult,
 			EventText, EventUsage, EventUsage, EventCost, EventFinal}
-		if got := kinds(evs); !equalKinds(got, wantKinds) {
+		if got := kinds(evs); !slices.Equal(got, wantKinds) {
 			t.Errorf("call %d: events %v, want %v", call, got, wantKinds)
 		}
 	}
@@ -81,18 +83,6 @@ func TestRunClaudeHonestAgent(t *testing.T) {
 	if err != nil || string(b) != "step 1\nstep 2\nstep 3\n" {
 		t.Errorf("progress.txt = %q, %v", b, err)
 	}
-}
-
-func equalKinds(a, b []EventKind) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRunClaudeUsageLimitOnce(t *testing.T) {
@@ -191,7 +181,7 @@ func TestRunStops(t *testing.T) {
 				t.Fatal(err)
 			}
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			waitGone(t, pid)
+			proctest.WaitGone(t, pid)
 		})
 	}
 }
@@ -277,28 +267,6 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-// alive reports whether pid is a live process (a zombie is not).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestRunFakeCLIs runs each backend against its fake CLI: a usage limit
 // on the first call, then honest work.
 func TestRunFakeCLIs(t *testing.T) {
@@ -338,7 +306,7 @@ func TestRunFakeCLIs(t *testing.T) {
 			if d := res.Limit.Reset.Sub(before); (tc.maxReset == 0) != res.Limit.Reset.IsZero() || (tc.maxReset > 0 && (d < 0 || d > tc.maxReset)) {
 				t.Errorf("reset %v is %v after the call began, want within %v", res.Limit.Reset, d, tc.maxReset)
 			}
-			if want := append([]string{res.Argv[0]}, tc.argv...); !equalStrings(res.Argv, want) {
+			if want := append([]string{res.Argv[0]}, tc.argv...); !slices.Equal(res.Argv, want) {
 				t.Errorf("argv %q, want %q", res.Argv, want)
 			}
 			for call := 2; call <= 3; call++ {
@@ -402,18 +370,6 @@ func TestRunFakeScenarios(t *testing.T) {
 			t.Errorf("err %v stopped %q saw the init line %t", err, res.Stopped, sawSession)
 		}
 	})
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRunStartFailureNamesTheFix(t *testing.T) {

@@ -7,32 +7,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/ralphloop/ralph/internal/proctest"
 )
-
-// alive reports whether pid is a live process (a zombie is not).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
-func waitGone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d is still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // startPrinting starts script with its stdout on a pipe and returns the
 // first line it prints.
@@ -81,7 +59,7 @@ func TestStartKillsTheGroupWhenTheLeaderExits(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pid)
+	proctest.WaitGone(t, pid)
 }
 
 func TestKillEndsTheGroup(t *testing.T) {
@@ -92,7 +70,7 @@ func TestKillEndsTheGroup(t *testing.T) {
 	if err := p.Wait(); err == nil || p.ExitCode() != -1 {
 		t.Errorf("killed command: Wait = %v, ExitCode %d", err, p.ExitCode())
 	}
-	waitGone(t, pid)
+	proctest.WaitGone(t, pid)
 	p.Kill() // after the end: does nothing
 }
 
