@@ -2,6 +2,7 @@ package stop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -239,6 +240,34 @@ func TestWorkspaceReadsOnlyChangedFiles(t *testing.T) {
 }
 
 // The success verdicts are part of the fingerprint; their evidence is not.
+// Hashing the files git listed stops when the check's context ends, as
+// the walk does, instead of reading every file past the check's timeout.
+func TestWorkspaceListedStopsWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var paths []string
+	for i := range 3 {
+		name := fmt.Sprintf("f%d", i)
+		writeFile(t, filepath.Join(dir, name), name)
+		paths = append(paths, name)
+	}
+	var ws workspace
+	ws.files, ws.buf = map[string]*fileState{}, make([]byte, 4096)
+	noSkip := func(string) bool { return false }
+	var tl tally
+	f := newFP()
+	if err := ws.addListed(context.Background(), dir, paths, noSkip, &f, &tl); err != nil || tl.read != 3 {
+		t.Fatalf("listed files hashed: %+v, %v", tl, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tl, f = tally{}, newFP()
+	ws.files = map[string]*fileState{}
+	if err := ws.addListed(ctx, dir, paths, noSkip, &f, &tl); !errors.Is(err, context.Canceled) || tl.read != 0 {
+		t.Fatalf("with the context ended: %+v, %v; want nothing read and context.Canceled", tl, err)
+	}
+}
+
 func TestNoProgressSeesVerdicts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

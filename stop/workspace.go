@@ -70,22 +70,10 @@ func (w *workspace) hash(ctx context.Context, root, storeDir string, f *fp) (tal
 	w.pass++
 	skip := storeSkipper(root, storeDir)
 	var t tally
-	paths, ok := gitFiles(ctx, root)
-	if ok {
+	if paths, ok := gitFiles(ctx, root); ok {
 		t.git = true
-		prev := ""
-		for _, p := range paths {
-			if p == prev || p == "" || skip(p) || strings.HasSuffix(p, "/") { // a nested repo is listed as "dir/"
-				continue
-			}
-			prev = p
-			if t.files >= maxProgressFiles {
-				t.capped = true
-				break
-			}
-			if err := w.add(root, p, f, &t); err != nil {
-				return t, err
-			}
+		if err := w.addListed(ctx, root, paths, skip, f, &t); err != nil {
+			return t, err
 		}
 	} else if err := w.walk(ctx, root, skip, f, &t); err != nil {
 		return t, err
@@ -99,6 +87,30 @@ func (w *workspace) hash(ctx context.Context, root, storeDir string, f *fp) (tal
 		}
 	}
 	return t, nil
+}
+
+// addListed hashes the files git listed (slash-separated, relative to
+// root), skipping repeats and the store, until maxProgressFiles or until
+// ctx ends: a check past its timeout stops between files, as walk does.
+func (w *workspace) addListed(ctx context.Context, root string, paths []string, skip func(string) bool, f *fp, t *tally) error {
+	prev := ""
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == prev || p == "" || skip(p) || strings.HasSuffix(p, "/") { // a nested repo is listed as "dir/"
+			continue
+		}
+		prev = p
+		if t.files >= maxProgressFiles {
+			t.capped = true
+			return nil
+		}
+		if err := w.add(root, p, f, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // storeSkipper reports whether a slash-separated path relative to root is
