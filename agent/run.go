@@ -232,12 +232,14 @@ func (c *call) watch(ctx context.Context, o *Options) string {
 		defer idleTimer.Stop()
 		idle = idleTimer.C
 	}
+	cancelled := ctx.Done()
 	for {
 		select {
 		case <-c.proc.Done():
 			return c.stopReason
-		case <-ctx.Done():
+		case <-cancelled:
 			c.stop(StoppedCancelled)
+			cancelled = nil // closed for good: selecting it again would spin until the group is reaped
 		case <-timeout:
 			c.stop(StoppedTimeout)
 		case <-idle:
