@@ -48,16 +48,33 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[len(lines)-n:], "")
 }
 
+// parseCase is one input line (or lines) of a CLI's stream and the events
+// its parser must emit.
+type parseCase struct {
+	name  string
+	input string
+	want  []Event
+}
+
+// runParseCases checks each case as a parallel subtest.
+func runParseCases(t *testing.T, cli string, cases []parseCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if diff := cmp.Diff(tc.want, parse(t, cli, tc.input)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestParseClaude(t *testing.T) {
 	t.Parallel()
 	const sid = "8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31"
 	full := transcript(t, "claude.jsonl")
 	limited := transcript(t, "claude-usage-limit.jsonl")
-	for _, tc := range []struct {
-		name  string
-		input string
-		want  []Event
-	}{
+	runParseCases(t, "claude", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: sid},
 			{Kind: EventText, Text: "I'll start by running the tests to see what fails."},
@@ -144,14 +161,7 @@ func TestParseClaude(t *testing.T) {
 		}},
 		{"blank lines and CRLF", "\r\n\n" + `{"type":"system","subtype":"init","session_id":"s8"}` + "\r\n",
 			[]Event{{Kind: EventSession, SessionID: "s8"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, parse(t, "claude", tc.input)); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestParseCodex(t *testing.T) {
@@ -159,11 +169,7 @@ func TestParseCodex(t *testing.T) {
 	full := transcript(t, "codex.jsonl")
 	limitMsg := "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Aug 8th, 2026 12:30 PM."
 	limit := &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 12, 30, 0, 0, time.UTC), Message: short(limitMsg)}
-	for _, tc := range []struct {
-		name  string
-		input string
-		want  []Event
-	}{
+	runParseCases(t, "codex", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53"},
 			{Kind: EventToolUse, Tool: "command_execution", ToolID: "item_1", Input: "bash -lc 'go test ./...'"},
@@ -210,14 +216,7 @@ func TestParseCodex(t *testing.T) {
 		{"not json", "Reading prompt from stdin...", []Event{{Kind: EventRaw, Text: "Reading prompt from stdin..."}}},
 		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-20], []Event{
 			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-20]}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, parse(t, "codex", tc.input)); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestParseGemini(t *testing.T) {
@@ -225,11 +224,7 @@ func TestParseGemini(t *testing.T) {
 	full := transcript(t, "gemini.jsonl")
 	answer := "I'll run the tests first.\nAdd now returns a + b.\n<promise>COMPLETE</promise>"
 	limitMsg := "You have exhausted your capacity on this model. Your quota will reset after 2h52m39s."
-	for _, tc := range []struct {
-		name  string
-		input string
-		want  []Event
-	}{
+	runParseCases(t, "gemini", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f"},
 			{Kind: EventText, Text: "I'll run the tests"},
@@ -267,25 +262,14 @@ func TestParseGemini(t *testing.T) {
 		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-30], []Event{
 			{Kind: EventText, Text: "\n<promise>COMPLETE</promise>"},
 			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-30]}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, parse(t, "gemini", tc.input)); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestParseOpencode(t *testing.T) {
 	t.Parallel()
 	full := transcript(t, "opencode.jsonl")
 	const sid = "ses_6b2f1c9e8ffeYq3nA0x1Lw7KpR"
-	for _, tc := range []struct {
-		name  string
-		input string
-		want  []Event
-	}{
+	runParseCases(t, "opencode", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: sid},
 			{Kind: EventText, Text: "I'll run the tests first."},
@@ -320,14 +304,7 @@ func TestParseOpencode(t *testing.T) {
 			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 73, CacheRead: 13754, CacheWrite: 402}},
 			{Kind: EventCost, CostUSD: 0.0089412},
 			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-10]}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if diff := cmp.Diff(tc.want, parse(t, "opencode", tc.input)); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // TestTranscriptTotals checks what Run would make of each transcript.
