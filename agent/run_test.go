@@ -153,7 +153,10 @@ func TestRunStops(t *testing.T) {
 		{"idle-timeout", "echo started; sleep 30", time.Minute, 300 * time.Millisecond, 0, StoppedIdleTimeout},
 		{"idle-timeout-stderr-quiet", "echo started >&2; sleep 30", time.Minute, 300 * time.Millisecond, 0, StoppedIdleTimeout},
 		{"timeout", "while :; do echo tick; sleep 0.05; done", 400 * time.Millisecond, 10 * time.Second, 0, StoppedTimeout},
-		{"timeout-stderr-ticks", "while :; do echo tick >&2; sleep 0.05; done", 400 * time.Millisecond, 200 * time.Millisecond, 0, StoppedTimeout},
+		// Ticks on stderr keep the idle timer (1 s, twenty ticks) from
+		// firing, so the call runs into its timeout; the idle bound leaves
+		// room for a loaded machine's gaps between ticks.
+		{"timeout-stderr-ticks", "while :; do echo tick >&2; sleep 0.05; done", 3 * time.Second, time.Second, 0, StoppedTimeout},
 		{"cancelled", "sleep 30", time.Minute, 10 * time.Second, 200 * time.Millisecond, StoppedCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,8 +176,8 @@ func TestRunStops(t *testing.T) {
 			if res.Stopped != tc.want || res.Exit != -1 {
 				t.Errorf("stopped %q exit %d, want %q -1", res.Stopped, res.Exit, tc.want)
 			}
-			if res.Duration > 5*time.Second {
-				t.Errorf("took %v", res.Duration)
+			if res.Duration >= 30*time.Second {
+				t.Errorf("took %v: the call waited for the sleep its script left behind", res.Duration)
 			}
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
