@@ -189,8 +189,14 @@ func pathItems(name string, ks Value) ([]Value, error) {
 func assoc1(m *Machine, name string, coll, k, v Value) (Value, error) {
 	switch coll.k {
 	case KindNil:
+		if err := m.key(k); err != nil {
+			return Nil, err
+		}
 		return MapValue(NewMap(k, v)), nil
 	case KindMap:
+		if err := m.key(k); err != nil {
+			return Nil, err
+		}
 		mp := coll.AsMap()
 		if err := chargeMapCopy(m, mp.Len()); err != nil {
 			return Nil, err
@@ -456,6 +462,9 @@ func conjInto(m *Machine, name string, coll Value, xs []Value) (Value, error) {
 		if err := produce(m, name, set.Len()+len(xs)); err != nil {
 			return Nil, err
 		}
+		if err := m.keys(xs); err != nil {
+			return Nil, err
+		}
 		return SetValue(set.Conj(xs...)), nil
 	}
 	return Nil, typeErr(name, "a vector, list, map, set or nil to add to", coll)
@@ -472,6 +481,9 @@ func conjMap(m *Machine, name string, mp *Map, xs []Value) (Value, error) {
 		case x.k == KindNil:
 		case x.IsSeq() && x.Len() == 2:
 			kv := x.Items()
+			if err := m.key(kv[0]); err != nil {
+				return Nil, err
+			}
 			b.Set(kv[0], kv[1])
 		case x.k == KindMap:
 			xm := x.AsMap()
@@ -525,6 +537,11 @@ func builtinHashMap(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "hash-map", len(a)/2); err != nil {
 		return Nil, err
 	}
+	for i := 0; i < len(a); i += 2 {
+		if err := m.key(a[i]); err != nil {
+			return Nil, err
+		}
+	}
 	return MapValue(NewMap(a...)), nil
 }
 
@@ -550,6 +567,9 @@ func builtinZipmap(m *Machine, a []Value) (Value, error) {
 	}
 	n := min(len(ks), len(vs))
 	if err := produce(m, "zipmap", n); err != nil {
+		return Nil, err
+	}
+	if err := m.keys(ks[:n]); err != nil {
 		return Nil, err
 	}
 	b := NewMapBuilder(n)

@@ -21,12 +21,18 @@ func builtinSet(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "set", len(xs)); err != nil {
 		return Nil, err
 	}
+	if err := m.keys(xs); err != nil {
+		return Nil, err
+	}
 	return SetValue(NewSet(xs...)), nil
 }
 
 // builtinHashSet is (hash-set x…).
 func builtinHashSet(m *Machine, a []Value) (Value, error) {
 	if err := produce(m, "hash-set", len(a)); err != nil {
+		return Nil, err
+	}
+	if err := m.keys(a); err != nil {
 		return Nil, err
 	}
 	return SetValue(NewSet(a...)), nil

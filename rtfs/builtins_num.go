@@ -17,7 +17,7 @@ func def(name string, min, max int, fn func(m *Machine, args []Value) (Value, er
 }
 
 func typeErr(fn string, want string, got Value) *Error {
-	return &Error{Type: ErrType, Msg: fn + " expects " + want + ", got " + got.Kind().String() + " " + truncate(Print(got), 40)}
+	return &Error{Type: ErrType, Msg: fn + " expects " + want + ", got " + got.Kind().String() + " " + PrintLimit(got, 40)}
 }
 
 func needNumber(fn string, v Value) error {
@@ -261,18 +261,18 @@ func init() {
 	def("<=", 1, -1, compareChain("<=", func(c int) bool { return c <= 0 }))
 	def(">", 1, -1, compareChain(">", func(c int) bool { return c > 0 }))
 	def(">=", 1, -1, compareChain(">=", func(c int) bool { return c >= 0 }))
-	def("=", 1, -1, func(_ *Machine, a []Value) (Value, error) {
+	def("=", 1, -1, func(m *Machine, a []Value) (Value, error) {
 		for i := 0; i+1 < len(a); i++ {
-			if !Equal(a[i], a[i+1]) {
-				return False, nil
+			if eq, err := m.equal(a[i], a[i+1]); !eq || err != nil {
+				return False, err
 			}
 		}
 		return True, nil
 	})
-	def("not=", 1, -1, func(_ *Machine, a []Value) (Value, error) {
+	def("not=", 1, -1, func(m *Machine, a []Value) (Value, error) {
 		for i := 0; i+1 < len(a); i++ {
-			if !Equal(a[i], a[i+1]) {
-				return True, nil
+			if eq, err := m.equal(a[i], a[i+1]); !eq || err != nil {
+				return True, err
 			}
 		}
 		return False, nil

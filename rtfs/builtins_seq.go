@@ -1,12 +1,10 @@
 package rtfs
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
 // This file holds the sequence builtins. They are eager: each returns a
@@ -440,7 +438,9 @@ func builtinDistinct(m *Machine, a []Value) (Value, error) {
 	}
 	seen := keySet{keys: make([]Value, 0, len(xs)), idx: make(map[uint64][]int32, len(xs))}
 	for _, x := range xs {
-		seen.add(x)
+		if _, _, err := seen.add(m, x); err != nil {
+			return Nil, err
+		}
 	}
 	return Vector(seen.keys), nil
 }
@@ -519,17 +519,25 @@ type keySet struct {
 	idx  map[uint64][]int32 // hash to indexes into keys
 }
 
-// add returns k's index in keys, appending k if it is new.
-func (s *keySet) add(k Value) (i int, added bool) {
-	h := Hash(k)
+// add returns k's index in keys, appending k if it is new. Hashing and
+// comparing k are charged to m.
+func (s *keySet) add(m *Machine, k Value) (i int, added bool, err error) {
+	h, err := m.hash(k)
+	if err != nil {
+		return 0, false, err
+	}
 	for _, i := range s.idx[h] {
-		if Equal(s.keys[i], k) {
-			return int(i), false
+		eq, err := m.equal(s.keys[i], k)
+		if err != nil {
+			return 0, false, err
+		}
+		if eq {
+			return int(i), false, nil
 		}
 	}
 	s.idx[h] = append(s.idx[h], int32(len(s.keys)))
 	s.keys = append(s.keys, k)
-	return len(s.keys) - 1, true
+	return len(s.keys) - 1, true, nil
 }
 
 func builtinFrequencies(m *Machine, a []Value) (Value, error) {
@@ -543,7 +551,13 @@ func builtinFrequencies(m *Machine, a []Value) (Value, error) {
 	g := keySet{idx: map[uint64][]int32{}}
 	var n []int64
 	for _, x := range xs {
-		i, added := g.add(x)
+		if err := m.key(x); err != nil {
+			return Nil, err
+		}
+		i, added, err := g.add(m, x)
+		if err != nil {
+			return Nil, err
+		}
 		if added {
 			n = append(n, 0)
 		}
@@ -571,7 +585,13 @@ func builtinGroupBy(m *Machine, a []Value) (Value, error) {
 		if err != nil {
 			return Nil, err
 		}
-		i, added := g.add(k)
+		if err := m.key(k); err != nil {
+			return Nil, err
+		}
+		i, added, err := g.add(m, k)
+		if err != nil {
+			return Nil, err
+		}
 		if added {
 			groups = append(groups, nil)
 		}
@@ -582,42 +602,6 @@ func builtinGroupBy(m *Machine, a []Value) (Value, error) {
 		b.Set(k, Vector(groups[i]))
 	}
 	return MapValue(b.Map()), nil
-}
-
-// compareValues is the natural order of sort and compare: nil first,
-// numbers numerically, strings lexically, keywords and symbols by name,
-// false before true, sequences by length and then element by element.
-// Other kinds, and values of different kinds, cannot be compared.
-func compareValues(name string, a, b Value) (int, error) {
-	switch {
-	case a.k == KindNil || b.k == KindNil:
-		switch {
-		case a.k == b.k:
-			return 0, nil
-		case a.k == KindNil:
-			return -1, nil
-		}
-		return 1, nil
-	case a.IsNumber() && b.IsNumber():
-		return compareNum(a, b), nil
-	case a.IsSeq() && b.IsSeq():
-		x, y := a.Items(), b.Items()
-		if len(x) != len(y) {
-			return cmp.Compare(len(x), len(y)), nil
-		}
-		for i := range x {
-			if c, err := compareValues(name, x[i], y[i]); c != 0 || err != nil {
-				return c, err
-			}
-		}
-		return 0, nil
-	case a.k == b.k && (a.k == KindString || a.k == KindKeyword || a.k == KindSymbol):
-		return strings.Compare(a.Str(), b.Str()), nil
-	case a.k == KindBool && b.k == KindBool:
-		return cmp.Compare(int(a.n), int(b.n)), nil
-	}
-	return 0, &Error{Type: ErrType, Msg: fmt.Sprintf("%s cannot compare %s %s with %s %s", name,
-		a.k, truncate(Print(a), 40), b.k, truncate(Print(b), 40))}
 }
 
 // comparator turns a user function into an ordering: a number result is
@@ -686,7 +670,7 @@ func builtinSort(m *Machine, a []Value) (Value, error) {
 	if err != nil {
 		return Nil, err
 	}
-	cmp := func(x, y Value) (int, error) { return compareValues("sort", x, y) }
+	cmp := func(x, y Value) (int, error) { return m.compare("sort", x, y) }
 	if len(a) == 2 {
 		cmp = comparator(m, a[0])
 	}
@@ -715,7 +699,7 @@ func builtinSortBy(m *Machine, a []Value) (Value, error) {
 		flat[2*i], flat[2*i+1] = k, x
 		pairs[i] = Vector(flat[2*i : 2*i+2])
 	}
-	cmp := func(x, y Value) (int, error) { return compareValues("sort-by", x, y) }
+	cmp := func(x, y Value) (int, error) { return m.compare("sort-by", x, y) }
 	if len(a) == 3 {
 		cmp = comparator(m, a[1])
 	}
@@ -729,8 +713,8 @@ func builtinSortBy(m *Machine, a []Value) (Value, error) {
 	return Vector(pairs), nil
 }
 
-func builtinCompare(_ *Machine, a []Value) (Value, error) {
-	c, err := compareValues("compare", a[0], a[1])
+func builtinCompare(m *Machine, a []Value) (Value, error) {
+	c, err := m.compare("compare", a[0], a[1])
 	return Int(int64(c)), err
 }
 

@@ -390,8 +390,11 @@ func (c *compiler) setLit(n *Node) (code, error) {
 			if err != nil {
 				return Nil, err
 			}
+			if err := m.key(v); err != nil {
+				return Nil, positioned(err, pos)
+			}
 			if b.Has(v) {
-				return Nil, errorf(ErrValue, pos, "duplicate member %s in set literal; use (set [...]) to drop duplicates", truncate(Print(v), 40))
+				return Nil, errorf(ErrValue, pos, "duplicate member %s in set literal; use (set [...]) to drop duplicates", PrintLimit(v, 40))
 			}
 			b.Set(v, v)
 		}
@@ -440,8 +443,11 @@ func (c *compiler) mapLit(n *Node) (code, error) {
 			if err != nil {
 				return Nil, err
 			}
+			if err := m.key(k); err != nil {
+				return Nil, positioned(err, pos)
+			}
 			if b.Has(k) {
-				return Nil, errorf(ErrValue, pos, "duplicate key %s in map literal", truncate(Print(k), 40))
+				return Nil, errorf(ErrValue, pos, "duplicate key %s in map literal", PrintLimit(k, 40))
 			}
 			b.Set(k, v)
 		}

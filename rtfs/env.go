@@ -173,7 +173,7 @@ func (m *Machine) apply(f Value, args []Value, pos Pos) (Value, error) {
 		}
 		return items[i], nil
 	}
-	return Nil, errorf(ErrType, pos, "cannot call a %s (%s) as a function", f.k, truncate(Print(f), 40))
+	return Nil, errorf(ErrType, pos, "cannot call a %s (%s) as a function", f.k, PrintLimit(f, 40))
 }
 
 func getOr(coll, key Value, def []Value) Value {
@@ -256,7 +256,7 @@ func (m *Machine) checkContract(fn *Fn, pred Value, args []Value, result Value, 
 		return m.errAt(err, pos)
 	}
 	if !ok.Truthy() {
-		return &Error{Type: typ, Pos: pos, Msg: fmt.Sprintf("%s of %s failed for arguments %s", what, fn.Name(), truncate(Print(Vector(cargs[:len(args)])), 120))}
+		return &Error{Type: typ, Pos: pos, Msg: fmt.Sprintf("%s of %s failed for arguments %s", what, fn.Name(), PrintLimit(Vector(cargs[:len(args)]), 120))}
 	}
 	return nil
 }

@@ -434,7 +434,7 @@ func (c *compiler) throw(n *Node) (code, error) {
 			e.Data = v
 		}
 		if e.Msg == "" {
-			e.Msg = "thrown: " + truncate(Print(v), 80)
+			e.Msg = "thrown: " + PrintLimit(v, 80)
 		}
 		if strings.HasPrefix(e.Type, "rtfs/") || strings.HasPrefix(e.Type, "contract/") {
 			e.Type = ErrThrown // user code cannot forge runtime or contract errors

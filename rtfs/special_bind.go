@@ -195,7 +195,7 @@ func (c *compiler) caseForm(n *Node) (code, error) {
 		if def != nil {
 			return def(m, f)
 		}
-		return Nil, errorf(ErrValue, pos, "case has no clause for %s and no default; add a default as the last form", truncate(Print(v), 60))
+		return Nil, errorf(ErrValue, pos, "case has no clause for %s and no default; add a default as the last form", PrintLimit(v, 60))
 	}, nil
 }
 
@@ -294,7 +294,7 @@ func (c *compiler) condp(n *Node) (code, error) {
 		if def != nil {
 			return def(m, f)
 		}
-		return Nil, errorf(ErrValue, pos, "condp has no clause for %s and no default; add a default as the last form", truncate(Print(x), 60))
+		return Nil, errorf(ErrValue, pos, "condp has no clause for %s and no default; add a default as the last form", PrintLimit(x, 60))
 	}, nil
 }
 

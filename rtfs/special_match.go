@@ -69,7 +69,7 @@ func (c *compiler) matchForm(n *Node) (code, error) {
 				return cl.result(m, f)
 			}
 		}
-		return Nil, errorf(ErrValue, pos, "match found no clause for %s; add :else as the last pattern", truncate(Print(v), 60))
+		return Nil, errorf(ErrValue, pos, "match found no clause for %s; add :else as the last pattern", PrintLimit(v, 60))
 	}, nil
 }
 

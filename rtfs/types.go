@@ -75,7 +75,7 @@ func TypeOf(v Value) (*Type, error) {
 	}
 	items := v.Items()
 	if v.Kind() != KindVector || len(items) == 0 || items[0].Kind() != KindKeyword {
-		return nil, fmt.Errorf("type %s must be a keyword like :string or a vector like [:vector :int]", truncate(Print(v), 60))
+		return nil, fmt.Errorf("type %s must be a keyword like :string or a vector like [:vector :int]", PrintLimit(v, 60))
 	}
 	t.kind = items[0].Str()
 	args := items[1:]
@@ -116,7 +116,7 @@ func TypeOf(v Value) (*Type, error) {
 		for _, f := range args {
 			fi := f.Items()
 			if f.Kind() != KindVector || len(fi) < 2 || len(fi) > 3 {
-				return nil, fmt.Errorf("map field %s must be [key type] or [key {:optional true} type]", truncate(Print(f), 60))
+				return nil, fmt.Errorf("map field %s must be [key type] or [key {:optional true} type]", PrintLimit(f, 60))
 			}
 			field := typeField{key: fi[0]}
 			if len(fi) == 3 {
