@@ -1,0 +1,152 @@
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// addressLimitKB is the address space the bounded-evaluation tests give the
+// binary (ulimit -v): an unbounded allocation fails the test with Go's
+// out-of-memory error instead of taking the machine down.
+const addressLimitKB = 2 << 20
+
+// limited runs the ralph binary with args under the address-space limit.
+func limited(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	script := "ulimit -v " + strconv.Itoa(addressLimitKB) + ` && exec "$0" "$@"`
+	out, errOut, code := runBinary(t, "bash", "", append([]string{"-c", script, ralphBin}, args...)...)
+	if strings.Contains(errOut, "out of memory") {
+		t.Fatalf("ralph %q ran out of memory under ulimit -v %d", args, addressLimitKB)
+	}
+	return out, errOut, code
+}
+
+const doubling = `(def v (reduce (fn [v _] (conj v v)) [] (range 40))) (def w (reduce (fn [v _] (conj v v)) [] (range 40))) `
+
+// The programs of the bounded-evaluation issue, with the real binary under
+// an address-space limit: each ends with its value or its error (exit 1)
+// naming the bound and the position.
+func TestE2EBoundedEvaluation(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	const fuel = "evaluation ran out of fuel (limit 10000000 steps); simplify the program or raise the fuel limit\n"
+	const key = "a map key or set member must print in at most 65536 bytes; [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] [[] [[]] [[] [[]]] [[… is larger: key by something smaller, such as an id\n"
+	cases := []struct {
+		prog, wantOut, wantErr string
+		code                   int
+	}{
+		{"(+ 1 v)", "", "<expr>:1:107: + expects a number, got vector [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] […\n", 1},
+		{"(throw v)", "", "<expr>:1:107: thrown: [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]]] […\n", 1},
+		{"(try (+ 1 v) (catch e :caught))", ":caught\n", "", 0},
+		{"(hash-map v 1)", "", "<expr>:1:107: " + key, 1},
+		{"(count (sort [v v]))", "2\n", "", 0},
+		{"(count (sort [v w]))", "", "<expr>:1:114: " + fuel, 1},
+		{"(= v w)", "", "<expr>:1:107: " + fuel, 1},
+		{"(str v)", "", "<expr>:1:107: " + fuel, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.prog, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, code := limited(t, "eval", "-e", doubling+tc.prog)
+			if code != tc.code || out != tc.wantOut || errOut != tc.wantErr {
+				t.Errorf("exit %d, stdout %q, stderr %q\nwant exit %d, %q, %q", code, out, errOut, tc.code, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A plan step that blows a bound fails cleanly: the step closes with the
+// error, the compensation of an earlier step runs, and the plan closes.
+func TestE2EPlanStepBlowsABound(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	plan := filepath.Join(dir, "plan.rtfs")
+	writeFile(t, plan, `(do
+  (step.with-compensation
+    (step "Reserve" (call :kv.put {:key "r" :value 1}))
+    (step "Release" (call :kv.put {:key "r" :value nil})))
+  (step "Blow"
+    (let [v (reduce (fn [v _] (conj v v)) [] (range 40))]
+      (+ 1 v))))
+`)
+	_, errOut, code := limited(t, "exec", plan, "--store", store)
+	const why = "plan.rtfs:7:7: + expects a number, got vector [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] […"
+	if code != 1 || !strings.HasSuffix(strings.TrimSpace(errOut), why) {
+		t.Fatalf("exec: exit %d, stderr %q; want exit 1 and %q", code, errOut, why)
+	}
+	tree, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--tree", "--store", store)
+	for _, want := range []string{
+		"PlanStepFailed Blow FAILED (" + why + ")",
+		"CompensationCompleted Release ok",
+		"PlanAborted plan.rtfs FAILED (" + why + ")",
+	} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("chain lacks %q:\n%s", want, tree)
+		}
+	}
+}
+
+// SIGINT during a sort of shared values that would run for hours (fuel
+// unbounded for the purpose) ends ralph eval with exit 4 within a second.
+func TestE2ESigintDuringSort(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	cmd := exec.Command(ralphBin, "eval", "--fuel", "4000000000000000000", "-e", doubling+"(count (sort [v w]))")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait until the process has spent 0.2 s of CPU: it is inside the sort.
+	for cpuTicks(t, cmd.Process.Pid) < 20 {
+		select {
+		case err := <-done:
+			t.Fatalf("ralph ended before the signal: %v, %s", err, errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(errOut.String(), "evaluation cancelled") {
+			t.Errorf("after SIGINT: %v, stderr %q; want exit 4 and a cancellation", err, errOut.String())
+		}
+	case <-time.After(time.Second):
+		cmd.Process.Signal(syscall.SIGKILL)
+		t.Fatal("ralph eval did not end within a second of SIGINT")
+	}
+}
+
+// cpuTicks is the user+system CPU time of process pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.Atoi(f[11])
+	k, _ := strconv.Atoi(f[12])
+	return u + k
+}
