@@ -36,8 +36,8 @@ bench:
 	fi
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s): the RTFS reader, the JSON IR and
-## the model-output extractor, predicate JSON, the config, the ledger's decoders, and the agent stream parsers
-FUZZ_TARGETS := rtfs:FuzzRead arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
+## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, and the agent stream parsers
+FUZZ_TARGETS := rtfs:FuzzRead rtfs:FuzzBuiltinsOnSharedValues arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
 	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction agent:FuzzParseClaude agent:FuzzParseCodex \
 	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzJSONScan
 fuzz:

@@ -47,6 +47,11 @@ func BenchmarkEval(b *testing.B) {
 	b.Run("let-closure", func(b *testing.B) {
 		benchEval(b, "(let [x 1 f (fn [y] (+ x y))] (f 2))", "3")
 	})
+	b.Run("sort-10k", func(b *testing.B) {
+		// 10,000 distinct ints in a scrambled order: the cost of sort's
+		// comparisons, each charged and polled through the machine.
+		benchEval(b, "(count (sort (map (fn [i] (mod (* i 7919) 10007)) (range 10000))))", "10000")
+	})
 	b.Run("loop-recur", func(b *testing.B) {
 		// One evaluation runs 1,000,000 passes: ns/iter and allocs/iter
 		// are per pass (allocs/op counts the whole evaluation).

@@ -139,6 +139,15 @@ func (m *Machine) walk(v Value) error {
 	return nil
 }
 
+// probe charges for looking k up in coll: hashing and comparing it walks
+// k when coll is a map or a set.
+func (m *Machine) probe(coll, k Value) error {
+	if k.k < KindList || (coll.k != KindMap && coll.k != KindSet) {
+		return nil
+	}
+	return m.walk(k)
+}
+
 // key checks that k can be a map key or set member: its canonical text is
 // at most MaxKeyBytes. It charges a unit of fuel per node it visits.
 func (m *Machine) key(k Value) error {

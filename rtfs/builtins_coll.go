@@ -142,6 +142,9 @@ func lookup(m *Machine, coll, key Value) (Value, bool, error) {
 		}
 		return runeAt(m, coll.Str(), key.AsInt())
 	}
+	if err := m.probe(coll, key); err != nil {
+		return Nil, false, err
+	}
 	v, ok := get(coll, key)
 	return v, ok, nil
 }
@@ -311,6 +314,9 @@ func builtinDissoc(m *Machine, a []Value) (Value, error) {
 		if err := chargeMapCopy(m, mp.Len()); err != nil {
 			return Nil, err
 		}
+		if err := m.walk(k); err != nil {
+			return Nil, err
+		}
 		mp = mp.Dissoc(k)
 	}
 	return MapValue(mp), nil
@@ -376,6 +382,9 @@ func builtinKeysVals(name string, keys bool) func(*Machine, []Value) (Value, err
 
 func builtinContains(m *Machine, a []Value) (Value, error) {
 	coll, k := a[0], a[1]
+	if err := m.probe(coll, k); err != nil {
+		return Nil, err
+	}
 	switch coll.k {
 	case KindNil:
 		return False, nil

@@ -51,6 +51,11 @@ func builtinDisj(m *Machine, a []Value) (Value, error) {
 	if err := chargeMapCopy(m, s.Len()*max(1, len(a)-1)); err != nil {
 		return Nil, err
 	}
+	for _, x := range a[1:] {
+		if err := m.walk(x); err != nil {
+			return Nil, err
+		}
+	}
 	return SetValue(s.Disj(a[1:]...)), nil
 }
 
