@@ -21,9 +21,6 @@ import (
 // order their keys by that text, so a key must be small enough to print.
 const MaxKeyBytes = 64 << 10
 
-// errMsgValueBytes is how much of a value an error message quotes.
-const errMsgValueBytes = 200
-
 // PrintLimit returns v's canonical text cut to at most max bytes (plus
 // "…" when cut). It stops printing once max bytes are written, so it costs
 // O(max) however large v is.
@@ -96,8 +93,14 @@ func appendLimited(buf []byte, v Value, max int) []byte {
 	return AppendValue(buf, v)
 }
 
-// quote is PrintLimit with the budget error messages use.
-func quote(v Value) string { return PrintLimit(v, errMsgValueBytes) }
+// poll returns the cancellation error once the evaluation's context is
+// done; builtins that loop without charging fuel call it now and then.
+func (m *Machine) poll() error {
+	if err := m.ctx.Err(); err != nil {
+		return &Error{Type: ErrCancelled, Msg: "evaluation cancelled: " + err.Error(), cause: err}
+	}
+	return nil
+}
 
 // walk charges one unit of fuel for every node of v (v itself and
 // everything inside it, shared parts once per appearance), so that a

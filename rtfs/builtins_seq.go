@@ -640,9 +640,17 @@ func sortStable(m *Machine, xs []Value, cmp func(a, b Value) (int, error)) error
 		return err
 	}
 	var first error
+	calls := 0
 	slices.SortStableFunc(xs, func(a, b Value) int {
 		if first != nil {
 			return 0
+		}
+		// Comparisons of scalars charge nothing beyond the fuel above:
+		// poll for cancellation every 1024 of them.
+		if calls++; calls&1023 == 0 {
+			if first = m.poll(); first != nil {
+				return 0
+			}
 		}
 		c, err := cmp(a, b)
 		if err != nil {

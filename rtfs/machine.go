@@ -118,8 +118,8 @@ func (m *Machine) Charge(n int64) error {
 }
 
 func (m *Machine) refill() error {
-	if err := m.ctx.Err(); err != nil {
-		return &Error{Type: ErrCancelled, Msg: "evaluation cancelled: " + err.Error(), cause: err}
+	if err := m.poll(); err != nil {
+		return err
 	}
 	for {
 		cur := m.budget.Load()
