@@ -293,8 +293,18 @@ func TestQuitDetaches(t *testing.T) {
 	a := testModel(t, st, true, 120, 40)
 	a.attached = true
 	feed(a, stored[:10])
+	if !strings.Contains(a.View(), "q detach") {
+		t.Errorf("the footer of an attached UI does not say q detaches:\n%s", a.View())
+	}
 	if _, cmd := a.Update(keyMsg("q")); !isQuit(cmd) || !a.detached || a.aborting {
 		t.Errorf("q in an attached UI did not detach (detached=%v aborting=%v)", a.detached, a.aborting)
+	}
+	e := testModel(t, st, true, 120, 40)
+	e.attached = true
+	feed(e, stored)
+	e.Update(runDoneMsg{})
+	if v := e.View(); !strings.Contains(v, "q quit") || strings.Contains(v, "q detach") {
+		t.Errorf("the footer of an attached UI after the run ended:\n%s", v)
 	}
 }
 

@@ -105,12 +105,17 @@ func (m *model) syncControls() {
 	filtered := m.tree.filter != nil
 	output := m.output.call != nil
 	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
-		m.keys.Output.Enabled() != output {
+		m.keys.Output.Enabled() != output || (m.attached && (m.keys.Quit.Help().Desc == "detach") != on) {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
-		clear(m.helpCache)               // the footer is drawn from the bindings
+		if m.attached && on {
+			m.keys.Quit.SetHelp("q", "detach") // an attached UI leaves a running run going
+		} else if m.attached {
+			m.keys.Quit.SetHelp("q", "quit")
+		}
+		clear(m.helpCache) // the footer is drawn from the bindings
 	}
 }
 
