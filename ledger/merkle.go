@@ -100,13 +100,11 @@ func cloneRange(f *compact.RangeFactory, r *compact.Range) *compact.Range {
 	return c
 }
 
-// treeReader reads tree nodes from one snapshot. Its methods share one
-// iterator over the actions (making an iterator costs more than the reads
-// a proof makes with it) and a cache of the 16-leaf blocks read.
+// treeReader reads tree nodes from one snapshot, with a cache of the
+// 16-leaf blocks read.
 type treeReader struct {
 	txn *badger.Txn
 	ctx context.Context
-	it  *badger.Iterator
 	// blocks holds the leaf hashes of the blocks of 2^storedLevel leaves
 	// read so far, by block index (a block at the right edge may be short).
 	blocks map[uint64][][]byte
@@ -116,13 +114,8 @@ func newTreeReader(ctx context.Context, txn *badger.Txn) *treeReader {
 	return &treeReader{txn: txn, ctx: ctx, blocks: make(map[uint64][][]byte)}
 }
 
-// close releases the iterator.
-func (r *treeReader) close() {
-	if r.it != nil {
-		r.it.Close()
-		r.it = nil
-	}
-}
+// close releases what the reader holds.
+func (r *treeReader) close() { clear(r.blocks) }
 
 // node returns the hash of the perfect subtree id: stored, or hashed
 // from the stored action hashes below it.
@@ -178,10 +171,15 @@ func (r *treeReader) node(id compact.NodeID) ([]byte, error) {
 // leaves returns the leaf hashes of leaves [begin, end): actions begin+1…end.
 func (r *treeReader) leaves(begin, end uint64) ([][]byte, error) {
 	out := make([][]byte, 0, end-begin)
-	if r.it == nil {
-		r.it = r.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
+	// The prefix the keys of actions begin+1…end share: Badger then opens
+	// only the tables that can hold them, not every table of a/.
+	first, last := actionKey(begin+1), actionKey(end)
+	n := 0
+	for n < len(first) && first[n] == last[n] {
+		n++
 	}
-	it := r.it
+	it := r.txn.NewIterator(badger.IteratorOptions{Prefix: first[:n]})
+	defer it.Close()
 	want := begin + 1
 	for it.Seek(actionKey(want)); it.Valid() && want <= end; it.Next() {
 		k := it.Item().Key()
