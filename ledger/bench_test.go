@@ -234,6 +234,21 @@ func reportRate(b *testing.B, actions int, elapsed time.Duration) {
 	b.ReportMetric(float64(actions)/elapsed.Seconds(), "actions/s")
 }
 
+// cpuTime is the CPU time (user + system) this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per action since start: unlike the rate,
+// it does not depend on how much of the machine other processes take.
+func reportCPU(b *testing.B, actions int, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(actions), "cpu-ns/action")
+}
+
 // benchTemplate is a ~500-byte action (encoded) without an id, so Append
 // gives each copy its own.
 func benchTemplate() Action {
@@ -321,7 +336,7 @@ func newVerifyStore(b *testing.B) *Store {
 func benchVerify(b *testing.B, s *Store) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	var rep VerifyReport
 	for range b.N {
 		var err error
@@ -330,6 +345,7 @@ func benchVerify(b *testing.B, s *Store) {
 		}
 	}
 	reportRate(b, b.N*verifyStoreActions, time.Since(start))
+	reportCPU(b, b.N*verifyStoreActions, cpu)
 	b.ReportMetric(float64(rep.Actions)/float64(rep.Checkpoints), "actions/checkpoint")
 }
 
@@ -401,7 +417,7 @@ func benchRawBatch(b *testing.B, perFlush int) {
 func benchRawScan(b *testing.B, s *Store) {
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	n := 0
 	for range b.N {
 		err := s.db.View(func(txn *badger.Txn) error {
@@ -427,4 +443,5 @@ func benchRawScan(b *testing.B, s *Store) {
 		}
 	}
 	reportRate(b, n, time.Since(start))
+	reportCPU(b, n, cpu)
 }
