@@ -406,7 +406,9 @@ func TestCloseWaitsForPendingAppends(t *testing.T) {
 // rawUpdate opens the store's Badger directly, as an attacker would.
 func rawUpdate(t testing.TB, dir string, fn func(txn *badger.Txn) error) {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(filepath.Join(dir, dataDir)).WithLogger(nil).WithMemTableSize(8 << 20))
+	// openBadger waits out a lock that a child forked by another test
+	// still shares for a moment after the store closed.
+	db, err := openBadger(badger.DefaultOptions(filepath.Join(dir, dataDir)).WithLogger(nil).WithMemTableSize(8<<20), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
