@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -151,8 +152,14 @@ func thousands(n uint64) string {
 	return s
 }
 
-// corrupt turns a panic while reading the store into an error.
+// corrupt turns a panic while reading the store into an error, naming the
+// damaged table files when their checksums find them.
 func (s *Store) corrupt(r any) error {
+	if s.dir != "" {
+		if bad := s.damagedTables(); len(bad) > 0 {
+			return fmt.Errorf("ledger store %s is corrupted: %s; restore it from a backup or a bundle", s.describe(), strings.Join(bad, "; "))
+		}
+	}
 	return fmt.Errorf("ledger store %s is corrupted (%v); run ralph chain verify, and restore it from a backup or a bundle", s.describe(), r)
 }
 
