@@ -132,7 +132,8 @@ type Store struct {
 	sendClosed bool
 	reqCh      chan *request
 	writerDone chan struct{}
-	appending  atomic.Int64 // callers inside Append: the writer lingers for them
+	appending  atomic.Int64          // callers inside Append: the writer lingers for them
+	deferErr   atomic.Pointer[error] // the first failed deferred append, for Sync
 
 	// Subscribers wait on commitCh, which the writer closes and replaces
 	// after every commit; recent holds the last committed actions.

@@ -73,6 +73,9 @@ type request struct {
 	res   []Receipt
 	err   error
 	done  chan struct{}
+	// deferred: nobody waits on it (AppendDeferred); a Sync request has
+	// no items.
+	deferred bool
 }
 
 // prepare validates and encodes a copy of a. It runs in the caller's
@@ -213,7 +216,9 @@ func (s *Store) writeLoop() {
 		batch = append(batch[:0], r)
 		n := len(r.items)
 		n, ok = s.drain(&batch, n)
-		if ok && int64(len(batch)) < s.appending.Load() {
+		if ok && allDeferred(batch) {
+			s.lingerDeferred(&batch, n)
+		} else if ok && int64(len(batch)) < s.appending.Load() {
 			s.linger(&batch, n, lastDur)
 		}
 		start := time.Now()
@@ -320,6 +325,10 @@ func (s *Store) commitBatch(batch []*request) {
 	}
 	if err := flush(); err != nil {
 		s.failAll(batch, err)
+		return
+	}
+	for _, req := range batch { // Sync requests: everything before them is committed
+		s.finish(req, nil)
 	}
 }
 
@@ -348,6 +357,7 @@ func (s *Store) finish(req *request, err error) {
 			err = fmt.Errorf("%d of %d actions were committed before the failure: %w", done, len(req.items), err)
 		}
 		req.err = err
+		s.noteDeferred(req, err)
 	}
 	close(req.done)
 }
