@@ -233,6 +233,11 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	a.ActionID = NewID() // known now: what the call reports while it runs is recorded under it
 	hctx := capability.WithReporter(ctx, &callReporter{r: r, callID: a.ActionID, capID: req.ID})
+	// Write-ahead: the step and the plan that led here are on the chain
+	// before the handler can change anything.
+	if err := r.durable(ctx); err != nil {
+		return rtfs.Nil, err
+	}
 	start := r.o.o.Now()
 	res, err := c.Handler(hctx, input)
 	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()

@@ -22,6 +22,15 @@ type Ledger interface {
 	Append(ctx context.Context, a *ledger.Action) (ledger.Receipt, error)
 }
 
+// DeferringLedger is a Ledger that can take appends without waiting for
+// their commit, and make everything taken so far durable on demand;
+// *ledger.Store is one. See PlanInput.Deferred.
+type DeferringLedger interface {
+	Ledger
+	AppendDeferred(ctx context.Context, a *ledger.Action) (*ledger.Pending, error)
+	Sync(ctx context.Context) error
+}
+
 // OrchestratorOptions configure an Orchestrator.
 type OrchestratorOptions struct {
 	Registry   *capability.Registry
@@ -86,6 +95,12 @@ type PlanInput struct {
 	// Stream, when set, receives the transient events running calls
 	// publish (an agent's streamed output). It must not block.
 	Stream func(CallStream)
+	// Deferred records the plan's actions without waiting for each commit
+	// when the Ledger is a DeferringLedger: they share group commits, and
+	// everything recorded so far is made durable before each capability
+	// handler runs (write-ahead). The caller syncs after Execute before
+	// relying on the plan's closing records.
+	Deferred bool
 }
 
 // PlanResult is the outcome of Execute.
@@ -241,10 +256,27 @@ func (r *run) record(ctx context.Context, a *ledger.Action) (string, error) {
 		a.Timestamp = r.o.o.Now()
 	}
 	Redact(a, r.o.o.Secrets)
+	if d, ok := r.o.o.Ledger.(DeferringLedger); ok && r.in.Deferred {
+		if _, err := d.AppendDeferred(context.WithoutCancel(ctx), a); err != nil {
+			return "", fmt.Errorf("record %s: %w", a.Type, err)
+		}
+		return a.ActionID, nil
+	}
 	if _, err := r.o.o.Ledger.Append(context.WithoutCancel(ctx), a); err != nil {
 		return "", fmt.Errorf("record %s: %w", a.Type, err)
 	}
 	return a.ActionID, nil
+}
+
+// durable makes every action recorded so far durable before an effect
+// outside the ledger begins (a no-op unless the plan records deferred).
+func (r *run) durable(ctx context.Context) error {
+	if d, ok := r.o.o.Ledger.(DeferringLedger); ok && r.in.Deferred {
+		if err := d.Sync(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("make the plan's actions durable before a capability runs: %w", err)
+		}
+	}
+	return nil
 }
 
 // maxRecordedNodes bounds a value the ledger records.

@@ -193,7 +193,7 @@ func (r *Runner) closeOnError(ctx context.Context, st *runState, err error) (*Ou
 
 // loop runs iterations of a started run until it ends.
 func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
-	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: r.o.Store, RunID: st.id, Now: r.o.Now, Logger: r.log})
+	r.eval = stop.NewEvaluator(r.o.Conditions, stop.Options{Ledger: deferredRecorder{r.o.Store}, RunID: st.id, Now: r.o.Now, Logger: r.log})
 	if st.lastEval != nil {
 		r.eval.Restore(*st.lastEval) // no_progress counts carry on across the crash
 	}
@@ -295,6 +295,9 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 // whose results are those errors (and their error_class).
 func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
 	trig *ledger.Action, trigName string, failed map[string]error) (*Outcome, error) {
+	if err := r.durable(ctx); err != nil { // command checks are effects too
+		return nil, err
+	}
 	// Checks run under the run's deadline too: a slow command check
 	// cannot carry the run past max_duration.
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
@@ -381,6 +384,9 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 		return nil, err
 	}
 	st.startedID = id
+	if err := r.durable(ctx); err != nil {
+		return nil, err
+	}
 	err = r.saveState(ctx, st, StateRunning, nil)
 	r.bus.setState(StateRunning, r.o.Now())
 	return st, err
@@ -398,10 +404,24 @@ func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (st
 	if a.Timestamp.IsZero() {
 		a.Timestamp = r.o.Now()
 	}
-	if _, err := r.o.Store.Append(context.WithoutCancel(ctx), a); err != nil {
+	// Bookkeeping rides in the ledger's next group commit; durable makes
+	// it durable before anything it records can have an effect.
+	if _, err := r.o.Store.AppendDeferred(context.WithoutCancel(ctx), a); err != nil {
 		return "", fmt.Errorf("record %s: %w", a.Type, err)
 	}
 	return a.ActionID, nil
+}
+
+// durable makes every action the run recorded so far durable (and
+// visible to readers and subscribers). The runner calls it before any
+// effect outside the ledger (the plan's capability calls sync themselves),
+// before the stop conditions run their checks, before it asks a person to
+// approve a plan, and before the run record says what happened.
+func (r *Runner) durable(ctx context.Context) error {
+	if err := r.o.Store.Sync(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("make the run's actions durable: %w", err)
+	}
+	return nil
 }
 
 // iterate runs one iteration and returns the seq its actions start after.
@@ -449,6 +469,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	case r.o.Approve != nil:
 		info := PlanInfo{Iteration: st.iteration, Source: resp.Source, Provider: resp.Provider, Model: resp.Model,
 			Mode: resp.Mode, Repairs: resp.Repairs, OK: true}
+		if err := r.durable(ctx); err != nil {
+			return 0, err
+		}
 		r.bus.awaitApproval(Event{Kind: EventApprove, Iteration: st.iteration, Plan: &info, Time: r.o.Now()})
 		ok, err := r.o.Approve(ictx, st.iteration, resp.Source)
 		r.bus.awaitApproval(Event{})
@@ -463,7 +486,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	}
 	if status == "ok" {
 		res, err := r.o.Orchestrator.Execute(ictx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
-			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st),
+			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st), Deferred: true,
 			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }, Stream: r.streamAgent(st.iteration)})
 		if res != nil {
 			planCost, planTokens = res.Cost, res.Tokens
@@ -521,6 +544,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
 	}
+	if err := r.durable(ctx); err != nil { // the completion feed, the stop conditions and readers see it all
+		return 0, err
+	}
 	if st.limited != nil {
 		st.iteration-- // not counted: the loop runs it again under its number
 	}
@@ -541,11 +567,26 @@ func (r *Runner) planCtx(st *runState) rtfs.Value {
 	return rtfs.MapValue(m)
 }
 
+// deferredRecorder records the stop evaluations deferred: each is made
+// durable with the next iteration's first records, or by the run's end.
+type deferredRecorder struct{ s *ledger.Store }
+
+func (d deferredRecorder) Append(ctx context.Context, a *ledger.Action) (ledger.Receipt, error) {
+	_, err := d.s.AppendDeferred(ctx, a)
+	return ledger.Receipt{}, err
+}
+
+// actionsSince returns the run's actions after seq from its first
+// IterationStarted on: the last iteration's, without the previous stop
+// evaluation that may have committed with them.
 func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error) {
 	var out []ledger.Action
 	// Range reads from seq on, so the cost is the iteration's own actions,
 	// not the whole run's.
 	err := r.o.Store.Range(seq+1, func(a ledger.Action) error {
+		if len(out) == 0 && a.Type != ledger.IterationStarted {
+			return nil
+		}
 		if a.RunID == runID {
 			out = append(out, a)
 		}
@@ -656,6 +697,9 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 			return nil, err
 		}
 		st.closed = true
+		if err := r.durable(ctx); err != nil {
+			return nil, err
+		}
 		out.FinalSeq = r.o.Store.Head().Seq
 	}
 	err := r.saveState(ctx, st, state, out)
