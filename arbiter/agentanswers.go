@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-// agentCLIs are the coding agents ralph runs itself with [agent] (DESIGN
-// §12); any other program runs there as cli = "command".
-var agentCLIs = []string{"claude", "codex", "gemini", "opencode"}
-
 // agentAnswerer is a model that may be a coding agent rather than a
 // planner: a command such as `claude -p` reads the prompt, does the work
 // itself and answers in prose. Its answers are not plans, and every repair
@@ -21,11 +17,11 @@ type agentAnswerer interface {
 }
 
 func (m *commandModel) agentConfig() (shown, config string) {
-	prog := filepath.Base(m.argv[0])
-	for _, cli := range agentCLIs {
-		if prog == cli {
-			return m.shown(), fmt.Sprintf("[agent] cli = %q", cli)
-		}
+	// The coding agents ralph runs itself with [agent] (DESIGN §12); any
+	// other program runs there as cli = "command".
+	switch prog := filepath.Base(m.argv[0]); prog {
+	case "claude", "codex", "gemini", "opencode":
+		return m.shown(), fmt.Sprintf("[agent] cli = %q", prog)
 	}
 	return m.shown(), `[agent] cli = "command"`
 }
