@@ -247,7 +247,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 	var keyFile, trust string
 	cmd := &cobra.Command{
 		Use:   "import [--key FILE] [--trust VKEY] < chain.jsonl | chain.bundle",
-		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; all or nothing",
+		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; into a new store all or nothing, even if killed",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := commandStoreDir(*store)
