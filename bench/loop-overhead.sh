@@ -6,7 +6,7 @@
 # condition max_iterations = 20), and 20 times from a bash loop, in the same
 # run, alternating. The overhead per iteration is
 #   (ralph's wall time − the bash loop's wall time) / 20,
-# so it includes ralph's start-up, every action recorded and fsynced, the
+# so it includes ralph's start-up, every action recorded and made durable, the
 # plan written, admitted and executed, and the stop conditions evaluated.
 # Prints each run's figures and the medians.
 #
