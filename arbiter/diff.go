@@ -55,7 +55,9 @@ func DiffIR(model, plan *IR, reg *capability.Registry) string {
 		}
 		if trimColon(m.Capability) != trimColon(p.Capability) {
 			add("~ step %s: capability %s in the IR, %s in the plan", who, m.Capability, orNone(p.Capability))
-		} else if !compatibleArgs(reg, m.Capability, m.Args, p.Args) {
+		} else if same, err := compatibleArgs(reg, m.Capability, m.Args, p.Args); err != nil {
+			add("~ step %s: args cannot be compared: %v", who, err)
+		} else if !same {
 			add("~ step %s: args %s in the IR, %s in the plan", who, orNone(truncate(compactJSON(m.Args), 200)), orNone(truncate(compactJSON(p.Args), 200)))
 		}
 		for _, d := range m.Deps {
@@ -189,18 +191,22 @@ func reaches(plan *IR, byID map[string]int, j int, id string) bool {
 
 // compatibleArgs: the same canonical JSON, or, when the capability is
 // known and both sides are literal data, the same input once shaped by the
-// schema ({:message "hi"} and ["hi"] for ccos.echo).
-func compatibleArgs(reg *capability.Registry, capID string, a, b json.RawMessage) bool {
+// schema ({:message "hi"} and ["hi"] for ccos.echo). Inputs too large to
+// compare are an error, not a difference.
+func compatibleArgs(reg *capability.Registry, capID string, a, b json.RawMessage) (bool, error) {
 	if compactJSON(a) == compactJSON(b) {
-		return true
+		return true, nil
 	}
 	cp := reg.Get(trimColon(capID))
 	if cp == nil {
-		return false
+		return false, nil
 	}
 	va, okA := shapedInput(cp.Spec, a)
 	vb, okB := shapedInput(cp.Spec, b)
-	return okA && okB && rtfs.Equal(va, vb)
+	if !okA || !okB {
+		return false, nil
+	}
+	return rtfs.EqualBounded(va, vb)
 }
 
 func shapedInput(spec *capability.Spec, raw json.RawMessage) (rtfs.Value, bool) {

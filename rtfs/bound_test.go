@@ -2,6 +2,7 @@ package rtfs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,129 @@ func TestPrintLimit(t *testing.T) {
 			t.Errorf("PrintLimit(%s, %d) = %q, want %q", Print(tc.v), tc.n, got, tc.want)
 		}
 	}
+}
+
+// Looking a value up — a map or set called as a function, get, get-in,
+// update-in, select-keys, contains?, a case table — hashes and compares
+// it, so it is charged like any other walk: with a small budget each
+// lookup of a 2^40-node value ends in the fuel error at its position.
+func TestLookupsChargeFuel(t *testing.T) {
+	t.Parallel()
+	const fuel = "<b>:3:%d: evaluation ran out of fuel (limit 100000 steps); simplify the program or raise the fuel limit"
+	cases := []struct {
+		src     string
+		col     int
+		want    string
+		wantErr bool
+	}{
+		{src: `({:a 1} v)`, col: 1, wantErr: true},
+		{src: `({:a 1} v :none)`, col: 1, wantErr: true},
+		{src: `(#{1} v)`, col: 1, wantErr: true},
+		{src: `(let [s #{1 2}] (s v))`, col: 17, wantErr: true},
+		{src: `(get {:a 1} v)`, col: 1, wantErr: true},
+		{src: `(get #{1} v)`, col: 1, wantErr: true},
+		{src: `(get-in {:a {:b 1}} [:a v])`, col: 1, wantErr: true},
+		{src: `(update-in {:a 1} [v] identity)`, col: 1, wantErr: true},
+		{src: `(select-keys {:a 1} [:a v])`, col: 1, wantErr: true},
+		{src: `(contains? #{1} v)`, col: 1, wantErr: true},
+		{src: `(contains? {:a 1} v)`, col: 1, wantErr: true},
+		{src: `(case v 1 :one [1] :vec :other)`, col: 1, wantErr: true},
+		{src: `(partition-by identity [v w])`, col: 1, wantErr: true},
+		{src: `(filter #{1} [v])`, col: 1, wantErr: true},
+		// Looking a small key up in a large value, or matching against a
+		// literal, visits no more than the key or the literal.
+		{src: `(:a v)`, want: "nil"},
+		{src: `(get v 0)`, want: "[]"},
+		{src: `(count (v 39))`, want: "39"},
+		{src: `(match v [] :empty [x] :one _ :other)`, want: ":other"},
+		{src: `(match [v 2] [_ 1] :one [_ 2] :two _ :other)`, want: ":two"},
+		{src: `(case 2 1 :one 2 :two :other)`, want: ":two"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.src, func(t *testing.T) {
+			t.Parallel()
+			p, err := CompileString(doubling+tc.src, Options{File: "<b>"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // guards a hang; nothing is timed
+			defer cancel()
+			v, err := p.EvalWith(ctx, Limits{Fuel: 100000})
+			switch {
+			case tc.wantErr:
+				want := fmt.Sprintf(fuel, tc.col)
+				if err == nil || err.Error() != want {
+					t.Errorf("got %s, %v\nwant error %s", PrintLimit(v, 100), err, want)
+				}
+			case err != nil:
+				t.Errorf("error %v, want %s", err, tc.want)
+			case Print(v) != tc.want:
+				t.Errorf("= %s, want %s", Print(v), tc.want)
+			}
+		})
+	}
+}
+
+// Lookups poll cancellation like the other walks.
+func TestLookupsPollCancellation(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{`({:a 1} v)`, `(case v 1 :one :other)`, `(contains? #{1} v)`} {
+		t.Run(src, func(t *testing.T) {
+			t.Parallel()
+			p, err := CompileString(doubling+src, Options{File: "<b>"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if _, err := p.EvalWith(ctx, Limits{Fuel: 1 << 62}); err == nil || !strings.Contains(err.Error(), "evaluation cancelled") {
+				t.Errorf("got %v, want a cancellation", err)
+			}
+		})
+	}
+}
+
+// doubled returns a vector of 2^n+1 - 1 nodes built by doubling, sharing
+// storage with nothing built by another call.
+func doubled(n int) Value {
+	v := Vector(nil)
+	for range n {
+		v = Vector([]Value{v, v})
+	}
+	return v
+}
+
+// Past MaxCompareNodes, Equal answers false and EqualBounded fails naming
+// the bound; below it both are exact.
+func TestEqualBounded(t *testing.T) {
+	t.Parallel()
+	small, small2 := doubled(10), doubled(10)
+	if eq, err := EqualBounded(small, small2); !eq || err != nil {
+		t.Errorf("EqualBounded of equal small values = %v, %v", eq, err)
+	}
+	if eq, err := EqualBounded(small, doubled(9)); eq || err != nil {
+		t.Errorf("EqualBounded of unequal small values = %v, %v", eq, err)
+	}
+	// Each of these visits 2^24 nodes before failing.
+	t.Run("values", func(t *testing.T) {
+		t.Parallel()
+		big, big2 := doubled(24), doubled(24)
+		eq, err := EqualBounded(big, big2)
+		want := "<input>: values too large to compare: [[[[[[[[[[[[[[[[[[[[[[[[[] []] [[] []]] … and [[[[[[[[[[[[[[[[[[[[[[[[[] []] [[] []]] … have more than 16777216 nodes to visit; compare something smaller, such as an id or a hash"
+		if eq || err == nil || err.Error() != want {
+			t.Errorf("EqualBounded of two 2^25-node values = %v, %v\nwant error %s", eq, err, want)
+		}
+		if eq, err := EqualBounded(big, big); !eq || err != nil {
+			t.Errorf("EqualBounded of a value with itself = %v, %v", eq, err)
+		}
+	})
+	// A map whose key is itself too large: the look-up of the key counts.
+	t.Run("map keys", func(t *testing.T) {
+		t.Parallel()
+		m1 := MapValue(NewMap(doubled(24), Int(1)))
+		m2 := MapValue(NewMap(doubled(24), Int(1)))
+		if eq, err := EqualBounded(m1, m2); eq || err == nil || !strings.Contains(err.Error(), "values too large to compare") {
+			t.Errorf("EqualBounded of maps keyed by large values = %v, %v, want an error", eq, err)
+		}
+	})
 }

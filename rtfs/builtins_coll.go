@@ -255,6 +255,9 @@ func updateIn(m *Machine, name string, coll Value, path []Value, f func(old Valu
 		if cur.k != KindNil && cur.k != KindMap && cur.k != KindVector {
 			return Nil, typeErr(name, "maps or vectors along the path", cur)
 		}
+		if err := m.probe(cur, k); err != nil {
+			return Nil, err
+		}
 		cur, _ = get(cur, k)
 	}
 	v, err := f(cur)
@@ -602,6 +605,9 @@ func builtinSelectKeys(m *Machine, a []Value) (Value, error) {
 	}
 	b := NewMapBuilder(len(ks))
 	for _, k := range ks {
+		if err := m.probe(a[0], k); err != nil {
+			return Nil, err
+		}
 		if v, ok := mp.Get(k); ok {
 			b.Set(k, v)
 		}

@@ -164,9 +164,15 @@ func builtinPartitionBy(m *Machine, a []Value) (Value, error) {
 		if err != nil {
 			return Nil, err
 		}
-		if i > 0 && !Equal(k, prev) {
-			out = append(out, Vector(xs[start:i]))
-			start = i
+		if i > 0 {
+			eq, err := m.equal(k, prev)
+			if err != nil {
+				return Nil, err
+			}
+			if !eq {
+				out = append(out, Vector(xs[start:i]))
+				start = i
+			}
 		}
 		prev = k
 	}

@@ -156,10 +156,16 @@ func (m *Machine) apply(f Value, args []Value, pos Pos) (Value, error) {
 		if len(args) < 1 || len(args) > 2 {
 			return Nil, errorf(ErrArity, pos, "map called with %d arguments; use (m key) or (m key default)", len(args))
 		}
+		if err := m.probe(f, args[0]); err != nil {
+			return Nil, m.errAt(err, pos)
+		}
 		return getOr(f, args[0], args[1:]), nil
 	case KindSet:
 		if len(args) < 1 || len(args) > 2 {
 			return Nil, errorf(ErrArity, pos, "set called with %d arguments; use (s member) or (s member default)", len(args))
+		}
+		if err := m.probe(f, args[0]); err != nil {
+			return Nil, m.errAt(err, pos)
 		}
 		return getOr(f, args[0], args[1:]), nil
 	case KindVector:

@@ -181,8 +181,12 @@ func (m *Map) Dissoc(k Value) *Map {
 // order returns entry indexes in canonical key order.
 func (m *Map) order() []int32 {
 	m.sortMu.Do(func() {
-		texts := make([]string, len(m.keys))
 		idx := make([]int32, len(m.keys))
+		if len(idx) < 2 { // one key is in order without printing it
+			m.sorted = idx
+			return
+		}
+		texts := make([]string, len(m.keys))
 		for i, k := range m.keys {
 			texts[i] = Print(k)
 			idx[i] = int32(i)
@@ -235,6 +239,9 @@ func mapEqual(a, b *Map, budget *int) bool {
 		return false
 	}
 	for i, k := range a.keys {
+		if spend(k, budget); *budget < 0 { // hashing and comparing k visit it
+			return false
+		}
 		v, ok := b.Get(k)
 		if !ok || !equal(v, a.vals[i], budget) {
 			return false

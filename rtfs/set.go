@@ -111,11 +111,10 @@ func setEqual(a, b *Set, budget *int) bool {
 		return false
 	}
 	for _, k := range a.m.keys {
-		if !b.Has(k) {
+		if spend(k, budget); *budget < 0 { // hashing and comparing k visit it
 			return false
 		}
-		*budget--
-		if *budget < 0 {
+		if !b.Has(k) {
 			return false
 		}
 	}

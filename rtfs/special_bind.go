@@ -189,6 +189,9 @@ func (c *compiler) caseForm(n *Node) (code, error) {
 		if err != nil {
 			return Nil, err
 		}
+		if err := m.probe(MapValue(table), v); err != nil {
+			return Nil, m.errAt(err, pos)
+		}
 		if i, ok := table.Get(v); ok {
 			return results[i.AsInt()](m, f)
 		}

@@ -63,7 +63,7 @@ func (c *compiler) matchForm(n *Node) (code, error) {
 		for _, cl := range out {
 			ok, err := cl.test(m, f, v)
 			if err != nil {
-				return Nil, err
+				return Nil, m.errAt(err, pos)
 			}
 			if ok {
 				return cl.result(m, f)
@@ -77,10 +77,10 @@ func (c *compiler) matchPattern(p *Node) (matcher, error) {
 	switch p.Kind {
 	case NodeAtom:
 		want := p.Val
-		return func(_ *Machine, _ *frame, v Value) (bool, error) { return Equal(v, want), nil }, nil
+		return func(m *Machine, _ *frame, v Value) (bool, error) { return m.equal(v, want) }, nil
 	case NodeQuote:
 		want := p.Items[0].Value()
-		return func(_ *Machine, _ *frame, v Value) (bool, error) { return Equal(v, want), nil }, nil
+		return func(m *Machine, _ *frame, v Value) (bool, error) { return m.equal(v, want) }, nil
 	case NodeSymbol:
 		if p.Val.Str() == "_" {
 			return func(*Machine, *frame, Value) (bool, error) { return true, nil }, nil

@@ -1,6 +1,7 @@
 package rtfs
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"unsafe"
@@ -233,18 +234,68 @@ func (v Value) Len() int {
 // String renders v in canonical form.
 func (v Value) String() string { return Print(v) }
 
-// maxCompareNodes bounds the nodes one Equal or Hash visits. Values share
-// structure, so (reduce (fn [v _] [v v]) 0 (range 64)) is cheap to build
-// but has 2^64 nodes; past this bound Equal answers false and Hash stops
-// mixing, instead of running for ever. Real data is far smaller.
-const maxCompareNodes = 1 << 24
+// MaxCompareNodes bounds the nodes one Equal, EqualBounded or Hash visits.
+// Values share structure, so (reduce (fn [v _] [v v]) 0 (range 64)) is
+// cheap to build but has 2^64 nodes; past this bound Hash stops mixing (it
+// hashes a prefix, which equality then decides), EqualBounded fails and
+// Equal answers false, instead of running for ever.
+const MaxCompareNodes = 1 << 24
 
 // Equal reports RTFS equality: same kind (a list equals a vector with equal
-// elements), equal contents. (= 1 1.0) is false. Values of more than
-// 16M nodes compare unequal unless they share their storage.
+// elements), equal contents. (= 1 1.0) is false. It is exact when either
+// value has fewer than MaxCompareNodes nodes (a literal, a map key); past
+// that bound it answers false unless the values share their storage, so
+// code comparing two values that may both be that large uses EqualBounded,
+// and an evaluation uses the fuel-charged comparison of =.
 func Equal(a, b Value) bool {
-	budget := maxCompareNodes
+	budget := MaxCompareNodes
 	return equal(a, b, &budget)
+}
+
+// EqualBounded is Equal that fails rather than answer when comparing a and
+// b takes more than MaxCompareNodes nodes: the error names the bound.
+func EqualBounded(a, b Value) (bool, error) {
+	budget := MaxCompareNodes
+	eq := equal(a, b, &budget)
+	if budget < 0 { // the walk stopped part way: false would be a guess
+		return false, &Error{Type: ErrValue, Msg: fmt.Sprintf(
+			"values too large to compare: %s and %s have more than %d nodes to visit; compare something smaller, such as an id or a hash",
+			PrintLimit(a, 40), PrintLimit(b, 40), MaxCompareNodes)}
+	}
+	return eq, nil
+}
+
+// spend takes v's nodes from budget, stopping once it is spent, so that a
+// look-up of v inside a comparison counts against the comparison's bound.
+func spend(v Value, budget *int) {
+	*budget--
+	if *budget < 0 {
+		return
+	}
+	switch v.k {
+	case KindList, KindVector:
+		for _, it := range v.Items() {
+			if spend(it, budget); *budget < 0 {
+				return
+			}
+		}
+	case KindMap:
+		m := v.AsMap()
+		for i := range m.keys {
+			if spend(m.keys[i], budget); *budget < 0 {
+				return
+			}
+			if spend(m.vals[i], budget); *budget < 0 {
+				return
+			}
+		}
+	case KindSet:
+		for _, k := range v.AsSet().m.keys {
+			if spend(k, budget); *budget < 0 {
+				return
+			}
+		}
+	}
 }
 
 func equal(a, b Value, budget *int) bool {
@@ -298,7 +349,7 @@ func seqEqual(a, b []Value, budget *int) bool {
 
 // Hash returns a hash of v consistent with Equal.
 func Hash(v Value) uint64 {
-	budget := maxCompareNodes
+	budget := MaxCompareNodes
 	return hash(v, &budget)
 }
 
