@@ -224,14 +224,14 @@ func newChainExportCmd(store *string) *cobra.Command {
 			if bundle && f.RunID != "" {
 				return usageErrorf("a bundle holds the whole store; drop --run or --bundle")
 			}
-			if bundle { // a bundle is the whole store, read by the process that holds it
-				return exportBundle(cmd, *store)
-			}
 			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if bundle {
+				return exportBundle(st, cmd.OutOrStdout())
+			}
 			if err := export(st, cmd.OutOrStdout(), f); err != nil {
 				return exitError(ExitFailure, err)
 			}
@@ -373,15 +373,11 @@ func verifyBundleFile(cmd *cobra.Command, path, vkey string) error {
 		path, rep.Actions, rep.Checkpoints, rep.Root, rep.Key, trust))
 }
 
-// exportBundle writes the whole store as a bundle (ledger.ExportBundle);
-// it reads the store itself, so a held store is refused naming its process.
-func exportBundle(cmd *cobra.Command, flag string) error {
-	st, err := existingStore(flag, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	w := bufio.NewWriter(cmd.OutOrStdout())
+// exportBundle writes the whole store as a bundle (ledger.ExportBundle),
+// from the store or from the process holding it: there, up to a signed
+// checkpoint while appends go on.
+func exportBundle(st storeReader, out io.Writer) error {
+	w := bufio.NewWriter(out)
 	if _, err := st.ExportBundle(w); err != nil {
 		return exitError(ExitFailure, err)
 	}

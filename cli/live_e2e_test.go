@@ -68,6 +68,8 @@ func readingCommands(store, runID string) [][]string {
 		append([]string{"chain", "prove", "3"}, s...),
 		append([]string{"chain", "prove", "100000"}, s...),
 		append([]string{"history", "no-such-run"}, s...),
+		append([]string{"chain", "export", "--bundle"}, s...),
+		append([]string{"chain", "export", "--bundle", "--run", runID}, s...),
 	}
 }
 
@@ -199,6 +201,17 @@ func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
 	if !strings.Contains(out, "running") || !strings.Contains(out, "PID") || !strings.Contains(out, itoa(cmd.Process.Pid)) {
 		t.Errorf("runs on a live store does not show the live run's process:\n%s", out)
 	}
+	// A bundle exported while the run appends ends at a signed checkpoint
+	// and verifies with no store.
+	liveBundle, errOut, code := runBinary(t, ralphBin, "", "chain", "export", "--bundle", "--store", store)
+	if code != 0 || !strings.HasPrefix(liveBundle, "ralph-bundle 1\n") {
+		t.Fatalf("chain export --bundle on a live store: exit %d: %s", code, errOut)
+	}
+	bundleFile := filepath.Join(dir, "live.bundle")
+	writeFile(t, bundleFile, liveBundle)
+	if out, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--bundle", bundleFile); code != 0 || !strings.HasPrefix(out, "verified bundle "+bundleFile+": ") {
+		t.Errorf("a bundle exported from a live store does not verify: exit %d %q %q", code, out, errOut)
+	}
 	release()
 	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 0 { // the release file: a success-class stop
 		b, _ := os.ReadFile(filepath.Join(dir, "ralph.out"))
@@ -207,6 +220,12 @@ func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
 	out, _, _ = runBinary(t, ralphBin, "", "chain", "show", "--run", runID, "--store", store)
 	if !strings.Contains(out, "RunStopped") && !strings.Contains(out, "RunCompleted") {
 		t.Errorf("no closing action:\n%s", out)
+	}
+	// The live bundle is the finished store's bundle up to its head: the
+	// same lines, but for its end line.
+	final, _, _ := runBinary(t, ralphBin, "", "chain", "export", "--bundle", "--store", store)
+	if body := liveBundle[:strings.LastIndex(liveBundle, "end ")]; !strings.HasPrefix(final, body) || len(final) <= len(liveBundle) {
+		t.Errorf("the live bundle is not a prefix of the finished store's bundle (live %d bytes, finished %d)", len(liveBundle), len(final))
 	}
 	if _, err := os.Stat(filepath.Join(store, serve.SocketName)); !os.IsNotExist(err) {
 		t.Errorf("the socket outlived its process: %v", err)

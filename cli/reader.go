@@ -34,6 +34,9 @@ type storeReader interface {
 	// LatestCheckpoint and ProveInclusion: ralph chain checkpoint, prove.
 	LatestCheckpoint() (ledger.Checkpoint, error)
 	ProveInclusion(ctx context.Context, seq uint64) (ledger.InclusionProof, error)
+	// ExportBundle writes the whole store as a bundle (ralph chain export
+	// --bundle); a held store's process writes it up to a signed checkpoint.
+	ExportBundle(w io.Writer) (int, error)
 	// ListRuns is loop.ListRuns.
 	ListRuns() ([]loop.RunRecord, error)
 	// Select calls fn for every action f selects, in seq order.

@@ -470,3 +470,25 @@ func (c *Client) Control(ctx context.Context, do string, iteration int) error {
 	resp.Body.Close()
 	return nil
 }
+
+// ExportBundle writes the served store as a bundle (Store.ExportBundle),
+// as the serving process writes it: the whole store up to a signed
+// checkpoint, while appends go on. It returns the number of actions.
+func (c *Client) ExportBundle(w io.Writer) (int, error) {
+	resp, err := c.get(context.Background(), "/v1/bundle")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return 0, fmt.Errorf("read the bundle from the store's server: %w", err)
+	}
+	if msg := resp.Trailer.Get(trailerError); msg != "" {
+		return 0, errors.New(msg)
+	}
+	n, err := strconv.Atoi(resp.Trailer.Get(trailerBundleActions))
+	if err != nil {
+		return 0, fmt.Errorf("the store's server ended the bundle without saying it was whole")
+	}
+	return n, nil
+}

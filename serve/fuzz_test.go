@@ -22,6 +22,8 @@ func FuzzRequests(f *testing.F) {
 		{"POST", "/v1/verify", `{"key":"nope"}`},
 		{"POST", "/v1/control", `{"do":"approve","iteration":-1}`},
 		{"GET", "/v1/prove/1", ""},
+		{"GET", "/v1/bundle", ""},
+		{"GET", "/v1/bundle?run=r1", ""},
 	} {
 		f.Add(seed.method, seed.target, seed.body)
 	}

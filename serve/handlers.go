@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -356,4 +357,57 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.info())
+}
+
+// Trailers of GET /v1/bundle: the number of actions the bundle holds, or
+// the error that ended it after it began.
+const (
+	trailerBundleActions = "Ralph-Bundle-Actions"
+	trailerError         = "Ralph-Error"
+)
+
+// bundle streams the whole store as a bundle (docs/ledger.md "Bundles"),
+// written by the ledger from one snapshot as it reads it. Every commit
+// ends at a signed checkpoint, so the bundle ends at one too and
+// verifies, while appends go on. The status is sent with the first byte:
+// an error before it is a 500, one after it the Ralph-Error trailer.
+func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.Query()) > 0 {
+		writeError(w, http.StatusBadRequest, "GET /v1/bundle takes no parameters: a bundle holds the whole store")
+		return
+	}
+	w.Header().Set("Trailer", trailerBundleActions+", "+trailerError)
+	lw := &lazyWriter{w: w, dw: newDeadlineWriter(w, s.o.WriteTimeout), ctx: r.Context()}
+	n, err := s.o.Store.ExportBundle(lw)
+	if err != nil && !lw.started {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if err != nil {
+		w.Header().Set(trailerError, err.Error())
+		return
+	}
+	w.Header().Set(trailerBundleActions, strconv.Itoa(n))
+}
+
+// lazyWriter sends the status and headers with the first write, so an
+// error before any byte is still an error status; it stops writing once
+// the client has gone.
+type lazyWriter struct {
+	w       http.ResponseWriter
+	dw      *deadlineWriter
+	ctx     context.Context
+	started bool
+}
+
+func (l *lazyWriter) Write(p []byte) (int, error) {
+	if err := l.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !l.started {
+		l.started = true
+		l.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		l.w.WriteHeader(http.StatusOK)
+	}
+	return l.dw.Write(p)
 }

@@ -467,3 +467,46 @@ func jsonLines(acts []ledger.Action) []string {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// GET /v1/bundle is the store's own bundle byte for byte, and one taken
+// while a writer appends ends at a signed checkpoint and verifies.
+func TestBundleWhileAppending(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	appendN(t, st, "r1", 300, "x")
+	_, c := start(t, Options{Store: st})
+	var want, got bytes.Buffer
+	wn, err := st.ExportBundle(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gn, err := c.ExportBundle(&got)
+	if err != nil || gn != wn || !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("served bundle (%d actions, %v) differs from the store's (%d actions)", gn, err, wn)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 300; ctx.Err() == nil; i++ {
+			st.Append(ctx, action("r1", i, "y"))
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		var b bytes.Buffer
+		n, err := c.ExportBundle(&b)
+		if err != nil {
+			t.Fatalf("bundle while appending: %v", err)
+		}
+		rep, err := ledger.ReadBundle(context.Background(), &b, st.VerifierKeyString(), nil)
+		if err != nil || rep.Actions != uint64(n) || n < 300 {
+			t.Errorf("a bundle taken while appending (%d actions) does not verify: %+v %v", n, rep, err)
+		}
+	}
+	cancel()
+	<-done
+	if _, err := c.get(context.Background(), "/v1/bundle?run=r1"); err == nil || !strings.Contains(err.Error(), "whole store") {
+		t.Errorf("GET /v1/bundle?run=: %v", err)
+	}
+}

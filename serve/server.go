@@ -188,6 +188,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("GET /v1/verify", s.verify)
 	mux.HandleFunc("POST /v1/verify", s.verify)
+	mux.HandleFunc("GET /v1/bundle", s.bundle)
 	mux.HandleFunc("GET /v1/checkpoint", s.checkpoint)
 	mux.HandleFunc("GET /v1/prove/{seq}", s.prove)
 	mux.HandleFunc("GET /v1/verify/{seq}", s.verifyAction)
