@@ -247,7 +247,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 	var keyFile, trust string
 	cmd := &cobra.Command{
 		Use:   "import [--key FILE] [--trust VKEY] < chain.jsonl | chain.bundle",
-		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; into a new store all or nothing, even if killed",
+		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; all or nothing, even if killed",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := commandStoreDir(*store)
@@ -336,22 +336,37 @@ func importIntoNewStore(cmd *cobra.Command, opts ledger.Options, load func(*ledg
 	return rep, nil
 }
 
-// importIntoStore appends JSON lines to an existing store, validating every
-// line before writing any.
+// importIntoStore streams JSON lines into an existing store
+// (ledger.Store.ImportStream): all or nothing even if killed, since the
+// store rolls back an import that did not finish when it is next opened.
+// An import that fails is rolled back here at once by reopening the store.
 func importIntoStore(cmd *cobra.Command, opts ledger.Options, isBundle bool, in io.Reader) (ledger.ImportReport, error) {
 	if isBundle {
 		return ledger.ImportReport{}, usageErrorf("store %s already exists; a bundle is imported into a new store, where every action keeps its seq and hashes: pass --store NEWDIR", opts.Dir)
 	}
+	opts.LowMemory = true
+	debug.SetMemoryLimit(ledger.ImportMemoryLimit)
 	st, err := openStore(opts, cmd.ErrOrStderr())
 	if err != nil {
 		return ledger.ImportReport{}, err
 	}
-	defer st.Close()
-	rep, err := st.Import(cmd.Context(), in)
-	if err != nil {
-		return rep, exitError(ExitUsage, err)
+	rep, err := st.ImportStream(cmd.Context(), in)
+	cerr := st.Close()
+	if err == nil && cerr != nil {
+		return rep, exitError(ExitFailure, cerr)
 	}
-	return rep, nil
+	if err == nil {
+		return rep, nil
+	}
+	// Reopening rolls back whatever the failed import committed.
+	st, rerr := openStore(opts, io.Discard)
+	if rerr == nil {
+		rerr = st.Close()
+	}
+	if rerr != nil {
+		return ledger.ImportReport{}, exitError(ExitFailure, fmt.Errorf("%w; rolling it back failed: %w (the next command that opens the store for writing rolls it back)", err, rerr))
+	}
+	return ledger.ImportReport{}, exitError(ExitUsage, fmt.Errorf("%w; nothing was imported", err))
 }
 
 // verifyBundleFile checks a bundle with no store.

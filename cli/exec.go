@@ -97,6 +97,9 @@ func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 	if err != nil {
 		return nil, storeOpenError(err)
 	}
+	if n := s.RolledBackImport(); n > 0 {
+		fmt.Fprintf(errOut, "ralph: rolled back an interrupted import of %d actions in %s\n", n, opts.Dir)
+	}
 	if stale > 0 {
 		fmt.Fprintf(errOut, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", opts.Dir, stale)
 	}

@@ -90,12 +90,10 @@ const maxImportLine = 64 << 20
 // store's key. The seq, hashes and checkpoint_seq on the lines are ignored.
 // Any bad line (the error names its number), a duplicate action_id, or an
 // action too large for a transaction rejects the whole input before anything
-// is written. Blank lines are skipped.
-//
-// An import larger than one transaction is committed in several; only an
-// I/O failure between them can leave part of it recorded, and the error
-// then says how much. Import holds the whole input in memory; ImportStream
-// does not.
+// is written. Blank lines are skipped. Import holds the whole input in
+// memory; ImportStream does not. Both are all or nothing, even if the
+// process is killed (see importmark.go): an import that fails after writing
+// refuses further appends, and the next Open rolls it back.
 func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	return s.importJSON(ctx, r, 0)
 }
@@ -104,11 +102,13 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 // a time.
 const importChunk = 4096
 
-// ImportStream is Import in bounded memory: it appends the lines in
-// chunks as it reads them, so a bad line or a crash leaves the chunks
-// before it committed. Use it on a new store that is discarded unless the
-// whole import succeeds (ralph chain import imports into a temporary store
-// directory and renames it into place).
+// ImportStream is Import in bounded memory: it appends the lines in chunks
+// as it reads them, after recording the head it starts from. When the
+// whole input is committed the record is deleted, and only then is the
+// import complete. A bad line, an error or a crash before that leaves the
+// record, and the store refuses appends until it is reopened: Open rolls
+// the chunks back. No other appends should run during an import; they
+// would be rolled back with it.
 func (s *Store) ImportStream(ctx context.Context, r io.Reader) (ImportReport, error) {
 	return s.importJSON(ctx, r, importChunk)
 }
@@ -116,6 +116,32 @@ func (s *Store) ImportStream(ctx context.Context, r io.Reader) (ImportReport, er
 // importJSON imports JSON lines, handing the writer chunk actions at a
 // time (all of them at the end when chunk is 0).
 func (s *Store) importJSON(ctx context.Context, r io.Reader, chunk int) (ImportReport, error) {
+	var marked bool
+	start := s.Head()
+	rep, err := s.importLines(ctx, r, chunk, &marked)
+	if !marked {
+		return rep, err
+	}
+	if err != nil && s.Head() == start {
+		// Nothing was committed: the mark alone goes.
+		if eerr := s.endImport(); eerr != nil {
+			s.abandonImport()
+		}
+		return ImportReport{}, err
+	}
+	if err == nil {
+		err = s.endImport()
+	}
+	if err != nil {
+		s.abandonImport()
+		return ImportReport{}, fmt.Errorf("%w (the store rolls back what the import wrote when it is next opened)", err)
+	}
+	return rep, nil
+}
+
+// importLines does importJSON's work, setting *marked once it has recorded
+// the head it started from.
+func (s *Store) importLines(ctx context.Context, r io.Reader, chunk int, marked *bool) (ImportReport, error) {
 	if chunk > 0 {
 		defer s.releaseWhileImporting()()
 	}
@@ -127,6 +153,12 @@ func (s *Store) importJSON(ctx context.Context, r io.Reader, chunk int) (ImportR
 	flush := func() error {
 		if len(items) == 0 {
 			return nil
+		}
+		if !*marked {
+			if err := s.beginImport(); err != nil {
+				return err
+			}
+			*marked = true
 		}
 		req := &request{items: items, done: make(chan struct{})}
 		if err := s.submit(ctx, req); err != nil {

@@ -109,6 +109,8 @@ type Store struct {
 
 	witnessDir string
 	wrote      atomic.Bool // a commit was made since Open
+	importing  atomic.Bool // an import's mark stands: no witness is written
+	rolledBack uint64      // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -446,6 +448,14 @@ func (s *Store) init(opts Options) error {
 	}
 	if s.txnBytes <= 0 || s.txnCount <= 0 {
 		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	}
+	var err error
+	if opts.ReadOnly {
+		if err := s.checkImportMark(); err != nil {
+			return err
+		}
+	} else if s.rolledBack, err = s.rollbackImport(); err != nil {
+		return err
 	}
 	head, err := s.loadHead()
 	if err != nil {

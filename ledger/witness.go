@@ -49,7 +49,7 @@ func ReadWitness(dir, id string) ([]byte, error) {
 // unless the checkpoint witnessed there is not an earlier state of this
 // store (then it is kept, so the next verify names the problem).
 func (s *Store) witness() error {
-	if s.witnessDir == "" || !s.wrote.Load() {
+	if s.witnessDir == "" || !s.wrote.Load() || s.importing.Load() {
 		return nil
 	}
 	cp, err := s.LatestCheckpoint()
