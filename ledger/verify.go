@@ -186,16 +186,23 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 		return v.report, err
 	}
 	v.leaves = make([]Hash, headSeq)
+	ranges := v.splitActions(headSeq)
+	feed := newLeafFeed(ranges)
 	g, gctx := errgroup.WithContext(ctx)
 	// The index scan starts at once; the signature checks and the action
 	// ranges, which check each action against its checkpoint, start once
-	// the checkpoints are read (a few ms for thousands).
+	// the checkpoints are read (a few ms for thousands); so does the tree
+	// rebuild, which follows the action ranges as they store leaf hashes.
 	cpsRead := make(chan struct{})
 	v.goSafe(g, func() error {
 		if err := v.readCheckpoints(); err != nil {
 			return err
 		}
 		close(cpsRead)
+		v.goSafe(g, func() error {
+			v.checkTree(feed)
+			return nil
+		})
 		return v.checkSignatures(gctx)
 	})
 	var indexSum [2]uint64
@@ -208,7 +215,7 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 	var last actionState
 	v.goSafe(g, func() error {
 		var err error
-		expectSum, last, err = v.scanActions(gctx, headSeq, cpsRead, progress)
+		expectSum, last, err = v.scanActions(gctx, headSeq, ranges, feed, cpsRead, progress)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -220,7 +227,6 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 			return v.report, err
 		}
 	}
-	v.checkTree()
 	if err := v.checkSince(ctx, since, last.seq); err != nil {
 		return v.report, err
 	}

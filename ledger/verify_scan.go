@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"hash/maphash"
+	"math"
+	"sort"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -70,9 +72,9 @@ func (p *progressCounter) add(n uint64) {
 	}
 }
 
-// scanActions reads, hashes and checks every action; it checks them
-// against the checkpoints once cpsRead is closed.
-func (v *verifier) scanActions(ctx context.Context, headSeq uint64, cpsRead <-chan struct{}, progress func(done, total uint64)) ([2]uint64, actionState, error) {
+// splitActions divides seqs 1–headSeq into at most scanParts ranges of at
+// least minRange actions each.
+func (v *verifier) splitActions(headSeq uint64) []actionRange {
 	parts := max(1, min(uint64(v.scanParts), headSeq/v.minRange))
 	ranges := make([]actionRange, parts)
 	for i := range ranges {
@@ -81,16 +83,71 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, cpsRead <-ch
 			ranges[i-1].to = ranges[i].from
 		}
 	}
+	return ranges
+}
+
+// leafFeed lets the tree rebuild follow the action scan: each range says
+// how far it has stored leaf hashes, so the tree is built while the scan
+// runs rather than after it.
+type leafFeed struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	from []uint64 // each range's first seq (0 for the first range)
+	seen []uint64 // each range's last seq with its leaf stored; math.MaxUint64 once it is done
+}
+
+func newLeafFeed(ranges []actionRange) *leafFeed {
+	f := &leafFeed{from: make([]uint64, len(ranges)), seen: make([]uint64, len(ranges))}
+	f.cond.L = &f.mu
+	for i, r := range ranges {
+		f.from[i] = r.from
+	}
+	return f
+}
+
+// advance records that range i has stored the leaves up to seq.
+func (f *leafFeed) advance(i int, seq uint64) {
+	f.mu.Lock()
+	f.seen[i] = seq
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// finish records that range i will store no more leaves.
+func (f *leafFeed) finish(i int) { f.advance(i, math.MaxUint64) }
+
+// ready waits until the leaf of seq s is stored, or the range holding s
+// is done, and returns the last seq up to which the leaves from s on are
+// final.
+func (f *leafFeed) ready(s uint64) uint64 {
+	r := sort.Search(len(f.from), func(i int) bool { return f.from[i] > s }) - 1
+	end := uint64(math.MaxUint64)
+	if r+1 < len(f.from) {
+		end = f.from[r+1] - 1
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.seen[r] < s {
+		f.cond.Wait()
+	}
+	return min(f.seen[r], end)
+}
+
+// scanActions reads, hashes and checks every action; it checks them
+// against the checkpoints once cpsRead is closed.
+func (v *verifier) scanActions(ctx context.Context, headSeq uint64, ranges []actionRange, feed *leafFeed, cpsRead <-chan struct{}, progress func(done, total uint64)) ([2]uint64, actionState, error) {
 	prog := &progressCounter{fn: progress, total: headSeq}
 	g, ctx := errgroup.WithContext(ctx)
 	for i := range ranges {
 		v.goSafe(g, func() error {
+			// However the range ends, the tree rebuild must not wait on it.
+			defer feed.finish(i)
 			select {
 			case <-cpsRead:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			return v.scanRange(ctx, &ranges[i], prog)
+			return v.scanRange(ctx, &ranges[i], prog, func(seq uint64) { feed.advance(i, seq) })
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -118,8 +175,9 @@ func (v *verifier) scanActions(ctx context.Context, headSeq uint64, cpsRead <-ch
 }
 
 // scanRange checks the actions of r: each one on its own, and each link
-// but the first, which needs the range before.
-func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progressCounter) error {
+// but the first, which needs the range before. It calls stored now and
+// then with the last seq whose leaf hash it has stored.
+func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progressCounter, stored func(seq uint64)) error {
 	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
 	defer it.Close()
 	start := []byte(prefixAction)
@@ -171,6 +229,7 @@ func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progress
 			}
 			prog.add(unreported)
 			unreported = 0
+			stored(seq)
 		}
 	}
 	prog.add(unreported)

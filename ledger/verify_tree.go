@@ -63,18 +63,23 @@ func (v *verifier) keyDesc() string {
 	return "store's key " + v.report.TrustedKey
 }
 
-// checkTree rebuilds the Merkle tree from the action hashes and checks the
-// root every tree checkpoint signs.
-func (v *verifier) checkTree() {
+// checkTree rebuilds the Merkle tree from the action hashes, as feed says
+// the action scan has stored them, and checks the root every tree
+// checkpoint signs.
+func (v *verifier) checkTree(feed *leafFeed) {
 	if !v.hasNotes {
 		return
 	}
 	var tree rootStack
+	var final uint64 // the leaves of seqs up to final are stored
 	for _, e := range v.cps {
 		if !e.ok || !e.cp.IsNote() || e.key > uint64(len(v.leaves)) {
 			continue
 		}
 		for tree.size < e.key {
+			if tree.size+1 > final {
+				final = feed.ready(tree.size + 1)
+			}
 			tree.push(v.leaves[tree.size])
 		}
 		root := tree.root()
