@@ -47,7 +47,7 @@ func existingStoreDir(flag string) (string, error) {
 	}
 	// An empty directory holds no store either: reading it must not leave a
 	// new, empty store behind.
-	if entries, err := os.ReadDir(dir); errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0) {
+	if storeIsNew(dir) {
 		return "", exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
 	}
 	return dir, nil
