@@ -45,14 +45,19 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 			c, err := serve.Dial(cmd.Context(), dir)
 			switch {
 			case errors.Is(err, serve.ErrNotServed):
-				return notRunning(cmd, storeFlag, id, "")
+				st, err := openReaderAt(cmd.Context(), dir, ledger.Options{}, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				return notRunning(st, id, "")
 			case err != nil:
 				return exitError(ExitFailure, err)
 			}
 			defer c.Close()
 			in := c.Info()
-			if in.RunID == "" || (in.RunID != id && !strings.HasPrefix(in.RunID, id)) {
-				return notRunning(cmd, storeFlag, id, in.RunID)
+			if in.RunID == "" || !strings.HasPrefix(in.RunID, id) {
+				return notRunning(remoteReader{c, dir}, id, in.RunID) // c: closed by the defer above
 			}
 			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, Input: cmd.InOrStdin(), Output: out})
 			var panicErr *tui.PanicError
@@ -75,13 +80,9 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 
 // notRunning explains an attach to a run no process runs: one that ended
 // (and how to see it), one whose process died (and how to continue it), or
-// none at all. live is the run the store's process drives, if any.
-func notRunning(cmd *cobra.Command, storeFlag, id, live string) error {
-	st, err := openReader(cmd.Context(), storeFlag, ledger.Options{}, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+// none at all, as st (the caller closes it) records it. live is the run
+// the store's process drives, if any.
+func notRunning(st storeReader, id, live string) error {
 	runID, err := resolveRun(st, id)
 	if err != nil {
 		return err

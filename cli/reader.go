@@ -76,6 +76,11 @@ func openReader(ctx context.Context, flag string, opts ledger.Options, errOut io
 	if err != nil {
 		return nil, err
 	}
+	return openReaderAt(ctx, dir, opts, errOut)
+}
+
+// openReaderAt is openReader for the store directory dir, already named.
+func openReaderAt(ctx context.Context, dir string, opts ledger.Options, errOut io.Writer) (storeReader, error) {
 	c, err := serve.Dial(ctx, dir)
 	if err == nil {
 		return remoteReader{c, dir}, nil
