@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -305,23 +304,7 @@ func TestE2EChainImportKilled(t *testing.T) {
 	if _, err := io.WriteString(stdin, strings.Join(lines[:9000], "")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		mems, _ := filepath.Glob(filepath.Join(dir, ".store.import-*", "data", "*.mem"))
-		var size int64
-		for _, m := range mems {
-			if b, err := os.ReadFile(m); err == nil {
-				size += int64(len(bytes.TrimRight(b, "\x00")))
-			}
-		}
-		if size > 4<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the import committed nothing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCommitted(t, filepath.Join(dir, ".store.import-*", "data", "*.mem"))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -422,23 +405,7 @@ func TestE2EChainImportIntoStoreKilled(t *testing.T) {
 	if _, err := io.WriteString(stdin, strings.Join(lines[:9000], "")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		mems, _ := filepath.Glob(filepath.Join(store, "data", "*.mem"))
-		var size int64
-		for _, m := range mems {
-			if b, err := os.ReadFile(m); err == nil {
-				size += int64(len(bytes.TrimRight(b, "\x00")))
-			}
-		}
-		if size > 4<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the import committed nothing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCommitted(t, filepath.Join(store, "data", "*.mem"))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package cli_test
 // bounded and polls; none is a timing assertion.
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -125,5 +126,28 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s never happened", what)
 		}
+	}
+}
+
+// waitCommitted waits (up to a minute) until the Badger memtables glob
+// names hold more than 4 MiB: an import's first chunks are committed.
+func waitCommitted(t *testing.T, glob string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mems, _ := filepath.Glob(glob)
+		var size int64
+		for _, m := range mems {
+			if b, err := os.ReadFile(m); err == nil {
+				size += int64(len(bytes.TrimRight(b, "\x00")))
+			}
+		}
+		if size > 4<<20 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the import committed nothing")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
