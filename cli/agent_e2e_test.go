@@ -457,6 +457,9 @@ func TestE2EAgentBadInput(t *testing.T) {
 			!strings.Contains(errOut, `agent CLI "claude" is not in [governance].agent_allow [codex]`) {
 			t.Errorf("exit %d stderr %q", code, errOut)
 		}
+		if _, err := os.Stat(filepath.Join(p.dir, ".ralph")); !os.IsNotExist(err) {
+			t.Errorf("a refused agent loop left a store behind (%v)", err)
+		}
 	})
 	t.Run("malformed stream line", func(t *testing.T) {
 		t.Parallel()

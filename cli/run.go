@@ -158,7 +158,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	if ap, ok := provider.(loop.AgentPlanner); ok {
 		if err := checkAgentPlan(cmd.Context(), eng, ap); err != nil {
-			return exitError(ExitUsage, err)
+			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
 		}
 	}
 	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
