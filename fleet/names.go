@@ -1,0 +1,113 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The names every worker, submitter and reader agree on.
+const (
+	// StreamJobs is the work-queue stream of submitted jobs: one message per
+	// run, removed once a worker acks it (the run ended).
+	StreamJobs  = "RALPH_JOBS"
+	SubjectJobs = "ralph.jobs"
+	// ConsumerWorkers is the durable pull consumer every worker shares.
+	ConsumerWorkers = "ralph-workers"
+	// StreamChains holds every run's chain, one bundle line per message,
+	// on ChainSubject(run id).
+	StreamChains        = "RALPH_CHAINS"
+	subjectChainsPrefix = "ralph.chain."
+	// BucketRuns holds one RunState per run; BucketWorkers one WorkerState
+	// per live worker (entries expire when a worker stops heartbeating).
+	BucketRuns    = "ralph_runs"
+	BucketWorkers = "ralph_workers"
+	subjectCtl    = "ralph.ctl."
+)
+
+// ChainSubject is the subject a run's chain is replicated on.
+func ChainSubject(runID string) string { return subjectChainsPrefix + runID }
+
+// CtlSubject is the subject a run's controls travel on.
+func CtlSubject(runID string) string { return subjectCtl + runID }
+
+// Config is how the fleet's streams and buckets are made.
+type Config struct {
+	// Replicas of every stream and bucket: 1 on one node, 3 on a cluster.
+	Replicas int
+	// AckWait is how long a job's worker may go silent (no heartbeat)
+	// before the job is delivered to another worker.
+	AckWait time.Duration
+	// Dedup is the stream's message-id deduplication window.
+	Dedup time.Duration
+	// WorkerTTL is how long a worker's entry outlives its last heartbeat.
+	WorkerTTL time.Duration
+}
+
+// DefaultConfig is the one-machine fleet.
+func DefaultConfig() Config {
+	return Config{Replicas: 1, AckWait: 30 * time.Second, Dedup: 10 * time.Minute, WorkerTTL: 30 * time.Second}
+}
+
+// Handles are the fleet's streams, buckets and the workers' consumer.
+type Handles struct {
+	JS      jetstream.JetStream
+	Jobs    jetstream.Stream
+	Chains  jetstream.Stream
+	Runs    jetstream.KeyValue
+	Workers jetstream.KeyValue
+}
+
+// Ensure makes (or updates) the fleet's streams and buckets, so a worker or
+// a submitter works against any JetStream-enabled NATS, not only one that
+// ralph fleet serve started. It is idempotent.
+func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, error) {
+	if c.Replicas < 1 {
+		c.Replicas = 1
+	}
+	h := &Handles{JS: js}
+	var err error
+	h.Jobs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: StreamJobs, Subjects: []string{SubjectJobs}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make stream %s: %w", StreamJobs, err)
+	}
+	h.Chains, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: StreamChains, Subjects: []string{subjectChainsPrefix + ">"}, Retention: jetstream.LimitsPolicy,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make stream %s: %w", StreamChains, err)
+	}
+	h.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: BucketRuns, History: 8, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make bucket %s: %w", BucketRuns, err)
+	}
+	h.Workers, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: BucketWorkers, TTL: c.WorkerTTL, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make bucket %s: %w", BucketWorkers, err)
+	}
+	return h, nil
+}
+
+// WorkerConsumer makes (or updates) the workers' shared pull consumer.
+// Jobs are redelivered after ackWait without a heartbeat, without limit:
+// a worker gives up on a job by recording it failed, never by dropping it.
+func WorkerConsumer(ctx context.Context, jobs jetstream.Stream, ackWait time.Duration) (jetstream.Consumer, error) {
+	c, err := jobs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: ConsumerWorkers, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+		MaxDeliver: -1, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make consumer %s: %w", ConsumerWorkers, err)
+	}
+	return c, nil
+}
