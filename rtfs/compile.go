@@ -555,15 +555,9 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 		}
 	}
 	return func(m *Machine, f *frame) (Value, error) {
-		mark := m.stack.mark()
-		buf := m.stack.alloc(len(args))
-		for i, a := range args {
-			v, err := a(m, f)
-			if err != nil {
-				m.stack.release(mark)
-				return Nil, err
-			}
-			buf[i] = v
+		buf, mark, err := evalOnStack(m, f, args)
+		if err != nil {
+			return Nil, err
 		}
 		if err := m.tick(); err != nil {
 			m.stack.release(mark)
@@ -578,19 +572,30 @@ func builtinCall(b *Builtin, args []code, pos Pos) code {
 	}
 }
 
+// evalOnStack evaluates args in order into a slice taken from m's value
+// stack. On success the caller releases mark once it is done with buf; on
+// error the slice is already released.
+func evalOnStack(m *Machine, f *frame, args []code) ([]Value, stackMark, error) {
+	mark := m.stack.mark()
+	buf := m.stack.alloc(len(args))
+	for i, a := range args {
+		v, err := a(m, f)
+		if err != nil {
+			m.stack.release(mark)
+			return nil, mark, err
+		}
+		buf[i] = v
+	}
+	return buf, mark, nil
+}
+
 // positionedCall is builtinCall for builtins that want their call's
 // position (println, prn, log): it is set once the arguments are evaluated.
 func positionedCall(b *Builtin, args []code, pos Pos) code {
 	return func(m *Machine, f *frame) (Value, error) {
-		mark := m.stack.mark()
-		buf := m.stack.alloc(len(args))
-		for i, a := range args {
-			v, err := a(m, f)
-			if err != nil {
-				m.stack.release(mark)
-				return Nil, err
-			}
-			buf[i] = v
+		buf, mark, err := evalOnStack(m, f, args)
+		if err != nil {
+			return Nil, err
 		}
 		if err := m.tick(); err != nil {
 			m.stack.release(mark)

@@ -83,15 +83,9 @@ func (c *compiler) recurForm(n *Node) (code, error) {
 		}, nil
 	}
 	return func(m *Machine, f *frame) (Value, error) {
-		mark := m.stack.mark()
-		buf := m.stack.alloc(len(args))
-		for i, a := range args {
-			v, err := a(m, f)
-			if err != nil {
-				m.stack.release(mark)
-				return Nil, err
-			}
-			buf[i] = v
+		buf, mark, err := evalOnStack(m, f, args)
+		if err != nil {
+			return Nil, err
 		}
 		if sc.heap {
 			f = m.nextPass(f)
