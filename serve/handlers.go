@@ -85,9 +85,8 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+	seq, ok := pathSeq(w, r)
+	if !ok {
 		return
 	}
 	a, err := s.o.Store.GetSeq(seq)
@@ -223,9 +222,8 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 
 // prove is the inclusion proof of the action at seq in the latest checkpoint.
 func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+	seq, ok := pathSeq(w, r)
+	if !ok {
 		return
 	}
 	p, err := s.o.Store.ProveInclusion(r.Context(), seq)
@@ -242,9 +240,8 @@ func (s *Server) prove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) verifyAction(w http.ResponseWriter, r *http.Request) {
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+	seq, ok := pathSeq(w, r)
+	if !ok {
 		return
 	}
 	p, err := s.o.Store.VerifyAction(r.Context(), seq)
@@ -410,4 +407,15 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 		l.w.WriteHeader(http.StatusOK)
 	}
 	return l.dw.Write(p)
+}
+
+// pathSeq parses the {seq} path value, answering 400 when it is not a
+// whole number.
+func pathSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("an action is named by its seq, a whole number, not %q", r.PathValue("seq")))
+		return 0, false
+	}
+	return seq, true
 }
