@@ -72,7 +72,14 @@ func WriteStarter(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	files := []struct{ name, body string }{{"ralph.toml", Starter}, {"PROMPT.md", StarterPrompt}}
+	return writeNew(dir, []starterFile{{"ralph.toml", Starter}, {"PROMPT.md", StarterPrompt}})
+}
+
+type starterFile struct{ name, body string }
+
+// writeNew writes files into dir, refusing before it writes any of them when
+// one already exists. It returns the paths it wrote.
+func writeNew(dir string, files []starterFile) ([]string, error) {
 	for _, f := range files {
 		if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
 			return nil, fmt.Errorf("%s already exists; remove it or choose another directory", filepath.Join(dir, f.name))

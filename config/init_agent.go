@@ -209,21 +209,9 @@ func WriteAgentStarter(dir string, s AgentStarter) ([]string, error) {
 	if s.Test == nil {
 		s.Test = guessTest(dir)
 	}
-	files := []struct{ name, body string }{{"ralph.toml", s.Text()}, {"PROMPT.md", AgentPrompt}}
-	for _, f := range files {
-		if _, err := os.Stat(filepath.Join(dir, f.name)); err == nil {
-			return nil, fmt.Errorf("%s already exists; remove it or choose another directory", filepath.Join(dir, f.name))
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-	}
-	var written []string
-	for _, f := range files {
-		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, []byte(f.body), 0o644); err != nil {
-			return written, err
-		}
-		written = append(written, p)
+	written, err := writeNew(dir, []starterFile{{"ralph.toml", s.Text()}, {"PROMPT.md", AgentPrompt}})
+	if err != nil {
+		return written, err
 	}
 	gi, err := ignoreStore(dir)
 	if err != nil {
