@@ -235,11 +235,7 @@ func (r *treeReader) inclusion(index, size uint64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs, err := r.hashes(nodes.IDs)
-	if err != nil {
-		return nil, err
-	}
-	return nodes.Rehash(hs, hasher.HashChildren)
+	return r.rehash(nodes)
 }
 
 // consistency returns the RFC 6962 consistency proof from size1 to size2.
@@ -248,6 +244,12 @@ func (r *treeReader) consistency(size1, size2 uint64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.rehash(nodes)
+}
+
+// rehash reads the stored hashes of a proof's nodes and folds them into
+// the proof's hashes.
+func (r *treeReader) rehash(nodes proof.Nodes) ([][]byte, error) {
 	hs, err := r.hashes(nodes.IDs)
 	if err != nil {
 		return nil, err
