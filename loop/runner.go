@@ -295,9 +295,9 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 // whose results are those errors (and their error_class).
 func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
 	trig *ledger.Action, trigName string, failed map[string]error) (*Outcome, error) {
-	if err := r.durable(ctx); err != nil { // command checks are effects too
-		return nil, err
-	}
+	// Command checks are effects too: everything before them is already
+	// durable (iterate syncs after its last record; a resumed run's
+	// actions are on disk and resume records nothing before this).
 	// Checks run under the run's deadline too: a slow command check
 	// cannot carry the run past max_duration.
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
