@@ -24,6 +24,8 @@ type ServerOptions struct {
 	ClusterName   string
 	ClusterListen string
 	Routes        []string
+	// Log writes the server's own log to stderr (ralph fleet serve --verbose).
+	Log bool
 }
 
 // Server is an embedded NATS server with JetStream.
@@ -44,15 +46,21 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w; pass host:port, e.g. 127.0.0.1:4222", o.Listen, err)
 	}
+	if port == 0 { // nats-server reads 0 as its default port, 4222
+		port = server.RANDOM_PORT
+	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: host, Port: port,
 		JetStream: true, StoreDir: o.Dir,
-		NoLog: true, NoSigs: true,
+		NoLog: !o.Log, NoSigs: true,
 	}
 	if o.ClusterName != "" {
 		ch, cp, err := splitHostPort(o.ClusterListen)
 		if err != nil {
 			return nil, fmt.Errorf("cluster listen %q: %w", o.ClusterListen, err)
+		}
+		if cp == 0 {
+			cp = server.RANDOM_PORT
 		}
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: ch, Port: cp}
 		for _, r := range o.Routes {
@@ -66,6 +74,9 @@ func StartServer(o ServerOptions) (*Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("start the NATS server: %w", err)
+	}
+	if o.Log {
+		ns.ConfigureLogger()
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {

@@ -1,0 +1,57 @@
+package fleettest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/fleet"
+)
+
+// A three-node cluster keeps its R3 streams when the jobs stream's leader
+// stops: a message published before is still there, and new ones go in.
+func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
+	c := NewCluster(t, 3)
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := fleet.DefaultConfig()
+	cfg.Replicas = 3
+	h, err := fleet.Ensure(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, fleet.SubjectJobs, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.StreamLeader(fleet.StreamJobs)
+	if leader < 0 {
+		t.Fatal("no leader for the jobs stream")
+	}
+	c.Stop(leader)
+	for {
+		_, err := js.Publish(ctx, fleet.SubjectJobs, []byte("two"))
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no publish after the leader stopped: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	info, err := h.Jobs.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Errorf("the jobs stream holds %d messages after a leader change, want 2", info.State.Msgs)
+	}
+}
