@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ralphloop/ralph/arbiter"
@@ -288,49 +287,6 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 	}
 }
 
-// decide evaluates the stop conditions after an iteration whose actions are
-// last, and returns how the run ends, or nil to go on. trig is the action
-// after which a completion predicate held, if one did; failed holds the
-// completion predicates that could not be evaluated during the iteration,
-// whose results are those errors (and their error_class).
-func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
-	trig *ledger.Action, trigName string, failed map[string]error) (*Outcome, error) {
-	// Command checks are effects too: everything before them is already
-	// durable (iterate syncs after its last record; a resumed run's
-	// actions are on disk and resume records nothing before this).
-	// Checks run under the run's deadline too: a slow command check
-	// cannot carry the run past max_duration.
-	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
-		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
-		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})
-	if ctx.Err() != nil {
-		return abortOutcome(ctx), nil
-	}
-	if err != nil {
-		if runCtx.Err() != nil {
-			return r.durationOutcome(), nil
-		}
-		return nil, err
-	}
-	st.feedback.Conditions = conditionStatus(ev.Results)
-	strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
-	switch {
-	case trig != nil && !strong: // a completion predicate held; failure still beats it
-		return &Outcome{Class: stop.ClassSuccess, TriggeredBy: trigName,
-			Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
-			Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig}, nil
-	case ev.ShouldStop:
-		out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
-		if t := ev.Trigger(); t != nil {
-			out.Evidence = t.Evidence
-		}
-		return out, nil
-	case runCtx.Err() != nil: // the deadline passed during the checks
-		return r.durationOutcome(), nil
-	}
-	return nil, nil
-}
-
 // delay waits d between iterations. An abort or max_duration ends it; a
 // pause takes effect at once (no step is executing) and the wait goes on
 // after Resume, wall-clock like max_duration.
@@ -567,15 +523,6 @@ func (r *Runner) planCtx(st *runState) rtfs.Value {
 	return rtfs.MapValue(m)
 }
 
-// deferredRecorder records the stop evaluations deferred: each is made
-// durable with the next iteration's first records, or by the run's end.
-type deferredRecorder struct{ s *ledger.Store }
-
-func (d deferredRecorder) Append(ctx context.Context, a *ledger.Action) (ledger.Receipt, error) {
-	_, err := d.s.AppendDeferred(ctx, a)
-	return ledger.Receipt{}, err
-}
-
 // actionsSince returns the run's actions after seq from its first
 // IterationStarted on: the last iteration's, without the previous stop
 // evaluation that may have committed with them.
@@ -593,71 +540,6 @@ func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error)
 		return nil
 	})
 	return out, err
-}
-
-// preflight stops the run before an iteration that a budget forbids:
-// cost and tokens by the mean of previous iterations, so no limit is
-// overshot.
-func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
-	if ctx.Err() != nil {
-		return abortOutcome(ctx)
-	}
-	if runCtx.Err() != nil {
-		return r.durationOutcome()
-	}
-	for _, s := range r.o.Config.Stop { // a resumed run may already be at its limit
-		if s.Kind == "max_iterations" && st.iteration >= s.Max {
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
-				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
-		}
-	}
-	n := st.doneIters
-	if n == 0 {
-		return nil
-	}
-	meanCost, meanTok := st.doneCost/float64(n), (st.doneTokens+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
-	for _, s := range r.o.Config.Stop {
-		switch {
-		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
-				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, st.cost, s.USD),
-				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, st.cost)}
-		case s.Kind == "max_tokens" && st.tokens+meanTok > s.Tokens:
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
-				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, st.tokens, s.Tokens),
-				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, st.tokens)}
-		}
-	}
-	return nil
-}
-
-// classOf is a budget condition's class: limit unless the config says otherwise.
-func classOf(s config.Stop) stop.Class {
-	if s.Class != "" {
-		return stop.Class(s.Class)
-	}
-	return stop.ClassLimit
-}
-
-func (r *Runner) durationOutcome() *Outcome {
-	d := r.maxDuration()
-	name, class := "max_duration", stop.ClassLimit
-	for _, s := range r.o.Config.Stop {
-		if s.Kind == "max_duration" && s.Duration.Duration == d {
-			name, class = s.Name, classOf(s)
-		}
-	}
-	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", d)}
-}
-
-func (r *Runner) maxDuration() time.Duration {
-	var d time.Duration
-	for _, s := range r.o.Config.Stop {
-		if s.Kind == "max_duration" && (d == 0 || s.Duration.Duration < d) {
-			d = s.Duration.Duration
-		}
-	}
-	return d
 }
 
 // finish records the run's closing action and state.
@@ -705,141 +587,6 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 	err := r.saveState(ctx, st, state, out)
 	r.bus.setState(state, r.o.Now())
 	return out, err
-}
-
-// indexFeed keeps the run's audit index current from the ledger and
-// evaluates the completion predicates after every action of the run.
-type indexFeed struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	seen    uint64
-	trigger *ledger.Action // the action after which a predicate first held
-	name    string         // that predicate's condition name
-	failed  map[int]error  // predicates that could not be evaluated since the last triggered, by index
-}
-
-// waitFor blocks until the feed has processed seq.
-func (f *indexFeed) waitFor(seq uint64) {
-	f.mu.Lock()
-	for f.seen < seq {
-		f.cond.Wait()
-	}
-	f.mu.Unlock()
-}
-
-// triggered reports the action after which a predicate held, and takes
-// the errors of the predicates that could not be evaluated since the last
-// call, by condition name: the next evaluation records them as results.
-func (f *indexFeed) triggered(names func(int) string) (*ledger.Action, string, map[string]error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var failed map[string]error
-	for i, err := range f.failed {
-		if failed == nil {
-			failed = map[string]error{}
-		}
-		failed[names(i)] = err
-	}
-	f.failed = nil
-	return f.trigger, f.name, failed
-}
-
-func (r *Runner) feedIndex(ctx context.Context, runID string, ix *stop.Index) (*indexFeed, error) {
-	f := &indexFeed{}
-	f.cond = sync.NewCond(&f.mu)
-	bounds := make([]*stop.Bound, len(r.o.Predicates))
-	for i, p := range r.o.Predicates {
-		b, err := p.Pred.Bind(ix)
-		if err != nil {
-			return nil, err
-		}
-		bounds[i] = b
-	}
-	observe := func(a *ledger.Action) {
-		if a.RunID != runID || a.Type == ledger.RunCompleted {
-			return
-		}
-		ix.Observe(a)
-		for i, b := range bounds {
-			f.mu.Lock()
-			done, failed := f.trigger != nil, f.failed[i] != nil
-			f.mu.Unlock()
-			if done {
-				return
-			}
-			if failed { // already reported for this iteration
-				continue
-			}
-			holds, err := b.Eval(ctx)
-			f.mu.Lock()
-			switch {
-			case err != nil:
-				if f.failed == nil {
-					f.failed = map[int]error{}
-				}
-				f.failed[i] = fmt.Errorf("%w (evaluated after seq %d)", err, a.Seq)
-			case holds:
-				c := *a
-				f.trigger, f.name = &c, r.o.Predicates[i].Name
-			}
-			f.mu.Unlock()
-		}
-	}
-	head := r.o.Store.Head().Seq
-	acts, err := r.o.Store.ByRun(runID)
-	if err != nil {
-		return nil, err
-	}
-	if r.o.Resume {
-		// Rebuild the index from the iterations that completed. The dead
-		// process's interrupted iteration runs again, so its actions are
-		// left out, and nothing replayed can end the new process: the
-		// predicates are evaluated from its first action on.
-		var cutoff uint64
-		for i := range acts {
-			if acts[i].Type == ledger.IterationCompleted || acts[i].Type == ledger.RunStarted {
-				cutoff = acts[i].Seq
-			}
-		}
-		for i := range acts {
-			if acts[i].Seq <= cutoff && acts[i].Seq <= head {
-				ix.Observe(&acts[i])
-			}
-		}
-	} else {
-		for i := range acts {
-			if acts[i].Seq <= head {
-				observe(&acts[i])
-			}
-		}
-	}
-	f.seen = head
-	go func() {
-		defer func() { // release waiters for good when the feed ends
-			f.mu.Lock()
-			f.seen = ^uint64(0)
-			f.cond.Broadcast()
-			f.mu.Unlock()
-		}()
-		for a := range r.o.Store.Subscribe(ctx, head+1) {
-			observe(&a)
-			f.mu.Lock()
-			f.seen = a.Seq
-			f.cond.Broadcast()
-			f.mu.Unlock()
-		}
-	}()
-	return f, nil
-}
-
-// conditionStatus is what the provider sees of each stop condition.
-func conditionStatus(rs []stop.Result) []arbiter.ConditionStatus {
-	out := make([]arbiter.ConditionStatus, len(rs))
-	for i, r := range rs {
-		out[i] = arbiter.ConditionStatus{Name: r.Name, Kind: r.Kind, Class: string(r.Class), Met: r.Met,
-			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason, Evidence: r.Evidence}
-	}
-	return out
 }
 
 // planAction is the PlanGenerated record of a provider's answer.

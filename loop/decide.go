@@ -1,0 +1,139 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// decide evaluates the stop conditions after an iteration whose actions are
+// last, and returns how the run ends, or nil to go on. trig is the action
+// after which a completion predicate held, if one did; failed holds the
+// completion predicates that could not be evaluated during the iteration,
+// whose results are those errors (and their error_class).
+func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.Index, last []ledger.Action,
+	trig *ledger.Action, trigName string, failed map[string]error) (*Outcome, error) {
+	// Command checks are effects too: everything before them is already
+	// durable (iterate syncs after its last record; a resumed run's
+	// actions are on disk and resume records nothing before this).
+	// Checks run under the run's deadline too: a slow command check
+	// cannot carry the run past max_duration.
+	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
+		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
+		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})
+	if ctx.Err() != nil {
+		return abortOutcome(ctx), nil
+	}
+	if err != nil {
+		if runCtx.Err() != nil {
+			return r.durationOutcome(), nil
+		}
+		return nil, err
+	}
+	st.feedback.Conditions = conditionStatus(ev.Results)
+	strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
+	switch {
+	case trig != nil && !strong: // a completion predicate held; failure still beats it
+		return &Outcome{Class: stop.ClassSuccess, TriggeredBy: trigName,
+			Reason:   fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq),
+			Evidence: fmt.Sprintf("trigger action %s", trig.ActionID), trigger: trig}, nil
+	case ev.ShouldStop:
+		out := &Outcome{Class: ev.Class, TriggeredBy: ev.TriggeredBy, Reason: ev.Reason}
+		if t := ev.Trigger(); t != nil {
+			out.Evidence = t.Evidence
+		}
+		return out, nil
+	case runCtx.Err() != nil: // the deadline passed during the checks
+		return r.durationOutcome(), nil
+	}
+	return nil, nil
+}
+
+// deferredRecorder records the stop evaluations deferred: each is made
+// durable with the next iteration's first records, or by the run's end.
+type deferredRecorder struct{ s *ledger.Store }
+
+func (d deferredRecorder) Append(ctx context.Context, a *ledger.Action) (ledger.Receipt, error) {
+	_, err := d.s.AppendDeferred(ctx, a)
+	return ledger.Receipt{}, err
+}
+
+// preflight stops the run before an iteration that a budget forbids:
+// cost and tokens by the mean of previous iterations, so no limit is
+// overshot.
+func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
+	if ctx.Err() != nil {
+		return abortOutcome(ctx)
+	}
+	if runCtx.Err() != nil {
+		return r.durationOutcome()
+	}
+	for _, s := range r.o.Config.Stop { // a resumed run may already be at its limit
+		if s.Kind == "max_iterations" && st.iteration >= s.Max {
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
+				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
+		}
+	}
+	n := st.doneIters
+	if n == 0 {
+		return nil
+	}
+	meanCost, meanTok := st.doneCost/float64(n), (st.doneTokens+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
+	for _, s := range r.o.Config.Stop {
+		switch {
+		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
+				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, st.cost, s.USD),
+				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, st.cost)}
+		case s.Kind == "max_tokens" && st.tokens+meanTok > s.Tokens:
+			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
+				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, st.tokens, s.Tokens),
+				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, st.tokens)}
+		}
+	}
+	return nil
+}
+
+// classOf is a budget condition's class: limit unless the config says otherwise.
+func classOf(s config.Stop) stop.Class {
+	if s.Class != "" {
+		return stop.Class(s.Class)
+	}
+	return stop.ClassLimit
+}
+
+func (r *Runner) durationOutcome() *Outcome {
+	d := r.maxDuration()
+	name, class := "max_duration", stop.ClassLimit
+	for _, s := range r.o.Config.Stop {
+		if s.Kind == "max_duration" && s.Duration.Duration == d {
+			name, class = s.Name, classOf(s)
+		}
+	}
+	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", d)}
+}
+
+func (r *Runner) maxDuration() time.Duration {
+	var d time.Duration
+	for _, s := range r.o.Config.Stop {
+		if s.Kind == "max_duration" && (d == 0 || s.Duration.Duration < d) {
+			d = s.Duration.Duration
+		}
+	}
+	return d
+}
+
+// conditionStatus is what the provider sees of each stop condition.
+func conditionStatus(rs []stop.Result) []arbiter.ConditionStatus {
+	out := make([]arbiter.ConditionStatus, len(rs))
+	for i, r := range rs {
+		out[i] = arbiter.ConditionStatus{Name: r.Name, Kind: r.Kind, Class: string(r.Class), Met: r.Met,
+			Progress: r.Progress, Detail: r.Detail, Reason: r.Reason, Evidence: r.Evidence}
+	}
+	return out
+}
