@@ -29,7 +29,7 @@ func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, fleet.SubjectJobs, []byte("one")); err != nil {
+	if _, err := js.Publish(ctx, fleet.SubjectJobs, []byte("one"), jetstream.WithMsgID("one")); err != nil {
 		t.Fatal(err)
 	}
 	leader := c.StreamLeader(fleet.StreamJobs)
@@ -38,16 +38,31 @@ func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
 	}
 	c.Stop(leader)
 	for {
-		_, err := js.Publish(ctx, fleet.SubjectJobs, []byte("two"))
+		// A publish that timed out in the election may have been stored:
+		// the retry carries the same message id, so it is not stored twice.
+		// Each attempt has its own deadline: a publish sent while no
+		// leader can answer is never acked.
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.Publish(actx, fleet.SubjectJobs, []byte("two"), jetstream.WithMsgID("two"))
+		acancel()
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("no publish after the leader stopped: %v", err)
+			t.Fatalf("no publish after the leader stopped: %v (connected to %s, status %v)", err, nc.ConnectedUrl(), nc.Status())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	info, err := h.Jobs.Info(ctx)
+	var info *jetstream.StreamInfo
+	for { // the stream's new leader answers once elected
+		ictx, icancel := context.WithTimeout(ctx, 2*time.Second)
+		info, err = h.Jobs.Info(ictx)
+		icancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
