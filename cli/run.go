@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -22,7 +21,6 @@ import (
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/serve"
-	"github.com/ralphloop/ralph/stop"
 )
 
 type runFlags struct {
@@ -95,77 +93,21 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 // runLoop wires the runner for cfg and drives it, in the UI when stdout is
 // a terminal, headless otherwise. resumeID, when set, continues that run.
 func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) error {
-	if f.provider != "" {
-		cfg.Model.Provider = f.provider
-	}
-	if f.model != "" {
-		cfg.Model.Model = f.model
-	}
 	interactive := !f.noTUI && !f.asJSON && isTTY(cmd.OutOrStdout())
 	if f.approve && !interactive && !isTTY(cmd.InOrStdin()) {
 		return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
 	}
-	if f.maxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
-		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: f.maxIterations})
+	runID := resumeID
+	if resumeID == "" {
+		runID = f.runID // set by run --detach; "" makes a new one
 	}
-	specs := cfg.Stop
-	conds, err := stop.FromConfig(specs, cfg.File)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	var preds []loop.CompletionPredicate
-	for _, c := range conds {
-		// Failure- and limit-class predicates are decided by the evaluator;
-		// success-class ones are also watched after every action.
-		if p := c.Predicate(); p != nil && c.Class == stop.ClassSuccess {
-			preds = append(preds, loop.CompletionPredicate{Name: c.Name, Pred: p})
-		}
-	}
-	if err := cfg.CheckPaths(); err != nil {
-		return exitError(ExitUsage, err)
-	}
-	intent, err := intentOf(cfg)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	// static and script providers need no engine: they are built (their
-	// plan file or script read and checked) before the store is opened, so
-	// a bad one leaves no store behind.
-	var provider arbiter.Provider
-	if cfg.Model.Provider == "static" || cfg.Model.Provider == "script" {
-		if provider, err = newProvider(cfg, nil); err != nil {
-			return exitError(ExitUsage, err)
-		}
-	}
-	dir := storeDir(f.store, cfg)
-	_, statErr := os.Stat(dir)
-	fresh := errors.Is(statErr, fs.ErrNotExist)
-	eng, err := openEngine(cfg, f.store, cmd.ErrOrStderr())
+	rs, err := setupRun(cmd.Context(), cfg, runSetupOptions{Store: f.store, Provider: f.provider, Model: f.model,
+		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", ErrOut: cmd.ErrOrStderr()})
 	if err != nil {
 		return err
 	}
-	st := eng.store
+	opts, st := rs.Opts, rs.Opts.Store
 	defer st.Close()
-	if sp, ok := provider.(arbiter.StaticProvider); ok { // read before the store opened; now admit it
-		if err := checkStaticPlan(cfg, eng, sp.Source); err != nil {
-			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
-		}
-	}
-	if provider == nil {
-		if provider, err = newProvider(cfg, eng); err != nil {
-			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
-		}
-	}
-	if ap, ok := provider.(loop.AgentPlanner); ok {
-		if err := checkAgentPlan(cmd.Context(), eng, ap); err != nil {
-			return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
-		}
-	}
-	opts := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: eng.orch, Provider: provider,
-		Conditions: conds, Predicates: preds, Intent: intent, RunID: resumeID, Resume: resumeID != ""}
-	if resumeID == "" {
-		opts.RunID = f.runID // set by run --detach; "" makes a new one
-	}
 	if interactive {
 		return runInteractive(cmd, opts, f.approve)
 	}
@@ -174,7 +116,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	runner, err := loop.NewRunner(opts)
 	if err != nil {
-		return discardFresh(fresh, dir, st, exitError(ExitUsage, err))
+		return rs.discard(exitError(ExitUsage, err))
 	}
 	srv, err := serveRun(runner, opts, nil, false, cmd.ErrOrStderr())
 	if err != nil {
