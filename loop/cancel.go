@@ -13,7 +13,17 @@ const (
 	CancelAbort       = "abort"        // the user aborted the run (the UI's a, a control)
 	CancelSignal      = "signal"       // a signal (Ctrl-C, SIGTERM) cancelled the run's context
 	CancelMaxDuration = "max_duration" // the run's max_duration passed
+	// CancelHandBack stops the run in this process without ending it: a
+	// fleet worker hands it back (SIGTERM) or has lost it to another worker.
+	// Nothing more is recorded; Run returns ErrHandedBack and the run stays
+	// open, as after a crash, for another process to resume.
+	CancelHandBack = "hand-back"
 )
+
+// ErrHandedBack is what Run returns when its context was cancelled with
+// &Cancelled{By: CancelHandBack}: the run has no closing action (it has not
+// ended) and another process resumes it.
+var ErrHandedBack = errors.New("the run was handed back unfinished, for another process to resume")
 
 // Cancelled is the cause a run's or an iteration's context is cancelled
 // with (context.Cause). Capability handlers and stop conditions below loop

@@ -185,6 +185,9 @@ func (r *Runner) closeOnError(ctx context.Context, st *runState, err error) (*Ou
 		out.Evidence = err.Error()
 	}
 	if _, ferr := r.finish(ctx, st, out); ferr != nil {
+		if errors.Is(ferr, ErrHandedBack) {
+			return nil, ferr
+		}
 		return nil, err
 	}
 	return out, nil
@@ -542,8 +545,12 @@ func (r *Runner) actionsSince(runID string, seq uint64) ([]ledger.Action, error)
 	return out, err
 }
 
-// finish records the run's closing action and state.
+// finish records the run's closing action and state, unless the run was
+// handed back (ErrHandedBack): then it has not ended, and records nothing.
 func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outcome, error) {
+	if c := cancelledBy(ctx); c != nil && c.By == CancelHandBack {
+		return nil, ErrHandedBack
+	}
 	out.RunID, out.Iterations, out.CostUSD, out.Tokens = st.id, st.iteration, st.cost, st.tokens
 	typ, state := ledger.RunStopped, StateStopped
 	switch out.Class {

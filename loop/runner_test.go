@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -638,5 +639,41 @@ func markInterrupted(t *testing.T, fx *fixture, runID string) {
 	rec, _, _ := fx.store.KV().Get(context.Background(), key)
 	if err := fx.store.KV().Put(context.Background(), key, rtfs.MapValue(rec.AsMap().Assoc(rtfs.Keyword("state"), rtfs.Keyword(StateRunning)))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestHandBackRecordsNoClosingAction(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+kind = "max_iterations"
+max = 4
+`, nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		for a := range fx.store.Subscribe(ctx, 1) {
+			if a.Type == ledger.IterationCompleted && a.Metadata["iteration"].AsInt() == 2 {
+				cancel(&Cancelled{By: CancelHandBack})
+				return
+			}
+		}
+	}()
+	out, err := r.Run(ctx)
+	if !errors.Is(err, ErrHandedBack) || out != nil {
+		t.Fatalf("Run = %+v, %v; want ErrHandedBack", out, err)
+	}
+	for _, typ := range []ledger.ActionType{ledger.RunAborted, ledger.RunStopped, ledger.RunFailed, ledger.RunCompleted} {
+		if n := len(runTypes(t, fx, r.RunID(), typ)); n != 0 {
+			t.Fatalf("%d %s after a hand-back", n, typ)
+		}
+	}
+	out, err = resumer(t, r, fx, r.RunID(), nil).Run(context.Background())
+	if err != nil || out.Iterations != 4 || out.State != StateStopped {
+		t.Fatalf("resumed: %+v, %v", out, err)
+	}
+	if n := len(runTypes(t, fx, r.RunID(), ledger.IterationCompleted)); n != 4 {
+		t.Errorf("%d IterationCompleted, want 4", n)
 	}
 }
