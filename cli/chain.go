@@ -68,18 +68,26 @@ func newChainCmd() *cobra.Command {
 }
 
 func newChainVerifyCmd(store *string) *cobra.Command {
-	var key, since, bundle string
+	var since, bundle string
+	var keys []string
 	cmd := &cobra.Command{
-		Use:   "verify [--key VKEY] [--since CHECKPOINT_FILE] [--bundle FILE]",
+		Use:   "verify [--key VKEY]... [--since CHECKPOINT_FILE] [--bundle FILE]",
 		Short: "Recompute every hash, link, signature, Merkle root and index; prove consistency with the witnessed checkpoint; exit 1 naming the first bad seq",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			vkey, err := readVerifierKeyArg(key)
+			pinned, err := readVerifierKeyArgs(keys)
 			if err != nil {
 				return err
 			}
 			if bundle != "" {
-				return verifyBundleFile(cmd, bundle, vkey)
+				return verifyBundleFile(cmd, bundle, pinned)
+			}
+			if len(pinned) > 1 {
+				return usageErrorf("--key is given %d times, but a store is signed by one key; pin more than one only with --bundle", len(pinned))
+			}
+			vkey := ""
+			if len(pinned) == 1 {
+				vkey = pinned[0]
 			}
 			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
@@ -127,7 +135,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&key, "key", "", "trust only the verifier key `VKEY` (as ralph chain key prints it, or a file holding it)")
+	fl.StringArrayVar(&keys, "key", nil, "trust only the verifier key `VKEY` (as ralph chain key prints it, or a file holding it); repeat it for a bundle that rotates keys")
 	fl.StringVar(&since, "since", "", "prove the store consistent with the checkpoint saved in `FILE` (ralph chain checkpoint > FILE)")
 	fl.StringVar(&bundle, "bundle", "", "verify the bundle `FILE` (ralph chain export --bundle) with no store")
 	return cmd
@@ -139,6 +147,21 @@ func trustLine(rep ledger.VerifyReport) string {
 		return "trusted key " + rep.TrustedKey + " (pinned with --key)"
 	}
 	return "trusted key " + rep.TrustedKey + " (recorded in the store; pass --key to pin it)"
+}
+
+// readVerifierKeyArgs takes every --key (or --trust) given.
+func readVerifierKeyArgs(args []string) ([]string, error) {
+	var keys []string
+	for _, a := range args {
+		k, err := readVerifierKeyArg(a)
+		if err != nil {
+			return nil, err
+		}
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // readVerifierKeyArg takes --key: a verifier key, or a file holding one.
@@ -244,9 +267,10 @@ func newChainExportCmd(store *string) *cobra.Command {
 }
 
 func newChainImportCmd(store *string) *cobra.Command {
-	var keyFile, trust string
+	var keyFile string
+	var trust []string
 	cmd := &cobra.Command{
-		Use:   "import [--key FILE] [--trust VKEY] < chain.jsonl | chain.bundle",
+		Use:   "import [--key FILE] [--trust VKEY]... < chain.jsonl | chain.bundle",
 		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; all or nothing, even if killed",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -254,7 +278,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pinned, err := readVerifierKeyArg(trust)
+			pinned, err := readVerifierKeyArgs(trust)
 			if err != nil {
 				return err
 			}
@@ -289,7 +313,7 @@ func newChainImportCmd(store *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "sign with the private key `FILE` (default RALPH_KEY, else $XDG_CONFIG_HOME/ralph/keys/<store id>.ed25519)")
-	cmd.Flags().StringVar(&trust, "trust", "", "a bundle must be signed by the verifier key `VKEY` (or a file holding it)")
+	cmd.Flags().StringArrayVar(&trust, "trust", nil, "a bundle must be signed by the verifier key `VKEY` (or a file holding it); repeat it for a bundle that rotates keys")
 	return cmd
 }
 
@@ -370,13 +394,13 @@ func importIntoStore(cmd *cobra.Command, opts ledger.Options, isBundle bool, in 
 }
 
 // verifyBundleFile checks a bundle with no store.
-func verifyBundleFile(cmd *cobra.Command, path, vkey string) error {
+func verifyBundleFile(cmd *cobra.Command, path string, pinned []string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return usageErrorf("open bundle: %v", err)
 	}
 	defer f.Close()
-	rep, err := ledger.ReadBundle(cmd.Context(), bufio.NewReaderSize(f, 1<<20), vkey, nil)
+	rep, err := ledger.ReadBundle(cmd.Context(), bufio.NewReaderSize(f, 1<<20), pinned, nil)
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("bundle %s does not verify: %w", path, err))
 	}
@@ -384,8 +408,12 @@ func verifyBundleFile(cmd *cobra.Command, path, vkey string) error {
 	if rep.Pinned {
 		trust = " (pinned with --key)"
 	}
-	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted key %s%s\n",
-		path, rep.Actions, rep.Checkpoints, rep.Root, rep.Key, trust))
+	keys := "key " + rep.Key
+	if len(rep.Keys) > 1 {
+		keys = "keys " + strings.Join(rep.Keys, ", ")
+	}
+	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted %s%s\n",
+		path, rep.Actions, rep.Checkpoints, rep.Root, keys, trust))
 }
 
 // exportBundle writes the whole store as a bundle (ledger.ExportBundle),

@@ -2,23 +2,19 @@ package ledger
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // A bundle is a whole store as text, self-verifying and lossless: every
 // action's exact canonical encoding, every checkpoint and the verifier
-// key, one item per line (docs/ledger.md §11):
+// key, one item per line (docs/ledger.md §15):
 //
 //	ralph-bundle 1
 //	key <signed-note verifier key>
@@ -26,11 +22,54 @@ import (
 //	…
 //	c <base64 signed checkpoint note>        after the last action it covers
 //	c1 <base64 113-byte first-format record>  (a store made by an earlier ralph)
+//	key <another verifier key>               the checkpoints after it are signed by that key
 //	end <actions> <hex chain_hash of the last> <hex Merkle root of all>
 const bundleMagic = "ralph-bundle 1"
 
 // maxBundleLine bounds one line: an action of the largest size, in base64.
 const maxBundleLine = 96 << 20
+
+// Bundle line kinds, as BundleLines names them.
+const (
+	BundleAct          = "a"
+	BundleCheckpoint   = "c"
+	BundleCheckpointV1 = "c1"
+	BundleKey          = "key"
+	BundleEnd          = "end"
+)
+
+// bundleTally follows the actions of a bundle to write its end line: their
+// count, the last chain hash and the Merkle tree of all.
+type bundleTally struct {
+	tree  *compact.Range
+	chain Hash
+	n     uint64
+}
+
+func newBundleTally() *bundleTally {
+	return &bundleTally{tree: newRangeFactory().NewEmptyRange(0)}
+}
+
+func (t *bundleTally) add(actionHash, chain Hash) error {
+	lh := LeafHash(actionHash)
+	if err := t.tree.Append(lh[:], nil); err != nil {
+		return err
+	}
+	t.chain = chain
+	t.n++
+	return nil
+}
+
+// endLine returns "end <n> <chain> <root>" without its newline.
+func (t *bundleTally) endLine() ([]byte, error) {
+	root, err := t.tree.GetRootHash(nil)
+	if err != nil {
+		return nil, err
+	}
+	var r Hash
+	copy(r[:], root)
+	return fmt.Appendf(nil, "end %d %s %s", t.n, t.chain, r), nil
+}
 
 // ExportBundle writes the whole store as a bundle, from one snapshot.
 func (s *Store) ExportBundle(w io.Writer) (int, error) {
@@ -48,257 +87,187 @@ func (s *Store) ExportBundle(w io.Writer) (int, error) {
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	fmt.Fprintf(bw, "%s\nkey %s\n", bundleMagic, vkey)
-	n := 0
+	tally := newBundleTally()
 	err := s.view(func(txn *badger.Txn) error {
-		ai := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
-		defer ai.Close()
-		ci := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint)})
-		defer ci.Close()
-		ci.Rewind()
-		tree := newRangeFactory().NewEmptyRange(0)
-		var chain Hash
-		enc := base64.StdEncoding
-		var buf []byte
-		for ai.Rewind(); ai.Valid(); ai.Next() {
-			seq := seqOf(ai.Item().Key())
-			if err := ai.Item().Value(func(v []byte) error {
-				rec, err := parseRecord(v)
-				if err != nil {
-					return fmt.Errorf("action %d cannot be read: %w", seq, err)
-				}
-				chain = rec.chainHash
-				lh := LeafHash(rec.actionHash)
-				if err := tree.Append(lh[:], nil); err != nil {
-					return err
-				}
-				buf = append(buf[:0], "a "...)
-				buf = enc.AppendEncode(buf, rec.encoding)
-				buf = append(buf, '\n')
-				_, err = bw.Write(buf)
-				return err
-			}); err != nil {
-				return err
-			}
-			n++
-			for ; ci.Valid() && seqOf(ci.Item().Key()) <= seq; ci.Next() {
-				if err := ci.Item().Value(func(v []byte) error {
-					if len(v) > 0 && v[0] == checkpointNoteVersion {
-						buf = append(buf[:0], "c "...)
-						buf = enc.AppendEncode(buf, v[1:])
-					} else {
-						buf = append(buf[:0], "c1 "...)
-						buf = enc.AppendEncode(buf, v)
-					}
-					buf = append(buf, '\n')
-					_, err := bw.Write(buf)
-					return err
-				}); err != nil {
+		_, err := eachBundleLine(context.Background(), txn, 1, ^uint64(0), func(line []byte, kind string, _ uint64, rec *record) error {
+			if kind == BundleAct {
+				if err := tally.add(rec.actionHash, rec.chainHash); err != nil {
 					return err
 				}
 			}
-		}
-		root, err := tree.GetRootHash(nil)
+			bw.Write(line)
+			return bw.WriteByte('\n')
+		})
 		if err != nil {
 			return err
 		}
-		var r Hash
-		copy(r[:], root)
-		_, err = fmt.Fprintf(bw, "end %d %s %s\n", n, chain, r)
-		return err
+		end, err := tally.endLine()
+		if err != nil {
+			return err
+		}
+		bw.Write(end)
+		return bw.WriteByte('\n')
 	})
 	if err != nil {
-		return n, err
+		return int(tally.n), err
 	}
-	return n, bw.Flush()
+	return int(tally.n), bw.Flush()
 }
 
-// BundleReport says what a bundle holds and which key verified it.
-type BundleReport struct {
-	Actions     uint64
-	Checkpoints uint64
-	Key         string // the verifier key every checkpoint was checked with
-	Pinned      bool   // the caller gave Key rather than the bundle
-	Head        Head
-	Root        Hash
+// BundleLines calls fn with the a and c lines (c1 for a first-format
+// checkpoint) of whole commits, from action fromSeq (1 when 0) up to the
+// latest checkpoint, exactly as ExportBundle writes them but without the
+// newline, read from one snapshot. line is valid only during the call; seq
+// is the action's seq, or the last seq a checkpoint covers. It returns the
+// last action seq it emitted, fromSeq−1 when there was none. It reads only
+// what is new, so a follower calls it after each commit with fromSeq one
+// past what it returned last time.
+func (s *Store) BundleLines(ctx context.Context, fromSeq uint64, fn func(line []byte, kind string, seq uint64) error) (last uint64, err error) {
+	if fromSeq == 0 {
+		fromSeq = 1
+	}
+	last = fromSeq - 1
+	if s.Head().Seq < fromSeq {
+		return last, nil
+	}
+	err = s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte(prefixCheckpoint)})
+		it.Seek(checkpointKey(^uint64(0)))
+		var to uint64
+		if it.Valid() {
+			to = seqOf(it.Item().Key())
+		}
+		it.Close()
+		if to < fromSeq {
+			return nil
+		}
+		var err error
+		last, err = eachBundleLine(ctx, txn, fromSeq, to, func(line []byte, kind string, seq uint64, _ *record) error {
+			return fn(line, kind, seq)
+		})
+		return err
+	})
+	return last, err
 }
 
-// BundleError names the bundle line that failed.
-type BundleError struct {
-	Line int
-	Msg  string
-}
-
-func (e *BundleError) Error() string { return fmt.Sprintf("bundle line %d: %s", e.Line, e.Msg) }
-
-// BundleAction is one action read from a bundle: its seq, its exact
-// canonical encoding and the action it decodes to.
-type BundleAction struct {
-	Seq      uint64
-	Encoding []byte
-	Action   *Action
-}
-
-// ReadBundle reads and verifies a bundle as it streams: every action hash,
-// chain link and Merkle root, and every checkpoint's signature with pinned
-// (a verifier key) or, when pinned is empty, with the key the bundle
-// names. fn, if not nil, receives each action after its own checks; the
-// bundle is proved only when ReadBundle returns nil, so a caller that
-// stores actions must discard them on an error.
-func ReadBundle(ctx context.Context, r io.Reader, pinned string, fn func(BundleAction) error) (BundleReport, error) {
-	var rep BundleReport
-	br := bufio.NewReaderSize(r, 1<<20)
-	line := 0
-	next := func() (string, error) {
-		line++
-		b, err := readLine(br)
-		if errors.Is(err, io.EOF) && len(b) == 0 {
-			return "", io.ErrUnexpectedEOF
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return "", err
-		}
-		if len(b) > maxBundleLine {
-			return "", fmt.Errorf("line is longer than %d bytes", maxBundleLine)
-		}
-		return string(b), nil
-	}
-	fail := func(format string, args ...any) (BundleReport, error) {
-		return rep, &BundleError{Line: line, Msg: fmt.Sprintf(format, args...)}
-	}
-	first, err := next()
-	if err != nil || first != bundleMagic {
-		return fail("not a ralph bundle: the first line must be %q", bundleMagic)
-	}
-	kl, err := next()
-	if err != nil || !strings.HasPrefix(kl, "key ") {
-		return fail(`the second line must be "key <verifier key>"`)
-	}
-	bundleKey := kl[len("key "):]
-	nv, pub, err := ParseVerifierKey(bundleKey)
-	if err != nil {
-		return fail("%v", err)
-	}
-	rep.Key = bundleKey
-	if pinned != "" {
-		pv, ppub, err := ParseVerifierKey(pinned)
-		if err != nil {
-			return rep, err
-		}
-		rep.Key, rep.Pinned = pinned, true
-		if !ppub.Equal(pub) || pv.Name() != nv.Name() {
-			return fail("the bundle's checkpoints are signed by key %s, not by the pinned key %s", bundleKey, pinned)
-		}
-		nv, pub = pv, ppub
-	}
-	tree := newRangeFactory().NewEmptyRange(0)
-	var chain Hash
-	var covered uint64 // the last seq a checkpoint covers
+// eachBundleLine calls fn with the bundle lines of the actions from..to
+// and of the checkpoints from..to, each checkpoint after the last action
+// it covers, and returns the last action seq (from−1 when none).
+func eachBundleLine(ctx context.Context, txn *badger.Txn, from, to uint64, fn func(line []byte, kind string, seq uint64, rec *record) error) (uint64, error) {
+	ai := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
+	defer ai.Close()
+	ci := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint)})
+	defer ci.Close()
+	ci.Seek(checkpointKey(from))
 	enc := base64.StdEncoding
-	for {
+	var buf []byte
+	last := from - 1
+	for ai.Seek(actionKey(from)); ai.Valid(); ai.Next() {
+		seq := seqOf(ai.Item().Key())
+		if seq > to {
+			break
+		}
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return last, err
 		}
-		l, err := next()
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return fail(`the bundle ends without its "end" line: it was cut short`)
+		if err := ai.Item().Value(func(v []byte) error {
+			rec, err := parseRecord(v)
+			if err != nil {
+				return fmt.Errorf("action %d cannot be read: %w", seq, err)
 			}
-			return fail("%v", err)
+			buf = append(buf[:0], "a "...)
+			buf = enc.AppendEncode(buf, rec.encoding)
+			return fn(buf, BundleAct, seq, &rec)
+		}); err != nil {
+			return last, err
 		}
-		kind, body, _ := strings.Cut(l, " ")
-		switch kind {
-		case "a":
-			b, err := enc.DecodeString(body)
-			if err != nil {
-				return fail("action is not base64: %v", err)
-			}
-			seq := rep.Actions + 1
-			a, err := DecodeCanonical(b)
-			if err != nil {
-				return fail("action %d: %v", seq, err)
-			}
-			if a.Seq != seq {
-				return fail("the action after seq %d encodes seq %d", seq-1, a.Seq)
-			}
-			if err := Validate(&a); err != nil {
-				return fail("action %d: %v", seq, err)
-			}
-			if re := AppendCanonical(nil, &a); !bytes.Equal(re, b) {
-				return fail("action %d is not in canonical form", seq)
-			}
-			ah := Hash(sha256.Sum256(b))
-			chain = ChainLink(chain, ah, seq)
-			lh := LeafHash(ah)
-			if err := tree.Append(lh[:], nil); err != nil {
-				return fail("%v", err)
-			}
-			rep.Actions = seq
-			a.ActionHash, a.ChainHash = ah, chain
-			if fn != nil {
-				if err := fn(BundleAction{Seq: seq, Encoding: b, Action: &a}); err != nil {
-					return rep, err
+		last = seq
+		for ; ci.Valid() && seqOf(ci.Item().Key()) <= seq; ci.Next() {
+			cseq := seqOf(ci.Item().Key())
+			if err := ci.Item().Value(func(v []byte) error {
+				kind := BundleCheckpoint
+				if len(v) > 0 && v[0] == checkpointNoteVersion {
+					buf = append(buf[:0], "c "...)
+					buf = enc.AppendEncode(buf, v[1:])
+				} else {
+					kind = BundleCheckpointV1
+					buf = append(buf[:0], "c1 "...)
+					buf = enc.AppendEncode(buf, v)
 				}
+				return fn(buf, kind, cseq, nil)
+			}); err != nil {
+				return last, err
 			}
-		case "c", "c1":
-			b, err := enc.DecodeString(body)
-			if err != nil {
-				return fail("checkpoint is not base64: %v", err)
-			}
-			var cp Checkpoint
-			if kind == "c" {
-				if cp, err = OpenCheckpoint(b, nv); err != nil {
-					return fail("checkpoint after action %d does not verify with key %s: %v", rep.Actions, rep.Key, err)
-				}
-				root, err := tree.GetRootHash(nil)
-				if err != nil {
-					return fail("%v", err)
-				}
-				if !bytes.Equal(root, cp.Root[:]) {
-					return fail("checkpoint %d signs Merkle root %s but the actions 1–%d make %x", cp.Seq, cp.Root, rep.Actions, root)
-				}
-			} else {
-				if cp, err = decodeCheckpoint(b); err != nil || cp.IsNote() {
-					return fail("first-format checkpoint is malformed: %v", err)
-				}
-				if !ed25519.Verify(pub, CheckpointMessage(cp.Seq, cp.ChainHash, cp.Time), cp.Signature) {
-					return fail("checkpoint %d: the Ed25519 signature does not verify with key %s", cp.Seq, rep.Key)
-				}
-			}
-			if cp.Seq != rep.Actions {
-				return fail("checkpoint %d follows action %d; it must follow the last action it covers", cp.Seq, rep.Actions)
-			}
-			if cp.ChainHash != chain {
-				return fail("checkpoint %d signs chain hash %s but action %d has %s", cp.Seq, cp.ChainHash, cp.Seq, chain)
-			}
-			covered = cp.Seq
-			rep.Checkpoints++
-		case "end":
-			f := strings.Fields(body)
-			if len(f) != 3 {
-				return fail(`the end line must be "end <actions> <chain hash> <root>"`)
-			}
-			n, err := strconv.ParseUint(f[0], 10, 64)
-			if err != nil || n != rep.Actions {
-				return fail("the bundle says it holds %s actions but holds %d", f[0], rep.Actions)
-			}
-			root, err := tree.GetRootHash(nil)
-			if err != nil {
-				return fail("%v", err)
-			}
-			copy(rep.Root[:], root)
-			if f[1] != chain.String() || (rep.Actions > 0 && f[2] != rep.Root.String()) {
-				return fail("the end line's chain hash or root does not match the actions")
-			}
-			if covered != rep.Actions {
-				return fail("actions %d–%d are covered by no checkpoint", covered+1, rep.Actions)
-			}
-			if _, err := next(); !errors.Is(err, io.ErrUnexpectedEOF) {
-				return fail("text follows the end line")
-			}
-			rep.Head = Head{Seq: rep.Actions, ChainHash: chain}
-			return rep, nil
-		default:
-			return fail("unknown line kind %q (want a, c, c1 or end)", kind)
 		}
 	}
+	return last, nil
+}
+
+// BundleWriter writes a bundle from lines read elsewhere (a chain
+// replicated line by line): the header, the lines as given, and an end
+// line, given or computed from the a lines written. Its output is verified
+// by whoever reads it (ReadBundle); BundleWriter checks nothing.
+type BundleWriter struct {
+	w     *bufio.Writer
+	tally *bundleTally
+	err   error
+}
+
+// NewBundleWriter writes the bundle header to w.
+func NewBundleWriter(w io.Writer) *BundleWriter {
+	b := &BundleWriter{w: bufio.NewWriterSize(w, 64<<10), tally: newBundleTally()}
+	b.w.WriteString(bundleMagic + "\n")
+	return b
+}
+
+// Line writes one line (without its newline): key, a, c or c1.
+func (b *BundleWriter) Line(line []byte) error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(line) > 2 && line[0] == 'a' && line[1] == ' ' && b.tally != nil {
+		enc, err := base64.StdEncoding.AppendDecode(nil, line[2:])
+		if err != nil {
+			// The reader names the line; no end line can be computed.
+			b.tally = nil
+		} else {
+			ah := Hash(sha256.Sum256(enc))
+			if err := b.tally.add(ah, ChainLink(b.tally.chain, ah, b.tally.n+1)); err != nil {
+				b.err = err
+				return err
+			}
+		}
+	}
+	b.w.Write(line)
+	b.err = b.w.WriteByte('\n')
+	return b.err
+}
+
+// Actions returns how many a lines were written.
+func (b *BundleWriter) Actions() uint64 {
+	if b.tally == nil {
+		return 0
+	}
+	return b.tally.n
+}
+
+// End writes the end line — line when it is not nil, else one computed
+// from the a lines — and flushes.
+func (b *BundleWriter) End(line []byte) error {
+	if b.err != nil {
+		return b.err
+	}
+	if line == nil {
+		if b.tally == nil {
+			return fmt.Errorf("the bundle has an action that is not base64; its end line cannot be computed")
+		}
+		var err error
+		if line, err = b.tally.endLine(); err != nil {
+			return err
+		}
+	}
+	b.w.Write(line)
+	b.w.WriteByte('\n')
+	b.err = b.w.Flush()
+	return b.err
 }

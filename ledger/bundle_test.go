@@ -38,11 +38,11 @@ func TestBundleRoundTripKeepsEveryHash(t *testing.T) {
 		}
 	}
 	bundle := bundleOf(t, s)
-	if rep, err := ReadBundle(ctx, strings.NewReader(bundle), s.VerifierKeyString(), nil); err != nil || rep.Actions != 80 || rep.Checkpoints != 80 || !rep.Pinned {
+	if rep, err := ReadBundle(ctx, strings.NewReader(bundle), []string{s.VerifierKeyString()}, nil); err != nil || rep.Actions != 80 || rep.Checkpoints != 80 || !rep.Pinned {
 		t.Fatalf("read bundle: %+v %v", rep, err)
 	}
 	d := newMemStore(t)
-	rep, brep, err := d.ImportBundle(ctx, strings.NewReader(bundle), s.VerifierKeyString())
+	rep, brep, err := d.ImportBundle(ctx, strings.NewReader(bundle), []string{s.VerifierKeyString()})
 	if err != nil || rep.Actions != 80 || brep.Head != s.Head() {
 		t.Fatalf("import: %+v %+v %v", rep, brep, err)
 	}
@@ -63,7 +63,7 @@ func TestBundleRoundTripKeepsEveryHash(t *testing.T) {
 		t.Fatalf("the string \":x\" came back as %v (%v)", a.Arguments[1], err)
 	}
 	mustVerify(t, d)
-	if _, _, err := d.ImportBundle(ctx, strings.NewReader(bundle), ""); err == nil || !strings.Contains(err.Error(), "already holds 80 actions") {
+	if _, _, err := d.ImportBundle(ctx, strings.NewReader(bundle), nil); err == nil || !strings.Contains(err.Error(), "already holds 80 actions") {
 		t.Fatalf("a bundle into a non-empty store: %v", err)
 	}
 }
@@ -80,12 +80,14 @@ func TestBundleNamesTampering(t *testing.T) {
 	enc, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(lines[4], "a "))
 	enc[len(enc)-20] ^= 1
 	for name, tc := range map[string]struct {
-		bundle, pinned, want string
+		bundle string
+		pinned []string
+		want   string
 	}{
-		"edited action":      {strings.Replace(bundle, lines[4], "a "+base64.StdEncoding.EncodeToString(enc), 1), "", "bundle line 6: checkpoint 2 signs Merkle root"},
-		"cut short":          {strings.Join(lines[:8], "\n") + "\n", "", `bundle line 9: the bundle ends without its "end" line: it was cut short`},
-		"other key":          {bundle, other.VerifierKeyString(), "bundle line 2: the bundle's checkpoints are signed by key " + s.VerifierKeyString() + ", not by the pinned key " + other.VerifierKeyString()},
-		"dropped checkpoint": {strings.Replace(bundle, lines[len(lines)-3]+"\n", "", 1), "", "actions 5–5 are covered by no checkpoint"},
+		"edited action":      {strings.Replace(bundle, lines[4], "a "+base64.StdEncoding.EncodeToString(enc), 1), nil, "bundle line 6: checkpoint 2 signs Merkle root"},
+		"cut short":          {strings.Join(lines[:8], "\n") + "\n", nil, `bundle line 9: the bundle ends without its "end" line: it was cut short`},
+		"other key":          {bundle, []string{other.VerifierKeyString()}, "bundle line 2: the bundle's checkpoints are signed by key " + s.VerifierKeyString() + ", not by the pinned key " + other.VerifierKeyString()},
+		"dropped checkpoint": {strings.Replace(bundle, lines[len(lines)-3]+"\n", "", 1), nil, "actions 5–5 are covered by no checkpoint"},
 	} {
 		_, err := ReadBundle(context.Background(), strings.NewReader(tc.bundle), tc.pinned, nil)
 		var be *BundleError

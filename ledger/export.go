@@ -243,14 +243,14 @@ func (s *Store) releaseWhileImporting() (stop func()) {
 
 const releaseEvery = 50 * time.Millisecond
 
-// ImportBundle verifies a bundle (ReadBundle, with pinned as the key to
+// ImportBundle verifies a bundle (ReadBundle, with pinned as the keys to
 // trust when set) and appends its actions with their exact canonical
 // encodings, in chunks, so every action keeps its action hash and chain
 // hash: the store must be empty. New checkpoints are signed with this
 // store's key. A bundle that fails verification leaves the chunks before
 // the failure committed: import into a new store that is discarded on
 // error (ralph chain import does).
-func (s *Store) ImportBundle(ctx context.Context, r io.Reader, pinned string) (ImportReport, BundleReport, error) {
+func (s *Store) ImportBundle(ctx context.Context, r io.Reader, pinned []string) (ImportReport, BundleReport, error) {
 	var rep ImportReport
 	if h := s.Head(); h.Seq != 0 {
 		return rep, BundleReport{}, fmt.Errorf("ledger store %s already holds %d actions; a bundle is imported into a new store, where every action keeps its seq and hashes", s.describe(), h.Seq)
@@ -283,7 +283,7 @@ func (s *Store) ImportBundle(ctx context.Context, r io.Reader, pinned string) (I
 	brep, err := ReadBundle(ctx, r, pinned, func(ba BundleAction) error {
 		p, err := s.prepareEncoded(ba.Action, ba.Encoding)
 		if err != nil {
-			return &BundleError{Line: int(ba.Seq) + 2, Msg: err.Error()}
+			return &BundleError{Line: ba.Line, Msg: err.Error()}
 		}
 		items = append(items, p)
 		want = append(want, BundleAction{Seq: ba.Seq, Action: &Action{ActionHash: ba.Action.ActionHash, ChainHash: ba.Action.ChainHash}})

@@ -273,7 +273,7 @@ func renderTreeVectors(t *testing.T) (string, string) {
 	defer s.Close()
 	fmt.Fprintf(&bundle, "end 7 %s %s\n", chain, mth(hashes))
 	// The proofs, from a store holding the same leaves.
-	rep, _, err := s.ImportBundle(context.Background(), strings.NewReader(bundle.String()), vkey)
+	rep, _, err := s.ImportBundle(context.Background(), strings.NewReader(bundle.String()), []string{vkey})
 	if err != nil || rep.Actions != 7 {
 		t.Fatalf("import the vector bundle: %v", err)
 	}
@@ -321,7 +321,7 @@ func TestTreeGoldenVectors(t *testing.T) {
 			t.Errorf("%s changed; that breaks every existing checkpoint and proof. (-golden +now):\n%s", name, diff)
 		}
 	}
-	if _, err := ReadBundle(context.Background(), strings.NewReader(bundle), "", nil); err != nil {
+	if _, err := ReadBundle(context.Background(), strings.NewReader(bundle), nil, nil); err != nil {
 		t.Fatalf("the vector bundle does not verify: %v", err)
 	}
 	if !bytes.Contains([]byte(got), []byte("\ncheckpoint 7 (stored as 02 ‖ this note):\nralph/0123456789abcdef\n7\n")) {

@@ -499,7 +499,7 @@ func TestBundleWhileAppending(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bundle while appending: %v", err)
 		}
-		rep, err := ledger.ReadBundle(context.Background(), &b, st.VerifierKeyString(), nil)
+		rep, err := ledger.ReadBundle(context.Background(), &b, []string{st.VerifierKeyString()}, nil)
 		if err != nil || rep.Actions != uint64(n) || n < 300 {
 			t.Errorf("a bundle taken while appending (%d actions) does not verify: %+v %v", n, rep, err)
 		}

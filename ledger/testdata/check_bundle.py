@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Check a ralph bundle with no ralph code: python3 check_bundle.py FILE [VKEY]
+"""Check a ralph bundle with no ralph code: python3 check_bundle.py FILE [VKEY...]
 
 Recomputes every action hash (SHA-256 of the canonical encoding), the hash
 chain and the RFC 6962 Merkle root, and checks every tree checkpoint: its
 signed-note Ed25519 signature (RFC 8032, written out below from the RFC's
-reference code), its key hash, and that the tree size, root and chain hash
-it signs are those of the actions before it. Standard library only.
+reference code) with the key in force (the last key line before it), its
+key hash, and that the tree size, root and chain hash it signs are those of
+the actions before it. Given VKEYs, every key line must be one of them.
+Standard library only.
 Exit status 0 and "ok ..." when the bundle holds, 1 and the reason when not.
 """
 import base64
@@ -110,6 +112,19 @@ def fail(msg):
     sys.exit(1)
 
 
+def use_key(vkey, pinned):
+    """Parses a key line's verifier key: name+hash+base64(0x01 || key)."""
+    if pinned and vkey not in pinned:
+        fail("signed by key %s, not by a pinned key (%s)" % (vkey, ", ".join(pinned)))
+    name, key_hash_hex, key_b64 = vkey.split("+", 2)
+    key = base64.b64decode(key_b64)
+    if key[0] != 1 or len(key) != 33:
+        fail("the verifier key is not Ed25519")
+    if hashlib.sha256(name.encode() + b"\n" + key).digest()[:4] != bytes.fromhex(key_hash_hex):
+        fail("the verifier key's hash does not match")
+    return vkey, name, key_hash_hex, key[1:]
+
+
 def main():
     path = sys.argv[1]
     lines = open(path, "rb").read().decode("utf-8").split("\n")
@@ -119,21 +134,15 @@ def main():
         fail("not a ralph bundle")
     if not lines[1].startswith("key "):
         fail("no key line")
-    vkey = lines[1][4:]
-    if len(sys.argv) > 2 and sys.argv[2] != vkey:
-        fail("signed by key %s, not by the pinned key %s" % (vkey, sys.argv[2]))
-    name, key_hash_hex, key_b64 = vkey.split("+", 2)
-    key = base64.b64decode(key_b64)
-    if key[0] != 1 or len(key) != 33:
-        fail("the verifier key is not Ed25519")
-    public = key[1:]
-    if hashlib.sha256(name.encode() + b"\n" + key).digest()[:4] != bytes.fromhex(key_hash_hex):
-        fail("the verifier key's hash does not match")
+    pinned = sys.argv[2:]
+    vkey, name, key_hash_hex, public = use_key(lines[1][4:], pinned)
 
     leaves, chain, checked = [], bytes(32), 0
     for line in lines[2:]:
         kind, _, body = line.partition(" ")
-        if kind == "a":
+        if kind == "key":
+            vkey, name, key_hash_hex, public = use_key(body, pinned)
+        elif kind == "a":
             enc = base64.b64decode(body)
             seq = struct.unpack(">Q", enc[1:9])[0]
             if enc[0] != 1 or seq != len(leaves) + 1:
