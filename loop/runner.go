@@ -44,6 +44,21 @@ type RunnerOptions struct {
 	Intent       arbiter.Intent
 	// Approve, when set, is asked before each plan runs; false skips the iteration.
 	Approve func(ctx context.Context, iteration int, plan string) (bool, error)
+	// OnIterationEnd, when set, is called once per counted iteration, after
+	// its plan ran (or was skipped, refused or cut short) and before its
+	// IterationCompleted is recorded: a fleet worker commits and pushes the
+	// iteration's workspace there. The metadata it returns goes on
+	// IterationCompleted (the runner's own keys win). An error ends the run as
+	// a failure (condition "iteration_end") after that IterationCompleted,
+	// which carries the error.
+	//
+	// It is called for an iteration an abort, a signal, a hand-back or
+	// max_duration cut short too, with a context those do not cancel: the
+	// iteration counts on the chain (a resume continues after it), so what it
+	// left in the workspace is recorded with it. It is not called for an
+	// iteration stopped at an agent's usage limit, which is not counted and
+	// runs again under its number.
+	OnIterationEnd func(ctx context.Context, iteration int) (map[string]rtfs.Value, error)
 	// Resume continues RunID from its last completed iteration.
 	RunID  string
 	Resume bool
@@ -147,6 +162,7 @@ type runState struct {
 	closed                  bool             // the closing action is recorded
 	limited                 *limitWait       // the last iteration stopped at an account limit: wait, then run it again
 	limitWaits              int              // consecutive limit waits, for the backoff when no reset is known
+	endFailed               string           // OnIterationEnd failed: the run ends as a failure
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -248,6 +264,9 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 		}
 		fed.waitFor(r.o.Store.Head().Seq)
 		trig, trigName, failed := fed.triggered(func(i int) string { return r.o.Predicates[i].Name })
+		if st.endFailed != "" {
+			return r.finish(ctx, st, &Outcome{Class: stop.ClassFailure, TriggeredBy: "iteration_end", Reason: st.endFailed})
+		}
 		if st.abort != "" {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "approve", Reason: st.abort})
 		}
@@ -500,6 +519,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if c := cancelledBy(ictx); c != nil && (status == "skipped" || status == "cancelled") {
 		done.Metadata["stopped"], done.Metadata["cancelled_by"] = rtfs.String("cancelled"), rtfs.String(c.By)
 	}
+	if err := r.endIteration(ctx, st, done); err != nil {
+		return 0, err
+	}
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
 	}
@@ -510,6 +532,35 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		st.iteration-- // not counted: the loop runs it again under its number
 	}
 	return begin, nil
+}
+
+// endIteration calls OnIterationEnd for a counted iteration whose closing
+// action is done, and puts what it returns (or its error) on done.
+func (r *Runner) endIteration(ctx context.Context, st *runState, done *ledger.Action) error {
+	if r.o.OnIterationEnd == nil || st.limited != nil {
+		return nil
+	}
+	// The hook's effects (a pushed commit) come after the iteration's
+	// actions are durable, like every effect outside the ledger.
+	if err := r.durable(ctx); err != nil {
+		return err
+	}
+	meta, err := r.o.OnIterationEnd(context.WithoutCancel(ctx), st.iteration)
+	for k, v := range meta {
+		if _, ok := done.Metadata[k]; !ok {
+			done.Metadata[k] = v
+		}
+	}
+	if err != nil {
+		msg := fmt.Sprintf("the end of iteration %d failed: %v", st.iteration, err)
+		st.endFailed = msg
+		done.Success = false
+		if done.ErrorMessage != "" {
+			msg = done.ErrorMessage + "; " + msg
+		}
+		done.ErrorMessage = msg
+	}
+	return nil
 }
 
 // planCtx is the plan context: params plus :iteration, :run-id and :last.
