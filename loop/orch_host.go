@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,7 +109,7 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 	start := r.o.o.Now()
 	v, runErr := e.run(cctx, r)
 	cancel()
-	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: meta,
+	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: maps.Clone(meta),
 		DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
 	if runErr != nil {
 		end.Type, end.ErrorMessage = ledger.CompensationFailed, runErr.Error()
@@ -119,6 +120,8 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 			// The primary's effect is undone: a rerun must perform it again.
 			if err := r.o.o.KV.Put(base, e.idemKey, rtfs.Nil); err != nil {
 				end.ErrorMessage = "compensated, but clearing the idempotency record failed: " + err.Error()
+			} else {
+				end.Metadata[MetaIdempotencyCleared] = rtfs.String(e.idemKey)
 			}
 		}
 	}

@@ -82,13 +82,16 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 		}
 		return rtfs.Nil, err
 	}
+	end.Type, end.Success, end.Result = ledger.PlanStepCompleted, true, dataOnly(v)
 	if opts.idemKey != "" && kv != nil {
-		rec := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("result"), dataOnly(v), rtfs.Keyword("step_action_id"), rtfs.String(stepID)))
-		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), rec); err != nil {
+		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), idemRecord(end.Result, stepID)); err != nil {
 			return rtfs.Nil, fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
 		}
+		// The chain says which record the step wrote, so a store rebuilt
+		// from the chain alone (RebuildKV) holds it too.
+		end.Metadata = map[string]rtfs.Value{"idempotency_key": rtfs.String(opts.idemKey),
+			"idempotency_scope": rtfs.Keyword(opts.idemScope), MetaIdempotencyKVKey: rtfs.String(r.idemKVKey(opts))}
 	}
-	end.Type, end.Success, end.Result = ledger.PlanStepCompleted, true, dataOnly(v)
 	if _, err := r.record(ctx, end); err != nil {
 		return rtfs.Nil, err
 	}

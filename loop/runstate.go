@@ -17,22 +17,28 @@ const RunKVPrefix = "run/"
 
 // saveState persists the run's state and counters.
 func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
+	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
+}
+
+// runRecord is the record of a run kept under RunKVPrefix+id: its state
+// and counters, and how it ended (out, nil while it has not).
+func runRecord(st *runState, goal, state string, out *Outcome, updated time.Time) rtfs.Value {
 	b := rtfs.NewMapBuilder(12)
 	b.Set(rtfs.Keyword("id"), rtfs.String(st.id))
 	b.Set(rtfs.Keyword("state"), rtfs.Keyword(state))
-	b.Set(rtfs.Keyword("goal"), rtfs.String(r.o.Config.Intent.Goal))
+	b.Set(rtfs.Keyword("goal"), rtfs.String(goal))
 	b.Set(rtfs.Keyword("iterations"), rtfs.Int(int64(st.iteration)))
 	b.Set(rtfs.Keyword("cost"), rtfs.Float(st.cost))
 	b.Set(rtfs.Keyword("tokens"), rtfs.Int(st.tokens))
 	b.Set(rtfs.Keyword("started"), rtfs.String(st.started.UTC().Format(time.RFC3339)))
-	b.Set(rtfs.Keyword("updated"), rtfs.String(r.o.Now().UTC().Format(time.RFC3339)))
+	b.Set(rtfs.Keyword("updated"), rtfs.String(updated.UTC().Format(time.RFC3339)))
 	if out != nil {
 		b.Set(rtfs.Keyword("class"), rtfs.Keyword(string(out.Class)))
 		b.Set(rtfs.Keyword("condition"), rtfs.String(out.TriggeredBy))
 		b.Set(rtfs.Keyword("reason"), rtfs.String(out.Reason))
 		b.Set(rtfs.Keyword("evidence"), rtfs.String(out.Evidence))
 	}
-	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, rtfs.MapValue(b.Map()))
+	return rtfs.MapValue(b.Map())
 }
 
 // ErrCannotResume marks a resume request for a run this store cannot
@@ -59,6 +65,26 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	if err != nil {
 		return nil, err
 	}
+	lastFrom, lastTo := tally(st, acts)
+	if state != StateAborted {
+		st.limited = limitedOnResume(acts)
+	}
+	// A crash between IterationCompleted and StopConditionsEvaluated left
+	// that iteration unevaluated. (An abort skips the evaluation on purpose.)
+	if state != StateAborted && lastFrom >= 0 && (st.lastEval == nil || st.lastEval.Iteration < st.iteration) {
+		st.unevaluated = slices.Clone(acts[lastFrom : lastTo+1])
+	}
+	if st.startedID == "" {
+		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
+	}
+	return st, r.saveState(ctx, st, StateRunning, nil)
+}
+
+// tally reads a run's counters from its actions into st: where it
+// started, the iterations it completed, what it spent, its consecutive
+// failures and its last stop evaluation. It returns the bounds of the last
+// completed iteration's actions in acts (-1, -1 when none completed).
+func tally(st *runState, acts []ledger.Action) (lastFrom, lastTo int) {
 	// Spend is summed from what was actually spent (calls and plan
 	// generation), so an iteration the crash interrupted still counts. A
 	// PlanGenerated sums its iteration's LlmConsultations, so those count
@@ -66,7 +92,8 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 	// plan generation the crash interrupted.
 	var spent, pendingCost float64
 	var tokens, pendingTokens int64
-	iterStart, lastFrom, lastTo := -1, -1, -1 // the last completed iteration's actions
+	iterStart := -1
+	lastFrom, lastTo = -1, -1 // the last completed iteration's actions
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {
@@ -106,18 +133,7 @@ func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, erro
 		}
 	}
 	st.cost, st.tokens = spent+pendingCost, tokens+pendingTokens
-	if state != StateAborted {
-		st.limited = limitedOnResume(acts)
-	}
-	// A crash between IterationCompleted and StopConditionsEvaluated left
-	// that iteration unevaluated. (An abort skips the evaluation on purpose.)
-	if state != StateAborted && lastFrom >= 0 && (st.lastEval == nil || st.lastEval.Iteration < st.iteration) {
-		st.unevaluated = slices.Clone(acts[lastFrom : lastTo+1])
-	}
-	if st.startedID == "" {
-		return nil, fmt.Errorf("run %s has no RunStarted on the chain", st.id)
-	}
-	return st, r.saveState(ctx, st, StateRunning, nil)
+	return lastFrom, lastTo
 }
 
 // RunRecord is one run as `ralph runs` lists it; the tags are the field
