@@ -96,25 +96,31 @@ func PrepareWorkspace(ctx context.Context, url, ref, dir, runID, commit string) 
 // checkout puts the clone in dir on the run's branch at the right commit
 // and records the remote branch's current value as the lease.
 func (w *Workspace) checkout(ctx context.Context, dir, ref, commit string) error {
-	start, err := w.startPoint(ctx, dir, ref)
-	if err != nil {
-		return err
-	}
 	remoteRef := "refs/remotes/origin/" + w.Branch
 	tip, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
 	onRemote := err == nil
+	var target string
 	switch {
-	case onRemote:
-		w.lease = tip
-	case commit != "":
-		return fmt.Errorf("cannot resume the workspace: %s has no branch %s, which should hold commit %s; restore the branch on the remote or submit the run again", w.Remote, w.Branch, commit)
-	}
-	target := start
-	if commit != "" {
+	case onRemote && commit != "":
 		if _, err := runGit(ctx, dir, "merge-base", "--is-ancestor", commit, remoteRef); err != nil {
 			return fmt.Errorf("cannot resume the workspace: commit %s, recorded by the run's last completed iteration, is not on branch %s of %s; the branch was rewritten outside ralph: restore it or submit the run again", commit, w.Branch, w.Remote)
 		}
 		target = commit
+	case onRemote:
+		// No iteration completed: back to where the branch began, even if
+		// ref names another commit by now.
+		if target, err = w.branchBase(ctx, dir, remoteRef); err != nil {
+			return err
+		}
+	case commit != "":
+		return fmt.Errorf("cannot resume the workspace: %s has no branch %s, which should hold commit %s; restore the branch on the remote or submit the run again", w.Remote, w.Branch, commit)
+	default:
+		if target, err = w.startPoint(ctx, dir, ref); err != nil {
+			return err
+		}
+	}
+	if onRemote {
+		w.lease = tip
 	}
 	if target == "" {
 		// An empty repository: the first commit starts the branch.
@@ -126,6 +132,18 @@ func (w *Workspace) checkout(ctx context.Context, dir, ref, commit string) error
 		return fmt.Errorf("check out branch %s in the workspace: %s", w.Branch, gitMessage(err))
 	}
 	return nil
+}
+
+// branchBase is the commit the run's branch started from: the newest
+// first-parent ancestor of its tip that is not one of the run's iteration
+// commits ("" when the branch started in an empty repository).
+func (w *Workspace) branchBase(ctx context.Context, dir, remoteRef string) (string, error) {
+	sha, err := runGit(ctx, dir, "log", "--first-parent", "--invert-grep", "--fixed-strings",
+		"--grep=ralph "+w.runID+" iteration ", "--max-count=1", "--format=%H", remoteRef)
+	if err != nil {
+		return "", fmt.Errorf("read branch %s in the workspace: %s", w.Branch, gitMessage(err))
+	}
+	return sha, nil
 }
 
 // startPoint resolves ref in a fresh clone: a branch of the remote, a tag,

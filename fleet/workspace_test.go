@@ -187,14 +187,19 @@ func TestWorkspaceResumeDropsUnrecordedCommits(t *testing.T) {
 		t.Fatal("the unrecorded commit is still on the branch")
 	}
 
-	// No iteration completed: resume at the ref's start point.
+	// No iteration completed: resume where the branch started, though
+	// the remote's HEAD has moved on since.
+	other := filepath.Join(t.TempDir(), "other")
+	mustGit(t, filepath.Dir(other), "clone", "--quiet", bare, other)
+	mustGit(t, other, "-c", "user.name=o", "-c", "user.email=o@localhost", "commit", "--quiet", "--allow-empty", "-m", "later")
+	mustGit(t, other, "push", "--quiet", "origin", "HEAD:refs/heads/main")
 	third := filepath.Join(t.TempDir(), "ws")
 	w3, err := PrepareWorkspace(ctx, bare, "", third, "r2", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := mustGit(t, third, "rev-parse", "HEAD"); got != main {
-		t.Fatalf("resumed with no commit at %s, want %s", got, main)
+		t.Fatalf("resumed with no commit at %s, want the branch's start %s", got, main)
 	}
 	if _, err := w3.Commit(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -315,5 +320,36 @@ func TestGitMessage(t *testing.T) {
 		if got := gitMessage(err); got != tc.want {
 			t.Errorf("gitMessage(%q) = %q, want %q", tc.stderr, got, tc.want)
 		}
+	}
+}
+
+// A run that started in an empty repository and completed no iteration
+// resumes with no commit again.
+func TestWorkspaceResumeOfAnEmptyStart(t *testing.T) {
+	gitHome(t)
+	ctx := ctxT(t)
+	root := t.TempDir()
+	bare := filepath.Join(root, "empty.git")
+	mustGit(t, root, "init", "--quiet", "--bare", bare)
+	w, err := PrepareWorkspace(ctx, bare, "", filepath.Join(root, "a"), "r4", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, 1); err != nil { // pushed, never recorded
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "b")
+	w2, err := PrepareWorkspace(ctx, bare, "", dir, "r4", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+		t.Fatal("the resumed workspace has a commit; want none")
+	}
+	if _, err := w2.Commit(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := branchLog(t, bare, "ralph/r4"); len(got) != 1 || got[0] != "ralph r4 iteration 1" {
+		t.Fatalf("branch log %q", got)
 	}
 }
