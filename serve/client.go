@@ -40,24 +40,69 @@ type Client struct {
 func Dial(ctx context.Context, dir string) (*Client, error) {
 	path := SocketPath(dir)
 	dialer := &net.Dialer{Timeout: 2 * time.Second}
-	c := &Client{path: path, hc: &http.Client{Transport: &http.Transport{
+	c, err := DialConn(ctx, path, func(ctx context.Context) (net.Conn, error) {
+		return dialer.DialContext(ctx, "unix", path)
+	})
+	var de *dialError
+	switch {
+	case errors.As(err, &de) && (errors.Is(de.err, syscall.ENOENT) || errors.Is(de.err, syscall.ECONNREFUSED)):
+		return nil, fmt.Errorf("%w (%s)", ErrNotServed, path)
+	case errors.As(err, &de):
+		return nil, fmt.Errorf("reach the store's socket %s: %w", path, de.err)
+	}
+	return c, err
+}
+
+// DialConn is a Client that speaks to a store's server over the
+// connections dial makes (each one a connection to the server, as Dial's
+// to its socket are): a tunnel to a run on another machine, for one. name
+// names the server in errors. The first connection is made before
+// DialConn returns, and its error is returned as dial gave it.
+func DialConn(ctx context.Context, name string, dial func(ctx context.Context) (net.Conn, error)) (*Client, error) {
+	first, err := dial(ctx)
+	if err != nil {
+		return nil, &dialError{err}
+	}
+	h := &handOff{conn: first}
+	c := &Client{path: name, hc: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "unix", path)
+			if conn := h.take(); conn != nil {
+				return conn, nil
+			}
+			return dial(ctx)
 		},
 		MaxIdleConnsPerHost: 4,
 	}}}
-	conn, err := dialer.DialContext(ctx, "unix", path)
-	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("%w (%s)", ErrNotServed, path)
-		}
-		return nil, fmt.Errorf("reach the store's socket %s: %w", path, err)
+	err = c.getJSON(ctx, "/v1/info", &c.info)
+	if conn := h.take(); conn != nil { // not used: the request failed before it dialed
+		conn.Close()
 	}
-	conn.Close()
-	if err := c.getJSON(ctx, "/v1/info", &c.info); err != nil {
+	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// dialError is DialConn's error when its first dial fails: dial's own.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// handOff holds DialConn's first connection until the transport's first
+// dial takes it.
+type handOff struct {
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+func (h *handOff) take() net.Conn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.conn
+	h.conn = nil
+	return c
 }
 
 // Info is what the server said when Dial connected.
