@@ -1,0 +1,154 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// recControls records the controls it was given.
+type recControls struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *recControls) Pause()         { r.note(OpPause) }
+func (r *recControls) Resume()        { r.note(OpResume) }
+func (r *recControls) SkipIteration() { r.note(OpSkip) }
+func (r *recControls) Abort()         { r.note(OpAbort) }
+func (r *recControls) note(op string) {
+	r.mu.Lock()
+	r.got = append(r.got, op)
+	r.mu.Unlock()
+}
+func (r *recControls) ops() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.got, " ")
+}
+
+func TestControlsReachTheRun(t *testing.T) {
+	t.Parallel()
+	nc, _ := netFleet(t)
+	ctx := netCtx(t)
+	id := netJob(t).RunID
+	rc := &recControls{}
+	stop, err := ServeControls(nc, id, rc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, op := range []string{OpPause, OpResume, OpSkip, OpAbort} {
+		if err := Control(ctx, nc, id, op); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+	}
+	if got := rc.ops(); got != "pause resume skip abort" {
+		t.Errorf("the run got %q", got)
+	}
+	if err := Control(ctx, nc, id, "approve"); err == nil || !strings.Contains(err.Error(), "not a control") {
+		t.Errorf("an unknown control: %v", err)
+	}
+	// A bad body sent by hand gets an error answer, and nothing happens.
+	m, err := nc.RequestWithContext(ctx, CtlSubject(id), []byte("explode"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(m.Data), "error: ") || !strings.Contains(string(m.Data), "pause, resume") {
+		t.Errorf("answer to a bad control: %q", m.Data)
+	}
+	// A tunnel to a run without a socket is refused in a sentence.
+	if _, err := DialRun(ctx, nc, id); err == nil || !strings.Contains(err.Error(), "no live socket") {
+		t.Errorf("a tunnel to a run without a socket: %v", err)
+	}
+	if got := rc.ops(); got != "pause resume skip abort" {
+		t.Errorf("bad requests drove the run: %q", got)
+	}
+	stop()
+	stop() // stopping twice is harmless
+	err = Control(ctx, nc, id, OpPause)
+	if !errors.Is(err, ErrNoWorker) {
+		t.Fatalf("a control after stop: %v, want ErrNoWorker", err)
+	}
+	want := "no worker is running run " + id + "; `ralph runs --nats nats://127.0.0.1:"
+	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "` shows where it is") {
+		t.Errorf("error %q, want %q…", err, want)
+	}
+	if _, err := DialRun(ctx, nc, id); !errors.Is(err, ErrNoWorker) {
+		t.Errorf("a tunnel to a run nobody serves: %v, want ErrNoWorker", err)
+	}
+}
+
+func TestControlOfANonRunID(t *testing.T) {
+	t.Parallel()
+	nc, _ := netFleet(t)
+	for _, id := range []string{"", "a.b", "a b", "*", ">"} {
+		if err := Control(context.Background(), nc, id, OpPause); err == nil || errors.Is(err, ErrNoWorker) {
+			t.Errorf("Control(%q): %v, want a refusal", id, err)
+		}
+	}
+}
+
+func TestParseCtl(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body, op, err string
+	}{
+		{"pause", OpPause, ""},
+		{" resume\n", OpResume, ""},
+		{"skip", OpSkip, ""},
+		{"abort", OpAbort, ""},
+		{"tunnel", opTunnel, ""},
+		{"", "", "is not a control"},
+		{"PAUSE", "", "is not a control"},
+		{"pause now", "", "is not a control"},
+		{strings.Repeat("x", 65), "", "at most 64 bytes"},
+	} {
+		op, err := parseCtl([]byte(c.body))
+		if op != c.op || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("parseCtl(%q) = %q, %v; want %q, %q", c.body, op, err, c.op, c.err)
+		}
+	}
+}
+
+func FuzzParseCtl(f *testing.F) {
+	for _, s := range []string{"pause", "tunnel", "", "\x00", "error: x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		op, err := parseCtl(b)
+		if (op == "") == (err == nil) {
+			t.Fatalf("parseCtl(%q) = %q, %v", b, op, err)
+		}
+	})
+}
+
+func FuzzTunnelSubjects(f *testing.F) {
+	for _, s := range []string{"ok _INBOX.a _INBOX.b", "ok a a", "ok a.* b", "error: x", "ok  a\tb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		up, down, err := tunnelSubjects(s)
+		if err == nil && (!plainSubject(up) || !plainSubject(down) || up == down) {
+			t.Fatalf("tunnelSubjects(%q) accepted %q %q", s, up, down)
+		}
+	})
+}
+
+func TestTunnelToASocketThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	nc, _ := netFleet(t)
+	id := netJob(t).RunID
+	stop, err := ServeControls(nc, id, &recControls{}, filepath.Join(t.TempDir(), "gone.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, err = DialRun(netCtx(t), nc, id)
+	if err == nil || !strings.Contains(err.Error(), "live socket of run "+id+" does not answer") {
+		t.Errorf("a tunnel to a dead socket: %v", err)
+	}
+}
