@@ -68,7 +68,13 @@ func (t *bundleTally) endLine() ([]byte, error) {
 	}
 	var r Hash
 	copy(r[:], root)
-	return fmt.Appendf(nil, "end %d %s %s", t.n, t.chain, r), nil
+	return BundleEndLine(t.n, t.chain, r), nil
+}
+
+// BundleEndLine is a bundle's end line without its newline: the number of
+// actions, the chain hash of the last and the Merkle root of all.
+func BundleEndLine(actions uint64, chain, root Hash) []byte {
+	return fmt.Appendf(nil, "end %d %s %s", actions, chain, root)
 }
 
 // ExportBundle writes the whole store as a bundle, from one snapshot.
@@ -225,17 +231,17 @@ func (b *BundleWriter) Line(line []byte) error {
 	if b.err != nil {
 		return b.err
 	}
-	if len(line) > 2 && line[0] == 'a' && line[1] == ' ' && b.tally != nil {
+	if len(line) > 2 && line[0] == 'a' && line[1] == ' ' {
+		// An a line that is not base64 counts as its text: ReadBundle
+		// names it before it reaches the end line.
 		enc, err := base64.StdEncoding.AppendDecode(nil, line[2:])
 		if err != nil {
-			// The reader names the line; no end line can be computed.
-			b.tally = nil
-		} else {
-			ah := Hash(sha256.Sum256(enc))
-			if err := b.tally.add(ah, ChainLink(b.tally.chain, ah, b.tally.n+1)); err != nil {
-				b.err = err
-				return err
-			}
+			enc = line
+		}
+		ah := Hash(sha256.Sum256(enc))
+		if err := b.tally.add(ah, ChainLink(b.tally.chain, ah, b.tally.n+1)); err != nil {
+			b.err = err
+			return err
 		}
 	}
 	b.w.Write(line)
@@ -244,12 +250,7 @@ func (b *BundleWriter) Line(line []byte) error {
 }
 
 // Actions returns how many a lines were written.
-func (b *BundleWriter) Actions() uint64 {
-	if b.tally == nil {
-		return 0
-	}
-	return b.tally.n
-}
+func (b *BundleWriter) Actions() uint64 { return b.tally.n }
 
 // End writes the end line — line when it is not nil, else one computed
 // from the a lines — and flushes.
@@ -258,9 +259,6 @@ func (b *BundleWriter) End(line []byte) error {
 		return b.err
 	}
 	if line == nil {
-		if b.tally == nil {
-			return fmt.Errorf("the bundle has an action that is not base64; its end line cannot be computed")
-		}
 		var err error
 		if line, err = b.tally.endLine(); err != nil {
 			return err

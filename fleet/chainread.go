@@ -1,0 +1,335 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// ChainInfo says what ReadChain read from a run's stream.
+type ChainInfo struct {
+	// Actions is how many actions the bundle holds, each covered by a
+	// checkpoint; a resumed run continues from Actions+1.
+	Actions uint64
+	// LastStreamSeq is the stream sequence of the last message read on the
+	// run's subject: the sequence a resuming worker's first publish expects.
+	LastStreamSeq uint64
+	// Ended is set when the chain has its end line: the run ended.
+	Ended bool
+	// Keys are the segments' verifier keys, in order (one per worker
+	// attempt that published).
+	Keys []string
+	// Dropped counts the actions left out because no checkpoint covered
+	// them: the tail of an attempt that died mid-commit, or of a commit
+	// still being published.
+	Dropped uint64
+
+	lines []lineRef // bundle line 2+i came from lines[i]
+}
+
+// lineRef is where a bundle line came from.
+type lineRef struct {
+	kind      string
+	seq       uint64
+	streamSeq uint64
+}
+
+// chainMsg is one message of a run's subject.
+type chainMsg struct {
+	streamSeq uint64
+	msgID     string
+	seq       string // Ralph-Seq
+	from      string // Ralph-From
+	data      []byte
+	n         uint64 // seq, parsed
+}
+
+// segmenter turns a run's messages into bundle lines, applying the segment
+// rule: a key message with Ralph-From K discards the a lines with seq ≥ K
+// that no checkpoint covered (the unsigned tail of the attempt before).
+// It checks the messages' order and names; the lines' content is checked
+// by whoever reads the bundle (ledger.ReadBundle).
+type segmenter struct {
+	runID   string
+	w       *ledger.BundleWriter
+	info    *ChainInfo
+	store   string     // the current segment's store id
+	next    uint64     // the next action seq expected
+	covered uint64     // the last action seq a checkpoint covered
+	pending []chainMsg // a lines no checkpoint covered yet
+	end     []byte
+}
+
+func newSegmenter(runID string, w io.Writer, info *ChainInfo) *segmenter {
+	return &segmenter{runID: runID, w: ledger.NewBundleWriter(w), info: info}
+}
+
+// kindName names a line kind in errors ("" when it is none).
+func kindName(kind string) string {
+	switch kind {
+	case ledger.BundleAct:
+		return "action"
+	case ledger.BundleCheckpoint, ledger.BundleCheckpointV1:
+		return "checkpoint"
+	case ledger.BundleKey:
+		return "key line of the segment from action"
+	case ledger.BundleEnd:
+		return "end line after action"
+	}
+	return ""
+}
+
+func (s *segmenter) errorf(m chainMsg, kind string, seq uint64, format string, args ...any) error {
+	what := "a message"
+	if name := kindName(kind); name != "" {
+		what = name + " " + strconv.FormatUint(seq, 10)
+	}
+	return fmt.Errorf("%s in the stream of run %s (message %d of stream %s): %s", what, s.runID, m.streamSeq, StreamChains, fmt.Sprintf(format, args...))
+}
+
+func (s *segmenter) add(m chainMsg) error {
+	kind, _, _ := bytes.Cut(m.data, []byte(" "))
+	k := string(kind)
+	seq, err := strconv.ParseUint(m.seq, 10, 64)
+	if kindName(k) == "" || err != nil {
+		return s.errorf(m, "", 0, "it is not a chain line with its %s header (%.40q)", HeaderSeq, m.data)
+	}
+	parts := strings.Split(m.msgID, "/")
+	if len(parts) != 4 || parts[0] != s.runID || parts[2] != k || parts[3] != m.seq {
+		return s.errorf(m, k, seq, "its message id %q is not %s/<store id>/%s/%d", m.msgID, s.runID, k, seq)
+	}
+	store := parts[1]
+	m.n = seq
+	if s.end != nil {
+		return s.errorf(m, k, seq, "it follows the chain's end line")
+	}
+	if k != ledger.BundleKey && store != s.store {
+		if s.store == "" {
+			return s.errorf(m, k, seq, "the chain does not begin with a key line")
+		}
+		return s.errorf(m, k, seq, "it comes from store %s, but the segment it is in is store %s's", store, s.store)
+	}
+	switch k {
+	case ledger.BundleKey:
+		return s.key(m, store, seq)
+	case ledger.BundleAct:
+		if seq != s.next {
+			return s.errorf(m, k, seq, "action %d was expected", s.next)
+		}
+		m.data = bytes.Clone(m.data)
+		s.pending = append(s.pending, m)
+		s.next++
+	case ledger.BundleCheckpoint, ledger.BundleCheckpointV1:
+		if seq+1 != s.next {
+			return s.errorf(m, k, seq, "it follows action %d; a checkpoint follows the last action it covers", s.next-1)
+		}
+		for _, p := range s.pending {
+			if err := s.line(p, ledger.BundleAct); err != nil {
+				return err
+			}
+		}
+		s.pending = s.pending[:0]
+		s.covered = seq
+		return s.line(m, k)
+	case ledger.BundleEnd:
+		if seq != s.covered || len(s.pending) > 0 {
+			return s.errorf(m, k, seq, "the segment has %d actions checkpointed and %d not", s.covered, len(s.pending))
+		}
+		s.end = bytes.Clone(m.data)
+		s.info.Ended = true
+		s.info.lines = append(s.info.lines, lineRef{kind: k, seq: seq, streamSeq: m.streamSeq})
+	}
+	return nil
+}
+
+// key starts a segment.
+func (s *segmenter) key(m chainMsg, store string, seq uint64) error {
+	from, err := strconv.ParseUint(m.from, 10, 64)
+	if err != nil || from != seq {
+		return s.errorf(m, ledger.BundleKey, seq, "its %s header %q is not its seq", HeaderFrom, m.from)
+	}
+	kept := s.pending[:0]
+	for _, p := range s.pending {
+		if p.n < from {
+			kept = append(kept, p)
+		} else {
+			s.info.Dropped++
+		}
+	}
+	s.pending = kept
+	if len(s.pending) > 0 || from != s.covered+1 {
+		return s.errorf(m, ledger.BundleKey, seq, "the chain before it has %d actions checkpointed and %d not, so a segment must start at action %d",
+			s.covered, len(s.pending), s.covered+1)
+	}
+	s.store, s.next = store, from
+	s.info.Keys = append(s.info.Keys, strings.TrimPrefix(string(m.data), "key "))
+	return s.line(m, ledger.BundleKey)
+}
+
+func (s *segmenter) line(m chainMsg, kind string) error {
+	s.info.lines = append(s.info.lines, lineRef{kind: kind, seq: m.n, streamSeq: m.streamSeq})
+	return s.w.Line(m.data)
+}
+
+// finish writes the end line: the stream's, or one computed from the
+// covered actions of a run still going on. An uncovered tail is left out.
+func (s *segmenter) finish() error {
+	if s.store == "" {
+		return fmt.Errorf("the stream of run %s holds no chain", s.runID)
+	}
+	s.info.Dropped += uint64(len(s.pending))
+	s.info.Actions = s.covered
+	if s.end == nil {
+		s.info.lines = append(s.info.lines, lineRef{kind: ledger.BundleEnd, seq: s.covered})
+	}
+	return s.w.End(s.end)
+}
+
+// ReadChain writes the chain of run runID, as replicated to stream
+// RALPH_CHAINS up to the last message present when it is called, to w as a
+// bundle (docs/ledger.md §15), with the segment rule applied; a live run's
+// bundle ends with an end line computed from its checkpointed actions. It
+// checks the messages' order but not their content: ledger.ReadBundle (or
+// VerifyChain, RebuildStore) verifies the bundle.
+func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer) (ChainInfo, error) {
+	var info ChainInfo
+	if err := checkRunID(runID); err != nil {
+		return info, err
+	}
+	stream, err := js.Stream(ctx, StreamChains)
+	if err != nil {
+		return info, fmt.Errorf("read the chain of run %s: stream %s: %w", runID, StreamChains, err)
+	}
+	subject := ChainSubject(runID)
+	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return info, fmt.Errorf("stream %s holds no chain of run %s: check the run id (ralph runs --nats URL lists them)", StreamChains, runID)
+	}
+	if err != nil {
+		return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+	}
+	defer msgs.Stop()
+	seg := newSegmenter(runID, w, &info)
+	for info.LastStreamSeq < last.Sequence {
+		m, err := msgs.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+		}
+		info.LastStreamSeq = meta.Sequence.Stream
+		h := m.Headers()
+		if err := seg.add(chainMsg{streamSeq: meta.Sequence.Stream, msgID: h.Get(jetstream.MsgIDHeader),
+			seq: h.Get(HeaderSeq), from: h.Get(HeaderFrom), data: m.Data()}); err != nil {
+			return info, err
+		}
+	}
+	return info, seg.finish()
+}
+
+// nameLine names the stream message a bundle error's line came from.
+func (ci *ChainInfo) nameLine(runID string, err error) error {
+	var be *ledger.BundleError
+	if !errors.As(err, &be) || be.Line < 2 || be.Line-2 >= len(ci.lines) {
+		return fmt.Errorf("the chain of run %s in stream %s does not verify: %w", runID, StreamChains, err)
+	}
+	ref := ci.lines[be.Line-2]
+	what := kindName(ref.kind) + " " + strconv.FormatUint(ref.seq, 10)
+	if ref.streamSeq == 0 {
+		return fmt.Errorf("the chain of run %s in stream %s does not verify at its %s: %s", runID, StreamChains, what, be.Msg)
+	}
+	return fmt.Errorf("%s in the stream of run %s (message %d of stream %s) does not verify: %s", what, runID, ref.streamSeq, StreamChains, be.Msg)
+}
+
+// readVerified streams ReadChain into consume (ReadBundle or
+// ImportBundle), and names the message a verification error came from.
+func readVerified(ctx context.Context, js jetstream.JetStream, runID string, consume func(io.Reader) error) (ChainInfo, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		info ChainInfo
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		info, err := ReadChain(ctx, js, runID, pw)
+		pw.CloseWithError(err)
+		done <- result{info, err}
+	}()
+	err := consume(pr)
+	pr.CloseWithError(errors.New("the bundle reader stopped"))
+	res := <-done
+	if res.err != nil {
+		return res.info, res.err
+	}
+	if err != nil {
+		return res.info, res.info.nameLine(runID, err)
+	}
+	return res.info, nil
+}
+
+// VerifyChain reads run runID's chain from the stream and verifies it as a
+// bundle; pinned, when not empty, are the verifier keys to trust (every
+// segment's key must be one of them).
+func VerifyChain(ctx context.Context, js jetstream.JetStream, runID string, pinned []string) (ledger.BundleReport, ChainInfo, error) {
+	var rep ledger.BundleReport
+	info, err := readVerified(ctx, js, runID, func(r io.Reader) error {
+		var err error
+		rep, err = ledger.ReadBundle(ctx, r, pinned, nil)
+		return err
+	})
+	return rep, info, err
+}
+
+// RebuildStore reads run runID's chain from the stream, verifies it and
+// imports it into a new store opened with opts (opts.Dir, which must be
+// new or empty, for a worker resuming the run; InMemory for a reader):
+// every action keeps its seq, action hash and chain hash. pinned, when not
+// empty, are the verifier keys to trust. On an error nothing is left: the
+// store is closed and its directory removed.
+func RebuildStore(ctx context.Context, js jetstream.JetStream, runID string, opts ledger.Options, pinned []string) (*ledger.Store, ChainInfo, error) {
+	if opts.Dir != "" {
+		if entries, err := os.ReadDir(opts.Dir); err == nil && len(entries) > 0 {
+			return nil, ChainInfo{}, fmt.Errorf("rebuild the chain of run %s into %s: the directory is not empty; a chain is rebuilt into a new store", runID, opts.Dir)
+		}
+	}
+	st, err := ledger.Open(opts)
+	if err != nil {
+		return nil, ChainInfo{}, fmt.Errorf("rebuild the chain of run %s: %w", runID, err)
+	}
+	info, err := readVerified(ctx, js, runID, func(r io.Reader) error {
+		_, _, err := st.ImportBundle(ctx, r, pinned)
+		return err
+	})
+	if err != nil {
+		keyPath := st.KeyPath()
+		st.Close()
+		if opts.Dir != "" {
+			os.RemoveAll(opts.Dir)
+			if keyPath != "" && opts.KeyFile == "" && opts.PrivateKey == nil {
+				// The key this discarded store made for itself.
+				os.Remove(keyPath)
+			}
+		}
+		return nil, info, err
+	}
+	return st, info, nil
+}
