@@ -162,7 +162,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd(), newAttachCmd())
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newIRCmd())
-	root.AddCommand(newFleetCmd())
+	root.AddCommand(newFleetCmd(), newSubmitCmd())
 	return root
 }
 
