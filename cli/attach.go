@@ -14,9 +14,9 @@ import (
 )
 
 func newAttachCmd() *cobra.Command {
-	var storeFlag string
+	var storeFlag, natsFlag string
 	cmd := &cobra.Command{
-		Use:   "attach RUN_ID",
+		Use:   "attach RUN_ID [--nats URL]",
 		Short: "Open the live UI on a loop running in another process; q detaches, a aborts",
 		Long: `Open the live UI on a loop another ralph process runs (ralph run --detach, or a
 run started in another terminal): the same panes and keys as ralph run, fed
@@ -37,6 +37,12 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 			out := cmd.OutOrStdout()
 			if !isTTY(out) {
 				return usageErrorf("ralph attach draws the live UI and needs a terminal; for text use `ralph runs` or `ralph chain show --run %s`", id)
+			}
+			if natsFlag != "" {
+				if storeFlag != "" {
+					return usageErrorf("--store and --nats name two places to read; pass one")
+				}
+				return attachFleet(cmd, natsFlag, id)
 			}
 			dir, err := existingStoreDir(storeFlag)
 			if err != nil {
@@ -60,21 +66,11 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 				return notRunning(remoteReader{c, dir}, id, in.RunID) // c: closed by the defer above
 			}
 			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, Input: cmd.InOrStdin(), Output: out})
-			var panicErr *tui.PanicError
-			switch {
-			case errors.Is(err, tui.ErrDetached):
-				return writeOut(out, fmt.Sprintf("detached from run %s; it goes on in process %d (`ralph attach %s` reopens it)\n", in.RunID, in.PID, in.RunID))
-			case errors.As(err, &panicErr):
-				return exitError(ExitFailure, fmt.Errorf("internal error in the UI: %v; please report it", panicErr.Value))
-			case err != nil && cmd.Context().Err() != nil:
-				return nil // a signal ended this UI; the run goes on
-			case err != nil:
-				return exitError(ExitFailure, err)
-			}
-			return nil
+			return attachEnded(cmd, err, fmt.Sprintf("detached from run %s; it goes on in process %d (`ralph attach %s` reopens it)\n", in.RunID, in.PID, in.RunID))
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().StringVar(&natsFlag, "nats", "", "attach to a run of the fleet at NATS `URL`, on whichever worker runs it")
 	return cmd
 }
 
@@ -105,4 +101,21 @@ func notRunning(st storeReader, id, live string) error {
 		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view %s` shows it%s", runID, r.State, runID, also))
 	}
 	return exitError(ExitUsage, fmt.Errorf("run %s is not running; `ralph view %s` shows what it recorded%s", runID, runID, also))
+}
+
+// attachEnded reports how an attached UI ended; detached is what to say
+// when the user detached.
+func attachEnded(cmd *cobra.Command, err error, detached string) error {
+	var panicErr *tui.PanicError
+	switch {
+	case errors.Is(err, tui.ErrDetached):
+		return writeOut(cmd.OutOrStdout(), detached)
+	case errors.As(err, &panicErr):
+		return exitError(ExitFailure, fmt.Errorf("internal error in the UI: %v; please report it", panicErr.Value))
+	case err != nil && cmd.Context().Err() != nil:
+		return nil // a signal ended this UI; the run goes on
+	case err != nil:
+		return exitError(ExitFailure, err)
+	}
+	return nil
 }

@@ -68,10 +68,10 @@ func newChainCmd() *cobra.Command {
 }
 
 func newChainVerifyCmd(store *string) *cobra.Command {
-	var since, bundle string
+	var since, bundle, natsURL, runID string
 	var keys []string
 	cmd := &cobra.Command{
-		Use:   "verify [--key VKEY]... [--since CHECKPOINT_FILE] [--bundle FILE]",
+		Use:   "verify [--key VKEY]... [--since CHECKPOINT_FILE] [--bundle FILE] [--nats URL --run ID]",
 		Short: "Recompute every hash, link, signature, Merkle root and index; prove consistency with the witnessed checkpoint; exit 1 naming the first bad seq",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -81,6 +81,9 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 			}
 			if bundle != "" {
 				return verifyBundleFile(cmd, bundle, pinned)
+			}
+			if natsURL != "" {
+				return verifyFleetChain(cmd, natsURL, runID, pinned)
 			}
 			if len(pinned) > 1 {
 				return usageErrorf("--key is given %d times, but a store is signed by one key; pin more than one only with --bundle", len(pinned))
@@ -138,6 +141,8 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 	fl.StringArrayVar(&keys, "key", nil, "trust only the verifier key `VKEY` (as ralph chain key prints it, or a file holding it); repeat it for a bundle that rotates keys")
 	fl.StringVar(&since, "since", "", "prove the store consistent with the checkpoint saved in `FILE` (ralph chain checkpoint > FILE)")
 	fl.StringVar(&bundle, "bundle", "", "verify the bundle `FILE` (ralph chain export --bundle) with no store")
+	fl.StringVar(&natsURL, "nats", "", "verify a run's chain as the fleet at NATS `URL` replicated it (with --run)")
+	fl.StringVar(&runID, "run", "", "with --nats: the run `ID` (or a unique prefix) whose chain to verify")
 	return cmd
 }
 
@@ -181,19 +186,23 @@ func readVerifierKeyArg(arg string) (string, error) {
 func newChainShowCmd(store *string) *cobra.Command {
 	var f ledger.Filter
 	var asJSON, tree bool
+	var natsURL string
 	cmd := &cobra.Command{
-		Use:   "show [--run ID | --plan ID | --intent ID] [--json] [--tree]",
+		Use:   "show [--run ID | --plan ID | --intent ID] [--json] [--tree] [--nats URL --run ID]",
 		Short: "Print actions: one line each, as JSON lines, or as a tree",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON && tree {
 				return usageErrorf("choose one of --json and --tree")
 			}
-			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
+			st, err := openRunReader(cmd.Context(), *store, natsURL, f.RunID, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if fr, ok := st.(fleetReader); ok {
+				f.RunID = fr.run.RunID // named by a prefix, maybe
+			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			var acts []ledger.Action
 			var buf []byte
@@ -233,25 +242,33 @@ func newChainShowCmd(store *string) *cobra.Command {
 	fl.StringVar(&f.IntentID, "intent", "", "only actions of intent `ID`")
 	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (the ledger's JSON form, docs/ledger.md)")
 	fl.BoolVar(&tree, "tree", false, "arrange actions by parent")
+	fl.StringVar(&natsURL, "nats", "", "show a run's chain as the fleet at NATS `URL` replicated it (with --run)")
 	return cmd
 }
 
 func newChainExportCmd(store *string) *cobra.Command {
 	var f ledger.Filter
 	var bundle bool
+	var natsURL string
 	cmd := &cobra.Command{
-		Use:   "export [--run ID] > chain.jsonl | export --bundle > chain.bundle",
+		Use:   "export [--run ID] > chain.jsonl | export --bundle > chain.bundle | export --nats URL --run ID [--bundle]",
 		Short: "Write actions as JSON lines, or the whole store as a lossless, self-verifying bundle",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if bundle && natsURL != "" {
+				return exportFleetBundle(cmd, natsURL, f.RunID)
+			}
 			if bundle && f.RunID != "" {
 				return usageErrorf("a bundle holds the whole store; drop --run or --bundle")
 			}
-			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
+			st, err := openRunReader(cmd.Context(), *store, natsURL, f.RunID, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer st.Close()
+			if fr, ok := st.(fleetReader); ok {
+				f.RunID = fr.run.RunID
+			}
 			if bundle {
 				return exportBundle(st, cmd.OutOrStdout())
 			}
@@ -263,6 +280,7 @@ func newChainExportCmd(store *string) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
 	cmd.Flags().BoolVar(&bundle, "bundle", false, "write every action's canonical bytes, every checkpoint and the verifier key (docs/ledger.md)")
+	cmd.Flags().StringVar(&natsURL, "nats", "", "export a run's chain as the fleet at NATS `URL` replicated it (with --run; --bundle: the run's bundle)")
 	return cmd
 }
 

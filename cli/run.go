@@ -391,13 +391,19 @@ func (p *printer) summary(out *loop.Outcome) error {
 }
 
 func newRunsCmd() *cobra.Command {
-	var storeFlag string
+	var storeFlag, natsFlag string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "runs [--json]",
+		Use:   "runs [--json] [--nats URL]",
 		Short: "List runs with state, iterations, cost and why they stopped",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if natsFlag != "" {
+				if storeFlag != "" {
+					return usageErrorf("--store and --nats name two places to read; pass one")
+				}
+				return fleetRuns(cmd.Context(), cmd.OutOrStdout(), natsFlag, asJSON)
+			}
 			st, err := openReader(cmd.Context(), storeFlag, ledger.Options{}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -411,6 +417,7 @@ func newRunsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR`")
+	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run")
 	return cmd
 }

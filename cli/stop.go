@@ -17,12 +17,15 @@ import (
 )
 
 // runActions reads a recorded run; a run with no actions is a usage error.
-func runActions(ctx context.Context, storeFlag, runID string, errOut io.Writer) ([]ledger.Action, error) {
-	st, err := openReader(ctx, storeFlag, ledger.Options{}, errOut)
+func runActions(ctx context.Context, storeFlag, natsURL, runID string, errOut io.Writer) ([]ledger.Action, error) {
+	st, err := openRunReader(ctx, storeFlag, natsURL, runID, ledger.Options{}, errOut)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
+	if fr, ok := st.(fleetReader); ok { // the fleet's runs are named by prefix too
+		runID = fr.run.RunID
+	}
 	acts, err := st.ByRun(runID)
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
@@ -34,7 +37,7 @@ func runActions(ctx context.Context, storeFlag, runID string, errOut io.Writer) 
 }
 
 func newPredicateCmd() *cobra.Command {
-	var storeFlag string
+	var storeFlag, natsFlag string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "predicate RUN_ID EXPR|JSON",
@@ -58,7 +61,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			acts, err := runActions(cmd.Context(), storeFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -82,6 +85,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -104,7 +108,7 @@ func formatPredicate(rep serve.PredicateReport) string {
 }
 
 func newHistoryCmd() *cobra.Command {
-	var storeFlag string
+	var storeFlag, natsFlag string
 	var asJSON, verbose bool
 	cmd := &cobra.Command{
 		Use:   "history RUN_ID",
@@ -120,7 +124,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			acts, err := runActions(cmd.Context(), storeFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -155,6 +159,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per evaluation")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also print each condition's evidence")
 	return cmd

@@ -15,9 +15,9 @@ import (
 )
 
 func newViewCmd() *cobra.Command {
-	var storeFlag string
+	var storeFlag, natsFlag string
 	cmd := &cobra.Command{
-		Use:   "view RUN_ID",
+		Use:   "view RUN_ID [--nats URL]",
 		Short: "Open a recorded run in the UI, read-only",
 		Long: `Open a recorded run in the terminal UI, read-only: the causal chain as a tree,
 the stop conditions as they were last evaluated, the last plan, and how the run
@@ -40,7 +40,7 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
 			}
-			st, err := viewStore(cmd.Context(), storeFlag, cmd.ErrOrStderr())
+			st, err := viewStore(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -65,6 +65,7 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	return cmd
 }
 
@@ -76,8 +77,8 @@ const viewMemoryLimit = 96 << 20
 // socket while a running ralph holds it, else directly, tuned for a
 // reader: the smallest memtable and block cache (nothing is written; the
 // chain is read once, in order), and no value-log GC.
-func viewStore(ctx context.Context, flag string, errOut io.Writer) (storeReader, error) {
-	return openReader(ctx, flag, ledger.Options{MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
+func viewStore(ctx context.Context, flag, natsURL, runID string, errOut io.Writer) (storeReader, error) {
+	return openRunReader(ctx, flag, natsURL, runID, ledger.Options{MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
 }
 
 // errFound ends a scan of the chain early.
@@ -85,6 +86,9 @@ var errFound = errors.New("found")
 
 // resolveRun turns a run id or a unique prefix of one into the run's id.
 func resolveRun(st storeReader, id string) (string, error) {
+	if fr, ok := st.(fleetReader); ok { // the fleet resolved it already
+		return fr.run.RunID, nil
+	}
 	runs, err := st.ListRuns()
 	if err != nil {
 		return "", exitError(ExitFailure, err)

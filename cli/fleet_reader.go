@@ -1,0 +1,329 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
+	"github.com/ralphloop/ralph/tui"
+)
+
+// Reading a fleet (--nats URL). A reading command reads the fleet only when
+// --nats is given: RALPH_NATS is for submit and worker, so an exported
+// variable never changes what `ralph runs` shows of a local store.
+//
+// A run's chain is rebuilt from the fleet's stream (verified on the way)
+// into an in-memory store, which the command then reads through the same
+// storeReader as a local store: its output is the same bytes.
+
+// natsFlagUsage is the --nats flag's help on every reading command.
+const natsFlagUsage = "read the fleet at NATS `URL` (comma-separated for a cluster) instead of a local store"
+
+// fleetConn is a reading command's connection to a fleet.
+type fleetConn struct {
+	url string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+}
+
+func dialFleet(url, name string) (*fleetConn, error) {
+	nc, err := dialNATS(url, name)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, exitError(ExitFailure, err)
+	}
+	return &fleetConn{url: url, nc: nc, js: js}, nil
+}
+
+func (f *fleetConn) Close() { f.nc.Close() }
+
+// states reads every run's state from the runs bucket; a fleet no one has
+// submitted to yet has none.
+func (f *fleetConn) states(ctx context.Context) ([]fleet.RunState, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	kv, err := f.js.KeyValue(ctx, fleet.BucketRuns)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return nil, nil
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream, so it holds no fleet; pass the --nats URL of the fleet's server", f.url))
+	case err != nil:
+		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's runs at %s: %w", f.url, err))
+	}
+	runs, err := fleet.ListStates(ctx, kv)
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	return runs, nil
+}
+
+// resolve finds the run id (or unique prefix) id among the fleet's runs.
+func (f *fleetConn) resolve(ctx context.Context, id string) (fleet.RunState, error) {
+	runs, err := f.states(ctx)
+	if err != nil {
+		return fleet.RunState{}, err
+	}
+	var matches []fleet.RunState
+	for _, r := range runs {
+		if r.RunID == id {
+			return r, nil
+		}
+		if strings.HasPrefix(r.RunID, id) {
+			matches = append(matches, r)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no run %s; `ralph runs --nats %s` lists them", f.url, id, f.url))
+	}
+	ids := make([]string, len(matches))
+	for i, m := range matches {
+		ids[i] = m.RunID
+	}
+	return fleet.RunState{}, usageErrorf("run id prefix %q matches %d runs of the fleet (%s); give more of the id", id, len(matches), strings.Join(ids, ", "))
+}
+
+// fleetReader is one run's chain, rebuilt from the fleet's stream into an
+// in-memory store.
+type fleetReader struct {
+	localReader
+	conn  *fleetConn
+	run   fleet.RunState
+	where string
+}
+
+func (r fleetReader) Dir() string { return r.where }
+
+func (r fleetReader) Close() error {
+	err := r.Store.Close()
+	r.conn.Close()
+	return err
+}
+
+// openRunReader is openReader for a command that reads one run: from the
+// fleet at natsURL when it is set (runID, or a unique prefix of it, names
+// the run), else from the local store storeFlag names.
+func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts ledger.Options, errOut io.Writer) (storeReader, error) {
+	if natsURL == "" {
+		return openReader(ctx, storeFlag, opts, errOut)
+	}
+	if storeFlag != "" {
+		return nil, usageErrorf("--store and --nats name two places to read; pass one")
+	}
+	if runID == "" {
+		return nil, usageErrorf("with --nats, name the run to read with --run ID; `ralph runs --nats %s` lists them", natsURL)
+	}
+	f, err := dialFleet(natsURL, "ralph reader")
+	if err != nil {
+		return nil, err
+	}
+	r, err := f.rebuild(ctx, runID, nil)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// rebuild reads run id's chain from the stream, verifying it (with the
+// pinned keys, when any), into an in-memory store.
+func (f *fleetConn) rebuild(ctx context.Context, id string, pinned []string) (fleetReader, error) {
+	run, err := f.resolve(ctx, id)
+	if err != nil {
+		return fleetReader{}, err
+	}
+	st, _, err := fleet.RebuildStore(ctx, f.js, run.RunID, ledger.Options{InMemory: true}, pinned)
+	if err != nil {
+		if run.State == fleet.StateQueued {
+			return fleetReader{}, exitError(ExitUsage, fmt.Errorf("run %s is queued and has recorded nothing yet; `ralph runs --nats %s` shows when a worker takes it", run.RunID, f.url))
+		}
+		return fleetReader{}, exitError(ExitFailure, err)
+	}
+	where := fmt.Sprintf("the chain of run %s in the fleet at %s", run.RunID, f.url)
+	return fleetReader{localReader: localReader{st}, conn: f, run: run, where: where}, nil
+}
+
+// fleetRuns is `ralph runs --nats URL`: every run of the fleet with its
+// state, worker, iteration, cost and why it stopped.
+func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error {
+	f, err := dialFleet(url, "ralph runs")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	runs, err := f.states(ctx)
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	if kv, err := f.js.KeyValue(ctx, fleet.BucketWorkers); err == nil {
+		workers, err := fleet.ListWorkers(ctx, kv)
+		if err != nil {
+			return exitError(ExitFailure, err)
+		}
+		for _, wk := range workers {
+			live[wk.ID] = true
+		}
+	}
+	bw := bufio.NewWriter(w)
+	if asJSON {
+		for _, r := range runs {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			bw.Write(append(b, '\n'))
+		}
+		return flushOut(bw)
+	}
+	tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATE\tWORKER\tITER\tCOST\tSTOPPED BY\tREASON")
+	for _, r := range runs {
+		worker, reason := r.Worker, r.Reason
+		if worker == "" {
+			worker = "-"
+		}
+		if r.Error != "" && reason == "" {
+			reason = r.Error
+		}
+		if r.State == fleet.StateRunning && r.Worker != "" && !live[r.Worker] {
+			reason = "its worker stopped heartbeating; another worker takes the run over once the job's ack wait passes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.4f\t%s\t%s\n", r.RunID, r.State, worker, r.Iteration, r.CostUSD, r.Condition, oneLineText(reason))
+	}
+	tw.Flush() // into bw, whose Flush reports a write error
+	return flushOut(bw)
+}
+
+func flushOut(bw *bufio.Writer) error {
+	if err := bw.Flush(); err != nil {
+		return exitError(ExitFailure, fmt.Errorf("write output: %w", err))
+	}
+	return nil
+}
+
+// verifyFleetChain is `ralph chain verify --nats URL --run ID`: the run's
+// chain as the fleet's stream holds it, verified as a bundle is (every
+// hash, link, signature and Merkle root; every segment's key pinned when
+// --key is given).
+func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error {
+	if id == "" {
+		return usageErrorf("with --nats, name the run whose chain to verify with --run ID; `ralph runs --nats %s` lists them", url)
+	}
+	f, err := dialFleet(url, "ralph chain verify")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	run, err := f.resolve(cmd.Context(), id)
+	if err != nil {
+		return err
+	}
+	rep, info, err := fleet.VerifyChain(cmd.Context(), f.js, run.RunID, pinned)
+	if err != nil {
+		return exitError(ExitFailure, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "verified the chain of run %s in the fleet at %s: %d actions, %d checkpoints, Merkle root %s\n",
+		run.RunID, url, rep.Actions, rep.Checkpoints, rep.Root)
+	keys := "key " + rep.Key
+	if len(rep.Keys) > 1 {
+		keys = fmt.Sprintf("keys %s (one per worker that ran it)", strings.Join(rep.Keys, ", "))
+	}
+	trust := " (named by the chain; pass --key to pin it)"
+	if rep.Pinned {
+		trust = " (pinned with --key)"
+	}
+	b.WriteString("trusted " + keys + trust + "\n")
+	if !info.Ended {
+		fmt.Fprintf(&b, "the run has not ended (%s): verified up to its last signed checkpoint\n", run.State)
+	}
+	if info.Dropped > 0 {
+		fmt.Fprintf(&b, "%d actions no checkpoint covered (a worker stopped mid-commit) are not part of the chain\n", info.Dropped)
+	}
+	return writeOut(cmd.OutOrStdout(), b.String())
+}
+
+// exportFleetBundle is `ralph chain export --nats URL --run ID --bundle`:
+// the run's chain as the stream holds it, as a bundle (`ralph chain verify
+// --bundle FILE` checks it with no store).
+func exportFleetBundle(cmd *cobra.Command, url, id string) error {
+	if id == "" {
+		return usageErrorf("with --nats, name the run whose chain to export with --run ID; `ralph runs --nats %s` lists them", url)
+	}
+	f, err := dialFleet(url, "ralph chain export")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	run, err := f.resolve(cmd.Context(), id)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+	if _, err := fleet.ReadChain(cmd.Context(), f.js, run.RunID, w); err != nil {
+		return exitError(ExitFailure, err)
+	}
+	return flushOut(w)
+}
+
+// attachFleet is `ralph attach --nats URL RUN_ID`: the live UI of a run on
+// whichever worker runs it, through a tunnel over NATS to that run's serve
+// socket; the same UI, keys and controls as a local attach.
+func attachFleet(cmd *cobra.Command, url, id string) error {
+	ctx := cmd.Context()
+	f, err := dialFleet(url, "ralph attach")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	run, err := f.resolve(ctx, id)
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("run %s in the fleet at %s", run.RunID, url)
+	c, err := serve.DialConn(ctx, name, func(ctx context.Context) (net.Conn, error) {
+		return fleet.DialRun(ctx, f.nc, run.RunID)
+	})
+	switch {
+	case errors.Is(err, fleet.ErrNoWorker):
+		return fleetNotRunning(run, url)
+	case err != nil:
+		return exitError(ExitFailure, fmt.Errorf("attach to %s: %w", name, err))
+	}
+	defer c.Close()
+	err = tui.Run(ctx, tui.Options{Run: c.Live(), Attached: true, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	return attachEnded(cmd, err, fmt.Sprintf("detached from run %s; it goes on on worker %s (`ralph attach --nats %s %s` reopens it)\n",
+		run.RunID, run.Worker, url, run.RunID))
+}
+
+// fleetNotRunning explains an attach to a run no worker runs now.
+func fleetNotRunning(run fleet.RunState, url string) error {
+	switch {
+	case fleet.Final(run.State):
+		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view --nats %s %s` shows it", run.RunID, run.State, url, run.RunID))
+	case run.State == fleet.StateQueued || run.State == fleet.StateHandedBack:
+		return exitError(ExitUsage, fmt.Errorf("run %s is %s: no worker runs it yet; start one with `ralph worker --nats %s`, then attach again", run.RunID, run.State, url))
+	}
+	return exitError(ExitUsage, fmt.Errorf("no worker answers for run %s (its last worker, %s, may have stopped; another takes the run over once its ack wait passes); `ralph runs --nats %s` shows where it is", run.RunID, run.Worker, url))
+}
