@@ -39,7 +39,7 @@ bench:
 ## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, and the agent stream parsers
 FUZZ_TARGETS := rtfs:FuzzRead rtfs:FuzzBuiltinsOnSharedValues arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
 	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction agent:FuzzParseClaude agent:FuzzParseCodex \
-	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzJSONScan
+	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \

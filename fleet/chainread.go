@@ -201,6 +201,19 @@ func (s *segmenter) finish() error {
 // checks the messages' order but not their content: ledger.ReadBundle (or
 // VerifyChain, RebuildStore) verifies the bundle.
 func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer) (ChainInfo, error) {
+	return readChain(ctx, js, runID, w, false)
+}
+
+// FollowChain writes the chain of run runID to w as ReadChain does, and
+// then each whole commit as it is replicated (w is flushed after each),
+// until the chain's end line — the run ended — or ctx ends (an error;
+// what was written then has no end line). A run whose chain has not begun
+// yet is waited for.
+func FollowChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer) (ChainInfo, error) {
+	return readChain(ctx, js, runID, w, true)
+}
+
+func readChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer, follow bool) (ChainInfo, error) {
 	var info ChainInfo
 	if err := checkRunID(runID); err != nil {
 		return info, err
@@ -210,12 +223,16 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 		return info, fmt.Errorf("read the chain of run %s: stream %s: %w", runID, StreamChains, err)
 	}
 	subject := ChainSubject(runID)
-	last, err := stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return info, fmt.Errorf("stream %s holds no chain of run %s: check the run id (ralph runs --nats URL lists them)", StreamChains, runID)
-	}
-	if err != nil {
-		return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+	var stopAt uint64
+	if !follow {
+		last, err := stream.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return info, fmt.Errorf("stream %s holds no chain of run %s: check the run id (ralph runs --nats URL lists them)", StreamChains, runID)
+		}
+		if err != nil {
+			return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
+		}
+		stopAt = last.Sequence
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
@@ -227,9 +244,12 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 	}
 	defer msgs.Stop()
 	seg := newSegmenter(runID, w, &info)
-	for info.LastStreamSeq < last.Sequence {
+	for follow || info.LastStreamSeq < stopAt {
 		m, err := msgs.Next(jetstream.NextContext(ctx))
 		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
 			return info, fmt.Errorf("read the chain of run %s: %w", runID, err)
 		}
 		meta, err := m.Metadata()
@@ -241,6 +261,16 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 		if err := seg.add(chainMsg{streamSeq: meta.Sequence.Stream, msgID: h.Get(jetstream.MsgIDHeader),
 			seq: h.Get(HeaderSeq), from: h.Get(HeaderFrom), data: m.Data()}); err != nil {
 			return info, err
+		}
+		if follow {
+			if info.Ended {
+				break
+			}
+			if meta.NumPending == 0 {
+				if err := seg.w.Flush(); err != nil {
+					return info, err
+				}
+			}
 		}
 	}
 	return info, seg.finish()

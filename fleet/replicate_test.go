@@ -376,3 +376,131 @@ func TestReadChainNamesCorruptMessage(t *testing.T) {
 		t.Errorf("a run id with a dot: %v", err)
 	}
 }
+
+// On a three-node cluster, replication goes on when the chains stream's
+// leader stops: publishes are retried with the same message ids (the
+// stream deduplicates them) until a new leader answers, and the chain
+// still verifies and imports with every hash.
+func TestReplicateSurvivesStreamLeaderStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-node cluster; TestReplicateTwoSegments covers the single node")
+	}
+	t.Parallel()
+	c := fleettest.NewCluster(t, 3)
+	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := testCtx(t)
+	cfg := fleet.DefaultConfig()
+	cfg.Replicas = 3
+	if _, err := fleet.Ensure(ctx, js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	st := memStore(t)
+	r, err := fleet.Replicate(ctx, js, st, "run4", 1, 0, fleet.WithPublishTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendBurst(t, st, "run4", 0, 10)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.StreamLeader(fleet.StreamChains)
+	if leader < 0 {
+		t.Fatal("no leader for the chains stream")
+	}
+	c.Stop(leader)
+	for b := range 4 {
+		appendBurst(t, st, "run4", 10+b*5, 5)
+	}
+	if err := r.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, info, err := fleet.RebuildStore(ctx, js, "run4", ledger.Options{InMemory: true}, []string{st.VerifierKeyString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rebuilt.Close()
+	if !info.Ended || info.Actions != 30 {
+		t.Fatalf("rebuilt from %+v", info)
+	}
+	sameHashes(t, st, rebuilt)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a poller.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// FollowChain waits for a run's chain to begin, shows each commit as it is
+// replicated, and returns at the end line with a bundle that verifies.
+func TestFollowChain(t *testing.T) {
+	t.Parallel()
+	js, _ := newFleet(t)
+	ctx := testCtx(t)
+	var out syncBuffer
+	type result struct {
+		info fleet.ChainInfo
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		info, err := fleet.FollowChain(ctx, js, "run5", &out)
+		done <- result{info, err}
+	}()
+	st := memStore(t)
+	r, err := fleet.Replicate(ctx, js, st, "run5", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.Append(ctx, action("run5", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for strings.Count(out.String(), "\nc ") < 3 {
+		select {
+		case res := <-done:
+			t.Fatalf("follow returned early: %+v %v", res.info, res.err)
+		case <-ctx.Done():
+			t.Fatalf("the followed chain shows %q", out.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	appendBurst(t, st, "run5", 3, 5)
+	if err := r.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || !res.info.Ended || res.info.Actions != 8 {
+		t.Fatalf("follow: %+v %v", res.info, res.err)
+	}
+	var want bytes.Buffer
+	if _, err := st.ExportBundle(&want); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want.String() {
+		t.Fatalf("followed:\n%s\nwant:\n%s", out.String(), want.String())
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := fleet.FollowChain(cctx, js, "run6", &bytes.Buffer{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("following a chain that never begins: %v", err)
+	}
+}

@@ -269,3 +269,12 @@ func (b *BundleWriter) End(line []byte) error {
 	b.err = b.w.Flush()
 	return b.err
 }
+
+// Flush writes out the lines buffered so far (a follower's view).
+func (b *BundleWriter) Flush() error {
+	if b.err != nil {
+		return b.err
+	}
+	b.err = b.w.Flush()
+	return b.err
+}

@@ -217,3 +217,33 @@ func TestRotatedBundleCheckedWithoutGo(t *testing.T) {
 		t.Fatalf("python accepted checkpoints under the wrong key: %q %v", out, err)
 	}
 }
+
+// FuzzReadBundle: any text, key lines anywhere, pins or none: ReadBundle
+// verifies it or names a line, and never panics.
+func FuzzReadBundle(f *testing.F) {
+	vectors, err := os.ReadFile(filepath.Join("testdata", "vectors.bundle"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := strings.Split(string(vectors), "\n")
+	// Short seeds: the first three actions and their checkpoint, then a
+	// key line again (rotation to the same key).
+	f.Add(strings.Join(lines[:6], "\n")+"\nend 3 00 00\n", false)
+	f.Add(strings.Join(append(lines[:6:6], lines[1], "end 3 00 00"), "\n"), true)
+	f.Add("ralph-bundle 1\nkey x\nkey y\nend 0 00 00\n", false)
+	pin := strings.TrimPrefix(lines[1], "key ")
+	f.Fuzz(func(t *testing.T, bundle string, pinned bool) {
+		var pins []string
+		if pinned {
+			pins = []string{pin}
+		}
+		rep, err := ReadBundle(context.Background(), strings.NewReader(bundle), pins, nil)
+		var be *BundleError
+		if err != nil && !errors.As(err, &be) {
+			t.Fatalf("an error that names no line: %v", err)
+		}
+		if err == nil && (len(rep.Keys) == 0 || rep.Key != rep.Keys[0]) {
+			t.Fatalf("a verified bundle reports keys %q and %q", rep.Key, rep.Keys)
+		}
+	})
+}
