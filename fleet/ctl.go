@@ -113,7 +113,7 @@ func serveControls(nc *nats.Conn, runID string, c Controls, socketPath string, c
 			}
 			s.mu.Unlock()
 			for _, t := range open {
-				t.Close()
+				t.closeWith(fmt.Sprintf("the worker stopped serving run %s", runID))
 			}
 			s.wg.Wait()
 		})

@@ -368,6 +368,11 @@ func (t *tunnel) sendAck() {
 func (t *tunnel) Write(p []byte) (int, error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
+	if len(p) == 0 {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return 0, t.writeErr()
+	}
 	total := 0
 	for len(p) > 0 {
 		t.mu.Lock()
@@ -440,7 +445,11 @@ func (t *tunnel) CloseWrite() error {
 
 // Close closes both directions and tells the peer; a Read or Write
 // blocked on the tunnel returns net.ErrClosed.
-func (t *tunnel) Close() error {
+func (t *tunnel) Close() error { return t.closeWith("") }
+
+// closeWith is Close telling the peer why: its reads end with reason
+// instead of io.EOF once it has read what was sent.
+func (t *tunnel) closeWith(reason string) error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -456,7 +465,7 @@ func (t *tunnel) Close() error {
 		seq := t.wseq
 		t.mu.Unlock()
 		// Best effort: a peer that misses it gives up at its dead interval.
-		_ = t.publish(frameClose, seq, nil)
+		_ = t.publish(frameClose, seq, []byte(reason))
 		t.wmu.Unlock()
 	}
 	t.stop()
