@@ -148,13 +148,15 @@ func newTunnel(nc *nats.Conn, cfg tunnelConfig, in, out string, ready bool) (*tu
 	now := time.Now()
 	t := &tunnel{nc: nc, cfg: cfg, in: in, out: out, ready: ready, done: make(chan struct{}),
 		changed: make(chan struct{}), lastHeard: now, lastSent: now}
+	// A frame that comes at once waits for t.sub to be set: handle and
+	// fail take t.mu before anything uses it.
+	t.mu.Lock()
 	sub, err := nc.Subscribe(in, t.handle)
+	t.sub = sub
+	t.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("listen on the tunnel's subject %s: %w", in, err)
 	}
-	// Frames wait in the subscription only while handle holds the lock
-	// briefly; the window bounds the data among them.
-	t.sub = sub
 	go t.keepalive()
 	return t, nil
 }
@@ -246,14 +248,13 @@ func (t *tunnel) fail(err error) {
 	}
 	t.broken = err
 	seq, tell := t.wseq, !t.peerClosed
-	t.notify()
 	t.mu.Unlock()
+	t.stop() // wakes the waiters once this end no longer listens
 	if tell {
 		// Best effort: the peer may be what failed, and its own keepalive
 		// ends its side otherwise.
 		_ = t.publish(frameClose, seq, []byte(err.Error()))
 	}
-	t.stop()
 }
 
 // stop ends listening and the keepalive.
