@@ -95,9 +95,17 @@ func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handle
 		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream; start it with JetStream enabled (nats-server -js), or use `ralph fleet serve`", url))
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, err))
+	case nc.ConnectedClusterName() != "":
+		// The first to reach a cluster makes the fleet: three replicas of
+		// everything, so losing one server (even a stream's leader) loses
+		// nothing.
+		c.Replicas = 3
 	}
 	h, err := fleet.Ensure(ctx, js, c)
 	if err != nil {
+		if c.Replicas == 3 && s == nil {
+			return nil, exitError(ExitFailure, fmt.Errorf("make the fleet's streams with 3 replicas on NATS cluster %s: %w; a fleet on a cluster needs at least three JetStream servers", nc.ConnectedClusterName(), err))
+		}
 		return nil, exitError(ExitFailure, fmt.Errorf("the fleet at %s: %w", url, err))
 	}
 	return h, nil

@@ -269,3 +269,71 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// On a NATS cluster the first submit makes the fleet's streams and buckets
+// with three replicas, so losing a server loses nothing.
+func TestE2ESubmitToCluster(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	c := fleettest.NewCluster(t, 3)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, `[model]
+provider = "static"
+
+[plan]
+rtfs = '(do (step "Hi" (call :ccos.echo {:message "hi"})))'
+
+[[stop]]
+kind = "max_iterations"
+max = 1
+`)
+	var stdout, stderr string
+	code := -1
+	// A cluster may still be settling its leaders: a submit that could not
+	// reach JetStream queued nothing and can be repeated.
+	for try := 0; try < 10 && code != 0; try++ {
+		stdout, stderr, code = runBinary(t, ralphBin, "", "submit", cfg, "--nats", c.URL())
+		if code != 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("submit to a cluster: exit %d, %q", code, stderr)
+	}
+	nc, err := nats.Connect(c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range []string{fleet.StreamJobs, fleet.StreamChains, "KV_" + fleet.BucketRuns, "KV_" + fleet.BucketWorkers} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		if r := s.CachedInfo().Config.Replicas; r != 3 {
+			t.Errorf("stream %s has %d replicas; want 3", name, r)
+		}
+	}
+	st, found, err := fleet.GetState(ctx, mustKV(t, js, fleet.BucketRuns), strings.TrimSpace(stdout))
+	if err != nil || !found || st.State != fleet.StateQueued {
+		t.Errorf("the submitted run's state: %+v %v %v", st, found, err)
+	}
+}
+
+func mustKV(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
