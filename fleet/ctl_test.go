@@ -3,10 +3,13 @@ package fleet
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recControls records the controls it was given.
@@ -150,5 +153,65 @@ func TestTunnelToASocketThatDoesNotAnswer(t *testing.T) {
 	_, err = DialRun(netCtx(t), nc, id)
 	if err == nil || !strings.Contains(err.Error(), "live socket of run "+id+" does not answer") {
 		t.Errorf("a tunnel to a dead socket: %v", err)
+	}
+}
+
+// A tunnel the requester never uses (it vanished after the answer) is
+// given up by the worker at its dead interval: the worker says so, and
+// nothing of it is left running.
+func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
+	t.Parallel()
+	nc, _ := netFleet(t)
+	ctx := netCtx(t)
+	id := netJob(t).RunID
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	cfg := tunnelConfig{window: 1 << 10, chunk: 100, ping: 50 * time.Millisecond, dead: 500 * time.Millisecond}
+	stop, err := serveControls(nc, id, &recControls{}, ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	m, err := nc.RequestWithContext(ctx, CtlSubject(id), []byte("tunnel"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, down, err := tunnelSubjects(string(m.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := nc.SubscribeSync(down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parseFrame(m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.kind == frameClose {
+			if !strings.Contains(string(f.data), "said nothing") {
+				t.Errorf("the worker closed the unused tunnel saying %q", f.data)
+			}
+			break
+		}
+	}
+	sock := <-accepted
+	defer sock.Close()
+	if _, err := io.ReadAll(sock); err != nil { // the worker's end of the socket is closed
+		t.Errorf("the run's socket after the tunnel was given up: %v", err)
 	}
 }

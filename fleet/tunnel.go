@@ -227,15 +227,36 @@ func (t *tunnel) handle(m *nats.Msg) {
 		if f.kind == frameClose {
 			t.peerClosed = true
 			if len(f.data) > 0 {
-				t.finErr = fmt.Errorf("the other end closed the tunnel: %s", f.data)
+				t.finErr = fmt.Errorf("the other end closed the tunnel: %s", printable(f.data, 200))
 			}
 		}
 	}
 	t.notify()
+	peerGone := t.peerClosed
 	t.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		t.fail(err)
+	case peerGone: // nothing more will come: stop listening and pinging
+		t.stop()
 	}
+}
+
+// printable is at most max bytes of b with anything but printable ASCII
+// replaced, for a peer's words in an error.
+func printable(b []byte, max int) string {
+	var sb strings.Builder
+	for i, c := range b {
+		if i == max {
+			sb.WriteString("…")
+			break
+		}
+		if c < ' ' || c > '~' {
+			c = '?'
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
 }
 
 // fail breaks the tunnel with err: every call returns it from now on, the

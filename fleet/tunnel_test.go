@@ -209,6 +209,10 @@ func TestTunnelClose(t *testing.T) {
 	if _, err := b.Write([]byte("anyone?")); !errors.Is(err, ErrPeerClosed) {
 		t.Errorf("a write to a closed peer: %v, want ErrPeerClosed", err)
 	}
+	<-b.done // b stops listening and pinging: nothing more can come
+	if _, err := b.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("Read after the peer closed: %v, want io.EOF", err)
+	}
 }
 
 func TestTunnelDeadlines(t *testing.T) {
@@ -309,6 +313,7 @@ func TestTunnelRefusesBadFrames(t *testing.T) {
 		{"over the window", [][]byte{appendFrame(nil, frameData, 1, make([]byte, 2<<10))}, "window"},
 		{"data after the end", [][]byte{appendFrame(nil, frameFin, 0, nil), appendFrame(nil, frameData, 1, []byte("x"))}, "after its end"},
 		{"close with a reason", [][]byte{appendFrame(nil, frameClose, 0, []byte("the run ended"))}, "closed the tunnel: the run ended"},
+		{"close with a raw reason", [][]byte{appendFrame(nil, frameClose, 0, []byte("a\x1b[2Jb"))}, "closed the tunnel: a?[2Jb"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
