@@ -40,9 +40,12 @@ func natsURL(flag string) string {
 const dialTimeout = 5 * time.Second
 
 // dialNATS connects to the NATS server(s) at url (comma-separated for a
-// cluster). One that does not answer is a usage error with the fix.
+// cluster). One that does not answer is a usage error with the fix. Once
+// connected, a lost connection is re-established for as long as it takes
+// (a worker's runs go on meanwhile; their jobs move to other workers only
+// when the ack wait passes).
 func dialNATS(url, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(dialTimeout))
+	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1))
 	if err != nil {
 		if errors.Is(err, nats.ErrNoServers) || isConnRefused(err) {
 			return nil, exitError(ExitUsage, fmt.Errorf("no NATS server answers at %s; start one with `ralph fleet serve` or pass --nats URL", url))
