@@ -27,7 +27,7 @@ import (
 
 // tunnelPair connects two ends of a tunnel, each on its own connection to
 // one server, as a worker and a viewer are.
-func tunnelPair(t *testing.T, cfg tunnelConfig) (a, b *tunnel, ncB *nats.Conn) {
+func tunnelPair(t testing.TB, cfg tunnelConfig) (a, b *tunnel, ncB *nats.Conn) {
 	t.Helper()
 	nc, _ := netFleet(t)
 	ncB, err := nats.Connect(nc.ConnectedUrl())
@@ -508,4 +508,83 @@ func TestServeClientThroughATunnel(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "no worker is running run "+id) {
 		t.Errorf("attach to a run no worker serves: %v", err)
 	}
+}
+
+// BenchmarkTunnel measures what a tunnel carries on an embedded node:
+//   - bytes: one direction, 4 MiB per op (MB/s);
+//   - actions-stream: serve.Client reading a 20k-action run's NDJSON
+//     actions through a tunnel (actions/s), and actions-stream-socket the
+//     same read through the store's unix socket, its baseline.
+func BenchmarkTunnel(b *testing.B) {
+	b.Run("bytes", func(b *testing.B) {
+		a, r, _ := tunnelPair(b, defaultTunnel())
+		buf := make([]byte, 4<<20)
+		sink := make([]byte, 64<<10)
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			done := make(chan error, 1)
+			go func() { _, err := a.Write(buf); done <- err }()
+			for got := 0; got < len(buf); {
+				n, err := r.Read(sink)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got += n
+			}
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	const n = 20_000
+	nc, _ := netFleet(b)
+	id := netJob(b).RunID
+	st, err := ledger.Open(ledger.Options{Dir: filepath.Join(b.TempDir(), "store")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for i := range n {
+		if _, err := st.Append(context.Background(), tunnelAction(id, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run := &liveRun{id: id, bus: loop.NewBus(st, id)}
+	srv, err := serve.Start(serve.Options{Store: st, Runner: run, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	stop, err := ServeControls(nc, id, run, srv.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	read := func(b *testing.B, c *serve.Client) {
+		defer c.Close()
+		b.ResetTimer()
+		for range b.N {
+			acts, err := c.ByRun(id)
+			if err != nil || len(acts) != n {
+				b.Fatalf("%d actions, %v", len(acts), err)
+			}
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "actions/s")
+	}
+	b.Run("actions-stream", func(b *testing.B) {
+		c, err := serve.DialConn(context.Background(), "run", func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, nc, id) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		read(b, c)
+	})
+	b.Run("actions-stream-socket", func(b *testing.B) {
+		c, err := serve.Dial(context.Background(), st.Dir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		read(b, c)
+	})
 }
