@@ -106,11 +106,11 @@ type SavedCheckpoint struct {
 // VerifyWith is Verify with options: a pinned key and saved checkpoints to
 // prove the store consistent with.
 func (s *Store) VerifyWith(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
-	return s.verify(ctx, opts, runtime.GOMAXPROCS(0), minScanRange)
+	return s.verify(ctx, opts, scanRangesPerCPU*runtime.GOMAXPROCS(0), minScanRange)
 }
 
 // verify is Verify with the action scan split into at most parts ranges
-// of at least minRange actions each.
+// of at least minRange actions each, which GOMAXPROCS workers share out.
 func (s *Store) verify(ctx context.Context, opts VerifyOptions, parts int, minRange uint64) (rep VerifyReport, err error) {
 	s.readMu.RLock()
 	defer s.readMu.RUnlock()
@@ -138,7 +138,7 @@ func (s *Store) verify(ctx context.Context, opts VerifyOptions, parts int, minRa
 	defer txn.Discard()
 	v := &verifier{
 		txn: txn, pub: s, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
-		scanParts: max(parts, 1), minRange: max(minRange, 1),
+		scanParts: max(parts, 1), minRange: max(minRange, 1), workers: max(runtime.GOMAXPROCS(0), 1),
 	}
 	if err := v.trust(opts.Key); err != nil {
 		return v.report, err
@@ -160,6 +160,7 @@ type verifier struct {
 
 	scanParts int    // most ranges the action scan is split into
 	minRange  uint64 // fewest actions in a range
+	workers   int    // scan workers
 
 	mu       sync.Mutex
 	problems []Problem
@@ -187,35 +188,25 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 	}
 	v.leaves = make([]Hash, headSeq)
 	ranges := v.splitActions(headSeq)
-	feed := newLeafFeed(ranges)
 	g, gctx := errgroup.WithContext(ctx)
-	// The index scan starts at once; the signature checks and the action
-	// ranges, which check each action against its checkpoint, start once
-	// the checkpoints are read (a few ms for thousands); so does the tree
-	// rebuild, which follows the action ranges as they store leaf hashes.
+	// The scan workers start on the index at once; the signature checks
+	// and the action ranges, which check each action against its
+	// checkpoint, start once the checkpoints are read (a few ms for
+	// thousands). The tree is rebuilt by the scan workers as the action
+	// ranges complete.
 	cpsRead := make(chan struct{})
 	v.goSafe(g, func() error {
 		if err := v.readCheckpoints(); err != nil {
 			return err
 		}
 		close(cpsRead)
-		v.goSafe(g, func() error {
-			v.checkTree(feed)
-			return nil
-		})
 		return v.checkSignatures(gctx)
 	})
-	var indexSum [2]uint64
-	v.goSafe(g, func() error {
-		var err error
-		indexSum, err = v.scanIndexes(gctx)
-		return err
-	})
-	var expectSum [2]uint64
+	var indexSum, expectSum [2]uint64
 	var last actionState
 	v.goSafe(g, func() error {
 		var err error
-		expectSum, last, err = v.scanActions(gctx, headSeq, ranges, feed, cpsRead, progress)
+		indexSum, expectSum, last, err = v.scan(gctx, headSeq, ranges, cpsRead, progress)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -292,10 +283,14 @@ func (v *verifier) readHead() (seq uint64, ok bool, err error) {
 }
 
 func (v *verifier) readCheckpoints() error {
-	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint)})
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixCheckpoint), AllVersions: true})
 	defer it.Close()
+	var newest newestVersions
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
+		if newest.skip(item) {
+			continue
+		}
 		k := item.Key()
 		if len(k) != len(prefixCheckpoint)+8 {
 			v.add(0, rankCheckpoint, "stored key %q is not c/<be64 seq>", k)
@@ -364,37 +359,12 @@ func (v *verifier) checkSignatures(ctx context.Context) error {
 	return g.Wait()
 }
 
-// scanIndexes sums a hash of every index key; scanActions sums the keys a
-// correct index would hold. Equal sums (with random seeds) mean equal sets.
-// Two scanners share the keys, split at indexSplit, so that neither is
-// left running alone after the rest of Verify is done.
-func (v *verifier) scanIndexes(ctx context.Context) ([2]uint64, error) {
-	var sums [2][2]uint64
-	var counts [2]uint64
-	g, ctx := errgroup.WithContext(ctx)
-	for i, r := range [2][2]string{{prefixIndex, indexSplit}, {indexSplit, ""}} {
-		v.goSafe(g, func() error {
-			var err error
-			sums[i], counts[i], err = v.scanIndexRange(ctx, r[0], r[1])
-			return err
-		})
-	}
-	err := g.Wait()
-	v.mu.Lock()
-	v.report.IndexEntries = counts[0] + counts[1]
-	v.mu.Unlock()
-	return [2]uint64{sums[0][0] + sums[1][0], sums[0][1] + sums[1][1]}, err
-}
-
-// indexSplit divides the index keys about evenly: action_id and intent_id
-// below it; parent_action_id, plan_id and run_id from it on.
-const indexSplit = prefixIndex + "p"
-
 // scanIndexRange hashes the index keys from from up to (not including) to,
 // or to the end of the index if to is empty.
 func (v *verifier) scanIndexRange(ctx context.Context, from, to string) (sum [2]uint64, n uint64, err error) {
-	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixIndex)})
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixIndex), AllVersions: true})
 	defer it.Close()
+	var newest newestVersions
 	for it.Seek([]byte(from)); it.Valid(); it.Next() {
 		if n%4096 == 0 && ctx.Err() != nil {
 			return sum, n, ctx.Err()
@@ -403,6 +373,9 @@ func (v *verifier) scanIndexRange(ctx context.Context, from, to string) (sum [2]
 		k := item.Key()
 		if to != "" && string(k) >= to {
 			break
+		}
+		if newest.skip(item) {
+			continue
 		}
 		sum[0] += maphash.Bytes(v.seeds[0], k)
 		sum[1] += maphash.Bytes(v.seeds[1], k)

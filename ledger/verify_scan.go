@@ -5,22 +5,30 @@ import (
 	"context"
 	"crypto/sha256"
 	"hash/maphash"
-	"math"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sync/errgroup"
 )
 
-// The action scan splits the a/ keys into one seq range per CPU. Each range
-// is read, hashed and checked by its own goroutine straight from Badger's
+// The scan divides the a/ keys into seq ranges and the i/ keys into one
+// part per indexed field, and GOMAXPROCS workers take them in turn. Each
+// action range is read, hashed and checked straight from Badger's
 // buffers, with nothing handed between goroutines; every chain link inside
 // a range is checked there, from the stored chain hash before it, and the
-// links across range boundaries are checked once all ranges are done.
+// links across range boundaries are checked once all ranges are done. The
+// ranges are several per worker, so that the workers finish together, and
+// the Merkle tree is rebuilt by whichever worker completes the range it
+// waits for (treeFollower).
 
 // minScanRange is the fewest actions worth a range of their own.
-const minScanRange = 4096
+const minScanRange = 2048
+
+// scanRangesPerCPU is how many action ranges each worker gets, at most.
+const scanRangesPerCPU = 8
 
 // actionState is what the checker carries from one action to the next.
 type actionState struct {
@@ -37,16 +45,39 @@ type vresult struct {
 	encSeq   uint64
 }
 
-// actionRange is one goroutine's share of the a/ keys: from the key of seq
-// from (or the first a/ key, if from is 0) up to the key of seq to (or the
-// last a/ key, if to is 0).
+// actionRange is one share of the a/ keys: from the key of seq from (or
+// the first a/ key, if from is 0) up to the key of seq to (or the last a/
+// key, if to is 0).
 type actionRange struct {
 	from, to uint64
 
-	sum      [2]uint64 // index keys the actions imply, as scanIndexes sums them
+	sum      [2]uint64 // index keys the actions imply, as scanIndexRange sums them
 	firstSeq uint64
 	first    vresult     // the first action, whose link is checked by the caller
 	last     actionState // state after the last action; n counts the range's actions
+}
+
+// indexPart is one share of the i/ keys, from from up to (not including)
+// to, or to the end of the index if to is empty.
+type indexPart struct {
+	from, to string
+	sum      [2]uint64
+	n        uint64
+}
+
+// indexParts divides the index keys at the key prefixes of the indexed
+// fields (i/<field>/, in key order); the first part starts at i/ itself
+// and the last runs to the end, so that every key under i/ is in a part.
+func indexParts() []indexPart {
+	names := indexFields
+	slices.Sort(names[:])
+	parts := make([]indexPart, len(names))
+	parts[0].from = prefixIndex
+	for i := 1; i < len(names); i++ {
+		parts[i].from = prefixIndex + names[i] + "/"
+		parts[i-1].to = parts[i].from
+	}
+	return parts
 }
 
 // progressCounter adds up the actions checked by all ranges and calls
@@ -86,100 +117,108 @@ func (v *verifier) splitActions(headSeq uint64) []actionRange {
 	return ranges
 }
 
-// leafFeed lets the tree rebuild follow the action scan: each range says
-// how far it has stored leaf hashes, so the tree is built while the scan
-// runs rather than after it.
-type leafFeed struct {
-	mu   sync.Mutex
-	cond sync.Cond
-	from []uint64 // each range's first seq (0 for the first range)
-	seen []uint64 // each range's last seq with its leaf stored; math.MaxUint64 once it is done
-}
+// scanTask is one piece of the scan: an index part (index ≥ 0) or an
+// action range.
+type scanTask struct{ index, action int }
 
-func newLeafFeed(ranges []actionRange) *leafFeed {
-	f := &leafFeed{from: make([]uint64, len(ranges)), seen: make([]uint64, len(ranges))}
-	f.cond.L = &f.mu
-	for i, r := range ranges {
-		f.from[i] = r.from
+// scanOrder lists the tasks in the order the workers take them: two index
+// parts first (the action ranges wait for the checkpoints), the others one
+// after every second action range, and the action ranges in seq order, so
+// that the tree follows them closely and the workers end on ranges, the
+// smaller pieces of work.
+func scanOrder(indexes, actions int) []scanTask {
+	tasks := make([]scanTask, 0, indexes+actions)
+	ix, ac := 0, 0
+	for ; ix < min(indexes, 2); ix++ {
+		tasks = append(tasks, scanTask{index: ix, action: -1})
 	}
-	return f
-}
-
-// advance records that range i has stored the leaves up to seq.
-func (f *leafFeed) advance(i int, seq uint64) {
-	f.mu.Lock()
-	f.seen[i] = seq
-	f.mu.Unlock()
-	f.cond.Broadcast()
-}
-
-// finish records that range i will store no more leaves.
-func (f *leafFeed) finish(i int) { f.advance(i, math.MaxUint64) }
-
-// ready waits until the leaf of seq s is stored, or the range holding s
-// is done, and returns the last seq up to which the leaves from s on are
-// final.
-func (f *leafFeed) ready(s uint64) uint64 {
-	r := sort.Search(len(f.from), func(i int) bool { return f.from[i] > s }) - 1
-	end := uint64(math.MaxUint64)
-	if r+1 < len(f.from) {
-		end = f.from[r+1] - 1
+	for ix < indexes || ac < actions {
+		if ac < actions {
+			tasks = append(tasks, scanTask{index: -1, action: ac})
+			ac++
+		}
+		if ix < indexes && (ac >= actions || ac%2 == 0) {
+			tasks = append(tasks, scanTask{index: ix, action: -1})
+			ix++
+		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for f.seen[r] < s {
-		f.cond.Wait()
-	}
-	return min(f.seen[r], end)
+	return tasks
 }
 
-// scanActions reads, hashes and checks every action; it checks them
-// against the checkpoints once cpsRead is closed.
-func (v *verifier) scanActions(ctx context.Context, headSeq uint64, ranges []actionRange, feed *leafFeed, cpsRead <-chan struct{}, progress func(done, total uint64)) ([2]uint64, actionState, error) {
+// scan checks every index key and every action: it returns the sum of the
+// index keys' hashes, the sum of those a correct index would hold (equal
+// sums, with random seeds, mean equal sets), and the state after the last
+// action. The action ranges start once cpsRead is closed.
+func (v *verifier) scan(ctx context.Context, headSeq uint64, ranges []actionRange, cpsRead <-chan struct{}, progress func(done, total uint64)) (indexSum, expectSum [2]uint64, last actionState, err error) {
+	parts := indexParts()
+	tasks := scanOrder(len(parts), len(ranges))
+	tree := newTreeFollower(v, ranges)
 	prog := &progressCounter{fn: progress, total: headSeq}
+	var next atomic.Int64
 	g, ctx := errgroup.WithContext(ctx)
-	for i := range ranges {
+	for range min(v.workers, len(tasks)) {
 		v.goSafe(g, func() error {
-			// However the range ends, the tree rebuild must not wait on it.
-			defer feed.finish(i)
-			select {
-			case <-cpsRead:
-			case <-ctx.Done():
-				return ctx.Err()
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(tasks) {
+					return nil
+				}
+				if t := tasks[k]; t.index >= 0 {
+					p := &parts[t.index]
+					var err error
+					if p.sum, p.n, err = v.scanIndexRange(ctx, p.from, p.to); err != nil {
+						return err
+					}
+					continue
+				}
+				select {
+				case <-cpsRead:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				r := tasks[k].action
+				if err := v.scanRange(ctx, &ranges[r], prog); err != nil {
+					return err
+				}
+				tree.finish(r)
 			}
-			return v.scanRange(ctx, &ranges[i], prog, func(seq uint64) { feed.advance(i, seq) })
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return [2]uint64{}, actionState{}, err
+		return indexSum, expectSum, last, err
 	}
+	var entries uint64
+	for _, p := range parts {
+		indexSum[0] += p.sum[0]
+		indexSum[1] += p.sum[1]
+		entries += p.n
+	}
+	v.report.IndexEntries = entries
 	// Stitch the ranges: each one's first action links to the state the
 	// ranges before it left.
-	var sum [2]uint64
-	var st actionState
 	for i := range ranges {
 		r := &ranges[i]
-		sum[0] += r.sum[0]
-		sum[1] += r.sum[1]
+		expectSum[0] += r.sum[0]
+		expectSum[1] += r.sum[1]
 		if r.last.n == 0 {
 			continue
 		}
-		v.checkLink(st, r.firstSeq, &r.first)
-		st = actionState{seq: r.last.seq, chain: r.last.chain, n: st.n + r.last.n}
+		v.checkLink(last, r.firstSeq, &r.first)
+		last = actionState{seq: r.last.seq, chain: r.last.chain, n: last.n + r.last.n}
 	}
-	v.report.Actions = st.n
+	v.report.Actions = last.n
 	if progress != nil {
-		progress(st.n, max(headSeq, st.n))
+		progress(last.n, max(headSeq, last.n))
 	}
-	return sum, st, nil
+	return indexSum, expectSum, last, nil
 }
 
 // scanRange checks the actions of r: each one on its own, and each link
-// but the first, which needs the range before. It calls stored now and
-// then with the last seq whose leaf hash it has stored.
-func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progressCounter, stored func(seq uint64)) error {
-	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction)})
+// but the first, which needs the range before.
+func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progressCounter) error {
+	it := v.txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixAction), AllVersions: true})
 	defer it.Close()
+	var newest newestVersions
 	start := []byte(prefixAction)
 	if r.from > 0 {
 		start = actionKey(r.from)
@@ -191,12 +230,17 @@ func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progress
 	key := make([]byte, 0, 128)
 	var st actionState
 	var res vresult
-	ci, unreported := 0, uint64(0)
+	// The first checkpoint that can cover the range's first action.
+	ci := sort.Search(len(v.cps), func(i int) bool { return v.cps[i].key >= r.from })
+	unreported := uint64(0)
 	for it.Seek(start); it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key()
 		if end != nil && bytes.Compare(k, end) >= 0 {
 			break
+		}
+		if newest.skip(item) {
+			continue
 		}
 		if len(k) != len(prefixAction)+8 {
 			v.add(0, rankRecord, "stored key %q is not a/<be64 seq>", k)
@@ -229,12 +273,34 @@ func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progress
 			}
 			prog.add(unreported)
 			unreported = 0
-			stored(seq)
 		}
 	}
 	prog.add(unreported)
 	r.last = st
 	return nil
+}
+
+// newestVersions filters the items of an iterator opened with AllVersions
+// down to what one opened without it yields: the newest version of each key
+// (at the transaction's read timestamp), and nothing for a key whose newest
+// version is a deletion or has expired. It is Badger's own filter, without
+// the second read of each entry's value struct and the key copy into a
+// fresh item it costs there (about a tenth of a scan of index keys).
+type newestVersions struct {
+	last []byte
+	seen bool
+}
+
+// skip reports whether item is not the newest live version of its key.
+// Versions come newest first.
+func (n *newestVersions) skip(item *badger.Item) bool {
+	k := item.Key()
+	if n.seen && bytes.Equal(k, n.last) {
+		return true // an older version
+	}
+	n.last = append(n.last[:0], k...)
+	n.seen = true
+	return item.IsDeletedOrExpired()
 }
 
 // hashAction parses one stored action and hashes its encoding where it

@@ -3,8 +3,10 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -63,26 +65,79 @@ func (v *verifier) keyDesc() string {
 	return "store's key " + v.report.TrustedKey
 }
 
-// checkTree rebuilds the Merkle tree from the action hashes, as feed says
-// the action scan has stored them, and checks the root every tree
-// checkpoint signs.
-func (v *verifier) checkTree(feed *leafFeed) {
+// treeFollower rebuilds the Merkle tree from the action hashes as the
+// action ranges complete, and checks the root every tree checkpoint signs.
+// Ranges complete in about seq order but not exactly: the worker that
+// completes the range the tree waits for pushes its leaves, and those of
+// the ranges after it already complete, while the other workers go on
+// scanning. So the rebuild needs no goroutine of its own, and at the end
+// of the scan only the last range's leaves are left to push.
+type treeFollower struct {
+	v    *verifier
+	ends []uint64 // each range's last seq (math.MaxUint64 for the last range)
+
+	mu   sync.Mutex
+	done []bool // ranges complete
+	next int    // the first range whose leaves the tree has not taken
+	busy bool   // a worker is pushing leaves
+
+	// Used only by the worker that set busy.
+	tree rootStack
+	ci   int // the next checkpoint to check
+}
+
+func newTreeFollower(v *verifier, ranges []actionRange) *treeFollower {
+	t := &treeFollower{v: v, ends: make([]uint64, len(ranges)), done: make([]bool, len(ranges))}
+	for i := range ranges {
+		t.ends[i] = math.MaxUint64
+		if i+1 < len(ranges) {
+			t.ends[i] = ranges[i+1].from - 1
+		}
+	}
+	return t
+}
+
+// finish records that range i has stored its leaf hashes and pushes the
+// leaves that are now final, unless another worker is pushing: it will
+// take them.
+func (t *treeFollower) finish(i int) {
+	t.mu.Lock()
+	t.done[i] = true
+	if t.busy {
+		t.mu.Unlock()
+		return
+	}
+	t.busy = true
+	for t.next < len(t.done) && t.done[t.next] {
+		end := t.ends[t.next]
+		t.mu.Unlock()
+		t.push(end) // a panic here leaves the lock free, for goSafe to report
+		t.mu.Lock()
+		t.next++
+	}
+	t.busy = false
+	t.mu.Unlock()
+}
+
+// push rebuilds the tree up to the last tree checkpoint at or below seq
+// end, checking each tree checkpoint's root on the way.
+func (t *treeFollower) push(end uint64) {
+	v := t.v
 	if !v.hasNotes {
 		return
 	}
-	var tree rootStack
-	var final uint64 // the leaves of seqs up to final are stored
-	for _, e := range v.cps {
+	for ; t.ci < len(v.cps); t.ci++ {
+		e := &v.cps[t.ci]
 		if !e.ok || !e.cp.IsNote() || e.key > uint64(len(v.leaves)) {
 			continue
 		}
-		for tree.size < e.key {
-			if tree.size+1 > final {
-				final = feed.ready(tree.size + 1)
-			}
-			tree.push(v.leaves[tree.size])
+		if e.key > end {
+			return
 		}
-		root := tree.root()
+		for t.tree.size < e.key {
+			t.tree.push(v.leaves[t.tree.size])
+		}
+		root := t.tree.root()
 		if root != e.cp.Root {
 			v.add(e.key, rankCheckpoint, "checkpoint %d signs Merkle root %s but the action hashes 1–%d make %s", e.key, e.cp.Root, e.key, root)
 		}
