@@ -7,6 +7,7 @@ import (
 	"hash"
 
 	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
 )
 
 // maxSigBatch bounds how many checkpoint signatures one batch equation
@@ -170,7 +171,9 @@ func (c *sigChecker) verifyBatch(cps []cpEntry) bool {
 // (c chosen for the batch size), one bucket per digit magnitude, so each
 // point costs about 128/c additions and each window 2^c more. For the
 // hundreds of signatures in a batch this is about a third cheaper than
-// the windowed-NAF method edwards25519 offers.
+// the windowed-NAF method edwards25519 offers. The points are added to
+// the buckets in the affine form decoded signatures' R come in (mixed
+// additions, 7 field multiplications instead of 9; see extPoint).
 func msm128(zs []byte, ps []edwards25519.Point) *edwards25519.Point {
 	c := 8
 	switch {
@@ -199,40 +202,194 @@ func msm128(zs []byte, ps []edwards25519.Point) *edwards25519.Point {
 			digits[i*windows+w] = int16(v)
 		}
 	}
-	buckets := make([]edwards25519.Point, 1<<(c-1))
+	d2 := curveD2()
+	aff := make([]affinePoint, len(ps))
+	for i := range ps {
+		aff[i].set(&ps[i], d2)
+	}
+	buckets := make([]extPoint, 1<<(c-1))
 	used := make([]bool, len(buckets))
 	acc := edwards25519.NewIdentityPoint()
-	running, sum := new(edwards25519.Point), new(edwards25519.Point)
+	var running, sum extPoint
+	var cached cachedPoint
 	for w := windows - 1; w >= 0; w-- {
 		for range c {
 			acc.Double(acc)
 		}
 		clear(used)
+		top := -1 // the highest bucket used
 		for i := range ps {
 			d := int(digits[i*windows+w])
-			switch {
-			case d > 0 && used[d-1]:
-				buckets[d-1].Add(&buckets[d-1], &ps[i])
-			case d > 0:
-				buckets[d-1].Set(&ps[i])
+			neg := d < 0
+			if neg {
+				d = -d
+			}
+			if d == 0 {
+				continue
+			}
+			if used[d-1] {
+				buckets[d-1].addAffine(&aff[i], neg)
+			} else {
+				buckets[d-1].setAffine(&aff[i], neg)
 				used[d-1] = true
-			case d < 0 && used[-d-1]:
-				buckets[-d-1].Subtract(&buckets[-d-1], &ps[i])
-			case d < 0:
-				buckets[-d-1].Negate(&ps[i])
-				used[-d-1] = true
+				top = max(top, d-1)
 			}
 		}
 		// Σ j·bucket[j] as a running sum from the top bucket down.
-		running.Set(edwards25519.NewIdentityPoint())
-		sum.Set(running)
-		for j := len(buckets) - 1; j >= 0; j-- {
+		running.identity()
+		sum.identity()
+		for j := top; j >= 0; j-- {
 			if used[j] {
-				running.Add(running, &buckets[j])
+				cached.set(&buckets[j], d2)
+				running.add(&cached)
 			}
-			sum.Add(sum, running)
+			cached.set(&running, d2)
+			sum.add(&cached)
 		}
-		acc.Add(acc, sum)
+		P, err := new(edwards25519.Point).SetExtendedCoordinates(&sum.X, &sum.Y, &sum.Z, &sum.T)
+		if err != nil {
+			panic("ledger: multi-scalar multiplication left the curve") // a bug, not bad input
+		}
+		acc.Add(acc, P)
 	}
 	return acc
+}
+
+// The curve arithmetic below follows the ref10 formulas for twisted
+// Edwards curves with a = −1 (Hisil–Wong–Carter–Dawson, "Twisted Edwards
+// curves revisited", §3.1 and §4.2), on edwards25519's field elements.
+
+// curveD2 returns 2d, d = −121665/121666 the edwards25519 curve constant.
+func curveD2() *field.Element {
+	var num, den field.Element
+	if _, err := num.SetBytes(le32(121665)); err != nil {
+		panic(err)
+	}
+	if _, err := den.SetBytes(le32(121666)); err != nil {
+		panic(err)
+	}
+	d := new(field.Element).Invert(&den)
+	d.Multiply(d, &num)
+	d.Negate(d)
+	return d.Add(d, d)
+}
+
+func le32(n uint32) []byte {
+	b := make([]byte, 32)
+	b[0], b[1], b[2], b[3] = byte(n), byte(n>>8), byte(n>>16), byte(n>>24)
+	return b
+}
+
+// extPoint is a point in extended coordinates (X:Y:Z:T): x = X/Z,
+// y = Y/Z, x·y = T/Z.
+type extPoint struct{ X, Y, Z, T field.Element }
+
+// affinePoint is a point with Z = 1, kept both ways: its coordinates, to
+// start a bucket, and (y+x, y−x, 2d·x·y), to add it to one.
+type affinePoint struct {
+	x, y, t              field.Element
+	yPlusX, yMinusX, t2d field.Element
+}
+
+// cachedPoint is an extPoint prepared for an addition: (Y+X, Y−X, Z, 2d·T).
+type cachedPoint struct{ yPlusX, yMinusX, z, t2d field.Element }
+
+func (p *extPoint) identity() {
+	p.X.Zero()
+	p.Y.One()
+	p.Z.One()
+	p.T.Zero()
+}
+
+// set sets a from p, dividing by Z if it is not 1 (a decoded point's Z is
+// 1).
+func (a *affinePoint) set(p *edwards25519.Point, d2 *field.Element) {
+	X, Y, Z, T := p.ExtendedCoordinates()
+	if Z.Equal(new(field.Element).One()) != 1 {
+		inv := new(field.Element).Invert(Z)
+		X.Multiply(X, inv)
+		Y.Multiply(Y, inv)
+		T.Multiply(T, inv)
+	}
+	a.x.Set(X)
+	a.y.Set(Y)
+	a.t.Set(T)
+	a.yPlusX.Add(Y, X)
+	a.yMinusX.Subtract(Y, X)
+	a.t2d.Multiply(T, d2)
+}
+
+// setAffine sets p to a, or to −a if neg.
+func (p *extPoint) setAffine(a *affinePoint, neg bool) {
+	p.Y.Set(&a.y)
+	p.Z.One()
+	if neg {
+		p.X.Negate(&a.x)
+		p.T.Negate(&a.t)
+	} else {
+		p.X.Set(&a.x)
+		p.T.Set(&a.t)
+	}
+}
+
+// addAffine sets p to p + a, or p − a if neg (ref10's ge_madd, ge_msub).
+func (p *extPoint) addAffine(a *affinePoint, neg bool) {
+	var pp, mm, tt, zz field.Element
+	pp.Add(&p.Y, &p.X)
+	mm.Subtract(&p.Y, &p.X)
+	if neg {
+		pp.Multiply(&pp, &a.yMinusX)
+		mm.Multiply(&mm, &a.yPlusX)
+	} else {
+		pp.Multiply(&pp, &a.yPlusX)
+		mm.Multiply(&mm, &a.yMinusX)
+	}
+	tt.Multiply(&p.T, &a.t2d)
+	zz.Add(&p.Z, &p.Z)
+	if neg {
+		p.complete(&pp, &mm, &zz, &tt, true)
+	} else {
+		p.complete(&pp, &mm, &zz, &tt, false)
+	}
+}
+
+// set prepares p for an addition.
+func (c *cachedPoint) set(p *extPoint, d2 *field.Element) {
+	c.yPlusX.Add(&p.Y, &p.X)
+	c.yMinusX.Subtract(&p.Y, &p.X)
+	c.z.Set(&p.Z)
+	c.t2d.Multiply(&p.T, d2)
+}
+
+// add sets p to p + q (ref10's ge_add).
+func (p *extPoint) add(q *cachedPoint) {
+	var pp, mm, tt, zz field.Element
+	pp.Add(&p.Y, &p.X)
+	mm.Subtract(&p.Y, &p.X)
+	pp.Multiply(&pp, &q.yPlusX)
+	mm.Multiply(&mm, &q.yMinusX)
+	tt.Multiply(&p.T, &q.t2d)
+	zz.Multiply(&p.Z, &q.z)
+	zz.Add(&zz, &zz)
+	p.complete(&pp, &mm, &zz, &tt, false)
+}
+
+// complete finishes an addition from PP = (Y₁+X₁)(Y₂±X₂),
+// MM = (Y₁−X₁)(Y₂∓X₂), ZZ2 = 2·Z₁·Z₂ and TT = T₁·(±2d·T₂): the completed
+// point (PP−MM : PP+MM : ZZ2±TT : ZZ2∓TT) in extended coordinates.
+func (p *extPoint) complete(pp, mm, zz2, tt *field.Element, neg bool) {
+	var x, y, z, t field.Element
+	x.Subtract(pp, mm)
+	y.Add(pp, mm)
+	if neg {
+		z.Subtract(zz2, tt)
+		t.Add(zz2, tt)
+	} else {
+		z.Add(zz2, tt)
+		t.Subtract(zz2, tt)
+	}
+	p.X.Multiply(&x, &t)
+	p.Y.Multiply(&y, &z)
+	p.Z.Multiply(&z, &t)
+	p.T.Multiply(&x, &y)
 }
