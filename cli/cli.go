@@ -163,6 +163,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newIRCmd())
 	root.AddCommand(newFleetCmd(), newSubmitCmd())
+	root.AddCommand(newWorkerCmd())
 	return root
 }
 

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var natsFlag, dir, id string
+	var slots int
+	var ackWait time.Duration
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "worker [--nats URL] [--slots N] [--dir D]",
+		Short: "Run queued loops from a fleet, up to --slots at once",
+		Long: `Take jobs that 'ralph submit' queued and run them, up to --slots at once. Each
+run gets its own directory under --dir: a fresh clone of its workspace on
+branch ralph/RUN_ID (one commit pushed per iteration) and its own store,
+whose chain is replicated to the fleet as it is written. A run that another
+worker lost (it died) continues here from its last completed iteration.
+
+The first Ctrl-C or SIGTERM pauses every run after its current call, hands
+it back to the queue for another worker and exits 0; a second one ends the
+process at once (its runs continue elsewhere after the ack wait).
+
+--nats defaults to RALPH_NATS, then nats://127.0.0.1:4222 ('ralph fleet serve').
+Exit status: 0 stopped by a signal, 2 bad flags or no NATS server answers,
+1 the connection to NATS was lost.`,
+		Example: `  ralph worker
+  ralph worker --nats nats://10.0.0.5:4222 --slots 4 --dir /var/lib/ralph/worker`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("worker takes no arguments; it runs what `ralph submit` queued")
+			}
+			if slots < 1 {
+				return usageErrorf("--slots must be at least 1, got %d", slots)
+			}
+			if ackWait < 3*time.Second {
+				return usageErrorf("--ack-wait must be at least 3s (heartbeats go every third of it), got %s", ackWait)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&natsFlag, "nats", "", "NATS `URL` of the fleet, comma-separated for a cluster (default RALPH_NATS, then nats://127.0.0.1:4222)")
+	fl.IntVar(&slots, "slots", 1, "run up to `N` loops at once")
+	fl.StringVar(&dir, "dir", ".ralph-worker", "`DIR` for the runs' workspaces and stores")
+	fl.DurationVar(&ackWait, "ack-wait", fleet.DefaultConfig().AckWait, "how long this worker may go silent before its runs go to another worker")
+	fl.StringVar(&id, "id", "", "this worker's `ID` in the fleet (default HOST-PID)")
+	fl.BoolVar(&verbose, "verbose", false, "log each run's steps, not only what goes wrong")
+	return cmd
+}
+
+type workerOptions struct {
+	dir, id string
+	slots   int
+	ackWait time.Duration
+	verbose bool
+}
+
+func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
+	ctx := cmd.Context()
+	nc, h, err := openFleet(ctx, url, "ralph worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	dir, err := filepath.Abs(o.dir)
+	if err != nil {
+		return exitError(ExitUsage, fmt.Errorf("--dir %s: %w", o.dir, err))
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	if o.id == "" {
+		host, _ := os.Hostname() // no host name: the pid alone names the worker
+		o.id = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	msg := fmt.Sprintf("worker %s takes runs from %s, %d at a time, in %s; Ctrl-C hands them back and stops\n", o.id, url, o.slots, dir)
+	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
+		return err
+	}
+	err = fleet.RunWorker(ctx, fleet.WorkerOptions{NC: nc, Handles: h, ID: o.id, Slots: o.slots, Dir: dir, AckWait: o.ackWait,
+		Start: startFleetRun(cmd.ErrOrStderr()), Logger: log})
+	if err != nil {
+		return exitError(ExitFailure, fmt.Errorf("worker %s stopped: %w; start it again once NATS at %s answers", o.id, err, url))
+	}
+	return nil
+}
+
+// startFleetRun builds the run a fleet job describes with the wiring of
+// `ralph run` (setupRun): the job's config is read as the file
+// spec.Job.ConfigPath in its workspace, so the paths it names are files
+// there, and the run's store is spec.StoreDir, signed with this machine's
+// key like any store.
+func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpec) (fleet.RunHandle, error) {
+	return func(ctx context.Context, spec fleet.RunSpec) (fleet.RunHandle, error) {
+		rel := spec.Job.ConfigPath
+		if rel == "" {
+			rel = fleet.DefaultConfigPath
+		}
+		cfg, err := config.Parse([]byte(spec.Job.Config), filepath.Join(spec.Workdir, rel), nil)
+		if err != nil {
+			return nil, &fleet.BadJobError{Err: err}
+		}
+		if cfg.Agent != nil {
+			if _, err := agentCLI(cfg); err != nil {
+				return nil, &fleet.MissingAgentError{CLI: cfg.Agent.CLI, Err: err}
+			}
+		}
+		cfg.Store.Dir = spec.StoreDir
+		rs, err := setupRun(ctx, cfg, runSetupOptions{Store: spec.StoreDir, RunID: spec.Job.RunID, Resume: spec.Resume, ErrOut: errOut})
+		if err != nil {
+			return nil, jobError(err)
+		}
+		rs.Opts.OnIterationEnd, rs.Opts.Logger = spec.OnIterationEnd, spec.Logger
+		runner, err := loop.NewRunner(rs.Opts)
+		if err != nil {
+			return nil, jobError(rs.discardClosed(exitError(ExitUsage, err)))
+		}
+		return &fleetRun{Runner: runner, st: rs.Opts.Store}, nil
+	}
+}
+
+// jobError marks a usage error (a bad config or plan) as the job's own.
+func jobError(err error) error {
+	var ce *cliError
+	if errors.As(err, &ce) && ce.code == ExitUsage {
+		return &fleet.BadJobError{Err: err}
+	}
+	return err
+}
+
+// fleetRun is a run a worker drives: the runner and the store it owns.
+type fleetRun struct {
+	*loop.Runner
+	st *ledger.Store
+}
+
+func (r *fleetRun) Store() *ledger.Store { return r.st }
+func (r *fleetRun) Close() error         { return r.st.Close() }

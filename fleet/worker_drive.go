@@ -1,0 +1,159 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/serve"
+)
+
+// runResult is how a run's Run returned.
+type runResult struct {
+	out *loop.Outcome
+	err error
+}
+
+// drive runs the started run to its end while serving its store, its
+// controls and its state; it hands the run back when ctx ends and stops
+// it at once when another worker has taken it over.
+func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p prepared) settle {
+	bg := context.WithoutCancel(ctx)
+	runCtx, cancelRun := context.WithCancelCause(bg)
+	defer cancelRun(nil)
+	socket := ""
+	if srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log}); err != nil {
+		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
+	} else {
+		defer srv.Close()
+		socket = srv.Path()
+	}
+	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, socket); err != nil {
+		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
+	} else {
+		defer stopCtl()
+	}
+	watchCtx, stopWatch := context.WithCancel(bg)
+	stale := make(chan error, 1)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		j.follow(watchCtx, h.Events().Subscribe(watchCtx, p.fromSeq), p.tally, stale)
+	}()
+	defer func() { stopWatch(); <-followed }()
+
+	done := make(chan runResult, 1)
+	go func() {
+		out, err := h.Run(runCtx)
+		done <- runResult{out, err}
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	stopping, handingBack, lost := ctx.Done(), false, false
+	for {
+		select {
+		case r := <-done:
+			stopWatch()
+			<-followed // the last iteration's state is recorded before the final one
+			return j.ended(bg, repl, r, lost)
+		case <-stopping: // SIGTERM: pause after the current call, then hand back
+			stopping, handingBack = nil, true
+			j.log.Info("the worker is stopping: the run pauses after its current call and is handed back")
+			h.Pause()
+		case err := <-stale:
+			if !lost {
+				lost = true
+				j.log.Warn("another worker has taken the run over; it stops here at once", "err", err)
+				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "another worker has taken the run over"})
+			}
+		case <-tick.C:
+			if err := repl.Err(); errors.Is(err, ErrFenced) && !lost {
+				lost = true
+				j.log.Warn("another worker has taken the run over; it stops here at once", "err", err)
+				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "another worker has taken the run over"})
+			}
+			if handingBack && h.Events().State() == loop.StatePaused {
+				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "the worker stopped; another worker continues the run"})
+			}
+		}
+	}
+}
+
+// follow records the run's state after each iteration (iteration, cost,
+// tokens); a put another worker's state refuses is sent on stale.
+func (j *jobRun) follow(ctx context.Context, events <-chan loop.Event, t tally, stale chan<- error) {
+	for e := range events {
+		if e.Kind != loop.EventAction || !t.add(e.Action) {
+			continue
+		}
+		j.state.Iteration, j.state.CostUSD, j.state.Tokens = t.iteration, t.cost, t.tokens
+		err := j.put(ctx)
+		switch {
+		case errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded):
+			select {
+			case stale <- err:
+			default:
+			}
+			return
+		case err != nil && ctx.Err() == nil:
+			j.log.Warn("the run's state was not updated", "err", err)
+		}
+	}
+}
+
+// ended settles a run whose Run returned: an ended run's end line goes to
+// the stream and its final state to the bucket before its job is acked;
+// a handed-back run is flushed and given back; a lost one is let go.
+func (j *jobRun) ended(ctx context.Context, repl *Replicator, r runResult, lost bool) settle {
+	switch {
+	case lost:
+		j.closeRepl(ctx, repl)
+		return settleNone
+	case errors.Is(r.err, loop.ErrHandedBack):
+		if err := repl.Close(ctx); err != nil {
+			if errors.Is(err, ErrFenced) {
+				return settleNone
+			}
+			j.log.Warn("the run's chain was not fully replicated; the next worker resumes from what the stream has", "err", err)
+		}
+		return j.handBack(ctx, nil)
+	case errors.Is(r.err, loop.ErrCannotResume):
+		j.closeRepl(ctx, repl)
+		return j.fail(ctx, r.err)
+	case r.err != nil:
+		j.closeRepl(ctx, repl)
+		return j.retry(ctx, fmt.Errorf("the run stopped on worker %s without ending: %w", j.w.o.ID, r.err))
+	}
+	if err := repl.End(ctx); err != nil {
+		if errors.Is(err, ErrFenced) {
+			return settleNone
+		}
+		j.closeRepl(ctx, repl)
+		return j.retry(ctx, fmt.Errorf("the run ended but its end was not replicated: %w", err))
+	}
+	j.closeRepl(ctx, repl)
+	out := r.out
+	j.state.State, j.state.Error = finalState(out.Class), ""
+	j.state.Class, j.state.Condition, j.state.Reason = string(out.Class), out.TriggeredBy, out.Reason
+	j.state.Iteration, j.state.CostUSD, j.state.Tokens = out.Iterations, out.CostUSD, out.Tokens
+	if err := j.put(ctx); err != nil {
+		return j.lost(err)
+	}
+	return settleAck
+}
+
+// closeRepl stops replication; what it could not publish is the next
+// worker's to redo from the stream, so its error is only logged.
+func (j *jobRun) closeRepl(ctx context.Context, repl *Replicator) {
+	if err := repl.Close(ctx); err != nil && !errors.Is(err, ErrFenced) {
+		j.log.Warn("stopping the run's replication", "err", err)
+	}
+}
+
+// compile-time check: a *loop.Runner has the controls a RunHandle needs.
+var _ interface {
+	serve.Runner
+	Run(context.Context) (*loop.Outcome, error)
+} = (*loop.Runner)(nil)

@@ -1,0 +1,377 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// settle is what becomes of a job's message once this worker is done with it.
+type settle int
+
+const (
+	settleAck   settle = iota // the run ended: remove the job
+	settleNak                 // handed back: deliver it again at once
+	settleRetry               // this worker cannot run it now: deliver it again after RetryDelay
+	settleTerm                // recorded failed: never deliver it again
+	settleNone                // another worker owns the run: leave the message alone
+)
+
+// jobRun is one delivery of a job on this worker.
+type jobRun struct {
+	w          *worker
+	msg        jetstream.Msg
+	job        Job
+	deliveries int
+	state      RunState // the run's state as this attempt last recorded it
+	log        *slog.Logger
+	dir        string // <worker dir>/runs/<run-id>
+}
+
+// job runs one delivered job to its end, or hands it back, and settles its
+// message accordingly.
+func (w *worker) job(ctx context.Context, msg jetstream.Msg) {
+	bg := context.WithoutCancel(ctx) // the closing steps outlive a SIGTERM
+	job, err := ParseJob(msg.Data())
+	if err != nil {
+		w.log.Error("a message on the job queue is not a job; it is removed", "err", err)
+		if terr := msg.TermWithReason(err.Error()); terr != nil {
+			w.log.Warn("could not remove the message", "err", terr)
+		}
+		return
+	}
+	j := &jobRun{w: w, msg: msg, job: job, deliveries: 1, log: w.log.With("run", job.RunID),
+		dir: filepath.Join(w.o.Dir, "runs", job.RunID)}
+	if md, err := msg.Metadata(); err == nil {
+		j.deliveries = int(md.NumDelivered)
+	}
+	w.track(job.RunID, true)
+	defer w.track(job.RunID, false)
+	beatCtx, stopBeat := context.WithCancel(bg)
+	beat := make(chan struct{})
+	go func() { defer close(beat); j.keepAlive(beatCtx) }()
+	s := j.run(ctx)
+	stopBeat()
+	<-beat
+	j.settle(bg, s)
+}
+
+// keepAlive tells the server every AckWait/3 that the job is in progress.
+func (j *jobRun) keepAlive(ctx context.Context) {
+	t := time.NewTicker(j.w.o.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := j.msg.InProgress(); err != nil {
+				j.log.Warn("job heartbeat not sent; the job may go to another worker", "err", err)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (j *jobRun) settle(ctx context.Context, s settle) {
+	var err error
+	switch s {
+	case settleAck:
+		actx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
+		err = j.msg.DoubleAck(actx)
+		cancel()
+	case settleNak:
+		err = j.msg.Nak()
+	case settleRetry:
+		err = j.msg.NakWithDelay(j.w.o.RetryDelay)
+	case settleTerm:
+		err = j.msg.TermWithReason(j.state.Error)
+	case settleNone:
+		return
+	}
+	if err != nil {
+		j.log.Warn("could not settle the job; it is delivered again after the ack wait", "err", err)
+	}
+}
+
+// run drives the job's run on this worker.
+func (j *jobRun) run(ctx context.Context) settle {
+	bg := context.WithoutCancel(ctx)
+	runID := j.job.RunID
+	cur, found, err := GetState(bg, j.w.o.Handles.Runs, runID)
+	if err != nil {
+		j.log.Warn("cannot read the run's state; the job goes back to the queue", "err", err)
+		return settleRetry
+	}
+	if found && Final(cur.State) {
+		return settleAck // the run ended on a worker that died before it acked the job
+	}
+	if !found {
+		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
+	}
+	j.state = cur
+	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
+	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
+		if _, err := exec.LookPath(a); err != nil {
+			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a))
+		}
+	}
+	p, s, ok := j.prepare(ctx)
+	if !ok {
+		return s
+	}
+	if ctx.Err() != nil { // stopping: nothing has run here yet
+		return j.handBack(bg, nil)
+	}
+	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Logger: j.log}
+	if ws := p.ws; ws != nil {
+		spec.OnIterationEnd = func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+			sha, err := ws.Commit(ctx, iteration)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]rtfs.Value{"commit": rtfs.String(sha), "branch": rtfs.String(ws.Branch)}, nil
+		}
+		j.state.Branch = ws.Branch
+	}
+	h, err := j.w.o.Start(bg, spec)
+	var bad *BadJobError
+	var noAgent *MissingAgentError
+	switch {
+	case errors.As(err, &noAgent):
+		return j.retry(bg, err)
+	case errors.As(err, &bad):
+		return j.fail(bg, err)
+	case err != nil:
+		return j.retry(bg, fmt.Errorf("worker %s could not start the run: %w", j.w.o.ID, err))
+	}
+	defer func() {
+		if err := h.Close(); err != nil {
+			j.log.Warn("closing the run's store", "err", err)
+		}
+	}()
+	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
+	if err != nil {
+		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
+	}
+	j.state.State, j.state.Error = StateRunning, ""
+	j.state.Iteration, j.state.CostUSD, j.state.Tokens = p.tally.iteration, p.tally.cost, p.tally.tokens
+	if j.state.Started.IsZero() {
+		j.state.Started = time.Now().UTC()
+	}
+	if err := j.put(bg); err != nil {
+		j.closeRepl(bg, repl)
+		return j.lost(err)
+	}
+	return j.drive(ctx, h, repl, p)
+}
+
+// prepared is a run made ready on this worker: its store and workspace.
+type prepared struct {
+	storeDir, wsDir        string
+	ws                     *Workspace // nil: the job has no workspace
+	resume                 bool
+	fromSeq, lastStreamSeq uint64 // replication goes on from here
+	tally                  tally  // what the chain counted so far
+}
+
+// prepare makes the run's directory afresh: the run's store rebuilt from
+// the stream when the stream holds its chain, and its workspace at the
+// commit the last completed iteration recorded. ok false: s settles it.
+func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
+	bg := context.WithoutCancel(ctx)
+	runID := j.job.RunID
+	p = prepared{storeDir: filepath.Join(j.dir, "store"), wsDir: filepath.Join(j.dir, "ws"), fromSeq: 1}
+	// What an earlier attempt left here is stale: the stream is the truth.
+	if err := os.RemoveAll(j.dir); err != nil {
+		return p, j.retry(bg, fmt.Errorf("worker %s cannot clear %s: %w", j.w.o.ID, j.dir, err)), false
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return p, j.retry(bg, fmt.Errorf("worker %s cannot make %s: %w", j.w.o.ID, j.dir, err)), false
+	}
+	commit := ""
+	_, err := j.w.o.Handles.Chains.GetLastMsgForSubject(bg, ChainSubject(runID))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound): // a new run
+	case err != nil:
+		return p, j.retry(bg, fmt.Errorf("worker %s cannot read the run's chain from stream %s: %w", j.w.o.ID, StreamChains, err)), false
+	default:
+		var ended *ledger.Action
+		p.resume = true
+		commit, p.fromSeq, p.lastStreamSeq, p.tally, ended, err = j.rebuild(bg, p.storeDir)
+		if err != nil {
+			return p, j.retry(bg, err), false
+		}
+		if ended != nil { // the run ended; its worker died before recording it
+			return p, j.finalFromChain(bg, ended, p.tally), false
+		}
+	}
+	if j.job.Workspace == "" {
+		if err := os.Mkdir(p.wsDir, 0o700); err != nil {
+			return p, j.retry(bg, fmt.Errorf("worker %s cannot make %s: %w", j.w.o.ID, p.wsDir, err)), false
+		}
+		return p, 0, true
+	}
+	ws, err := PrepareWorkspace(ctx, j.job.Workspace, j.job.Ref, p.wsDir, runID, commit)
+	if err != nil {
+		if ctx.Err() != nil {
+			return p, j.handBack(bg, nil), false
+		}
+		return p, j.fail(bg, fmt.Errorf("the run's workspace cannot be made: %w", err)), false
+	}
+	p.ws = ws
+	return p, 0, true
+}
+
+// rebuild imports the run's chain from the stream into a new store at dir,
+// verified, and rebuilds the store's run record and kv from it.
+func (j *jobRun) rebuild(ctx context.Context, dir string) (commit string, fromSeq, lastStreamSeq uint64, t tally, ended *ledger.Action, err error) {
+	runID := j.job.RunID
+	st, info, err := RebuildStore(ctx, j.w.o.Handles.JS, runID, ledger.Options{Dir: dir, SyncWrites: true}, nil)
+	if err != nil {
+		return "", 0, 0, t, nil, fmt.Errorf("the run's chain in stream %s does not rebuild: %w", StreamChains, err)
+	}
+	defer st.Close()
+	acts, err := st.ByRun(runID)
+	if err != nil {
+		return "", 0, 0, t, nil, fmt.Errorf("read the rebuilt chain: %w", err)
+	}
+	for i := range acts {
+		t.add(&acts[i])
+		if loop.IsRunEnd(acts[i].Type) {
+			ended = &acts[i]
+		}
+	}
+	if ended == nil {
+		if err := loop.RebuildKV(ctx, st, runID); err != nil {
+			return "", 0, 0, t, nil, fmt.Errorf("rebuild the run's records from its chain: %w", err)
+		}
+	}
+	return loop.LastCommit(acts), st.Head().Seq + 1, info.LastStreamSeq, t, ended, st.Close()
+}
+
+// finalFromChain records the final state of a run whose closing action is
+// in the stream already, and removes its job.
+func (j *jobRun) finalFromChain(ctx context.Context, end *ledger.Action, t tally) settle {
+	j.state.Iteration, j.state.CostUSD, j.state.Tokens = t.iteration, t.cost, t.tokens
+	j.state.Class = end.Metadata["class"].Str()
+	j.state.State = finalState(stop.Class(j.state.Class))
+	j.state.Condition, j.state.Reason = end.Metadata["condition"].Str(), end.Metadata["reason"].Str()
+	if err := j.put(ctx); err != nil {
+		return j.lost(err)
+	}
+	return settleAck
+}
+
+// finalState is the run state of a run that stopped with class c.
+func finalState(c stop.Class) string {
+	switch c {
+	case stop.ClassSuccess:
+		return StateSucceeded
+	case stop.ClassLimit:
+		return StateLimit
+	case stop.ClassAbort:
+		return StateAborted
+	}
+	return StateFailed
+}
+
+// put records j.state; an error wrapping ErrStale or ErrRunEnded means
+// another worker has the run.
+func (j *jobRun) put(ctx context.Context) error {
+	j.state.Updated = time.Now().UTC()
+	pctx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
+	defer cancel()
+	return PutState(pctx, j.w.o.Handles.Runs, j.state)
+}
+
+// lost settles a job whose state could not be recorded: another worker has
+// the run (leave its message alone), or the bucket did not answer.
+func (j *jobRun) lost(err error) settle {
+	if errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded) {
+		j.log.Warn("another worker has the run; this worker lets it go", "err", err)
+		return settleNone
+	}
+	j.log.Warn("the run's state could not be recorded; the job goes back to the queue", "err", err)
+	return settleRetry
+}
+
+// retry records why this worker cannot run the job now and sends the job
+// back to the queue; after GiveUpAfter deliveries the run is failed.
+func (j *jobRun) retry(ctx context.Context, why error) settle {
+	if j.deliveries >= j.w.o.GiveUpAfter {
+		return j.fail(ctx, fmt.Errorf("%w (given up after %d deliveries)", why, j.deliveries))
+	}
+	j.log.Warn("the job goes back to the queue", "why", why)
+	if j.state.State == StateRunning {
+		j.state.State = StateHandedBack
+	}
+	j.state.Error = why.Error()
+	if err := j.put(ctx); err != nil && (errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded)) {
+		return j.lost(err)
+	}
+	return settleRetry
+}
+
+// fail records the run failed for why and removes its job.
+func (j *jobRun) fail(ctx context.Context, why error) settle {
+	j.log.Error("the run failed", "err", why)
+	j.state.State, j.state.Error = StateFailed, why.Error()
+	if j.state.Class == "" {
+		j.state.Class, j.state.Condition, j.state.Reason = string(stop.ClassFailure), "worker", why.Error()
+	}
+	if err := j.put(ctx); err != nil {
+		if errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded) {
+			return j.lost(err)
+		}
+		j.log.Warn("the failure could not be recorded; the job goes back to the queue", "err", err)
+		return settleRetry
+	}
+	return settleTerm
+}
+
+// handBack records the run handed back (err: why, when it is not the
+// worker stopping) and gives its job back to the queue at once.
+func (j *jobRun) handBack(ctx context.Context, why error) settle {
+	j.state.State, j.state.Error = StateHandedBack, ""
+	if why != nil {
+		j.state.Error = why.Error()
+	}
+	if err := j.put(ctx); err != nil && (errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded)) {
+		return j.lost(err)
+	}
+	return settleNak
+}
+
+// tally counts a run's iterations, cost and tokens from its chain, as the
+// runner does: an iteration an account limit stopped is spent, not counted.
+type tally struct {
+	iteration int
+	cost      float64
+	tokens    int64
+}
+
+func (t *tally) add(a *ledger.Action) bool {
+	if a.Type != ledger.IterationCompleted {
+		return false
+	}
+	t.cost += a.Cost
+	if m := a.Result.AsMap(); m != nil {
+		t.tokens += m.GetKey("tokens").AsInt()
+	}
+	if a.Metadata["status"].Str() != loop.StatusUsageLimit {
+		t.iteration = int(a.Metadata["iteration"].AsInt())
+	}
+	return true
+}
