@@ -1,0 +1,351 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// e2eFleet is a NATS node in the test's process, a bare git remote the
+// runs' workspaces clone, and a client to look at both.
+type e2eFleet struct {
+	t    *testing.T
+	url  string
+	bare string
+	h    *fleet.Handles
+}
+
+func newE2EFleet(t *testing.T) *e2eFleet {
+	t.Helper()
+	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := fleet.Ensure(context.Background(), js, fleet.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	bare := filepath.Join(root, "remote.git")
+	git(t, root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	seed := filepath.Join(root, "seed")
+	git(t, root, "clone", "--quiet", bare, seed)
+	writeFile(t, filepath.Join(seed, "README"), "the shared remote\n")
+	git(t, seed, "add", "README")
+	git(t, seed, "-c", "user.name=seed", "-c", "user.email=seed@localhost", "commit", "--quiet", "-m", "seed")
+	git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	return &e2eFleet{t: t, url: srv.ClientURL(), bare: bare, h: h}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// worker starts `ralph worker` as its own process.
+func (f *e2eFleet) worker(id string, slots int) *exec.Cmd {
+	f.t.Helper()
+	dir := f.t.TempDir()
+	cmd := exec.Command(ralphBin, "worker", "--nats", f.url, "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
+		"--ack-wait", "3s", "--id", id)
+	cmd.Dir = dir
+	out, err := os.Create(filepath.Join(dir, "worker.out"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		out.Close()
+		if f.t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			f.t.Logf("worker %s output:\n%s", id, b)
+		}
+	})
+	return cmd
+}
+
+// submit queues cfg as a job on the shared remote.
+func (f *e2eFleet) submit(cfg string) string {
+	f.t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	err := fleet.Submit(context.Background(), f.h, fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: f.bare, Ref: "main"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return id
+}
+
+func (f *e2eFleet) state(id string) fleet.RunState {
+	f.t.Helper()
+	s, _, err := fleet.GetState(context.Background(), f.h.Runs, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// chain rebuilds the run's chain from the stream, verifying it.
+func (f *e2eFleet) chain(id string) ([]ledger.Action, fleet.ChainInfo) {
+	f.t.Helper()
+	st, info, err := fleet.RebuildStore(context.Background(), f.h.JS, id, ledger.Options{InMemory: true}, nil)
+	if err != nil {
+		f.t.Fatalf("run %s: the chain in the stream: %v", id, err)
+	}
+	defer st.Close()
+	acts, err := st.ByRun(id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return acts, info
+}
+
+// commits is the subjects of the run branch's commits above the seed.
+func (f *e2eFleet) commits(id string) []string {
+	f.t.Helper()
+	log := strings.Split(git(f.t, f.bare, "log", "--format=%s", "ralph/"+id), "\n")
+	return log[:len(log)-1]
+}
+
+// fleetPlan appends a line per iteration to the charges file (behind an
+// idempotency key), writes a file into the workspace, and runs the slow
+// step, which leaves a mark before it sleeps.
+func fleetPlan(charges, marks string, stopToml string) string {
+	return fmt.Sprintf(`[intent]
+goal = "fleet e2e"
+params = { charges = %q, marks = %q }
+[model]
+provider = "static"
+[plan]
+rtfs = '''
+(do
+  (step "Charge" ^{:idempotency {:key (str "charge-" (:iteration ctx)) :scope :intent}}
+    (call :shell.exec {:cmd "sh" :args ["-c" (str "echo " (:run-id ctx) " " (:iteration ctx) " >> " (:charges ctx))]}))
+  (step "Write" (call :fs.write {:path (str "it-" (:iteration ctx) ".txt") :content "done"}))
+  (step "Slow"
+    (call :shell.exec {:cmd "sh" :args ["-c" (str "touch " (:marks ctx) "/" (:run-id ctx) "-" (:iteration ctx) "; sleep 0.3")]})))
+'''
+[governance]
+shell_allow = ["sh"]
+%s`, charges, marks, stopToml)
+}
+
+const limitStop = "[[stop]]\nname = \"enough\"\nkind = \"max_iterations\"\nmax = %d\n"
+
+// chargesOf counts the charges file's lines per iteration of run id.
+func chargesOf(t *testing.T, path, id string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if run, it, ok := strings.Cut(l, " "); ok && run == id {
+			n[it]++
+		}
+	}
+	return n
+}
+
+func (f *e2eFleet) waitFinal(id string) fleet.RunState {
+	f.t.Helper()
+	var s fleet.RunState
+	waitUntil(f.t, "run "+id+" ends", func() bool { s = f.state(id); return fleet.Final(s.State) })
+	return s
+}
+
+// checkRun checks a run that ended: its chain in the stream verifies and is
+// closed, and each iteration charged once, committed once.
+func (f *e2eFleet) checkRun(id, charges string, iterations int) {
+	t := f.t
+	t.Helper()
+	acts, info := f.chain(id)
+	completed := 0
+	for _, a := range acts {
+		if a.Type == ledger.IterationCompleted {
+			completed++
+		}
+	}
+	if !info.Ended || completed != iterations {
+		t.Errorf("run %s: %d iterations in the stream, ended %v; want %d, ended", id, completed, info.Ended, iterations)
+	}
+	got := chargesOf(t, charges, id)
+	for i := 1; i <= iterations; i++ {
+		if got[fmt.Sprint(i)] != 1 {
+			t.Errorf("run %s: iteration %d charged %d times, want once (%v)", id, i, got[fmt.Sprint(i)], got)
+		}
+	}
+	if len(got) != iterations {
+		t.Errorf("run %s charged iterations %v, want 1..%d", id, got, iterations)
+	}
+	if c := f.commits(id); len(c) != iterations || c[0] != fmt.Sprintf("ralph %s iteration %d", id, iterations) {
+		t.Errorf("run %s branch commits %q, want one per iteration", id, c)
+	}
+}
+
+func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	f := newE2EFleet(t)
+	dir := t.TempDir()
+	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f.worker("w1", 2)
+	f.worker("w2", 2)
+	var ids []string
+	for i := range 4 {
+		ids = append(ids, f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 1+i%2))))
+	}
+	for i, id := range ids {
+		s := f.waitFinal(id)
+		if s.State != fleet.StateLimit || s.Condition != "enough" || s.Iteration != 1+i%2 {
+			t.Errorf("run %s: %+v", id, s)
+		}
+		f.checkRun(id, charges, 1+i%2)
+	}
+}
+
+// kill -9 a worker mid-run: after the ack wait the other worker continues
+// the run from the replicated chain, the charge is not repeated, and
+// max_iterations holds.
+func TestE2EWorkerKilledMidRun(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	f := newE2EFleet(t)
+	dir := t.TempDir()
+	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 1), "w2": f.worker("w2", 1)}
+	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
+	mark := filepath.Join(marks, id+"-2")
+	waitUntil(t, "iteration 2 reaches its slow step", func() bool { _, err := os.Stat(mark); return err == nil })
+	waitUntil(t, "iteration 2's charge is replicated", func() bool {
+		acts, _ := f.chain(id)
+		return chargedIn(acts, 2)
+	})
+	s := f.state(id)
+	victimID := s.Worker
+	victim := workers[victimID]
+	if victim == nil {
+		t.Fatalf("run %s is on worker %q", id, s.Worker)
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	s = f.waitFinal(id)
+	if s.State != fleet.StateLimit || s.Iteration != 3 || s.Worker == victimID {
+		t.Fatalf("after the kill: %+v", s)
+	}
+	f.checkRun(id, charges, 3)
+}
+
+// chargedIn reports whether the chain has iteration's Charge completed.
+func chargedIn(acts []ledger.Action, iteration int) bool {
+	current := ""
+	for _, a := range acts {
+		switch {
+		case a.Type == ledger.IterationStarted:
+			current = a.FunctionName
+		case a.Type == ledger.PlanStepCompleted && a.FunctionName == "Charge" && current == fmt.Sprintf("iteration %d", iteration):
+			return true
+		}
+	}
+	return false
+}
+
+func TestE2EWorkerWithoutNATS(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	_, errOut, code := runBinary(t, ralphBin, "", "worker", "--nats", "nats://127.0.0.1:1", "--dir", t.TempDir())
+	want := "no NATS server answers at nats://127.0.0.1:1; start one with `ralph fleet serve` or pass --nats URL"
+	if code != 2 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+}
+
+// SIGTERM: the worker pauses its run after the current call, hands it
+// back and exits 0; another worker finishes it.
+func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	f := newE2EFleet(t)
+	dir := t.TempDir()
+	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w1 := f.worker("w1", 1)
+	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
+	mark := filepath.Join(marks, id+"-1")
+	waitUntil(t, "iteration 1 reaches its slow step", func() bool { _, err := os.Stat(mark); return err == nil })
+	if err := w1.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := w1.Wait(); err != nil {
+		t.Fatalf("worker after SIGTERM: %v", err)
+	}
+	s := f.state(id)
+	if s.State != fleet.StateHandedBack || s.Iteration < 1 {
+		t.Fatalf("after SIGTERM: %+v", s)
+	}
+	acts, info := f.chain(id)
+	if info.Ended {
+		t.Fatal("a handed-back run has an end line")
+	}
+	for _, a := range acts {
+		if a.Type == ledger.RunAborted {
+			t.Fatal("a handed-back run recorded RunAborted")
+		}
+	}
+	f.worker("w2", 1)
+	s = f.waitFinal(id)
+	if s.State != fleet.StateLimit || s.Iteration != 3 || s.Worker != "w2" {
+		t.Fatalf("after the hand-back: %+v", s)
+	}
+	f.checkRun(id, charges, 3)
+}

@@ -1,0 +1,502 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// workerPlan charges once per iteration behind an idempotency key, writes a
+// file into the workspace, then runs test.slow (which a test may hold).
+const workerPlan = `[model]
+provider = "static"
+[plan]
+rtfs = '''
+(do
+  (step "Charge" ^{:idempotency {:key (str "charge-" (:iteration ctx)) :scope :intent}}
+    (call :test.charge {:iteration (:iteration ctx)}))
+  (step "Write" (call :fs.write {:path (str "it-" (:iteration ctx) ".txt") :content "done"}))
+  (step "Slow" (call :test.slow {:iteration (:iteration ctx)})))
+'''
+`
+
+func limitJob(max int) string {
+	return workerPlan + fmt.Sprintf("[[stop]]\nname = \"enough\"\nkind = \"max_iterations\"\nmax = %d\n", max)
+}
+
+func successJob(n int) string {
+	return workerPlan + fmt.Sprintf("[[stop]]\nname = \"charged\"\nkind = \"predicate\"\nrtfs = '(>= (audit.count \"Charge\" :succeeded) %d)'\n", n)
+}
+
+// fleetFixture is one NATS node with the fleet's streams, a bare git
+// remote, and the test capabilities' shared record of what ran.
+type fleetFixture struct {
+	t    *testing.T
+	url  string
+	bare string
+
+	mu      sync.Mutex
+	charges map[string]int // run/iteration → test.charge calls, across workers
+	// hold, when set for a worker id, is where that worker's test.slow
+	// blocks (reporting on holding first) until hold is closed.
+	hold    map[string]chan struct{}
+	holding chan string
+}
+
+func newFleetFixture(t *testing.T) *fleetFixture {
+	t.Helper()
+	gitHome(t)
+	bare, _ := sharedRemote(t)
+	srv, err := StartServer(ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
+		holding: make(chan string, 16)}
+}
+
+// connect is a fresh connection and the fleet's handles over it.
+func (fx *fleetFixture) connect() (*nats.Conn, *Handles) {
+	fx.t.Helper()
+	nc, err := nats.Connect(fx.url)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	h, err := Ensure(ctxT(fx.t), js, DefaultConfig())
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return nc, h
+}
+
+// submit queues a job on the fixture's remote and returns its run id.
+func (fx *fleetFixture) submit(h *Handles, cfg string) string {
+	fx.t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	if err := Submit(ctxT(fx.t), h, Job{RunID: id, Config: cfg, ConfigPath: DefaultConfigPath, Workspace: fx.bare, Ref: "main"}); err != nil {
+		fx.t.Fatal(err)
+	}
+	return id
+}
+
+// worker runs a worker until the returned stop is called; stop returns
+// RunWorker's error.
+func (fx *fleetFixture) worker(id string, slots int, ackWait time.Duration, nc *nats.Conn, h *Handles) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWorker(ctx, WorkerOptions{NC: nc, Handles: h, ID: id, Slots: slots, Dir: fx.t.TempDir(), AckWait: ackWait,
+			Start: fx.start(id), GiveUpAfter: 3, RetryDelay: 100 * time.Millisecond})
+	}()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	fx.t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// start builds a run as the cli does, over the test capabilities.
+func (fx *fleetFixture) start(workerID string) func(context.Context, RunSpec) (RunHandle, error) {
+	return func(ctx context.Context, spec RunSpec) (RunHandle, error) {
+		cfg, err := config.Parse([]byte(spec.Job.Config), filepath.Join(spec.Workdir, spec.Job.ConfigPath), func(string) string { return "" })
+		if err != nil {
+			return nil, &BadJobError{Err: err}
+		}
+		if err := cfg.CheckPaths(); err != nil {
+			return nil, &BadJobError{Err: err}
+		}
+		conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+		if err != nil {
+			return nil, &BadJobError{Err: err}
+		}
+		var preds []loop.CompletionPredicate
+		for _, c := range conds {
+			if p := c.Predicate(); p != nil && c.Class == stop.ClassSuccess {
+				preds = append(preds, loop.CompletionPredicate{Name: c.Name, Pred: p})
+			}
+		}
+		st, err := ledger.Open(ledger.Options{Dir: spec.StoreDir})
+		if err != nil {
+			return nil, err
+		}
+		reg := capability.NewRegistry()
+		if err := builtin.Register(reg, builtin.Options{Workdir: spec.Workdir, KV: st.KV()}); err != nil {
+			st.Close()
+			return nil, err
+		}
+		fx.testCaps(reg, workerID, spec.Job.RunID)
+		gov := governance.New(governance.Constitution{}, reg, nil)
+		orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: st, KV: st.KV()})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		r, err := loop.NewRunner(loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: orch, Provider: arbiter.StaticProvider{Source: cfg.Plan.RTFS},
+			Conditions: conds, Predicates: preds, Intent: arbiter.Intent{Goal: "test", Params: rtfs.MapValue(rtfs.NewMap())},
+			RunID: spec.Job.RunID, Resume: spec.Resume, OnIterationEnd: spec.OnIterationEnd, Logger: spec.Logger})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		return testRun{r, st}, nil
+	}
+}
+
+type testRun struct {
+	*loop.Runner
+	st *ledger.Store
+}
+
+func (r testRun) Store() *ledger.Store { return r.st }
+func (r testRun) Close() error         { return r.st.Close() }
+
+func (fx *fleetFixture) testCaps(reg *capability.Registry, workerID, runID string) {
+	add := func(id string, fn func(ctx context.Context, in rtfs.Value) error) {
+		err := reg.Register(&capability.Capability{
+			Spec: &capability.Spec{ID: id, Version: "1", Input: rtfs.MustParseType(":any"), Risk: capability.RiskLow},
+			Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
+				return capability.Result{Value: rtfs.True, Cost: 0.01}, fn(ctx, in)
+			},
+		})
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+	}
+	add("test.charge", func(_ context.Context, in rtfs.Value) error {
+		fx.mu.Lock()
+		defer fx.mu.Unlock()
+		fx.charges[fmt.Sprintf("%s/%d", runID, in.AsMap().GetKey("iteration").AsInt())]++
+		return nil
+	})
+	add("test.slow", func(ctx context.Context, in rtfs.Value) error {
+		fx.mu.Lock()
+		hold := fx.hold[workerID]
+		fx.mu.Unlock()
+		if hold == nil {
+			return nil
+		}
+		fx.holding <- fmt.Sprintf("%s/%d", workerID, in.AsMap().GetKey("iteration").AsInt())
+		select {
+		case <-hold:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+}
+
+func (fx *fleetFixture) holdWorker(id string) chan struct{} {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	c := make(chan struct{})
+	fx.hold[id] = c
+	return c
+}
+
+// waitState polls the run's state until done says it is what the test
+// waits for.
+func waitState(t *testing.T, h *Handles, runID string, what string, done func(RunState) bool) RunState {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s, found, err := GetState(context.Background(), h.Runs, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found && done(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: no %s after 60s; last state %+v", runID, what, s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// streamChain rebuilds the run's chain from the stream into memory,
+// verifying it, and returns its actions.
+func streamChain(t *testing.T, h *Handles, runID string) ([]ledger.Action, ChainInfo) {
+	t.Helper()
+	st, info, err := RebuildStore(ctxT(t), h.JS, runID, ledger.Options{InMemory: true}, nil)
+	if err != nil {
+		t.Fatalf("the chain of run %s in the stream: %v", runID, err)
+	}
+	defer st.Close()
+	acts, err := st.ByRun(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acts, info
+}
+
+func countType(acts []ledger.Action, typ ledger.ActionType) int {
+	n := 0
+	for _, a := range acts {
+		if a.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// checkRun checks a finished run: its chain in the stream verifies and has
+// its closing action, each iteration charged exactly once, and its branch
+// one commit per iteration.
+func (fx *fleetFixture) checkRun(h *Handles, runID string, iterations int) {
+	t := fx.t
+	t.Helper()
+	acts, info := streamChain(t, h, runID)
+	if !info.Ended {
+		t.Errorf("run %s: the stream has no end line", runID)
+	}
+	if n := countType(acts, ledger.IterationCompleted); n != iterations {
+		t.Errorf("run %s: %d IterationCompleted in the stream, want %d", runID, n, iterations)
+	}
+	ends := 0
+	for _, a := range acts {
+		if loop.IsRunEnd(a.Type) {
+			ends++
+		}
+	}
+	if ends != 1 {
+		t.Errorf("run %s: %d closing actions, want 1", runID, ends)
+	}
+	fx.mu.Lock()
+	for i := 1; i <= iterations; i++ {
+		if n := fx.charges[fmt.Sprintf("%s/%d", runID, i)]; n != 1 {
+			t.Errorf("run %s iteration %d charged %d times, want 1", runID, i, n)
+		}
+	}
+	fx.mu.Unlock()
+	log := branchLog(t, fx.bare, BranchName(runID))
+	want := []string{}
+	for i := iterations; i >= 1; i-- {
+		want = append(want, fmt.Sprintf("ralph %s iteration %d", runID, i))
+	}
+	if got := log[:min(len(log), iterations)]; strings.Join(got, "\n") != strings.Join(want, "\n") || len(log) != iterations+1 {
+		t.Errorf("run %s branch log %q, want %q above the seed commit", runID, log, want)
+	}
+}
+
+func TestWorkersRunJobsToTheirEnd(t *testing.T) {
+	fx := newFleetFixture(t)
+	nc1, h1 := fx.connect()
+	nc2, h2 := fx.connect()
+	fx.worker("w1", 2, 5*time.Second, nc1, h1)
+	fx.worker("w2", 2, 5*time.Second, nc2, h2)
+	_, h := fx.connect()
+	type want struct {
+		state      string
+		iterations int
+	}
+	runs := map[string]want{}
+	for i := range 6 {
+		if i%2 == 0 {
+			runs[fx.submit(h, limitJob(2))] = want{StateLimit, 2}
+		} else {
+			runs[fx.submit(h, successJob(3))] = want{StateSucceeded, 3}
+		}
+	}
+	for id, w := range runs {
+		s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+		if s.State != w.state || s.Iteration != w.iterations || s.Worker == "" || s.Branch != BranchName(id) {
+			t.Errorf("run %s: state %+v, want %s after %d iterations", id, s, w.state, w.iterations)
+		}
+		if w.state == StateLimit && s.Condition != "enough" || w.state == StateSucceeded && s.Condition != "charged" {
+			t.Errorf("run %s stopped by %q (%s)", id, s.Condition, s.Reason)
+		}
+		fx.checkRun(h, id, w.iterations)
+	}
+	waitNoPending(t, h)
+}
+
+// waitNoPending waits until every job is acked (or terminated).
+func waitNoPending(t *testing.T, h *Handles) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := h.Jobs.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still in stream %s", info.State.Msgs, StreamJobs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A worker that dies mid-run (its connection gone, its process abandoned)
+// loses nothing: after the ack wait another worker resumes the run from the
+// replicated chain, the idempotent charge of the interrupted iteration is
+// not repeated, max_iterations holds, and the dead worker's late push is
+// refused by the branch's lease.
+func TestFailoverAfterAWorkerDies(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	ncA, hA := fx.connect()
+	release := fx.holdWorker("A")
+	stopA := fx.worker("A", 1, 2*time.Second, ncA, hA)
+	id := fx.submit(h, limitJob(3))
+	// iteration 1 runs through; A holds iteration 2 in its last step
+	<-fx.holding // A/1
+	fx.mu.Lock()
+	fx.hold["A"] = nil
+	fx.mu.Unlock()
+	close(release)
+	release = fx.holdWorker("A")
+	if got := <-fx.holding; got != "A/2" {
+		t.Fatalf("held %s, want A/2", got)
+	}
+	// the charge of iteration 2 is in the stream before A dies
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		acts, _ := streamChain(t, h, id)
+		if charged(acts, 2) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("iteration 2's charge never reached the stream")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ncA.Close() // A is dead to the fleet: no heartbeats, no more replication
+	ncB, hB := fx.connect()
+	fx.worker("B", 1, 2*time.Second, ncB, hB)
+	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 3 || s.Worker != "B" || s.Deliveries < 2 {
+		t.Fatalf("state %+v, want limit after 3 iterations on B", s)
+	}
+	fx.checkRun(h, id, 3)
+	acts, info := streamChain(t, h, id)
+	if countType(acts, ledger.CapabilityDeduplicated) < 1 {
+		t.Error("the resumed iteration 2 ran its charge again instead of deduplicating it")
+	}
+	if len(info.Keys) < 1 {
+		t.Errorf("chain keys %v", info.Keys)
+	}
+	// The zombie goes on locally once released; nothing it does reaches
+	// the stream, the bucket or the branch.
+	before := len(acts)
+	close(release)
+	_ = stopA()
+	acts, _ = streamChain(t, h, id)
+	if len(acts) != before {
+		t.Errorf("the dead worker added %d actions to the stream", len(acts)-before)
+	}
+	fx.checkRun(h, id, 3)
+	if s2, _, _ := GetState(context.Background(), h.Runs, id); s2.State != StateLimit || s2.Worker != "B" {
+		t.Errorf("state after the zombie stopped: %+v", s2)
+	}
+}
+
+// charged reports whether the chain records iteration's Charge step as
+// completed.
+func charged(acts []ledger.Action, iteration int) bool {
+	current := ""
+	for _, a := range acts {
+		switch {
+		case a.Type == ledger.IterationStarted:
+			current = a.FunctionName
+		case a.Type == ledger.PlanStepCompleted && a.FunctionName == "Charge" && current == fmt.Sprintf("iteration %d", iteration):
+			return true
+		}
+	}
+	return false
+}
+
+// SIGTERM pauses the run after its current call, hands it back, and the
+// worker returns nil; another worker finishes the run.
+func TestWorkerHandsBackOnStop(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	ncA, hA := fx.connect()
+	release := fx.holdWorker("A")
+	stopA := fx.worker("A", 1, 5*time.Second, ncA, hA)
+	id := fx.submit(h, limitJob(2))
+	<-fx.holding // A/1, in its last step
+	stopped := make(chan error, 1)
+	go func() { stopped <- stopA() }()
+	waitState(t, h, id, "running state", func(s RunState) bool { return s.State == StateRunning })
+	close(release) // the current call finishes; then the run pauses and goes back
+	if err := <-stopped; err != nil {
+		t.Fatalf("RunWorker after SIGTERM: %v", err)
+	}
+	s := waitState(t, h, id, "handed-back state", func(s RunState) bool { return s.State != StateRunning })
+	if s.State != StateHandedBack || s.Iteration != 1 {
+		t.Fatalf("state %+v, want handed-back after iteration 1", s)
+	}
+	acts, info := streamChain(t, h, id)
+	if info.Ended || countType(acts, ledger.IterationCompleted) != 1 {
+		t.Fatalf("handed back with %d iterations completed, ended %v", countType(acts, ledger.IterationCompleted), info.Ended)
+	}
+	ncB, hB := fx.connect()
+	fx.worker("B", 1, 5*time.Second, ncB, hB)
+	s = waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 2 || s.Worker != "B" {
+		t.Fatalf("state %+v", s)
+	}
+	fx.checkRun(h, id, 2)
+}
+
+func TestWorkerFailsBadJobs(t *testing.T) {
+	fx := newFleetFixture(t)
+	nc, hw := fx.connect()
+	fx.worker("w", 2, 5*time.Second, nc, hw)
+	_, h := fx.connect()
+	missing := fx.submit(h, strings.Replace(limitJob(1), "[model]", "[intent]\ngoal = \"g\"\nprompt_file = \"PROMPT.md\"\n[model]", 1))
+	noAgentID := uuid.Must(uuid.NewV7()).String()
+	if err := Submit(ctxT(t), h, Job{RunID: noAgentID, Config: limitJob(1), ConfigPath: DefaultConfigPath, Workspace: fx.bare,
+		Agent: "ralph-no-such-agent-cli"}); err != nil {
+		t.Fatal(err)
+	}
+	badRemote := uuid.Must(uuid.NewV7()).String()
+	if err := Submit(ctxT(t), h, Job{RunID: badRemote, Config: limitJob(1), ConfigPath: DefaultConfigPath,
+		Workspace: filepath.Join(t.TempDir(), "nothing.git")}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		id, want string
+	}{
+		{missing, "ralph.toml:3"},
+		{noAgentID, `no agent CLI "ralph-no-such-agent-cli"`},
+		{badRemote, "workspace"},
+	}
+	for _, c := range cases {
+		s := waitState(t, h, c.id, "failed state", func(s RunState) bool { return Final(s.State) })
+		if s.State != StateFailed || !strings.Contains(s.Error, c.want) {
+			t.Errorf("run %s: state %s error %q, want failed naming %q", c.id, s.State, s.Error, c.want)
+		}
+	}
+	waitNoPending(t, h)
+}
