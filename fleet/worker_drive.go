@@ -69,10 +69,13 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "another worker has taken the run over"})
 			}
 		case <-tick.C:
-			if err := repl.Err(); errors.Is(err, ErrFenced) && !lost {
+			// Replication has stopped: another worker owns the run (fenced),
+			// or the stream cannot take its chain. Whatever the run did from
+			// here would be lost or done twice: it stops at once.
+			if err := repl.Err(); err != nil && !lost {
 				lost = true
-				j.log.Warn("another worker has taken the run over; it stops here at once", "err", err)
-				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "another worker has taken the run over"})
+				j.log.Warn("the run's chain cannot be replicated any more; it stops here at once", "err", err)
+				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "replication stopped: " + err.Error()})
 			}
 			if handingBack && h.Events().State() == loop.StatePaused {
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "the worker stopped; another worker continues the run"})
@@ -110,6 +113,9 @@ func (j *jobRun) ended(ctx context.Context, repl *Replicator, r runResult, lost 
 	switch {
 	case lost:
 		j.closeRepl(ctx, repl)
+		if err := repl.Err(); err != nil && !errors.Is(err, ErrFenced) {
+			return j.handBack(ctx, fmt.Errorf("worker %s could not replicate the run's chain: %w", j.w.o.ID, err))
+		}
 		return settleNone
 	case errors.Is(r.err, loop.ErrHandedBack):
 		if err := repl.Close(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
@@ -119,6 +120,11 @@ func (j *jobRun) run(ctx context.Context) settle {
 	}
 	if !found {
 		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
+	}
+	if cur.Goal == "" { // for the fleet's views; a config that does not parse fails when the run is built
+		if cfg, err := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" }); err == nil {
+			cur.Goal = cfg.Intent.Goal
+		}
 	}
 	j.state = cur
 	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
