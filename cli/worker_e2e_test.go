@@ -231,7 +231,7 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 	f.worker("w1", 2)
 	f.worker("w2", 2)
 	var ids []string
-	for i := range 4 {
+	for i := range 8 {
 		ids = append(ids, f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 1+i%2))))
 	}
 	for i, id := range ids {
