@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/fleet/fleettest"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -34,7 +35,14 @@ func newE2EFleet(t *testing.T) *e2eFleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
+	return fleetOn(t, srv.ClientURL(), fleet.DefaultConfig())
+}
+
+// fleetOn makes the fleet's streams and buckets on the NATS at url and a
+// bare git remote with one commit on main.
+func fleetOn(t *testing.T, url string, c fleet.Config) *e2eFleet {
+	t.Helper()
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +51,7 @@ func newE2EFleet(t *testing.T) *e2eFleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := fleet.Ensure(context.Background(), js, fleet.DefaultConfig())
+	h, err := fleet.Ensure(context.Background(), js, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +64,7 @@ func newE2EFleet(t *testing.T) *e2eFleet {
 	git(t, seed, "add", "README")
 	git(t, seed, "-c", "user.name=seed", "-c", "user.email=seed@localhost", "commit", "--quiet", "-m", "seed")
 	git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
-	return &e2eFleet{t: t, url: srv.ClientURL(), bare: bare, h: h}
+	return &e2eFleet{t: t, url: url, bare: bare, h: h}
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -348,4 +356,58 @@ func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
 		t.Fatalf("after the hand-back: %+v", s)
 	}
 	f.checkRun(id, charges, 3)
+}
+
+// On a three-node cluster: kill -9 a worker mid-run, then stop the chain
+// stream's leader; every run completes, each iteration charged and
+// committed once, max_iterations held, every chain verifiable.
+func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	c := fleettest.NewCluster(t, 3)
+	cfg := fleet.DefaultConfig()
+	cfg.Replicas = 3
+	f := fleetOn(t, c.URL(), cfg)
+	dir := t.TempDir()
+	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 2), "w2": f.worker("w2", 2)}
+	var ids []string
+	for range 4 {
+		ids = append(ids, f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3))))
+	}
+	first := ids[0]
+	waitUntil(t, "iteration 2 of the first run reaches its slow step", func() bool {
+		_, err := os.Stat(filepath.Join(marks, first+"-2"))
+		return err == nil
+	})
+	waitUntil(t, "iteration 2's charge is replicated", func() bool {
+		acts, _ := f.chain(first)
+		return chargedIn(acts, 2)
+	})
+	victimID := f.state(first).Worker
+	victim := workers[victimID]
+	if victim == nil {
+		t.Fatalf("run %s is on worker %q", first, victimID)
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	f.worker("w3", 2)
+	leader := c.StreamLeader(fleet.StreamChains)
+	if leader < 0 {
+		t.Fatal("stream RALPH_CHAINS has no leader")
+	}
+	c.Stop(leader)
+	for _, id := range ids {
+		s := f.waitFinal(id)
+		if s.State != fleet.StateLimit || s.Iteration != 3 {
+			t.Errorf("run %s: %+v", id, s)
+		}
+		f.checkRun(id, charges, 3)
+	}
 }
