@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -120,25 +121,46 @@ func (f *e2eFleet) submit(cfg string) string {
 
 func (f *e2eFleet) state(id string) fleet.RunState {
 	f.t.Helper()
-	s, _, err := fleet.GetState(context.Background(), f.h.Runs, id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	var s fleet.RunState
+	f.retry("read the state of run "+id, func() (err error) {
+		s, _, err = fleet.GetState(context.Background(), f.h.Runs, id)
+		return err
+	})
 	return s
+}
+
+// retry calls fn until it succeeds: a cluster electing a leader answers
+// with timeouts for a while.
+func (f *e2eFleet) retry(what string, fn func() error) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // chain rebuilds the run's chain from the stream, verifying it.
 func (f *e2eFleet) chain(id string) ([]ledger.Action, fleet.ChainInfo) {
 	f.t.Helper()
-	st, info, err := fleet.RebuildStore(context.Background(), f.h.JS, id, ledger.Options{InMemory: true}, nil)
-	if err != nil {
-		f.t.Fatalf("run %s: the chain in the stream: %v", id, err)
-	}
-	defer st.Close()
-	acts, err := st.ByRun(id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	var acts []ledger.Action
+	var info fleet.ChainInfo
+	f.retry("the chain of run "+id+" in the stream", func() error {
+		st, i, err := fleet.RebuildStore(context.Background(), f.h.JS, id, ledger.Options{InMemory: true}, nil)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		info = i
+		acts, err = st.ByRun(id)
+		return err
+	})
 	return acts, info
 }
 
