@@ -262,14 +262,32 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 	f.worker("w2", 2)
 	var ids []string
 	for i := range 8 {
-		ids = append(ids, f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 1+i%2))))
+		cfg := filepath.Join(dir, fmt.Sprintf("run%d.toml", i))
+		writeFile(t, cfg, fleetPlan(charges, marks, fmt.Sprintf(limitStop, 1+i%2)))
+		out, errOut, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", f.url, "--workspace", f.bare+"@main")
+		if code != 0 {
+			t.Fatalf("submit: exit %d: %s", code, errOut)
+		}
+		ids = append(ids, strings.TrimSpace(out))
 	}
 	for i, id := range ids {
 		s := f.waitFinal(id)
-		if s.State != fleet.StateLimit || s.Condition != "enough" || s.Iteration != 1+i%2 {
+		if s.State != fleet.StateLimit || s.Condition != "enough" || s.Iteration != 1+i%2 || s.Goal != "fleet e2e" {
 			t.Errorf("run %s: %+v", id, s)
 		}
 		f.checkRun(id, charges, 1+i%2)
+		if out, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--nats", f.url, "--run", id); code != 0 {
+			t.Errorf("chain verify --nats --run %s: exit %d\n%s%s", id, code, out, errOut)
+		}
+	}
+	out, errOut, code := runBinary(t, ralphBin, "", "runs", "--nats", f.url, "--json")
+	if code != 0 {
+		t.Fatalf("runs --nats: exit %d: %s", code, errOut)
+	}
+	for _, id := range ids {
+		if !strings.Contains(out, `"run_id":"`+id+`"`) {
+			t.Errorf("runs --nats does not list run %s:\n%s", id, out)
+		}
 	}
 }
 
