@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -497,6 +499,43 @@ func TestWorkerFailsBadJobs(t *testing.T) {
 		if s.State != StateFailed || !strings.Contains(s.Error, c.want) {
 			t.Errorf("run %s: state %s error %q, want failed naming %q", c.id, s.State, s.Error, c.want)
 		}
+	}
+	waitNoPending(t, h)
+}
+
+// A run on a worker takes its controls over NATS, and its store is served
+// through a tunnel: abort ends it as aborted, and the job is acked.
+func TestWorkerRunTakesControls(t *testing.T) {
+	fx := newFleetFixture(t)
+	nc, h := fx.connect()
+	ncW, hW := fx.connect()
+	release := fx.holdWorker("w")
+	fx.worker("w", 1, 5*time.Second, ncW, hW)
+	id := fx.submit(h, limitJob(50))
+	<-fx.holding // w/1
+	c, err := serve.DialConn(ctxT(t), id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, nc, id) })
+	if err != nil {
+		t.Fatalf("tunnel to the run's store: %v", err)
+	}
+	if info := c.Info(); info.RunID != id {
+		t.Errorf("the tunnel reached run %q, want %s", info.RunID, id)
+	}
+	runs, err := c.ListRuns()
+	if err != nil || len(runs) != 1 || runs[0].ID != id {
+		t.Errorf("runs through the tunnel: %+v, %v", runs, err)
+	}
+	c.Close()
+	if err := Control(ctxT(t), nc, id, "abort"); err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	close(release)
+	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateAborted || s.Class != "abort" {
+		t.Errorf("state %+v, want aborted", s)
+	}
+	acts, info := streamChain(t, h, id)
+	if !info.Ended || countType(acts, ledger.RunAborted) != 1 {
+		t.Errorf("stream: ended %v, %d RunAborted", info.Ended, countType(acts, ledger.RunAborted))
 	}
 	waitNoPending(t, h)
 }
