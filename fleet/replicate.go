@@ -337,6 +337,11 @@ func (r *Replicator) Err() error {
 	return r.err
 }
 
+// Done is closed when replication stops: after Close or End, when the
+// context given to Replicate ends, or on an error (Err says which; a
+// worker stops the run at once when it wraps ErrFenced).
+func (r *Replicator) Done() <-chan struct{} { return r.done }
+
 // Acked returns the last action seq the stream holds with its checkpoint.
 func (r *Replicator) Acked() uint64 {
 	r.mu.Lock()

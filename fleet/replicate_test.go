@@ -225,6 +225,14 @@ func TestReplicateTwoSegments(t *testing.T) {
 	if err := ra.Flush(ctx); !errors.Is(err, fleet.ErrFenced) || !errors.Is(ra.Err(), fleet.ErrFenced) {
 		t.Fatalf("the zombie's flush: %v (Err %v), want ErrFenced", err, ra.Err())
 	}
+	select {
+	case <-ra.Done():
+	case <-ctx.Done():
+		t.Fatal("a fenced replicator did not stop")
+	}
+	if err := ra.End(ctx); !errors.Is(err, fleet.ErrFenced) {
+		t.Fatalf("the zombie's end: %v, want ErrFenced", err)
+	}
 	if _, err := fleet.Replicate(ctx, js, a, "run2", 1, 0); !errors.Is(err, fleet.ErrFenced) {
 		t.Fatalf("a replicator starting on a taken run: %v, want ErrFenced", err)
 	}
@@ -502,5 +510,32 @@ func TestFollowChain(t *testing.T) {
 	defer cancel()
 	if _, err := fleet.FollowChain(cctx, js, "run6", &bytes.Buffer{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("following a chain that never begins: %v", err)
+	}
+}
+
+// A replicator whose context ends stops; a later Flush says what is not
+// in the stream instead of waiting for ever.
+func TestReplicateStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	js, _ := newFleet(t)
+	ctx := testCtx(t)
+	st := memStore(t)
+	rctx, cancel := context.WithCancel(ctx)
+	r, err := fleet.Replicate(rctx, js, st, "run7", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendBurst(t, st, "run7", 0, 2)
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-r.Done()
+	appendBurst(t, st, "run7", 2, 1)
+	if err := r.Flush(ctx); err == nil || !strings.Contains(err.Error(), "replication of run run7 stopped with actions 3–3 not in the stream") {
+		t.Fatalf("flush after the context ended: %v", err)
+	}
+	if _, err := fleet.Replicate(ctx, js, st, "run7", 9, 0); err == nil || !strings.Contains(err.Error(), "its store holds only 3 actions") {
+		t.Fatalf("replicating from past the head: %v", err)
 	}
 }
