@@ -197,16 +197,21 @@ func (w *worker) next(ctx context.Context, cons jetstream.Consumer) (jetstream.M
 	return nil, nil
 }
 
-// heartbeat puts the worker's state every AckWait/3 until ctx ends.
+// heartbeat puts the worker's state every AckWait/3 (sooner when the
+// workers bucket forgets entries sooner) until ctx ends.
 func (w *worker) heartbeat(ctx context.Context) {
 	host, _ := os.Hostname() // an unknown host is shown empty
-	t := time.NewTicker(w.o.AckWait / 3)
+	every := w.o.AckWait / 3
+	if st, err := w.o.Handles.Workers.Status(ctx); err == nil && st.TTL() > 0 && st.TTL()/3 < every {
+		every = st.TTL() / 3
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		w.mu.Lock()
 		runs := slices.Clone(w.runs)
 		w.mu.Unlock()
-		pctx, cancel := context.WithTimeout(ctx, w.o.AckWait/3)
+		pctx, cancel := context.WithTimeout(ctx, every)
 		err := PutWorker(pctx, w.o.Handles.Workers, WorkerState{ID: w.o.ID, Host: host, Slots: w.o.Slots, Runs: runs,
 			Heartbeat: time.Now().UTC(), PID: os.Getpid()})
 		cancel()
@@ -221,12 +226,18 @@ func (w *worker) heartbeat(ctx context.Context) {
 	}
 }
 
-func (w *worker) track(runID string, on bool) {
+// track adds runID to the runs the worker drives (on) or removes it; it
+// returns false when runID is to be added and is already there.
+func (w *worker) track(runID string, on bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if on {
-		w.runs = append(w.runs, runID)
-	} else {
+	if !on {
 		w.runs = slices.DeleteFunc(w.runs, func(id string) bool { return id == runID })
+		return true
 	}
+	if slices.Contains(w.runs, runID) {
+		return false
+	}
+	w.runs = append(w.runs, runID)
+	return true
 }

@@ -58,7 +58,17 @@ func (w *worker) job(ctx context.Context, msg jetstream.Msg) {
 	if md, err := msg.Metadata(); err == nil {
 		j.deliveries = int(md.NumDelivered)
 	}
-	w.track(job.RunID, true)
+	if !w.track(job.RunID, true) {
+		// Delivered again while this worker still drives it (its heartbeats
+		// did not arrive): the run's directory is in use. The delivery waits;
+		// the attempt here goes on, or another worker takes the run over and
+		// fences it.
+		j.log.Warn("the job came back while this worker still runs it; it waits for the attempt here to end")
+		if err := msg.NakWithDelay(w.o.RetryDelay); err != nil {
+			j.log.Warn("could not put the job back", "err", err)
+		}
+		return
+	}
 	defer w.track(job.RunID, false)
 	beatCtx, stopBeat := context.WithCancel(bg)
 	beat := make(chan struct{})
