@@ -588,3 +588,38 @@ func BenchmarkTunnel(b *testing.B) {
 		read(b, c)
 	})
 }
+
+// FuzzTunnelFrames feeds a tunnel end any sequence of frames (each input
+// byte string is cut into frames at 0xff bytes): it never panics, never
+// buffers more than its window, and a Read after it never blocks past its
+// deadline.
+func FuzzTunnelFrames(f *testing.F) {
+	nc, _ := netFleet(f)
+	seed := func(frames ...[]byte) []byte { return bytes.Join(frames, []byte{0xff}) }
+	f.Add(seed(appendFrame(nil, frameData, 1, []byte("ab")), appendFrame(nil, frameData, 2, []byte("c")), appendFrame(nil, frameFin, 2, nil)))
+	f.Add(seed(appendFrame(nil, frameAck, 0, nil), appendFrame(nil, frameClose, 0, []byte("bye"))))
+	f.Add(seed(appendFrame(nil, frameData, 2, []byte("x"))))
+	f.Add(seed(appendFrame(nil, framePing, 0, nil), []byte{frameData}))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		cfg := small()
+		tn, err := newTunnel(nc, cfg, nc.NewInbox(), nc.NewInbox(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tn.Close()
+		for _, fr := range bytes.Split(in, []byte{0xff}) {
+			tn.handle(&nats.Msg{Data: fr})
+			tn.mu.Lock()
+			if len(tn.rbuf) > cfg.window {
+				t.Fatalf("buffered %d bytes, window %d", len(tn.rbuf), cfg.window)
+			}
+			tn.mu.Unlock()
+		}
+		tn.SetReadDeadline(time.Now().Add(-time.Second))
+		for range 3 {
+			if _, err := tn.Read(make([]byte, 512)); err != nil {
+				break
+			}
+		}
+	})
+}
