@@ -364,61 +364,88 @@ func waitNoPending(t *testing.T, h *Handles) {
 // not repeated, max_iterations holds, and the dead worker's late push is
 // refused by the branch's lease.
 func TestFailoverAfterAWorkerDies(t *testing.T) {
-	fx := newFleetFixture(t)
-	_, h := fx.connect()
-	ncA, hA := fx.connect()
-	release := fx.holdWorker("A")
-	stopA := fx.worker("A", 1, 2*time.Second, ncA, hA)
-	id := fx.submit(h, limitJob(3))
-	// iteration 1 runs through; A holds iteration 2 in its last step
-	<-fx.holding // A/1
-	fx.mu.Lock()
-	fx.hold["A"] = nil
-	fx.mu.Unlock()
-	close(release)
-	release = fx.holdWorker("A")
-	if got := <-fx.holding; got != "A/2" {
-		t.Fatalf("held %s, want A/2", got)
+	cases := []struct {
+		name, cfg, condition string
+		iterations           int     // 0: whatever the budget allows, at least 2
+		maxCost              float64 // 0: none
+	}{
+		{name: "max_iterations", cfg: limitJob(3), condition: "enough", iterations: 3},
+		{name: "max_cost", cfg: workerPlan + "[[stop]]\nname = \"budget\"\nkind = \"max_cost\"\nusd = 0.05\n[[stop]]\nkind = \"max_iterations\"\nmax = 10\n",
+			condition: "budget", maxCost: 0.05},
 	}
-	// the charge of iteration 2 is in the stream before A dies
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		acts, _ := streamChain(t, h, id)
-		if charged(acts, 2) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("iteration 2's charge never reached the stream")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	ncA.Close() // A is dead to the fleet: no heartbeats, no more replication
-	ncB, hB := fx.connect()
-	fx.worker("B", 1, 2*time.Second, ncB, hB)
-	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
-	if s.State != StateLimit || s.Iteration != 3 || s.Worker != "B" || s.Deliveries < 2 {
-		t.Fatalf("state %+v, want limit after 3 iterations on B", s)
-	}
-	fx.checkRun(h, id, 3)
-	acts, info := streamChain(t, h, id)
-	if countType(acts, ledger.CapabilityDeduplicated) < 1 {
-		t.Error("the resumed iteration 2 ran its charge again instead of deduplicating it")
-	}
-	if len(info.Keys) < 1 {
-		t.Errorf("chain keys %v", info.Keys)
-	}
-	// The zombie goes on locally once released; nothing it does reaches
-	// the stream, the bucket or the branch.
-	before := len(acts)
-	close(release)
-	_ = stopA()
-	acts, _ = streamChain(t, h, id)
-	if len(acts) != before {
-		t.Errorf("the dead worker added %d actions to the stream", len(acts)-before)
-	}
-	fx.checkRun(h, id, 3)
-	if s2, _, _ := GetState(context.Background(), h.Runs, id); s2.State != StateLimit || s2.Worker != "B" {
-		t.Errorf("state after the zombie stopped: %+v", s2)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fx := newFleetFixture(t)
+			_, h := fx.connect()
+			ncA, hA := fx.connect()
+			release := fx.holdWorker("A")
+			stopA := fx.worker("A", 1, 2*time.Second, ncA, hA)
+			id := fx.submit(h, c.cfg)
+			// iteration 1 runs through; A holds iteration 2 in its last step
+			<-fx.holding // A/1
+			fx.mu.Lock()
+			fx.hold["A"] = nil
+			fx.mu.Unlock()
+			close(release)
+			release = fx.holdWorker("A")
+			if got := <-fx.holding; got != "A/2" {
+				t.Fatalf("held %s, want A/2", got)
+			}
+			// the charge of iteration 2 is in the stream before A dies
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				acts, _ := streamChain(t, h, id)
+				if charged(acts, 2) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("iteration 2's charge never reached the stream")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			ncA.Close() // A is dead to the fleet: no heartbeats, no more replication
+			ncB, hB := fx.connect()
+			fx.worker("B", 1, 2*time.Second, ncB, hB)
+			s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+			want := c.iterations
+			if want == 0 {
+				want = max(s.Iteration, 2)
+			}
+			if s.State != StateLimit || s.Condition != c.condition || s.Iteration != want || s.Worker != "B" || s.Deliveries < 2 {
+				t.Fatalf("state %+v, want limit by %s after %d iterations on B", s, c.condition, want)
+			}
+			fx.checkRun(h, id, want)
+			acts, info := streamChain(t, h, id)
+			if countType(acts, ledger.CapabilityDeduplicated) < 1 {
+				t.Error("the resumed iteration 2 ran its charge again instead of deduplicating it")
+			}
+			if len(info.Keys) < 1 {
+				t.Errorf("chain keys %v", info.Keys)
+			}
+			spent := 0.0 // every call's cost, the dead worker's interrupted iteration's too
+			for _, a := range acts {
+				if a.Type == ledger.CapabilityCall {
+					spent += a.Cost
+				}
+			}
+			t.Logf("%d iterations, $%.4f spent by the calls, $%.4f by the run's count", s.Iteration, spent, s.CostUSD)
+			if c.maxCost > 0 && (spent > c.maxCost+1e-9 || s.CostUSD > c.maxCost+1e-9) {
+				t.Errorf("spent $%.4f (state says $%.4f) across the failover; the budget is $%.4f", spent, s.CostUSD, c.maxCost)
+			}
+			// The zombie goes on locally once released; nothing it does
+			// reaches the stream, the bucket or the branch.
+			before := len(acts)
+			close(release)
+			_ = stopA()
+			acts, _ = streamChain(t, h, id)
+			if len(acts) != before {
+				t.Errorf("the dead worker added %d actions to the stream", len(acts)-before)
+			}
+			fx.checkRun(h, id, want)
+			if s2, _, _ := GetState(context.Background(), h.Runs, id); s2.State != StateLimit || s2.Worker != "B" {
+				t.Errorf("state after the zombie stopped: %+v", s2)
+			}
+		})
 	}
 }
 
