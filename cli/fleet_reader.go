@@ -246,11 +246,10 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 	var b strings.Builder
 	fmt.Fprintf(&b, "verified the chain of run %s in the fleet at %s: %d actions, %d checkpoints, Merkle root %s\n",
 		run.RunID, url, rep.Actions, rep.Checkpoints, rep.Root)
-	keys := "key " + rep.Key
+	keys, trust := "key "+rep.Key, " (named by the chain; pass --key to pin it)"
 	if len(rep.Keys) > 1 {
-		keys = fmt.Sprintf("keys %s (one per worker that ran it)", strings.Join(rep.Keys, ", "))
+		keys, trust = "keys "+strings.Join(rep.Keys, ", "), " (one per worker that ran it, named by the chain; pass --key for each to pin them)"
 	}
-	trust := " (named by the chain; pass --key to pin it)"
 	if rep.Pinned {
 		trust = " (pinned with --key)"
 	}
