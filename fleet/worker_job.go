@@ -151,8 +151,18 @@ func (j *jobRun) run(ctx context.Context) settle {
 		return j.handBack(bg, nil)
 	}
 	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Logger: j.log}
+	var repl *Replicator // set before the run starts, so before its first iteration ends
 	if ws := p.ws; ws != nil {
 		spec.OnIterationEnd = func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+			// The iteration's chain reaches the stream before its commit
+			// reaches the branch: a worker that has lost the run (fenced, or
+			// cut off from NATS) pushes nothing over the new owner's branch.
+			fctx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
+			err := repl.Flush(fctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
+			}
 			sha, err := ws.Commit(ctx, iteration)
 			if err != nil {
 				return nil, err
@@ -177,7 +187,7 @@ func (j *jobRun) run(ctx context.Context) settle {
 			j.log.Warn("closing the run's store", "err", err)
 		}
 	}()
-	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
+	repl, err = Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
 	if err != nil {
 		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
 	}
