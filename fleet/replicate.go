@@ -244,6 +244,7 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 		m.Header.Set(HeaderFrom, strconv.FormatUint(seq, 10))
 	}
 	wait := 10 * time.Millisecond
+	behind := 0 // refusals while the subject still ends at our last message
 	for {
 		pctx, cancel := context.WithTimeout(ctx, r.o.publishTimeout)
 		ack, err := r.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(r.lastSeq))
@@ -269,11 +270,16 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 					r.o.onAck(kind, seq, time.Now())
 				}
 				return nil
-			case lerr == nil:
+			case lerr == nil && last.Sequence > r.lastSeq:
 				return fmt.Errorf("%w: %w: the chain of run %s on stream %s was continued by message %d (%s), not by store %s",
 					ErrFenced, err, r.runID, StreamChains, last.Sequence, last.Header.Get(jetstream.MsgIDHeader), r.storeID)
-			case !transient(lerr):
+			case lerr != nil && !transient(lerr):
 				return fmt.Errorf("replicate %s %d of run %s: read the last message of %s: %w", kind, seq, r.runID, r.subject, lerr)
+			}
+			// The subject still ends at this replicator's last message (or
+			// the stream reads behind it): a new stream leader catching up.
+			if behind++; behind > 60 {
+				return fmt.Errorf("replicate %s %d of run %s: stream %s keeps refusing the subject's last sequence %d although it holds no later message: %w", kind, seq, r.runID, StreamChains, r.lastSeq, err)
 			}
 		} else if !transient(err) {
 			return fmt.Errorf("replicate %s %d of run %s to stream %s: %w", kind, seq, r.runID, StreamChains, err)
@@ -303,7 +309,7 @@ func wrongLastSequence(err error) bool {
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return apiErr.Code == 503 || apiErr.Code == 408
+		return apiErr.Code >= 500 || apiErr.Code == 408
 	}
 	return !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubject) &&
 		!errors.Is(err, nats.ErrMaxPayload) && !errors.Is(err, context.Canceled)
