@@ -147,15 +147,33 @@ func (s *ctlServer) handle(m *nats.Msg) {
 	_ = m.Respond([]byte(reply))
 }
 
-func (s *ctlServer) track(t *tunnel) bool {
+// room says whether another tunnel may open now.
+func (s *ctlServer) room() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return false
+	return s.roomLocked()
+}
+
+func (s *ctlServer) roomLocked() error {
+	switch {
+	case s.stopped:
+		return fmt.Errorf("run %s is no longer served on this worker", s.runID)
+	case len(s.tunnels) >= s.tunnel.open:
+		return fmt.Errorf("run %s has no room for another tunnel (at most %d at once); close a view of it and try again", s.runID, s.tunnel.open)
+	}
+	return nil
+}
+
+// track counts t among the open tunnels, which stop closes.
+func (s *ctlServer) track(t *tunnel) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.roomLocked(); err != nil {
+		return err
 	}
 	s.tunnels[t] = struct{}{}
 	s.wg.Add(1)
-	return true
+	return nil
 }
 
 func (s *ctlServer) untrack(t *tunnel) {

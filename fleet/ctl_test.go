@@ -175,7 +175,7 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	cfg := tunnelConfig{window: 1 << 10, chunk: 100, ping: 50 * time.Millisecond, dead: 500 * time.Millisecond}
+	cfg := tunnelConfig{window: 1 << 10, chunk: 100, ping: 50 * time.Millisecond, dead: 500 * time.Millisecond, open: 1}
 	stop, err := serveControls(nc, id, &recControls{}, ln.Addr().String(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +188,10 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 	_, down, err := tunnelSubjects(string(m.Data))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// One tunnel is all this run serves at once.
+	if _, err := DialRun(ctx, nc, id); err == nil || !strings.Contains(err.Error(), "no room for another tunnel (at most 1 at once)") {
+		t.Errorf("a tunnel over the limit: %v", err)
 	}
 	sub, err := nc.SubscribeSync(down)
 	if err != nil {

@@ -88,10 +88,11 @@ type tunnelConfig struct {
 	chunk  int           // the largest data frame's payload
 	ping   time.Duration // keepalive after this much silence from this end
 	dead   time.Duration // give up after this much silence from the peer
+	open   int           // tunnels one run serves at once
 }
 
 func defaultTunnel() tunnelConfig {
-	return tunnelConfig{window: 256 << 10, chunk: 32 << 10, ping: 5 * time.Second, dead: 30 * time.Second}
+	return tunnelConfig{window: 256 << 10, chunk: 32 << 10, ping: 5 * time.Second, dead: 30 * time.Second, open: 64}
 }
 
 // ErrPeerClosed is a write's error once the other end closed the tunnel.
@@ -597,6 +598,9 @@ func (s *ctlServer) serveTunnel() (string, error) {
 	if s.socketPath == "" {
 		return "", fmt.Errorf("run %s has no live socket on this worker", s.runID)
 	}
+	if err := s.room(); err != nil {
+		return "", err
+	}
 	sock, err := net.DialTimeout("unix", s.socketPath, 5*time.Second)
 	if err != nil {
 		return "", fmt.Errorf("the live socket of run %s does not answer on this worker: %v", s.runID, err)
@@ -607,10 +611,10 @@ func (s *ctlServer) serveTunnel() (string, error) {
 		sock.Close()
 		return "", err
 	}
-	if !s.track(t) {
+	if err := s.track(t); err != nil {
 		t.Close()
 		sock.Close()
-		return "", fmt.Errorf("run %s is no longer served on this worker", s.runID)
+		return "", err
 	}
 	go func() {
 		defer s.untrack(t)
