@@ -79,13 +79,17 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// worker starts `ralph worker` as its own process.
-func (f *e2eFleet) worker(id string, slots int) *exec.Cmd {
+// worker starts `ralph worker` as its own process; env, when given, is
+// added to its environment.
+func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 	f.t.Helper()
 	dir := f.t.TempDir()
 	cmd := exec.Command(ralphBin, "worker", "--nats", f.url, "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
 		"--ack-wait", "3s", "--id", id)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := os.Create(filepath.Join(dir, "worker.out"))
 	if err != nil {
 		f.t.Fatal(err)
@@ -449,5 +453,53 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 			t.Errorf("run %s: %+v", id, s)
 		}
 		f.checkRun(id, charges, 3)
+	}
+}
+
+// A worker without the job's agent CLI puts the job back, saying why in
+// the run's state; a worker that has the CLI runs it.
+func TestE2EWorkerWithoutTheAgentCLI(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	if _, err := exec.LookPath("claude"); err == nil {
+		t.Skip("a real claude is on PATH")
+	}
+	f := newE2EFleet(t)
+	seed := filepath.Join(t.TempDir(), "seed")
+	git(t, filepath.Dir(seed), "clone", "--quiet", f.bare, seed)
+	writeFile(t, filepath.Join(seed, "PROMPT.md"), "Write one line of progress.\n")
+	writeFile(t, filepath.Join(seed, "ralph.toml"), `[intent]
+goal = "make progress"
+prompt_file = "PROMPT.md"
+[agent]
+cli = "claude"
+[[stop]]
+name = "enough"
+kind = "max_iterations"
+max = 2
+`)
+	git(t, seed, "add", ".")
+	git(t, seed, "-c", "user.name=seed", "-c", "user.email=seed@localhost", "commit", "--quiet", "-m", "agent loop")
+	git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	f.worker("bare", 1)
+	out, errOut, code := runBinary(t, ralphBin, "", "submit", filepath.Join(seed, "ralph.toml"), "--nats", f.url, "--workspace", f.bare+"@main")
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	waitUntil(t, "the worker without claude puts the job back", func() bool {
+		return strings.Contains(f.state(id).Error, `worker bare has no agent CLI "claude" on its PATH`)
+	})
+	if s := f.state(id); fleet.Final(s.State) || s.State == fleet.StateRunning {
+		t.Fatalf("state %+v, want the job waiting for a worker with claude", s)
+	}
+	f.worker("equipped", 1, "PATH="+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"), "FAKE_AGENT_STATE="+t.TempDir())
+	s := f.waitFinal(id)
+	if s.State != fleet.StateLimit || s.Worker != "equipped" || s.Iteration != 2 || s.Error != "" {
+		t.Fatalf("state %+v, want 2 iterations on the worker with claude", s)
+	}
+	if c := f.commits(id); len(c) < 3 || c[0] != fmt.Sprintf("ralph %s iteration 2", id) {
+		t.Errorf("branch commits %q", c)
 	}
 }
