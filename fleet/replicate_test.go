@@ -539,3 +539,73 @@ func TestReplicateStopsWithItsContext(t *testing.T) {
 		t.Fatalf("replicating from past the head: %v", err)
 	}
 }
+
+// flakyJS is a JetStream whose publishes fail as a stream changing leaders
+// makes them fail: the ack lost after the message was stored, or the
+// expected sequence refused while the subject still ends at the
+// publisher's own last message.
+type flakyJS struct {
+	jetstream.JetStream
+	mu       sync.Mutex
+	loseAcks int // publish, then report a timeout
+	refuse   int // report a wrong last sequence without publishing
+}
+
+func (f *flakyJS) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	f.mu.Lock()
+	lose, refuse := f.loseAcks > 0, f.refuse > 0 && f.loseAcks == 0
+	if lose {
+		f.loseAcks--
+	} else if refuse {
+		f.refuse--
+	}
+	f.mu.Unlock()
+	if refuse {
+		return nil, fmt.Errorf("nats: %w", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequenceConstant, Description: "wrong last sequence"})
+	}
+	ack, err := f.JetStream.PublishMsg(ctx, m, opts...)
+	if lose && err == nil {
+		return nil, context.DeadlineExceeded
+	}
+	return ack, err
+}
+
+// Lost acks and spurious refusals are retried, neither duplicating a line
+// nor taken for another worker.
+func TestReplicateRetriesLostAcksAndLeaderChanges(t *testing.T) {
+	t.Parallel()
+	js, h := newFleet(t)
+	ctx := testCtx(t)
+	flaky := &flakyJS{JetStream: js, loseAcks: 3, refuse: 3}
+	st := memStore(t)
+	appendBurst(t, st, "run8", 0, 4)
+	r, err := fleet.Replicate(ctx, flaky, st, "run8", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendBurst(t, st, "run8", 4, 4)
+	flaky.mu.Lock()
+	flaky.loseAcks, flaky.refuse = 2, 2
+	flaky.mu.Unlock()
+	if err := r.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got, want bytes.Buffer
+	info, err := fleet.ReadChain(ctx, js, "run8", &got)
+	if err != nil || !info.Ended || info.Actions != 8 {
+		t.Fatalf("read: %+v %v", info, err)
+	}
+	if _, err := st.ExportBundle(&want); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("the stream holds:\n%s\nwant:\n%s", got.String(), want.String())
+	}
+	last, err := h.Chains.GetLastMsgForSubject(ctx, fleet.ChainSubject("run8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(want.String(), "\n") - 1; int(last.Sequence) != lines {
+		t.Fatalf("the stream holds %d messages for %d lines: a retry was stored twice", last.Sequence, lines)
+	}
+}
