@@ -172,10 +172,23 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, stderr, tc.code, tc.want)
 		}
 	}
+	// A running run whose worker no longer heartbeats (its entry in the
+	// workers bucket is gone) says so.
+	now := time.Now().UTC()
+	lost := fleet.RunState{RunID: "01a20000-0000-7000-8000-000000000002", State: fleet.StateRunning, Worker: "gone-worker",
+		Iteration: 2, Deliveries: 1, Submitted: now, Started: now}
+	if err := fleet.PutState(context.Background(), fj.h.Runs, lost); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runBinary(t, ralphBin, "", "runs", "--nats", url)
+	if code != 0 || !regexp.MustCompile(lost.RunID+`\s+running\s+gone-worker\s+2\s`).MatchString(out) || !strings.Contains(out, "its worker stopped heartbeating") {
+		t.Errorf("runs --nats with a run whose worker is gone: exit %d, %q\n%s", code, stderr, out)
+	}
+
 	// RALPH_NATS does not turn a reading command to the fleet.
 	cmdDir := t.TempDir()
 	env := append(os.Environ(), "RALPH_NATS="+url)
-	_, stderr, code := runIn(t, cmdDir, env, "runs")
+	_, stderr, code = runIn(t, cmdDir, env, "runs")
 	if code != 2 || !strings.Contains(stderr, "no store at") {
 		t.Errorf("runs with RALPH_NATS and no store: exit %d, %q; want the local store's error", code, stderr)
 	}
