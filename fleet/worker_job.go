@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +39,8 @@ type jobRun struct {
 	deliveries int
 	state      RunState // the run's state as this attempt last recorded it
 	log        *slog.Logger
-	dir        string // <worker dir>/runs/<run-id>
+	dir        string                     // <worker dir>/runs/<run-id>
+	repl       atomic.Pointer[Replicator] // the run's replication, once it started
 }
 
 // job runs one delivered job to its end, or hands it back, and settles its
@@ -151,43 +153,20 @@ func (j *jobRun) run(ctx context.Context) settle {
 		return j.handBack(bg, nil)
 	}
 	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Logger: j.log}
-	var repl *Replicator // set before the run starts, so before its first iteration ends
-	if ws := p.ws; ws != nil {
-		spec.OnIterationEnd = func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
-			// The iteration's chain reaches the stream before its commit
-			// reaches the branch: a worker that has lost the run (fenced, or
-			// cut off from NATS) pushes nothing over the new owner's branch.
-			fctx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
-			err := repl.Flush(fctx)
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
-			}
-			sha, err := ws.Commit(ctx, iteration)
-			if err != nil {
-				return nil, err
-			}
-			return map[string]rtfs.Value{"commit": rtfs.String(sha), "branch": rtfs.String(ws.Branch)}, nil
-		}
-		j.state.Branch = ws.Branch
+	if p.ws != nil {
+		spec.OnIterationEnd = j.commitEach(p.ws)
+		j.state.Branch = p.ws.Branch
 	}
 	h, err := j.w.o.Start(bg, spec)
-	var bad *BadJobError
-	var noAgent *MissingAgentError
-	switch {
-	case errors.As(err, &noAgent):
-		return j.retry(bg, err)
-	case errors.As(err, &bad):
-		return j.fail(bg, err)
-	case err != nil:
-		return j.retry(bg, fmt.Errorf("worker %s could not start the run: %w", j.w.o.ID, err))
+	if err != nil {
+		return j.startFailed(bg, err)
 	}
 	defer func() {
 		if err := h.Close(); err != nil {
 			j.log.Warn("closing the run's store", "err", err)
 		}
 	}()
-	repl, err = Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
+	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
 	if err != nil {
 		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
 	}
@@ -196,11 +175,46 @@ func (j *jobRun) run(ctx context.Context) settle {
 	if j.state.Started.IsZero() {
 		j.state.Started = time.Now().UTC()
 	}
+	j.repl.Store(repl)
 	if err := j.put(bg); err != nil {
 		j.closeRepl(bg, repl)
 		return j.lost(err)
 	}
 	return j.drive(ctx, h, repl, p)
+}
+
+// commitEach is the run's OnIterationEnd: each iteration's changes are
+// committed and pushed to the run's branch once its chain is in the
+// stream, so a worker that has lost the run (fenced, or cut off from NATS)
+// pushes nothing over the new owner's branch.
+func (j *jobRun) commitEach(ws *Workspace) func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+	return func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+		fctx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
+		err := j.repl.Load().Flush(fctx) // set before the run started
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
+		}
+		sha, err := ws.Commit(ctx, iteration)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]rtfs.Value{"commit": rtfs.String(sha), "branch": rtfs.String(ws.Branch)}, nil
+	}
+}
+
+// startFailed settles a job whose run could not be built: a bad job fails,
+// anything else waits for another try (here or on another worker).
+func (j *jobRun) startFailed(ctx context.Context, err error) settle {
+	var bad *BadJobError
+	var noAgent *MissingAgentError
+	switch {
+	case errors.As(err, &noAgent):
+		return j.retry(ctx, err)
+	case errors.As(err, &bad):
+		return j.fail(ctx, err)
+	}
+	return j.retry(ctx, fmt.Errorf("worker %s could not start the run: %w", j.w.o.ID, err))
 }
 
 // prepared is a run made ready on this worker: its store and workspace.
