@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,4 +44,27 @@ func TestSplitWorkspace(t *testing.T) {
 			t.Errorf("splitWorkspace(%q) = %q, %q, %v; want %q, %q", tc.in, u, ref, err, tc.url, tc.ref)
 		}
 	}
+}
+
+// FuzzSplitWorkspace: any --workspace value is either refused with an
+// error or split into a URL and a ref that git cannot read as options and
+// that carry no password.
+func FuzzSplitWorkspace(f *testing.F) {
+	for _, s := range []string{"https://h/p.git@main", "git@h:p.git@v1", "ssh://git@h/p@0a1b2c3", "/srv/p.git", "@", "-x@y", "https://u:p@h/r"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, ref, err := splitWorkspace(s)
+		if err != nil {
+			return
+		}
+		if strings.HasPrefix(u, "-") || strings.HasPrefix(ref, "-") {
+			t.Fatalf("splitWorkspace(%q) = %q, %q: an option for git", s, u, ref)
+		}
+		if pu, perr := url.Parse(u); perr == nil && pu.User != nil {
+			if _, has := pu.User.Password(); has {
+				t.Fatalf("splitWorkspace(%q) = %q: a password kept", s, u)
+			}
+		}
+	})
 }
