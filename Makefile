@@ -36,7 +36,7 @@ bench:
 	fi
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s): the RTFS reader, the JSON IR and
-## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, and the agent stream parsers, and submit --workspace
+## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, the agent stream parsers, and submit --workspace
 FUZZ_TARGETS := rtfs:FuzzRead rtfs:FuzzBuiltinsOnSharedValues arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
 	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction agent:FuzzParseClaude agent:FuzzParseCodex \
 	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter cli:FuzzSplitWorkspace

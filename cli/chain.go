@@ -82,8 +82,13 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 			if bundle != "" {
 				return verifyBundleFile(cmd, bundle, pinned)
 			}
-			if natsURL != "" {
+			switch {
+			case natsURL != "" && since != "":
+				return usageErrorf("--since proves a store consistent with a saved checkpoint; with --nats, pin the keys with --key instead")
+			case natsURL != "":
 				return verifyFleetChain(cmd, natsURL, runID, pinned)
+			case runID != "":
+				return usageErrorf("--run names a run of the fleet (with --nats); a store is verified whole")
 			}
 			if len(pinned) > 1 {
 				return usageErrorf("--key is given %d times, but a store is signed by one key; pin more than one only with --bundle", len(pinned))

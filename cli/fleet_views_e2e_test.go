@@ -165,6 +165,8 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 		{"chain show without --run", []string{"chain", "show", "--nats", url}, 2, "name the run to read with --run ID"},
 		{"chain verify without --run", []string{"chain", "verify", "--nats", url}, 2, "with --run ID"},
 		{"--store and --nats", []string{"runs", "--nats", url, "--store", t.TempDir()}, 2, "pass one"},
+		{"chain verify --run without --nats", []string{"chain", "verify", "--run", queued}, 2, "a store is verified whole"},
+		{"chain verify --nats --since", []string{"chain", "verify", "--nats", url, "--run", queued, "--since", "cp"}, 2, "pin the keys with --key"},
 	}
 	for _, tc := range tests {
 		_, stderr, code := runBinary(t, ralphBin, "", tc.args...)
