@@ -428,6 +428,9 @@ func verifyBundleFile(cmd *cobra.Command, path string, pinned []string) error {
 		return exitError(ExitFailure, fmt.Errorf("bundle %s does not verify: %w", path, err))
 	}
 	trust := " (named by the bundle; pass --key to pin it)"
+	if len(rep.Keys) > 1 {
+		trust = " (named by the bundle; pass --key for each to pin them)"
+	}
 	if rep.Pinned {
 		trust = " (pinned with --key)"
 	}

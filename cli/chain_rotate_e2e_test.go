@@ -60,6 +60,9 @@ func TestE2EChainBundleKeyRotation(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "trusted keys "+ka+", "+kb+" (pinned with --key)") {
 		t.Fatalf("verify with both keys: %d %q %q", code, out, errOut)
 	}
+	if out, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--bundle", file); code != 0 || !strings.Contains(out, "trusted keys "+ka+", "+kb+" (named by the bundle; pass --key for each to pin them)") {
+		t.Fatalf("verify with no key pinned: %d %q %q", code, out, errOut)
+	}
 	keyLine := len(bundleA)
 	_, errOut, code = runCommand(t, ralphBin, "", env, "chain", "verify", "--bundle", file, "--key", ka)
 	if want := "bundle line " + itoa(keyLine) + ": the checkpoints after this line are signed by key " + kb + ", not by the pinned key " + ka; code != 1 || !strings.Contains(errOut, want) {
