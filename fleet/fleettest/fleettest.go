@@ -92,8 +92,9 @@ func (c *Cluster) URL() string {
 	return strings.Join(urls, ",")
 }
 
-// WaitReady waits until a JetStream request succeeds through the cluster:
-// the meta leader is elected.
+// WaitReady waits until a JetStream request succeeds through the cluster
+// and the meta leader counts every running node as a current peer: a
+// stream of as many replicas as nodes can then be placed.
 func (c *Cluster) WaitReady(t testing.TB) {
 	t.Helper()
 	nc, err := nats.Connect(c.URL())
@@ -110,14 +111,30 @@ func (c *Cluster) WaitReady(t testing.TB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_, err := js.AccountInfo(ctx)
 		cancel()
-		if err == nil {
+		if err == nil && c.peersCurrent() {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the cluster has no JetStream leader after 30s: %v", err)
+			t.Fatalf("the cluster has no JetStream leader seeing every node after 30s (last request: %v)", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// peersCurrent reports whether the meta leader sees every running node.
+func (c *Cluster) peersCurrent() bool {
+	running := 0
+	for _, s := range c.Nodes {
+		if s != nil {
+			running++
+		}
+	}
+	for _, s := range c.Nodes {
+		if s != nil && len(s.Raw().JetStreamClusterPeers()) >= running {
+			return true
+		}
+	}
+	return false
 }
 
 // StreamLeader is the index of the node leading stream, or -1.
