@@ -185,14 +185,12 @@ func (j *jobRun) run(ctx context.Context) settle {
 
 // commitEach is the run's OnIterationEnd: each iteration's changes are
 // committed and pushed to the run's branch once its chain is in the
-// stream, so a worker that has lost the run (fenced, or cut off from NATS)
-// pushes nothing over the new owner's branch.
+// stream, so a worker that has lost the run pushes nothing over the new
+// owner's branch. While NATS does not answer the iteration waits here; a
+// worker fenced meanwhile stops the run (drive), which ends this wait.
 func (j *jobRun) commitEach(ws *Workspace) func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
 	return func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
-		fctx, cancel := context.WithTimeout(ctx, j.w.o.AckWait)
-		err := j.repl.Load().Flush(fctx) // set before the run started
-		cancel()
-		if err != nil {
+		if err := j.repl.Load().Flush(ctx); err != nil { // set before the run started
 			return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
 		}
 		sha, err := ws.Commit(ctx, iteration)
