@@ -572,3 +572,74 @@ func TestWorkerRunTakesControls(t *testing.T) {
 	}
 	waitNoPending(t, h)
 }
+
+// The NATS server goes away mid-run and comes back: the iteration that
+// ended meanwhile waits for its chain to reach the stream, then the run goes
+// on, on the same worker, losing and repeating nothing.
+func TestWorkerOutlivesANATSRestart(t *testing.T) {
+	gitHome(t)
+	bare, _ := sharedRemote(t)
+	dir, port := t.TempDir(), freePort(t)
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown() }()
+	fx := &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
+		holding: make(chan string, 16)}
+	_, h := fx.connect()
+	ncW, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ncW.Close)
+	js, err := jetstream.New(ncW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hW, err := Ensure(ctxT(t), js, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := fx.holdWorker("w")
+	fx.worker("w", 1, 10*time.Second, ncW, hW)
+	id := fx.submit(h, limitJob(3))
+	<-fx.holding // w/1
+	srv.Shutdown()
+	close(release) // iteration 1 ends while NATS is away
+	fx.mu.Lock()
+	fx.hold["w"] = nil
+	fx.mu.Unlock()
+	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
+		t.Fatal(err)
+	}
+	nc2, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := Ensure(ctxT(t), js2, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitState(t, h2, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 3 || s.Worker != "w" || s.Deliveries != 1 {
+		t.Fatalf("state %+v, want limit after 3 iterations on w, delivered once", s)
+	}
+	fx.checkRun(h2, id, 3)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
