@@ -29,8 +29,10 @@ func newWorkerCmd() *cobra.Command {
 		Long: `Take jobs that 'ralph submit' queued and run them, up to --slots at once. Each
 run gets its own directory under --dir: a fresh clone of its workspace on
 branch ralph/RUN_ID (one commit pushed per iteration) and its own store,
-whose chain is replicated to the fleet as it is written. A run that another
-worker lost (it died) continues here from its last completed iteration.
+whose chain is replicated to the fleet as it is written; the directory is
+removed once the run has ended or gone back to the queue, as everything in it
+is then in the fleet. A run that another worker lost (it died) continues here
+from its last completed iteration.
 
 The first Ctrl-C or SIGTERM pauses every run after its current call, hands
 it back to the queue for another worker and exits 0; a second one ends the

@@ -79,6 +79,13 @@ func (w *worker) job(ctx context.Context, msg jetstream.Msg) {
 	stopBeat()
 	<-beat
 	j.settle(bg, s)
+	// What the run left here is in the fleet now (its chain in the stream,
+	// its commits on its branch) or is redone from there by the next
+	// attempt: the directory goes, so a long-lived worker does not fill its
+	// disk with one store per run.
+	if err := os.RemoveAll(j.dir); err != nil {
+		j.log.Warn("could not remove the run's directory", "dir", j.dir, "err", err)
+	}
 }
 
 // keepAlive tells the server every AckWait/3 that the job is in progress.

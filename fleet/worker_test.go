@@ -61,6 +61,7 @@ type fleetFixture struct {
 	// blocks (reporting on holding first) until hold is closed.
 	hold    map[string]chan struct{}
 	holding chan string
+	dirs    []string // the workers' directories
 }
 
 func newFleetFixture(t *testing.T) *fleetFixture {
@@ -110,8 +111,12 @@ func (fx *fleetFixture) submit(h *Handles, cfg string) string {
 func (fx *fleetFixture) worker(id string, slots int, ackWait time.Duration, nc *nats.Conn, h *Handles) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	dir := fx.t.TempDir()
+	fx.mu.Lock()
+	fx.dirs = append(fx.dirs, dir)
+	fx.mu.Unlock()
 	go func() {
-		done <- RunWorker(ctx, WorkerOptions{NC: nc, Handles: h, ID: id, Slots: slots, Dir: fx.t.TempDir(), AckWait: ackWait,
+		done <- RunWorker(ctx, WorkerOptions{NC: nc, Handles: h, ID: id, Slots: slots, Dir: dir, AckWait: ackWait,
 			Start: fx.start(id), GiveUpAfter: 3, RetryDelay: 100 * time.Millisecond})
 	}()
 	var once sync.Once
@@ -337,6 +342,21 @@ func TestWorkersRunJobsToTheirEnd(t *testing.T) {
 		fx.checkRun(h, id, w.iterations)
 	}
 	waitNoPending(t, h)
+	for _, d := range fx.dirs {
+		waitUntil(t, "the runs' directories are removed", func() bool {
+			left, _ := filepath.Glob(filepath.Join(d, "runs", "*"))
+			return len(left) == 0
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never happened", what)
+		}
+	}
 }
 
 // waitNoPending waits until every job is acked (or terminated).
