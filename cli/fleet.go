@@ -184,6 +184,11 @@ func fleetServe(cmd *cobra.Command, dir, listen string, verbose bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return exitError(ExitUsage, fmt.Errorf("make the fleet directory %s: %w; pass --dir DIR", dir, err))
 	}
+	unlock, err := lockFleetDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: listen, Name: "ralph-fleet", Log: verbose})
 	if err != nil {
 		return exitError(ExitFailure, err)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,6 +107,12 @@ func TestE2EFleetServe(t *testing.T) {
 	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", addr, "--dir", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "is in use") || !strings.Contains(stderr, "pass --listen") {
 		t.Errorf("fleet serve on a taken port: exit %d, stderr %q; want 2 and the fix", code, stderr)
+	}
+
+	// A second server on the same directory would corrupt its streams.
+	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir)
+	if code != 2 || !strings.Contains(stderr, "is in use by another `ralph fleet serve` (process "+strconv.Itoa(cmd.Process.Pid)+")") {
+		t.Errorf("fleet serve on a directory in use: exit %d, stderr %q; want 2 naming the process", code, stderr)
 	}
 
 	// SIGTERM stops it cleanly; its streams are files in --dir.
