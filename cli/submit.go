@@ -77,8 +77,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	if cfg.Agent != nil {
 		job.Agent = cfg.Agent.CLI
 	}
-	ws := emptyWorkspace{}
-	var tree workspaceTree = ws
+	var tree workspaceTree = emptyWorkspace{}
 	if workspace != "" {
 		u, ref, err := splitWorkspace(workspace)
 		if err != nil {
@@ -104,7 +103,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	}
 	defer nc.Close()
 	if err := fleet.Submit(ctx, h, job); err != nil {
-		return exitError(ExitFailure, fmt.Errorf("queue the run on the fleet at %s: %w; nothing was queued, submit again", natsAt, err))
+		return exitError(ExitFailure, fmt.Errorf("queue run %s on the fleet at %s: %w; `ralph runs --nats %s` shows whether it was queued before you submit again", job.RunID, natsAt, err, natsAt))
 	}
 	if err := writeOut(out, job.RunID+"\n"); err != nil {
 		return err
