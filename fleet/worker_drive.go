@@ -23,6 +23,7 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 	bg := context.WithoutCancel(ctx)
 	runCtx, cancelRun := context.WithCancelCause(bg)
 	defer cancelRun(nil)
+	j.stopRun = cancelRun
 	socket := ""
 	if srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log}); err != nil {
 		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
@@ -90,6 +91,9 @@ func (j *jobRun) follow(ctx context.Context, events <-chan loop.Event, t tally, 
 	for e := range events {
 		if e.Kind != loop.EventAction || !t.add(e.Action) {
 			continue
+		}
+		if j.repl.Load().Err() != nil { // lost: the state is another worker's to write now
+			return
 		}
 		j.state.Iteration, j.state.CostUSD, j.state.Tokens = t.iteration, t.cost, t.tokens
 		err := j.put(ctx)

@@ -41,6 +41,7 @@ type jobRun struct {
 	log        *slog.Logger
 	dir        string                     // <worker dir>/runs/<run-id>
 	repl       atomic.Pointer[Replicator] // the run's replication, once it started
+	stopRun    context.CancelCauseFunc    // cancels the run's context (set before it starts)
 }
 
 // job runs one delivered job to its end, or hands it back, and settles its
@@ -197,7 +198,11 @@ func (j *jobRun) run(ctx context.Context) settle {
 // worker fenced meanwhile stops the run (drive), which ends this wait.
 func (j *jobRun) commitEach(ws *Workspace) func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
 	return func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
-		if err := j.repl.Load().Flush(ctx); err != nil { // set before the run started
+		repl := j.repl.Load() // set before the run started
+		if err := repl.Flush(ctx); err != nil {
+			if repl.Err() != nil { // lost for good (fenced): the run stops here at once, recording nothing more
+				j.stopRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "replication stopped: " + err.Error()})
+			}
 			return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
 		}
 		sha, err := ws.Commit(ctx, iteration)

@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +64,8 @@ type fleetFixture struct {
 	hold    map[string]chan struct{}
 	holding chan string
 	dirs    []string // the workers' directories
+	// releases end every hold; a worker's stop calls them first.
+	releases []func()
 }
 
 func newFleetFixture(t *testing.T) *fleetFixture {
@@ -122,7 +126,18 @@ func (fx *fleetFixture) worker(id string, slots int, ackWait time.Duration, nc *
 	var once sync.Once
 	var err error
 	stop = func() error {
-		once.Do(func() { cancel(); err = <-done })
+		once.Do(func() {
+			fx.mu.Lock()
+			releases := slices.Clone(fx.releases)
+			fx.mu.Unlock()
+			if fx.t.Failed() { // a held call would keep the hand-back waiting
+				for _, r := range releases {
+					r()
+				}
+			}
+			cancel()
+			err = <-done
+		})
 		return err
 	}
 	fx.t.Cleanup(func() { _ = stop() })
@@ -219,12 +234,18 @@ func (fx *fleetFixture) testCaps(reg *capability.Registry, workerID, runID strin
 	})
 }
 
-func (fx *fleetFixture) holdWorker(id string) chan struct{} {
+// holdWorker makes worker id's test.slow block until release is called;
+// the test's end releases it too, so a failed test never leaves a worker
+// waiting for a pause that a held call keeps from coming.
+func (fx *fleetFixture) holdWorker(id string) (release func()) {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	c := make(chan struct{})
 	fx.hold[id] = c
-	return c
+	var once sync.Once
+	release = func() { once.Do(func() { close(c) }) }
+	fx.releases = append(fx.releases, release)
+	return release
 }
 
 // waitState polls the run's state until done says it is what the test
@@ -412,7 +433,7 @@ func TestFailoverAfterAWorkerDies(t *testing.T) {
 			fx.mu.Lock()
 			fx.hold["A"] = nil
 			fx.mu.Unlock()
-			close(release)
+			release()
 			release = fx.holdWorker("A")
 			if got := <-fx.holding; got != "A/2" {
 				t.Fatalf("held %s, want A/2", got)
@@ -461,7 +482,7 @@ func TestFailoverAfterAWorkerDies(t *testing.T) {
 			// The zombie goes on locally once released; nothing it does
 			// reaches the stream, the bucket or the branch.
 			before := len(acts)
-			close(release)
+			release()
 			_ = stopA()
 			acts, _ = streamChain(t, h, id)
 			if len(acts) != before {
@@ -503,7 +524,7 @@ func TestWorkerHandsBackOnStop(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- stopA() }()
 	waitState(t, h, id, "running state", func(s RunState) bool { return s.State == StateRunning })
-	close(release) // the current call finishes; then the run pauses and goes back
+	release() // the current call finishes; then the run pauses and goes back
 	if err := <-stopped; err != nil {
 		t.Fatalf("RunWorker after SIGTERM: %v", err)
 	}
@@ -581,7 +602,7 @@ func TestWorkerRunTakesControls(t *testing.T) {
 	if err := Control(ctxT(t), nc, id, "abort"); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
-	close(release)
+	release()
 	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
 	if s.State != StateAborted || s.Class != "abort" {
 		t.Errorf("state %+v, want aborted", s)
@@ -627,7 +648,7 @@ func TestWorkerOutlivesANATSRestart(t *testing.T) {
 	id := fx.submit(h, limitJob(3))
 	<-fx.holding // w/1
 	srv.Shutdown()
-	close(release) // iteration 1 ends while NATS is away
+	release() // iteration 1 ends while NATS is away
 	fx.mu.Lock()
 	fx.hold["w"] = nil
 	fx.mu.Unlock()
@@ -662,4 +683,60 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A worker whose run's chain another store has continued (another worker
+// took the run over) stops the run at once: nothing more from it reaches
+// the stream, the bucket or the branch, and its job is not acked.
+func TestWorkerFencedStopsAtOnce(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	ncA, hA := fx.connect()
+	release := fx.holdWorker("A")
+	fx.worker("A", 1, 30*time.Second, ncA, hA)
+	id := fx.submit(h, limitJob(3))
+	<-fx.holding // A/1, in its last step
+	waitState(t, h, id, "running state", func(s RunState) bool { return s.State == StateRunning })
+	// Another store continues the chain, as a worker that took the run over
+	// would; it tries again while A's last commits still reach the stream.
+	waitUntil(t, "another store takes the chain over", func() bool {
+		st, info, err := RebuildStore(ctxT(t), h.JS, id, ledger.Options{InMemory: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		other, err := Replicate(ctxT(t), h.JS, st, id, st.Head().Seq+1, info.LastStreamSeq)
+		if errors.Is(err, ErrFenced) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	last, err := h.Chains.GetLastMsgForSubject(ctxT(t), ChainSubject(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := GetState(ctxT(t), h.Runs, id)
+	release() // A's iteration 1 ends; its chain is refused
+	waitUntil(t, "A lets the run go", func() bool {
+		left, _ := filepath.Glob(filepath.Join(fx.dirs[0], "runs", "*"))
+		return len(left) == 0
+	})
+	if now, err := h.Chains.GetLastMsgForSubject(ctxT(t), ChainSubject(id)); err != nil || now.Sequence != last.Sequence {
+		t.Errorf("the fenced worker published on the chain: last message %d, was %d (%v)", now.Sequence, last.Sequence, err)
+	}
+	if after, _, _ := GetState(ctxT(t), h.Runs, id); after.Updated != before.Updated || after.State != StateRunning {
+		t.Errorf("the fenced worker wrote the run's state: %+v, was %+v", after, before)
+	}
+	if _, err := runGit(ctxT(t), fx.bare, "rev-parse", "--verify", "refs/heads/"+BranchName(id)); err == nil {
+		t.Error("the fenced worker pushed its iteration to the run's branch")
+	}
+	if info, err := h.Jobs.Info(ctxT(t)); err != nil || info.State.Msgs != 1 {
+		t.Errorf("the job was settled by the fenced worker: %d jobs in the stream (%v)", info.State.Msgs, err)
+	}
 }
