@@ -65,7 +65,7 @@ Exit status: 0 stopped by a signal, 2 bad flags or no NATS server answers,
 	fl.StringVar(&dir, "dir", ".ralph-worker", "`DIR` for the runs' workspaces and stores")
 	fl.DurationVar(&ackWait, "ack-wait", fleet.DefaultConfig().AckWait, "how long this worker may go silent before its runs go to another worker")
 	fl.StringVar(&id, "id", "", "this worker's `ID` in the fleet (default HOST-PID)")
-	fl.BoolVar(&verbose, "verbose", false, "log each run's steps, not only what goes wrong")
+	fl.BoolVar(&verbose, "verbose", false, "also write debug log records (stderr)")
 	return cmd
 }
 
