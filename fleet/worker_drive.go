@@ -53,6 +53,7 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	stopping, handingBack, lost := ctx.Done(), false, false
+	replDone := repl.Done()
 	for {
 		select {
 		case r := <-done:
@@ -69,15 +70,17 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 				j.log.Warn("another worker has taken the run over; it stops here at once", "err", err)
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "another worker has taken the run over"})
 			}
-		case <-tick.C:
+		case <-replDone:
 			// Replication has stopped: another worker owns the run (fenced),
 			// or the stream cannot take its chain. Whatever the run did from
 			// here would be lost or done twice: it stops at once.
+			replDone = nil
 			if err := repl.Err(); err != nil && !lost {
 				lost = true
 				j.log.Warn("the run's chain cannot be replicated any more; it stops here at once", "err", err)
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "replication stopped: " + err.Error()})
 			}
+		case <-tick.C:
 			if handingBack && h.Events().State() == loop.StatePaused {
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "the worker stopped; another worker continues the run"})
 			}
