@@ -18,7 +18,9 @@ ackwait=${ACK_WAIT:-5s}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pids=
-trap 'st=$?; set +e; for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; exit $st' EXIT
+wpids=
+# Workers stop before the server (a stopping worker hands its runs back through NATS).
+trap 'st=$?; set +e; for p in $wpids; do kill "$p" 2>/dev/null; done; wait $wpids 2>/dev/null; for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; exit $st' EXIT
 export XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state" XDG_RUNTIME_DIR="$work/run"
 (cd "$root" && go build -o "$work/ralph" .)
 ralph="$work/ralph"
@@ -49,7 +51,7 @@ n=0
 while [ $n -lt "$workers" ]; do
 	n=$((n + 1))
 	"$ralph" worker --nats "$url" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" > "$work/w$n.log" 2>&1 &
-	pids="$pids $!"
+	wpids="$wpids $!"
 	echo "$work/w$n $!" >> "$work/workers"
 done
 

@@ -43,7 +43,12 @@ type WorkerOptions struct {
 	// RetryDelay is how long such a job waits before it is delivered
 	// again (default 2s).
 	RetryDelay time.Duration
-	Logger     *slog.Logger // nil: slog.Default()
+	// StopGrace bounds a stopping worker's closing steps once a run has
+	// paused (flush its chain, record it handed back): a worker told to
+	// stop while NATS is out of reach still exits, and the job comes back
+	// after AckWait (default 15s).
+	StopGrace time.Duration
+	Logger    *slog.Logger // nil: slog.Default()
 }
 
 // RunSpec is one attempt at a run, as the worker prepared it.
@@ -117,6 +122,9 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	}
 	if o.GiveUpAfter < 1 {
 		o.GiveUpAfter = 20
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 15 * time.Second
 	}
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = 2 * time.Second

@@ -59,6 +59,13 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 		case r := <-done:
 			stopWatch()
 			<-followed // the last iteration's state is recorded before the final one
+			if ctx.Err() != nil {
+				// The worker is stopping: its closing steps get StopGrace, so
+				// it exits even when NATS is out of reach.
+				closing, cancel := context.WithTimeout(bg, j.w.o.StopGrace)
+				defer cancel()
+				return j.ended(closing, repl, r, lost)
+			}
 			return j.ended(bg, repl, r, lost)
 		case <-stopping: // SIGTERM: pause after the current call, then hand back
 			stopping, handingBack = nil, true

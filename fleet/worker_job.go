@@ -162,7 +162,7 @@ func (j *jobRun) run(ctx context.Context) settle {
 	}
 	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Logger: j.log}
 	if p.ws != nil {
-		spec.OnIterationEnd = j.commitEach(p.ws)
+		spec.OnIterationEnd = j.commitEach(ctx, p.ws)
 		j.state.Branch = p.ws.Branch
 	}
 	h, err := j.w.o.Start(bg, spec)
@@ -195,13 +195,21 @@ func (j *jobRun) run(ctx context.Context) settle {
 // committed and pushed to the run's branch once its chain is in the
 // stream, so a worker that has lost the run pushes nothing over the new
 // owner's branch. While NATS does not answer the iteration waits here; a
-// worker fenced meanwhile stops the run (drive), which ends this wait.
-func (j *jobRun) commitEach(ws *Workspace) func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+// worker fenced meanwhile stops the run (drive), which ends this wait, and
+// a worker told to stop (stop ends) waits StopGrace more, then hands the
+// run back with the iteration uncommitted.
+func (j *jobRun) commitEach(stop context.Context, ws *Workspace) func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
 	return func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
 		repl := j.repl.Load() // set before the run started
-		if err := repl.Flush(ctx); err != nil {
-			if repl.Err() != nil { // lost for good (fenced): the run stops here at once, recording nothing more
+		fctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(stop, func() { time.AfterFunc(j.w.o.StopGrace, cancel) })()
+		if err := repl.Flush(fctx); err != nil {
+			switch {
+			case repl.Err() != nil: // lost for good (fenced): the run stops here at once, recording nothing more
 				j.stopRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "replication stopped: " + err.Error()})
+			case stop.Err() != nil:
+				j.stopRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "the worker stopped before the iteration's chain reached the stream"})
 			}
 			return nil, fmt.Errorf("iteration %d is not committed to the workspace: its chain is not in the fleet's stream: %w", iteration, err)
 		}

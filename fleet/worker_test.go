@@ -740,3 +740,71 @@ func TestWorkerFencedStopsAtOnce(t *testing.T) {
 		t.Errorf("the job was settled by the fenced worker: %d jobs in the stream (%v)", info.State.Msgs, err)
 	}
 }
+
+// A worker told to stop while NATS is out of reach still exits, after
+// StopGrace; the run it held continues elsewhere once NATS is back.
+func TestWorkerStopsWhileNATSIsAway(t *testing.T) {
+	gitHome(t)
+	bare, _ := sharedRemote(t)
+	dir, port := t.TempDir(), freePort(t)
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown() }()
+	fx := &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
+		holding: make(chan string, 16)}
+	_, h := fx.connect()
+	ncW, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ncW.Close)
+	js, err := jetstream.New(ncW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hW, err := Ensure(ctxT(t), js, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := fx.holdWorker("w")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunWorker(ctx, WorkerOptions{NC: ncW, Handles: hW, ID: "w", Slots: 1, Dir: t.TempDir(), AckWait: 3 * time.Second,
+			Start: fx.start("w"), StopGrace: time.Second, RetryDelay: 100 * time.Millisecond})
+	}()
+	id := fx.submit(h, limitJob(3))
+	<-fx.holding // w/1
+	srv.Shutdown()
+	cancel()  // SIGTERM while NATS is away
+	release() // the current call finishes; the run pauses; nothing can be flushed
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunWorker: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("a worker told to stop while NATS is away did not exit within 60s")
+	}
+	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
+		t.Fatal(err)
+	}
+	fx.mu.Lock()
+	fx.hold["w"], fx.url = nil, srv.ClientURL()
+	fx.mu.Unlock()
+	ncB, hB := fx.connect()
+	fx.worker("B", 1, 3*time.Second, ncB, hB)
+	s := waitState(t, hB, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 3 || s.Worker != "B" {
+		t.Fatalf("state %+v, want limit after 3 iterations on B", s)
+	}
+	// Iteration 1 never reached the stream from w, so B ran it again
+	// (docs/fleet.md): the replicated chain holds B's, and verifies.
+	acts, info := streamChain(t, hB, id)
+	if !info.Ended || countType(acts, ledger.IterationCompleted) != 3 {
+		t.Fatalf("%d iterations completed on the stream, ended %v", countType(acts, ledger.IterationCompleted), info.Ended)
+	}
+}
