@@ -222,23 +222,34 @@ func flushOut(bw *bufio.Writer) error {
 	return nil
 }
 
+// fleetChainRun connects to the fleet at url for `ralph chain VERB --nats
+// URL --run ID` and finds the run id names (a run id or a unique prefix).
+func fleetChainRun(cmd *cobra.Command, url, id, verb string) (*fleetConn, fleet.RunState, error) {
+	if id == "" {
+		return nil, fleet.RunState{}, usageErrorf("with --nats, name the run whose chain to %s with --run ID; `ralph runs --nats %s` lists them", verb, url)
+	}
+	f, err := dialFleet(url, "ralph chain "+verb)
+	if err != nil {
+		return nil, fleet.RunState{}, err
+	}
+	run, err := f.resolve(cmd.Context(), id)
+	if err != nil {
+		f.Close()
+		return nil, fleet.RunState{}, err
+	}
+	return f, run, nil
+}
+
 // verifyFleetChain is `ralph chain verify --nats URL --run ID`: the run's
 // chain as the fleet's stream holds it, verified as a bundle is (every
 // hash, link, signature and Merkle root; every segment's key pinned when
 // --key is given).
 func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error {
-	if id == "" {
-		return usageErrorf("with --nats, name the run whose chain to verify with --run ID; `ralph runs --nats %s` lists them", url)
-	}
-	f, err := dialFleet(url, "ralph chain verify")
+	f, run, err := fleetChainRun(cmd, url, id, "verify")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	run, err := f.resolve(cmd.Context(), id)
-	if err != nil {
-		return err
-	}
 	rep, info, err := fleet.VerifyChain(cmd.Context(), f.js, run.RunID, pinned)
 	if err != nil {
 		return exitError(ExitFailure, err)
@@ -267,18 +278,11 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 // the run's chain as the stream holds it, as a bundle (`ralph chain verify
 // --bundle FILE` checks it with no store).
 func exportFleetBundle(cmd *cobra.Command, url, id string) error {
-	if id == "" {
-		return usageErrorf("with --nats, name the run whose chain to export with --run ID; `ralph runs --nats %s` lists them", url)
-	}
-	f, err := dialFleet(url, "ralph chain export")
+	f, run, err := fleetChainRun(cmd, url, id, "export")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	run, err := f.resolve(cmd.Context(), id)
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
 	if _, err := fleet.ReadChain(cmd.Context(), f.js, run.RunID, w); err != nil {
 		return exitError(ExitFailure, err)

@@ -618,31 +618,10 @@ func TestWorkerRunTakesControls(t *testing.T) {
 // ended meanwhile waits for its chain to reach the stream, then the run goes
 // on, on the same worker, losing and repeating nothing.
 func TestWorkerOutlivesANATSRestart(t *testing.T) {
-	gitHome(t)
-	bare, _ := sharedRemote(t)
-	dir, port := t.TempDir(), freePort(t)
-	listen := fmt.Sprintf("127.0.0.1:%d", port)
-	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, srv, dir, listen := restartableFleet(t)
 	defer func() { srv.Shutdown() }()
-	fx := &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
-		holding: make(chan string, 16)}
 	_, h := fx.connect()
-	ncW, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ncW.Close)
-	js, err := jetstream.New(ncW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hW, err := Ensure(ctxT(t), js, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ncW, hW := fx.reconnecting()
 	release := fx.holdWorker("w")
 	fx.worker("w", 1, 10*time.Second, ncW, hW)
 	id := fx.submit(h, limitJob(3))
@@ -652,6 +631,7 @@ func TestWorkerOutlivesANATSRestart(t *testing.T) {
 	fx.mu.Lock()
 	fx.hold["w"] = nil
 	fx.mu.Unlock()
+	var err error
 	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
 		t.Fatal(err)
 	}
@@ -673,6 +653,42 @@ func TestWorkerOutlivesANATSRestart(t *testing.T) {
 		t.Fatalf("state %+v, want limit after 3 iterations on w, delivered once", s)
 	}
 	fx.checkRun(h2, id, 3)
+}
+
+// restartableFleet is a fixture whose NATS server listens on a fixed port
+// in dir, so a test can stop it and start it again where clients expect it.
+func restartableFleet(t *testing.T) (fx *fleetFixture, srv *Server, dir, listen string) {
+	t.Helper()
+	gitHome(t)
+	bare, _ := sharedRemote(t)
+	dir, listen = t.TempDir(), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx = &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
+		holding: make(chan string, 16)}
+	return fx, srv, dir, listen
+}
+
+// reconnecting is a worker's connection that rides over the server going
+// away, and the fleet's handles over it.
+func (fx *fleetFixture) reconnecting() (*nats.Conn, *Handles) {
+	fx.t.Helper()
+	nc, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	h, err := Ensure(ctxT(fx.t), js, DefaultConfig())
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return nc, h
 }
 
 func freePort(t *testing.T) int {
@@ -744,31 +760,10 @@ func TestWorkerFencedStopsAtOnce(t *testing.T) {
 // A worker told to stop while NATS is out of reach still exits, after
 // StopGrace; the run it held continues elsewhere once NATS is back.
 func TestWorkerStopsWhileNATSIsAway(t *testing.T) {
-	gitHome(t)
-	bare, _ := sharedRemote(t)
-	dir, port := t.TempDir(), freePort(t)
-	listen := fmt.Sprintf("127.0.0.1:%d", port)
-	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, srv, dir, listen := restartableFleet(t)
 	defer func() { srv.Shutdown() }()
-	fx := &fleetFixture{t: t, url: srv.ClientURL(), bare: bare, charges: map[string]int{}, hold: map[string]chan struct{}{},
-		holding: make(chan string, 16)}
 	_, h := fx.connect()
-	ncW, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ncW.Close)
-	js, err := jetstream.New(ncW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hW, err := Ensure(ctxT(t), js, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ncW, hW := fx.reconnecting()
 	release := fx.holdWorker("w")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -789,6 +784,7 @@ func TestWorkerStopsWhileNATSIsAway(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("a worker told to stop while NATS is away did not exit within 60s")
 	}
+	var err error
 	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
 		t.Fatal(err)
 	}
