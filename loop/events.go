@@ -160,23 +160,29 @@ func (b *Bus) awaitApproval(e Event) {
 // delaying publishes the wait before the next iteration and remembers it
 // until the next call (with a zero Event when the wait is over), so a
 // consumer that subscribes during the wait can count it down too.
+// The wait is remembered and published under one lock, so a consumer
+// that subscribes meanwhile gets it exactly once: from the bus's memory or
+// from the publication, never neither.
 func (b *Bus) delaying(e Event) {
-	if e.Kind != 0 {
-		b.publish(e)
-	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.delay = nil
 	if e.Kind != 0 {
 		b.delay = &e
+		b.publishLocked(e)
 	}
 }
 
 // publish queues a transient event for every consumer; it never blocks.
 func (b *Bus) publish(e Event) {
-	e.afterSeq = b.store.Head().Seq
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.publishLocked(e)
+}
+
+// publishLocked is publish with b.mu held.
+func (b *Bus) publishLocked(e Event) {
+	e.afterSeq = b.store.Head().Seq
 	for s := range b.subs {
 		s.mu.Lock()
 		if len(s.queue) >= subscriberQueue && e.Kind != EventState && e.Kind != EventApprove {
