@@ -23,10 +23,12 @@ run: build
 ui: build
 	$(BIN) run examples/quickstart/ralph.toml
 
-## test: vet, then every test with the race detector (including the end-to-end tests)
+## test: vet, then every test with the race detector (including the end-to-end tests).
+## Packages are tested one at a time (-p 1): the fleet's and the cli's tests run real NATS
+## servers, workers and binaries, and on two cores two such packages at once starve each other.
 test:
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) test -race -p 1 ./...
 
 ## bench: run the benchmarks six times each into bench.out (compare runs with benchstat)
 bench:
