@@ -582,7 +582,16 @@ func dialRun(ctx context.Context, nc *nats.Conn, runID string, cfg tunnelConfig)
 	if err != nil {
 		return nil, err
 	}
-	// The worker sends nothing until it hears from this end, which
+	// The subscription is only queued on the connection: until the
+	// server has it, a frame the worker sends (a close, when the worker
+	// stops) would be dropped. A round trip makes sure it has it.
+	fctx, cancel := context.WithTimeout(ctx, ctlTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		t.fail(err)
+		return nil, fmt.Errorf("open a tunnel to run %s: %w", runID, err)
+	}
+	// The worker sends nothing else until it hears from this end, which
 	// now listens.
 	if err := t.publish(frameAck, 0, nil); err != nil {
 		t.fail(err)
