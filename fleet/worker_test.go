@@ -82,9 +82,9 @@ func newFleetFixture(t *testing.T) *fleetFixture {
 }
 
 // connect is a fresh connection and the fleet's handles over it.
-func (fx *fleetFixture) connect() (*nats.Conn, *Handles) {
+func (fx *fleetFixture) connect(opts ...nats.Option) (*nats.Conn, *Handles) {
 	fx.t.Helper()
-	nc, err := nats.Connect(fx.url)
+	nc, err := nats.Connect(fx.url, opts...)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -675,20 +675,7 @@ func restartableFleet(t *testing.T) (fx *fleetFixture, srv *Server, dir, listen 
 // away, and the fleet's handles over it.
 func (fx *fleetFixture) reconnecting() (*nats.Conn, *Handles) {
 	fx.t.Helper()
-	nc, err := nats.Connect(fx.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	fx.t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	h, err := Ensure(ctxT(fx.t), js, DefaultConfig())
-	if err != nil {
-		fx.t.Fatal(err)
-	}
-	return nc, h
+	return fx.connect(nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 }
 
 func freePort(t *testing.T) int {
