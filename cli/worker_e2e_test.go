@@ -252,16 +252,24 @@ func (f *e2eFleet) checkRun(id, charges string, iterations int) {
 	}
 }
 
+// chargeFiles is a test's directory, the file fleetPlan's charges are
+// appended to and the directory of its marks (made).
+func chargeFiles(t *testing.T) (dir, charges, marks string) {
+	t.Helper()
+	dir = t.TempDir()
+	charges, marks = filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, charges, marks
+}
+
 func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 	if ralphBin == "" {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
 	f := newE2EFleet(t)
-	dir := t.TempDir()
-	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
-	if err := os.Mkdir(marks, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir, charges, marks := chargeFiles(t)
 	f.worker("w1", 2)
 	f.worker("w2", 2)
 	var ids []string
@@ -303,11 +311,7 @@ func TestE2EWorkerKilledMidRun(t *testing.T) {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
 	f := newE2EFleet(t)
-	dir := t.TempDir()
-	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
-	if err := os.Mkdir(marks, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	_, charges, marks := chargeFiles(t)
 	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 1), "w2": f.worker("w2", 1)}
 	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
 	mark := filepath.Join(marks, id+"-2")
@@ -366,11 +370,7 @@ func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
 	f := newE2EFleet(t)
-	dir := t.TempDir()
-	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
-	if err := os.Mkdir(marks, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	_, charges, marks := chargeFiles(t)
 	w1 := f.worker("w1", 1)
 	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
 	mark := filepath.Join(marks, id+"-1")
@@ -413,11 +413,7 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Replicas = 3
 	f := fleetOn(t, c.URL(), cfg)
-	dir := t.TempDir()
-	charges, marks := filepath.Join(dir, "charges"), filepath.Join(dir, "marks")
-	if err := os.Mkdir(marks, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	_, charges, marks := chargeFiles(t)
 	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 2), "w2": f.worker("w2", 2)}
 	var ids []string
 	for range 4 {
