@@ -7,7 +7,7 @@ GO       ?= go
 BIN      := bin/ralph
 FUZZTIME ?= 60s
 
-.PHONY: build run ui test bench fuzz lint
+.PHONY: build run ui test test-agents bench fuzz lint
 
 ## build: compile ralph into bin/ralph
 build:
@@ -29,6 +29,23 @@ ui: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -p 1 ./...
+
+## test-agents: install the pinned real agent CLIs (agents/package.json) into a cache directory and run
+## ralph's conformance tests with them against the mock model server (agent/conformance). When the
+## npm registry cannot be reached it says so loudly and skips (exit 0); any other failure fails.
+test-agents:
+	@set +e; dir="$$(bash agents/install.sh)"; rc=$$?; set -e; \
+	if [ $$rc -eq 3 ]; then \
+		echo "************************************************************************"; \
+		echo "make test-agents: SKIPPED: the npm registry cannot be reached, so the"; \
+		echo "real agent CLIs are not installed and ralph is not checked against them"; \
+		echo "************************************************************************"; \
+		exit 0; \
+	fi; \
+	if [ $$rc -ne 0 ]; then echo "make test-agents: agents/install.sh failed (exit $$rc)"; exit $$rc; fi; \
+	echo "make test-agents: the agent CLIs are in $$dir/bin"; \
+	RALPH_AGENTS_BIN="$$dir/bin" $(GO) test -race -count 1 -timeout 9m -v ./agent/conformance/ 2>&1 | \
+		grep -v '^=== \(RUN\|PAUSE\|CONT\)' 
 
 ## bench: run the benchmarks six times each into bench.out (compare runs with benchstat)
 bench:

@@ -21,6 +21,8 @@ const (
 	EventFinal                           // Text: the final answer; Turns when the CLI counts them
 	EventError                           // Text: the error; Limit != nil when it is an account/rate limit
 	EventRaw                             // Text: a line the parser does not know, kept as text (never fatal)
+	EventRetry                           // Retry: the CLI is retrying a failed request (a notice, not an end)
+	EventDenied                          // Denial: the CLI refused a tool for want of permission
 )
 
 // String is the kind's lower-case name ("text", "tool-use", …).
@@ -44,15 +46,22 @@ func (k EventKind) String() string {
 		return "error"
 	case EventRaw:
 		return "raw"
+	case EventRetry:
+		return "retry"
+	case EventDenied:
+		return "denied"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
-// Usage counts tokens.
-type Usage struct{ Input, Output, CacheRead, CacheWrite int64 }
+// Usage counts tokens. Output excludes Reasoning: a parser whose CLI
+// counts reasoning inside its output tokens subtracts it, so that no
+// token is counted (or priced) twice.
+type Usage struct{ Input, Output, CacheRead, CacheWrite, Reasoning int64 }
 
 func (u Usage) add(v Usage) Usage {
-	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite}
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite,
+		u.Reasoning + v.Reasoning}
 }
 
 // IsZero reports whether no tokens were counted.
@@ -73,6 +82,23 @@ type Limit struct {
 	Message string
 }
 
+// Retry is a CLI's notice that it retries a failed request: the HTTP
+// status when it said one (0: none), the attempt and the most it makes
+// (0: not said), and the delay before the next try (0: not said).
+type Retry struct {
+	Status       int
+	Attempt, Max int
+	Delay        time.Duration
+	Message      string
+}
+
+// Denial is a tool the CLI refused to run for want of permission: the
+// tool's name, what it would have touched (a path or a command; "" when
+// the CLI did not say) and the CLI's own words.
+type Denial struct {
+	Tool, Target, Message string
+}
+
 // Event is one thing an agent reported, in stream order.
 type Event struct {
 	Kind      EventKind
@@ -85,6 +111,8 @@ type Event struct {
 	CostUSD   float64
 	SessionID string
 	Limit     *Limit
+	Retry     *Retry  // EventRetry
+	Denial    *Denial // EventDenied
 	// Total marks an EventUsage or EventCost whose figures are the call's
 	// totals so far (they replace what was counted), not an increment.
 	Total bool
@@ -93,13 +121,19 @@ type Event struct {
 	Turns int
 }
 
-// Price is the fallback USD price per million tokens, used when the CLI reports no cost.
-type Price struct{ Input, Output, CacheRead, CacheWrite float64 }
+// Price is the fallback USD price per million tokens, used when the CLI
+// reports no cost. Reasoning tokens are priced as output unless Reasoning
+// is set.
+type Price struct{ Input, Output, CacheRead, CacheWrite, Reasoning float64 }
 
 // Cost prices u.
 func (p Price) Cost(u Usage) float64 {
+	reasoning := p.Reasoning
+	if reasoning == 0 {
+		reasoning = p.Output
+	}
 	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output +
-		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite + float64(u.Reasoning)*reasoning) / 1e6
 }
 
 // Options describe one agent call.
@@ -144,6 +178,11 @@ type Result struct {
 	// IsError: the CLI reported that the call failed (an error result),
 	// whatever its exit code.
 	IsError bool
+	// Denials are the tools the CLI refused for want of permission, in
+	// stream order.
+	Denials []Denial
+	// Retries are the CLI's retry notices, in stream order.
+	Retries []Retry
 }
 
 // ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.

@@ -26,6 +26,31 @@ type backend struct {
 	// limitText recognises an account limit in free text (stderr or an
 	// error message); nil when the CLI prints none we know.
 	limitText func(s string, now time.Time) *Limit
+	// permissions are the arguments and environment the CLI needs to edit
+	// files in its working directory and run test (the argv of the test
+	// command) headless, or, with full, its bypass of every check; nil
+	// when the CLI asks for none.
+	permissions func(test []string, full bool) Permissions
+}
+
+// Permissions are what `ralph init` writes into [agent] so that the CLI can
+// work headless: Args for [agent] args, Env ("NAME=value") for [agent] env,
+// and Comment, one line per element, saying what they allow.
+type Permissions struct {
+	Args    []string
+	Env     []string
+	Comment []string
+}
+
+// PermissionsFor returns cli's permissions for a loop whose test command
+// is test (full: the CLI's bypass flag instead); the zero Permissions for a
+// CLI that needs none or is unknown.
+func PermissionsFor(cli string, test []string, full bool) Permissions {
+	b := backendFor(cli)
+	if b.permissions == nil {
+		return Permissions{}
+	}
+	return b.permissions(test, full)
 }
 
 // backendFor returns the backend called name; the zero backend when there

@@ -315,7 +315,7 @@ func TestTranscriptTotals(t *testing.T) {
 		want      Result
 	}{
 		{"claude", "claude.jsonl", Result{Text: "Add now returns the sum; the tests pass.\n<promise>COMPLETE</promise>",
-			CostUSD: 0.0371205, CostSource: "reported", Tokens: Usage{15, 147, 45950, 5610},
+			CostUSD: 0.0371205, CostSource: "reported", Tokens: Usage{15, 147, 45950, 5610, 0},
 			SessionID: "8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31", Turns: 3, ToolUses: 2}},
 		{"claude", "claude-usage-limit.jsonl", Result{Text: "Claude AI usage limit reached|1762952400", CostSource: "reported",
 			SessionID: "2a7d4c1b-5e3f-4a9b-8c6d-0e1f2a3b4c5d", Turns: 1, IsError: true,

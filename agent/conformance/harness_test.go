@@ -1,0 +1,181 @@
+package conformance
+
+// The harness every CLI's conformance test shares: the ralph binary built
+// once, the installed CLIs, an isolated environment (tests never touch the
+// real home), and a Go module whose test fails until Add is fixed.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	// ralphBin is the binary TestMain builds; empty when the build failed.
+	ralphBin string
+	// agentsBin is the directory holding claude, codex, gemini, opencode
+	// and the node they run on ($RALPH_AGENTS_BIN); empty: tests skip.
+	agentsBin string
+	// goEnv is GOCACHE, GOMODCACHE and GOPATH of the go that runs the
+	// tests, so the projects' `go test` does not rebuild the standard
+	// library in each test's empty home.
+	goEnv []string
+)
+
+func TestMain(m *testing.M) {
+	agentsBin = os.Getenv("RALPH_AGENTS_BIN")
+	if agentsBin == "" {
+		fmt.Println("conformance: RALPH_AGENTS_BIN is not set, so the real agent CLIs are not run; `make test-agents` installs them and sets it")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "ralph-conformance-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ralphBin = filepath.Join(dir, "ralph")
+	build := exec.Command("go", "build", "-o", ralphBin, "github.com/ralphloop/ralph")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance: building ralph:", err)
+		os.Exit(1)
+	}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err == nil {
+			goEnv = append(goEnv, k+"="+strings.TrimSpace(string(out)))
+		}
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needCLI skips the test when the real CLIs are not installed, and returns
+// the path of cli ("claude", "codex", "gemini", "opencode").
+func needCLI(t *testing.T, cli string) string {
+	t.Helper()
+	if agentsBin == "" {
+		t.Skip("RALPH_AGENTS_BIN is not set; run make test-agents")
+	}
+	p := filepath.Join(agentsBin, cli)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed in RALPH_AGENTS_BIN %s: %v", cli, agentsBin, err)
+	}
+	return p
+}
+
+// env is an environment for ralph and the CLI it runs: a home, config,
+// state, cache and runtime directory of the test's own, the installed CLIs
+// and go first on PATH, and extra ("NAME=value") last, so it wins.
+func env(t *testing.T, extra ...string) []string {
+	t.Helper()
+	home := t.TempDir()
+	goBin := filepath.Dir(must(exec.LookPath("go")))
+	e := []string{
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_RUNTIME_DIR=" + mkdir(t, filepath.Join(home, "run")),
+		"PATH=" + strings.Join([]string{agentsBin, goBin, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"NO_COLOR=1",
+		"CI=true",
+	}
+	e = append(e, goEnv...)
+	return append(e, extra...)
+}
+
+// goProject writes a Go module whose one test fails until Add adds, and
+// commits it in a fresh git repository; it returns the directory.
+func goProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":       "module calc\n\ngo 1.22\n",
+		"calc.go":      "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=ralph test", "-c", "user.email=test@ralph.invalid", "commit", "-q", "-m", "calc"},
+	} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// result is what one ralph command did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+// ralph runs the built binary in dir with env, bounded by limit (a hung
+// run is killed and fails the test).
+func ralph(t *testing.T, dir string, env []string, limit time.Duration, args ...string) result {
+	t.Helper()
+	if ralphBin == "" {
+		t.Skip("ralph was not built")
+	}
+	cmd := exec.Command(ralphBin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("ralph %v ran past %s:\n%s", args, limit, result{out.String(), errOut.String(), -1})
+	}
+	code := 0
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errOut.String(), code}
+}
+
+func mkdir(t *testing.T, p string) string {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
