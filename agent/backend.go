@@ -26,6 +26,11 @@ type backend struct {
 	// limitText recognises an account limit in free text (stderr or an
 	// error message); nil when the CLI prints none we know.
 	limitText func(s string, now time.Time) *Limit
+	// stderrLine reads one line of standard error as it arrives: it emits
+	// what it recognises (a retry notice as EventRetry) and reports
+	// whether the line was such a notice, which the limit check at the
+	// call's end then leaves out. nil: standard error is only kept.
+	stderrLine func(line string, emit func(Event)) bool
 	// permissions are the arguments and environment the CLI needs to edit
 	// files in its working directory and run test (the argv of the test
 	// command) headless, or, with full, its bypass of every check; nil

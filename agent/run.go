@@ -57,7 +57,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, nil
 	}
 	acc := &accumulator{o: &o}
+	var emitMu sync.Mutex // standard output and standard error are read apart
 	emit := func(e Event) {
+		emitMu.Lock()
+		defer emitMu.Unlock()
 		acc.add(e)
 		if o.OnEvent != nil {
 			o.OnEvent(e)
@@ -76,7 +79,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.Stderr = c.stderr.String()
 	acc.result(&res)
 	if res.Limit == nil && b.limitText != nil && (res.Exit != 0 || res.IsError) {
-		res.Limit = b.limitText(res.Stderr, time.Now())
+		// Only what the CLI said besides its retry notices: a notice of a
+		// 429 followed by a final 400 is that 400.
+		res.Limit = b.limitText(c.errText.String(), time.Now())
 	}
 	switch {
 	case stopped != "":
@@ -132,11 +137,12 @@ func isExecutable(p string) bool {
 // read it.
 type call struct {
 	proc             *procgroup.Proc
-	stdin            *os.File // write end; nil when the prompt is in argv
-	stdout, errPipe  *os.File // read ends
-	stderr           procgroup.TailBuffer
-	wg               sync.WaitGroup // the reading and writing goroutines
-	lastOutput       atomic.Int64   // unix nanoseconds of the last output byte
+	stdin            *os.File             // write end; nil when the prompt is in argv
+	stdout, errPipe  *os.File             // read ends
+	stderr           procgroup.TailBuffer // the end of standard error
+	errText          procgroup.TailBuffer // the end of standard error less the retry notices
+	wg               sync.WaitGroup       // the reading and writing goroutines
+	lastOutput       atomic.Int64         // unix nanoseconds of the last output byte
 	parser           parser
 	emit             func(Event)
 	stopOnce         sync.Once
@@ -148,7 +154,8 @@ type call struct {
 func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = o.Dir, o.Env
-	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, readersDone: make(chan struct{})}
+	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, errText: procgroup.TailBuffer{Limit: MaxStderr},
+		readersDone: make(chan struct{})}
 	var childEnds []*os.File
 	defer func() {
 		for _, f := range childEnds {
@@ -198,7 +205,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 	go func() {
 		defer c.wg.Done()
 		defer readers.Done()
-		_, _ = io.Copy(&c.stderr, activity{c.errPipe, &c.lastOutput}) // ends at EOF or when closed
+		c.readErrLines(b.stderrLine) // ends at EOF or when closed
 	}()
 	go func() {
 		readers.Wait()
@@ -287,6 +294,22 @@ func (c *call) closeOutputs() {
 	c.closeOutputsOnce.Do(func() {
 		_ = c.stdout.Close() // read ends: closing only ends our reads
 		_ = c.errPipe.Close()
+	})
+}
+
+// readErrLines keeps the end of standard error and hands each line to
+// the backend's stderrLine, which emits what it recognises (a retry
+// notice) and says whether the line was a notice, which the limit check
+// at the end then ignores.
+func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool) {
+	scanLines(activity{c.errPipe, &c.lastOutput}, func(line []byte) {
+		_, _ = c.stderr.Write(line)
+		_, _ = c.stderr.Write([]byte{'\n'})
+		if stderrLine != nil && stderrLine(string(line), c.emit) {
+			return
+		}
+		_, _ = c.errText.Write(line)
+		_, _ = c.errText.Write([]byte{'\n'})
 	})
 }
 
