@@ -347,7 +347,7 @@ func TestTranscriptTotals(t *testing.T) {
 // summaries.
 func checkEvents(t *testing.T, evs []Event) {
 	for _, e := range evs {
-		if e.Kind < EventText || e.Kind > EventRaw {
+		if e.Kind < EventText || e.Kind > EventDenied {
 			t.Fatalf("event of unknown kind %d", e.Kind)
 		}
 		if len(e.Input) > maxShort || (e.Kind == EventToolResult && len(e.Text) > maxShort) {
