@@ -37,17 +37,18 @@ import (
 //   - "retry-fatal": the first turn fails with a 429, then with a 400
 //     invalid_request_error;
 //   - "hang": the stream starts and then goes silent until the client
-//     leaves;
+//     leaves (or Hang passes);
 //   - "sleep": Bash runs `sleep 300`;
 //   - "flood": a final text of Flood bytes.
 //
 // Paths it does not know get a 404 and are reported to Logf.
 type Anthropic struct {
 	Script    string
-	Transient []int     // retry: the statuses of the failures before success
-	Reset     time.Time // limit: when it lifts (zero: two seconds after the first request)
-	Flood     int       // flood: bytes of text (zero: 1 MiB)
-	Test      string    // the test command "fix" runs (zero: go test ./...)
+	Transient []int         // retry: the statuses of the failures before success
+	Reset     time.Time     // limit: when it lifts (zero: two seconds after the first request)
+	Flood     int           // flood: bytes of text (zero: 1 MiB)
+	Test      string        // the test command "fix" runs (zero: go test ./...)
+	Hang      time.Duration // hang: the longest the stream stays silent (zero: two minutes)
 	Logf      func(format string, args ...any)
 
 	mu       sync.Mutex
@@ -193,7 +194,14 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 		s.start(step)
 		s.event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
 		s.event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Thinking"}}`)
-		<-r.Context().Done()
+		hang := a.Hang
+		if hang <= 0 {
+			hang = 2 * time.Minute
+		}
+		select { // bounded, so that a client that never leaves cannot block the server's Close
+		case <-r.Context().Done():
+		case <-time.After(hang):
+		}
 		return
 	case "sleep":
 		if step == 0 {
