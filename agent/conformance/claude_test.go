@@ -423,3 +423,23 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// TestClaudeRunBigPrompt: agent.Run (what ralph's agent.run calls) gives
+// the real claude a 1 MB prompt on stdin; the call ends with its answer.
+func TestClaudeRunBigPrompt(t *testing.T) {
+	t.Parallel()
+	needCLI(t, "claude")
+	m := &mockmodel.Anthropic{Script: "fix"}
+	e := claudeEnv(t, mockAnthropic(t, m), apiKey)
+	prompt := strings.Repeat("Make the tests pass: Add must return the sum of a and b. ", 1<<20/58+1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := agent.Run(ctx, agent.Options{CLI: "claude", Prompt: prompt, Dir: goProject(t), Env: e,
+		Args: agent.PermissionsFor("claude", testCmd, false).Args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || res.Exit != 0 || res.Text != "Add now returns a + b; go test passes." || res.ToolUses != 3 || res.CostSource != "reported" {
+		t.Errorf("result: %+v", res)
+	}
+}
