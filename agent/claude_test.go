@@ -309,3 +309,14 @@ func TestClaudePermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeRealOverloadedStream: a stream the API ends with an
+// overloaded_error event is retried by Claude Code with no api_retry line;
+// the call ends done, no error and no limit.
+func TestClaudeRealOverloadedStream(t *testing.T) {
+	t.Parallel()
+	res, _ := accumulate(t, realClaude(t, "overloaded"), fixedNow)
+	if res.IsError || res.Limit != nil || len(res.Retries) != 0 || res.Text != "Add now returns a + b; go test passes." || res.ToolUses != 3 {
+		t.Errorf("result: %+v", res)
+	}
+}

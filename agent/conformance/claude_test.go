@@ -118,6 +118,7 @@ func TestClaudeRecord(t *testing.T) {
 		{"denied", &mockmodel.Anthropic{Script: "denied"}, apiKey, nil, false, time.Minute},
 		{"retry", &mockmodel.Anthropic{Script: "retry"}, apiKey, nil, true, time.Minute},
 		{"retry-fatal", &mockmodel.Anthropic{Script: "retry-fatal"}, apiKey, nil, true, time.Minute},
+		{"overloaded", &mockmodel.Anthropic{Script: "overloaded"}, apiKey, nil, true, time.Minute},
 		{"limit", &mockmodel.Anthropic{Script: "limit", Reset: time.Now().Add(time.Hour)}, oauthToken, nil, true, time.Minute},
 		{"hang", &mockmodel.Anthropic{Script: "hang"}, apiKey, nil, true, 8 * time.Second},
 		{"flood", &mockmodel.Anthropic{Script: "flood", Flood: 64 << 10}, apiKey, nil, true, time.Minute},

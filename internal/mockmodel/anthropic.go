@@ -36,6 +36,9 @@ import (
 //     (default 429, 503, 529: rate limit, overloaded), then "fix";
 //   - "retry-fatal": the first turn fails with a 429, then with a 400
 //     invalid_request_error;
+//   - "overloaded": the first turn's stream starts, then ends with an
+//     error event (overloaded_error), as the API does when it is
+//     overloaded mid-stream; then "fix";
 //   - "hang": the stream starts and then goes silent until the client
 //     leaves (or Hang passes);
 //   - "sleep": Bash runs `sleep 300`;
@@ -190,6 +193,14 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	case "overloaded":
+		if step == 0 && attempt == 0 {
+			s.start(step)
+			s.event("ping", `{"type": "ping"}`)
+			s.event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+			return
+		}
+		script = "fix"
 	case "hang":
 		s.start(step)
 		s.event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)

@@ -179,6 +179,16 @@ func TestAnthropicRetryAndLimit(t *testing.T) {
 		t.Errorf("limit: %d %v %v", resp.StatusCode, resp.Header, evs[0].data)
 	}
 
+	o := httptest.NewServer(&Anthropic{Script: "overloaded"})
+	defer o.Close()
+	if _, evs := post(t, o.URL, conversation(0, false)); evs[len(evs)-1].name != "error" ||
+		evs[len(evs)-1].data["error"].(map[string]any)["type"] != "overloaded_error" {
+		t.Errorf("overloaded: the stream ends %v", evs[len(evs)-1])
+	}
+	if _, evs := post(t, o.URL, conversation(0, false)); evs[len(evs)-1].name != "message_stop" {
+		t.Errorf("overloaded, again: the stream ends %v", evs[len(evs)-1])
+	}
+
 	f := httptest.NewServer(&Anthropic{Script: "retry-fatal"})
 	defer f.Close()
 	for _, want := range []int{429, 400, 400} {
