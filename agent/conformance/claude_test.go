@@ -444,3 +444,38 @@ func TestClaudeRunBigPrompt(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 }
+
+// TestClaudeIdleTimeoutTool: claude's Bash tool runs `sleep 300` and
+// prints nothing; the idle timeout ends the call, every process of it is
+// gone (also those in new sessions), and the tool use that never returned
+// is recorded as cancelled, not ok.
+func TestClaudeIdleTimeoutTool(t *testing.T) {
+	t.Parallel()
+	mark := "RALPH_CONFORMANCE_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36) + "i"
+	e := claudeEnv(t, mockAnthropic(t, &mockmodel.Anthropic{Script: "sleep"}), apiKey, mark)
+	dir := claudeProject(t, e)
+	editToml(t, dir, `(?m)^#? ?args = .*$`, `args = ["--allowedTools", "Bash(sleep *)"]`)
+	editToml(t, dir, `(?m)^idle_timeout = .*$`, `idle_timeout = "5s"`)
+	editToml(t, dir, `(?m)^max = 20$`, "max = 1")
+	r := ralph(t, dir, e, 90*time.Second, "run", "--no-tui")
+	if r.code == 0 {
+		t.Errorf("ralph run ended done: %s", r)
+	}
+	time.Sleep(time.Second)
+	for _, p := range marked(mark) {
+		if alive(p) {
+			t.Errorf("process %d (%s) outlived the idle timeout", p, cmdline(p))
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	var bash string
+	for _, l := range strings.Split(chainText(t, dir, e), "\n") {
+		if strings.Contains(l, "AgentToolUse") && strings.Contains(l, "Bash") {
+			bash = l
+		}
+	}
+	if bash == "" || !strings.Contains(bash, "cancelled") || strings.Contains(bash, `"success":true`) {
+		t.Errorf("the Bash tool use that never returned is not recorded as cancelled: %s", bash)
+	}
+	verify(t, dir, e)
+}
