@@ -479,3 +479,19 @@ func TestClaudeIdleTimeoutTool(t *testing.T) {
 	}
 	verify(t, dir, e)
 }
+
+// TestClaudeNotLoggedIn: a claude with no credentials: the run fails with
+// one sentence that says how to log in, and is no limit to wait for.
+func TestClaudeNotLoggedIn(t *testing.T) {
+	t.Parallel()
+	e := claudeEnv(t, mockAnthropic(t, &mockmodel.Anthropic{Script: "fix"}), "")
+	dir := claudeProject(t, e)
+	editToml(t, dir, `(?m)^max = 20$`, "max = 1")
+	r := ralph(t, dir, e, 90*time.Second, "run", "--no-tui")
+	out := r.stdout + r.stderr
+	if r.code == 0 || !strings.Contains(out, "Claude Code is not authenticated (Not logged in · Please run /login)") ||
+		strings.Contains(out, "waiting until") {
+		t.Errorf("ralph run with claude not logged in: %s", r)
+	}
+	verify(t, dir, e)
+}
