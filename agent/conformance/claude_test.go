@@ -235,8 +235,16 @@ func TestClaudeInitDone(t *testing.T) {
 				t.Fatalf("ralph run: %s", r)
 			}
 			verify(t, dir, e)
-			if c.name == "retry" && !strings.Contains(chainText(t, dir, e), "429") {
-				t.Errorf("the chain does not record the retries after 429")
+			if c.name != "retry" {
+				return
+			}
+			// Shown live (headless: "agent ~ retrying after 429 (attempt
+			// 1/10, next in 1s)") and recorded on the chain.
+			if !strings.Contains(r.stdout, "retrying after 429") || !strings.Contains(r.stdout, "retrying after 529") {
+				t.Errorf("the retries are not shown live: %s", r)
+			}
+			if !regexp.MustCompile(`(?i)retr(y|ies)[^"]*429|429[^"]*retr`).MatchString(chainText(t, dir, e)) {
+				t.Errorf("the chain does not record the retry after 429")
 			}
 		})
 	}
