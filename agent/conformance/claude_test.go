@@ -503,3 +503,38 @@ func TestClaudeNotLoggedIn(t *testing.T) {
 	}
 	verify(t, dir, e)
 }
+
+// TestClaudeFlood: the real claude answers with 8 MiB of text (printed
+// twice: the assistant message and the result): the call is recorded on
+// the chain all the same, and its output is in the call's log file.
+func TestClaudeFlood(t *testing.T) {
+	t.Parallel()
+	const size = 8 << 20
+	e := claudeEnv(t, mockAnthropic(t, &mockmodel.Anthropic{Script: "flood", Flood: size}), apiKey)
+	dir := claudeProject(t, e)
+	editToml(t, dir, `(?m)^max = 20$`, "max = 1")
+	r := ralph(t, dir, e, 90*time.Second, "run", "--no-tui")
+	if strings.Contains(r.stderr, "panic") {
+		t.Fatalf("ralph run: %s", r)
+	}
+	var call string
+	for _, l := range strings.Split(chainText(t, dir, e), "\n") {
+		if strings.Contains(l, `"action_type":"CapabilityCall"`) && strings.Contains(l, "agent.run") {
+			call = l
+		}
+	}
+	if call == "" {
+		t.Fatalf("the flooding call is not on the chain")
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, ".ralph", "logs", "*", "*.out"))
+	var biggest int64
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil && fi.Size() > biggest {
+			biggest = fi.Size()
+		}
+	}
+	if biggest < 2*size {
+		t.Errorf("no call log holds the whole output (largest %d bytes of %v)", biggest, logs)
+	}
+	verify(t, dir, e)
+}
