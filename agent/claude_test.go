@@ -320,3 +320,16 @@ func TestClaudeRealOverloadedStream(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 }
+
+// TestClaudeRetryConnection: api_retry for a connection error carries a
+// null error_status: a retry with no status.
+func TestClaudeRetryConnection(t *testing.T) {
+	t.Parallel()
+	evs := parse(t, "claude", `{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1250.5,"error_status":null,"error":"unknown","session_id":"s1","uuid":"u"}`)
+	if diff := cmp.Diff([]Event{
+		{Kind: EventSession, SessionID: "s1"},
+		{Kind: EventRetry, Retry: &Retry{Attempt: 2, Max: 10, Delay: 1250500 * time.Microsecond, Message: "unknown"}},
+	}, evs); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
