@@ -538,3 +538,31 @@ func TestClaudeFlood(t *testing.T) {
 	}
 	verify(t, dir, e)
 }
+
+// TestClaudeFullAccess: `ralph init --agent claude --full-access` writes
+// --dangerously-skip-permissions, with a warning, and the loop ends done.
+// Claude Code refuses that flag as root unless IS_SANDBOX=1, which a root
+// test sets.
+func TestClaudeFullAccess(t *testing.T) {
+	t.Parallel()
+	var extra []string
+	if os.Getuid() == 0 {
+		extra = append(extra, "IS_SANDBOX=1")
+	}
+	e := claudeEnv(t, mockAnthropic(t, &mockmodel.Anthropic{Script: "fix"}), apiKey, extra...)
+	dir := goProject(t)
+	if r := ralph(t, dir, e, time.Minute, "init", "--agent", "claude", "--test", "go test ./...", "--full-access"); r.code != 0 {
+		t.Fatalf("ralph init: %s", r)
+	}
+	toml, err := os.ReadFile(filepath.Join(dir, "ralph.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(toml), `"--dangerously-skip-permissions"`) || !strings.Contains(string(toml), "WARNING") {
+		t.Errorf("ralph.toml has no bypass flag with a warning:\n%s", toml)
+	}
+	if r := ralph(t, dir, e, 90*time.Second, "run", "--no-tui"); r.code != 0 {
+		t.Errorf("ralph run: %s", r)
+	}
+	verify(t, dir, e)
+}
