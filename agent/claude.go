@@ -21,7 +21,22 @@ func claudeBackend() backend {
 		newParser:   func(now func() time.Time) parser { return &claudeParser{now: now} },
 		limitText:   claudeLimitText,
 		permissions: claudePermissions,
+		stderrLine:  claudeStderrLine,
 	}
+}
+
+// claudeStderrLine reads Claude Code's standard error, where it prints
+// only what stops it before its stream starts. As root it refuses
+// --dangerously-skip-permissions ("--dangerously-skip-permissions cannot
+// be used with root/sudo privileges for security reasons", exit 1): that
+// becomes an error that says how to fix it. No line is a retry notice
+// (Claude Code prints those on stdout, as api_retry).
+func claudeStderrLine(line string, emit func(Event)) bool {
+	if strings.Contains(line, "--dangerously-skip-permissions cannot be used with root") {
+		emit(Event{Kind: EventError, Text: "Claude Code refuses --dangerously-skip-permissions as root (" + short(line) +
+			"): run ralph as another user, set IS_SANDBOX=1 in [agent.env] if this is a sandbox, or remove the flag from [agent] args."})
+	}
+	return false
 }
 
 // claudePermissions are Claude Code's headless permissions (see `claude

@@ -333,3 +333,20 @@ func TestClaudeRetryConnection(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestClaudeRootBypass: as root Claude Code 2.1.197 refuses the bypass
+// flag on standard error before its stream starts (line as it printed
+// it); the call's error says how to fix that.
+func TestClaudeRootBypass(t *testing.T) {
+	t.Parallel()
+	var evs []Event
+	b := claudeBackend()
+	notice := b.stderrLine("--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons", func(e Event) { evs = append(evs, e) })
+	if notice || len(evs) != 1 || evs[0].Kind != EventError || !strings.Contains(evs[0].Text, "IS_SANDBOX=1") {
+		t.Errorf("notice %t, events %+v", notice, evs)
+	}
+	evs = nil
+	if b.stderrLine("some other complaint", func(e Event) { evs = append(evs, e) }) || len(evs) != 0 {
+		t.Errorf("another line made %+v", evs)
+	}
+}

@@ -566,3 +566,22 @@ func TestClaudeFullAccess(t *testing.T) {
 	}
 	verify(t, dir, e)
 }
+
+// TestClaudeFullAccessAsRoot: as root without IS_SANDBOX, Claude Code
+// refuses the bypass flag; the run fails with the fix, not a bare exit 1.
+func TestClaudeFullAccessAsRoot(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("Claude Code refuses the bypass flag only as root")
+	}
+	e := claudeEnv(t, mockAnthropic(t, &mockmodel.Anthropic{Script: "fix"}), apiKey)
+	dir := goProject(t)
+	if r := ralph(t, dir, e, time.Minute, "init", "--agent", "claude", "--test", "go test ./...", "--full-access"); r.code != 0 {
+		t.Fatalf("ralph init: %s", r)
+	}
+	editToml(t, dir, `(?m)^max = 20$`, "max = 1")
+	r := ralph(t, dir, e, time.Minute, "run", "--no-tui")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "set IS_SANDBOX=1 in [agent.env]") {
+		t.Errorf("ralph run: %s", r)
+	}
+}
