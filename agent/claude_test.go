@@ -350,3 +350,19 @@ func TestClaudeRootBypass(t *testing.T) {
 		t.Errorf("another line made %+v", evs)
 	}
 }
+
+// TestClaudeRealSleep: Bash runs `sleep 300` and claude is killed: the
+// stream has the tool use and Claude Code's task_started notice, and no
+// tool result, no final and no error: the call's end is its stopper's to
+// say.
+func TestClaudeRealSleep(t *testing.T) {
+	t.Parallel()
+	res, evs := accumulate(t, realClaude(t, "sleep"), fixedNow)
+	uses := ofKind(evs, EventToolUse)
+	if len(uses) != 1 || uses[0].Tool != "Bash" || uses[0].Input != `{"command":"sleep 300","description":"Wait"}` {
+		t.Errorf("tool uses %+v", uses)
+	}
+	if len(ofKind(evs, EventToolResult)) != 0 || len(ofKind(evs, EventRaw)) != 0 || res.IsError || len(ofKind(evs, EventFinal)) != 0 {
+		t.Errorf("events %+v", evs)
+	}
+}

@@ -83,13 +83,21 @@ func claudeArgv(path string, perms bool) []string {
 
 // runClaude runs claude as ralph does (prompt on stdin) in dir, killing it
 // after limit; it returns stdout and stderr.
-func runClaude(t *testing.T, dir string, env []string, limit time.Duration, perms bool) (string, string) {
+func runClaude(t *testing.T, dir string, env []string, limit time.Duration, perms bool, args ...string) (string, string) {
 	t.Helper()
-	argv := claudeArgv(needCLI(t, "claude"), perms)
+	argv := append(claudeArgv(needCLI(t, "claude"), perms), args...)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env
+	// Claude Code's Bash tool starts commands in a session of their own,
+	// which killing claude's group misses: kill whatever carries the mark.
+	mark := "RALPH_CONFORMANCE_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36) + "r"
+	defer func() {
+		for _, p := range marked(mark) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}()
+	cmd.Dir, cmd.Env = dir, append(env[:len(env):len(env)], mark)
 	cmd.Stdin = strings.NewReader("Make the tests pass: Add must return the sum of a and b.\n")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -113,22 +121,26 @@ func TestClaudeRecord(t *testing.T) {
 		extra []string
 		perms bool
 		limit time.Duration
+		args  []string
 	}{
-		{"fix", &mockmodel.Anthropic{Script: "fix"}, apiKey, nil, true, time.Minute},
-		{"denied", &mockmodel.Anthropic{Script: "denied"}, apiKey, nil, false, time.Minute},
-		{"retry", &mockmodel.Anthropic{Script: "retry"}, apiKey, nil, true, time.Minute},
-		{"retry-fatal", &mockmodel.Anthropic{Script: "retry-fatal"}, apiKey, nil, true, time.Minute},
-		{"overloaded", &mockmodel.Anthropic{Script: "overloaded"}, apiKey, nil, true, time.Minute},
-		{"limit", &mockmodel.Anthropic{Script: "limit", Reset: time.Now().Add(time.Hour)}, oauthToken, nil, true, time.Minute},
-		{"hang", &mockmodel.Anthropic{Script: "hang"}, apiKey, nil, true, 8 * time.Second},
-		{"flood", &mockmodel.Anthropic{Script: "flood", Flood: 64 << 10}, apiKey, nil, true, time.Minute},
-		{"not-logged-in", &mockmodel.Anthropic{Script: "fix"}, "", nil, true, time.Minute},
+		{"fix", &mockmodel.Anthropic{Script: "fix"}, apiKey, nil, true, time.Minute, nil},
+		{"denied", &mockmodel.Anthropic{Script: "denied"}, apiKey, nil, false, time.Minute, nil},
+		{"retry", &mockmodel.Anthropic{Script: "retry"}, apiKey, nil, true, time.Minute, nil},
+		{"retry-fatal", &mockmodel.Anthropic{Script: "retry-fatal"}, apiKey, nil, true, time.Minute, nil},
+		{"overloaded", &mockmodel.Anthropic{Script: "overloaded"}, apiKey, nil, true, time.Minute, nil},
+		{"limit", &mockmodel.Anthropic{Script: "limit", Reset: time.Now().Add(time.Hour)}, oauthToken, nil, true, time.Minute, nil},
+		{"hang", &mockmodel.Anthropic{Script: "hang"}, apiKey, nil, true, 8 * time.Second, nil},
+		{"flood", &mockmodel.Anthropic{Script: "flood", Flood: 64 << 10}, apiKey, nil, true, time.Minute, nil},
+		{"not-logged-in", &mockmodel.Anthropic{Script: "fix"}, "", nil, true, time.Minute, nil},
 		{"invalid-key", &mockmodel.Anthropic{Script: "fix"}, "ANTHROPIC_API_KEY=" + mockmodel.InvalidKey,
-			[]string{"CLAUDE_CODE_MAX_RETRIES=1"}, true, time.Minute},
+			[]string{"CLAUDE_CODE_MAX_RETRIES=1"}, true, time.Minute, nil},
+		// Bash runs sleep 300 and claude is killed after 6 s: a tool use
+		// that never returned.
+		{"sleep", &mockmodel.Anthropic{Script: "sleep"}, apiKey, nil, false, 6 * time.Second, []string{"--allowedTools", "Bash(sleep *)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := mockAnthropic(t, c.m)
-			out, errOut := runClaude(t, goProject(t), claudeEnv(t, url, c.auth, c.extra...), c.limit, c.perms)
+			out, errOut := runClaude(t, goProject(t), claudeEnv(t, url, c.auth, c.extra...), c.limit, c.perms, c.args...)
 			base := filepath.Join("..", "testdata", "real", "claude-"+claudeVersion+"-"+c.name)
 			if err := os.WriteFile(base+".jsonl", []byte(out), 0o644); err != nil {
 				t.Fatal(err)
