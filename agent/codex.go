@@ -17,9 +17,42 @@ func codexBackend() backend {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
 			return append(argv, "-")
 		},
-		stdin:     true,
-		newParser: func(now func() time.Time) parser { return &codexParser{now: now} },
-		limitText: codexLimitText,
+		stdin:       true,
+		newParser:   func(now func() time.Time) parser { return &codexParser{now: now} },
+		limitText:   codexLimitText,
+		permissions: codexPermissions,
+	}
+}
+
+// codexPermissions: by default codex's workspace-write sandbox (`codex exec
+// --help`: "-s, --sandbox <SANDBOX_MODE> … read-only, workspace-write,
+// danger-full-access"): it may edit files in its working directory (and
+// the temporary directories) and run commands, the test command among
+// them, inside the sandbox without network. exec never asks for approval,
+// so nothing else is needed. With full,
+// --dangerously-bypass-approvals-and-sandbox.
+func codexPermissions(test []string, full bool) Permissions {
+	if full {
+		return Permissions{
+			Args: []string{"--dangerously-bypass-approvals-and-sandbox"},
+			Comment: []string{
+				"WARNING: --dangerously-bypass-approvals-and-sandbox runs every command codex",
+				"chooses with your user's full rights, network included; use it only inside a",
+				"sandbox of your own (a container or VM).",
+			},
+		}
+	}
+	run := "the tests"
+	if len(test) > 0 {
+		run = strings.Join(test, " ")
+	}
+	return Permissions{
+		Args: []string{"--sandbox", "workspace-write"},
+		Comment: []string{
+			"--sandbox workspace-write: codex may edit files in this directory (and /tmp) and",
+			"run commands such as `" + run + "` in its sandbox, without network. Without it",
+			"codex exec is read-only and every edit is rejected.",
+		},
 	}
 }
 
