@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,7 +21,8 @@ func codexBackend() backend {
 		},
 		stdin:       true,
 		newParser:   func(now func() time.Time) parser { return &codexParser{now: now} },
-		limitText:   codexLimitText,
+		limitText:   codexLimit,
+		stderrLine:  codexStderrLine,
 		permissions: codexPermissions,
 	}
 }
@@ -107,9 +110,7 @@ func (p *codexParser) decode() bool {
 		}
 	case "turn.completed":
 		if u := r.object(r.field(root, "usage")); u >= 0 {
-			in, cached := r.int(r.field(u, "input_tokens")), r.int(r.field(u, "cached_input_tokens"))
-			// input_tokens includes the cached input.
-			p.usage = Usage{Input: max(in-cached, 0), Output: r.int(r.field(u, "output_tokens")), CacheRead: cached}
+			p.usage = codexUsage(&r, u)
 			l.Usage = &p.usage
 		}
 	case "turn.failed":
@@ -118,6 +119,20 @@ func (p *codexParser) decode() bool {
 		l.Message = r.str(r.field(root, "message"))
 	}
 	return !r.bad && root >= 0
+}
+
+// codexUsage reads turn.completed's usage: the turn's totals over all its
+// model requests. As in the Responses API it comes from, input_tokens
+// counts all input, the cached reads and the cache writes among it, and
+// output_tokens counts the reasoning tokens among it; Usage counts each
+// token once.
+func codexUsage(r *jread, u int) Usage {
+	in, cached := r.int(r.field(u, "input_tokens")), r.int(r.field(u, "cached_input_tokens"))
+	written := r.int(r.field(u, "cache_write_input_tokens"))
+	out, reasoning := r.int(r.field(u, "output_tokens")), r.int(r.field(u, "reasoning_output_tokens"))
+	reasoning = min(max(reasoning, 0), max(out, 0))
+	return Usage{Input: max(in-cached-written, 0), Output: max(out-reasoning, 0), CacheRead: max(cached, 0),
+		CacheWrite: max(written, 0), Reasoning: reasoning}
 }
 
 // decodeCodexItem reads the fields of item it that its type has.
@@ -189,9 +204,16 @@ func (p *codexParser) line(b []byte, emit func(Event)) {
 		if msg == "" {
 			msg = "codex: turn failed"
 		}
-		emit(Event{Kind: EventError, Text: msg, Limit: codexLimitText(msg, p.now()), Turns: p.turns})
+		emit(Event{Kind: EventError, Text: codexErrorText(msg), Limit: codexLimit(msg, p.now()), Turns: p.turns})
 	case "error":
-		emit(Event{Kind: EventError, Text: l.Message, Limit: codexLimitText(l.Message, p.now())})
+		// codex prints each retry of a failed request as an error event
+		// ("Reconnecting... 1/5 (…)"); the call's end is the turn.failed
+		// or the error that follows.
+		if rt := codexRetry(l.Message); rt != nil {
+			emit(Event{Kind: EventRetry, Retry: rt})
+			return
+		}
+		emit(Event{Kind: EventError, Text: codexErrorText(l.Message), Limit: codexLimit(l.Message, p.now())})
 	default:
 		emit(rawEvent(b))
 	}
@@ -228,6 +250,13 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 		delete(p.started, it.ID)
 		text, failed := codexToolResult(it)
 		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(text), IsError: failed})
+		if it.Status == "declined" {
+			target := it.Command
+			if it.Type == "file_change" {
+				target = it.Changes
+			}
+			emit(Event{Kind: EventDenied, Denial: &Denial{Tool: tool, Target: short(target), Message: "codex declined " + tool}})
+		}
 	}
 }
 
@@ -266,4 +295,119 @@ func codexToolResult(it *codexItem) (text string, failed bool) {
 		}
 	}
 	return it.Status, failed
+}
+
+var (
+	// "Reconnecting... 2/5 (stream disconnected before completion: …)",
+	// "Reconnecting... waiting for network (…)".
+	codexReconnect = regexp.MustCompile(`^Reconnecting(?:\.\.\.|…)\s*(?:(\d+)/(\d+))?`)
+	// "last status: 429 Too Many Requests", "unexpected status 401 Unauthorized".
+	codexStatus = regexp.MustCompile(`\bstatus:? (\d{3})\b`)
+	// codex's log line for a tool its sandbox or approval policy refused:
+	// "… ERROR codex_core::tools::router: error=patch rejected: writing is
+	// blocked by read-only sandbox; rejected by user approval settings".
+	codexRejected = regexp.MustCompile(`error=((patch|exec command) rejected\b.*)$`)
+)
+
+// codexRetry reads codex's notice that it retries a request; nil when msg
+// is none.
+func codexRetry(msg string) *Retry {
+	m := codexReconnect.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	rt := &Retry{Message: short(msg)}
+	rt.Attempt, _ = strconv.Atoi(m[1]) // digits or empty (0: not said)
+	rt.Max, _ = strconv.Atoi(m[2])
+	if s := codexStatus.FindStringSubmatch(msg); s != nil {
+		rt.Status, _ = strconv.Atoi(s[1]) // three digits
+	}
+	return rt
+}
+
+// codexStderrLine recognises on codex's standard error its retry notices
+// and the log line of a tool its sandbox refused (codex prints no JSON
+// line for that one and exits 0).
+func codexStderrLine(line string, emit func(Event)) bool {
+	if rt := codexRetry(line); rt != nil {
+		emit(Event{Kind: EventRetry, Retry: rt})
+		return true
+	}
+	if m := codexRejected.FindStringSubmatch(line); m != nil {
+		tool := "apply_patch"
+		if m[2] == "exec command" {
+			tool = "exec_command"
+		}
+		emit(Event{Kind: EventDenied, Denial: &Denial{Tool: tool, Message: short(m[1])}})
+		return true
+	}
+	return false
+}
+
+// codexErrorText makes codex's errors that need the user one sentence
+// with the fix; others pass unchanged.
+func codexErrorText(msg string) string {
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "401 unauthorized") || strings.Contains(lower, "invalid_api_key") ||
+		strings.Contains(lower, "incorrect api key"):
+		return "codex is not authenticated: the API refused its key (" + short(msg) +
+			"); run `codex login` or set the API key its model provider reads (OPENAI_API_KEY, or the provider's env_key)"
+	case strings.HasPrefix(msg, "Missing environment variable:"):
+		return "codex is not authenticated: " + short(msg) + " Set it in [agent] env or in the environment ralph runs in"
+	}
+	return msg
+}
+
+// codexLimit recognises codex's limits: its usage-limit message, whose
+// reset it gives only as a time of day to the minute, read as the end of
+// that minute (the real reset lies within it); "Selected model is at
+// capacity" and 503/529 overloads, which are transient; then the texts
+// codexLimitText knows.
+func codexLimit(s string, now time.Time) *Limit {
+	if s == "" || codexRetry(s) != nil {
+		return nil
+	}
+	lower := strings.ToLower(s)
+	switch {
+	case strings.Contains(lower, "hit your usage limit"):
+		return &Limit{Kind: LimitUsage, Reset: codexClockReset(s, now), Message: short(s)}
+	case strings.Contains(lower, "at capacity") || strings.Contains(lower, "server_is_overloaded") ||
+		strings.Contains(lower, "overloaded") || strings.Contains(lower, "status 503") || strings.Contains(lower, "status 529"):
+		return &Limit{Kind: LimitOverloaded, Message: short(s)}
+	}
+	return codexLimitText(s, now)
+}
+
+// codexClockReset reads "try again at 11:59 PM" (today, local time) or
+// "try again at Aug 8th, 2026 12:30 PM": the end of the minute named. A
+// time of day already past by less than an hour means the limit has
+// lifted (now); one further back is tomorrow's.
+func codexClockReset(s string, now time.Time) time.Time {
+	if codexAgainDate.MatchString(s) {
+		if t := codexReset(s, now); !t.IsZero() {
+			return t.Add(time.Minute)
+		}
+		return time.Time{}
+	}
+	m := codexAgainClock.FindStringSubmatch(s)
+	if m == nil {
+		return time.Time{}
+	}
+	c, err := time.ParseInLocation("3:04 PM", m[1]+":"+m[2]+" "+strings.ToUpper(m[3]), now.Location())
+	if err != nil {
+		return time.Time{}
+	}
+	n := now
+	end := time.Date(n.Year(), n.Month(), n.Day(), c.Hour(), c.Minute(), 0, 0, n.Location()).Add(time.Minute)
+	if end.Sub(n) > 23*time.Hour {
+		end = end.AddDate(0, 0, -1) // "11:59 PM" read at 00:00:30: the minute that just ended
+	}
+	if !end.After(n) {
+		if n.Sub(end) < time.Hour {
+			return n // lifted a moment ago: retry now
+		}
+		end = end.AddDate(0, 0, 1)
+	}
+	return end
 }
