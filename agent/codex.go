@@ -329,6 +329,12 @@ func codexRetry(msg string) *Retry {
 // and the log line of a tool its sandbox refused (codex prints no JSON
 // line for that one and exits 0).
 func codexStderrLine(line string, emit func(Event)) bool {
+	if msg, ok := strings.CutPrefix(line, "Error: "); ok {
+		// codex's fatal error, before any turn (e.g. "turn/start failed:
+		// Input exceeds the maximum length of 1048576 characters").
+		emit(Event{Kind: EventError, Text: codexFatalText(msg)})
+		return false
+	}
 	if rt := codexRetry(line); rt != nil {
 		emit(Event{Kind: EventRetry, Retry: rt})
 		return true
@@ -342,6 +348,15 @@ func codexStderrLine(line string, emit func(Event)) bool {
 		return true
 	}
 	return false
+}
+
+// codexFatalText is codex's fatal error as one sentence with the fix.
+func codexFatalText(msg string) string {
+	if strings.Contains(msg, "Input exceeds the maximum length") || strings.Contains(msg, "input_too_large") {
+		return "codex refused the prompt as too long (" + short(msg) +
+			"); shorten the prompt file or the test output ralph feeds back"
+	}
+	return "codex failed: " + short(msg)
 }
 
 // codexErrorText makes codex's errors that need the user one sentence

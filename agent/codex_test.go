@@ -205,13 +205,16 @@ func TestRunCodexReplay(t *testing.T) {
 		isError bool
 		limit   string
 		denials int
+		text    string // the result text's start
 	}{
-		{"fix", 0, false, "", 0},
-		{"denied", 0, false, "", 1},
-		{"limit", 1, true, LimitUsage, 0},
-		{"retry-429-400", 1, true, "", 0},
-		{"overloaded", 1, true, LimitOverloaded, 0},
-		{"unauthenticated", 1, true, "", 0},
+		{"fix", 0, false, "", 0, "Add now returns a + b"},
+		{"denied", 0, false, "", 1, "I could not edit calc.go: patch rejected"},
+		{"limit", 1, true, LimitUsage, 0, "You’ve hit your usage limit."},
+		{"retry-429-400", 1, true, "", 0, `{"error":{"code":"invalid_value"`},
+		{"overloaded", 1, true, LimitOverloaded, 0, "Selected model is at capacity."},
+		{"unauthenticated", 1, true, "", 0, "codex is not authenticated: the API refused its key"},
+		// codex exits 1 with only a line on standard error.
+		{"prompt-1mb", 1, true, "", 0, "codex refused the prompt as too long (turn/start: turn/start failed: Input exceeds the maximum length of 1048576 characters."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -230,6 +233,9 @@ func TestRunCodexReplay(t *testing.T) {
 			}
 			if res.Exit != tc.exit || res.IsError != tc.isError || len(res.Denials) != tc.denials {
 				t.Errorf("exit %d, IsError %t, denials %v", res.Exit, res.IsError, res.Denials)
+			}
+			if !strings.HasPrefix(res.Text, tc.text) {
+				t.Errorf("text %q, want it to start %q", res.Text, tc.text)
 			}
 			if (tc.limit == "") != (res.Limit == nil) || (res.Limit != nil && res.Limit.Kind != tc.limit) {
 				t.Errorf("limit %+v, want %q", res.Limit, tc.limit)

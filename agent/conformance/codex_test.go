@@ -109,6 +109,8 @@ var codexCases = []codexCase{
 	{name: "overloaded", prompt: "Make the tests pass. mock:retry status=503 n=9", perms: true, limit: 2 * time.Minute},
 	{name: "hang", prompt: "Make the tests pass. mock:hang", perms: true, limit: time.Minute, kill: 5 * time.Second},
 	{name: "flood", prompt: "Say a lot. mock:flood bytes=262144", perms: true, limit: time.Minute},
+	// A prompt past codex's 1 MiB input limit.
+	{name: "prompt-1mb", prompt: "Make the tests pass. " + strings.Repeat("x", 1<<20), perms: true, limit: time.Minute},
 	{name: "unauthenticated", prompt: "Make the tests pass.", perms: true, limit: time.Minute,
 		env: []string{"MOCK_OPENAI_KEY=sk-wrong"}},
 }
@@ -271,7 +273,16 @@ func TestCodexDenied(t *testing.T) {
 	needCLI(t, "codex")
 	_, e := codexMock(t, "denied")
 	dir := codexLoop(t, e, "")
-	editToml(t, dir, `(?m)^args = .*$`, `# args removed`)
+	// init's permission args removed (a loop written before init knew them).
+	p := filepath.Join(dir, "ralph.toml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = regexp.MustCompile(`(?m)^args = .*$`).ReplaceAll(b, []byte("# args removed"))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
 	if r.code != 1 {
 		t.Errorf("ralph run without permissions: want exit 1, got %s", r)

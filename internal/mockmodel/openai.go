@@ -29,8 +29,8 @@ import (
 //     `go test ./...`, then a final text.
 //   - denied: the same patch, then a text saying what happened.
 //   - limit reset=S text=1: a 429 usage_limit_reached whose resets_at is S
-//     seconds (default 3) after the first request; afterwards the fix
-//     script. text=1 leaves resets_at out, so only the message names it.
+//     seconds (default 3) after the first request with that marker;
+//     afterwards the fix script. text=1 leaves resets_at out.
 //   - retry status=N n=K then=ok|400: K errors with status N (429, 500,
 //     503 server_is_overloaded, 529) before each first turn, then the fix
 //     script (then=ok) or a 400 invalid_request_error (then=400).
@@ -103,6 +103,8 @@ type script struct {
 	outputs []string
 	// conv identifies the conversation's first user message.
 	conv string
+	// marker is the script's marker as written ("" when none).
+	marker string
 }
 
 func (sc script) param(k, def string) string {
@@ -197,7 +199,7 @@ func (s *OpenAI) scriptOf(req *responsesRequest) script {
 				}
 				if m := scriptMarker.FindStringSubmatch(c.Text); m != nil && !named {
 					named = true
-					sc.name = m[1]
+					sc.name, sc.marker = m[1], m[0]
 					for _, kv := range strings.Fields(m[2]) {
 						k, v, _ := strings.Cut(kv, "=")
 						sc.params[k] = v
@@ -298,10 +300,12 @@ func (s *OpenAI) limit(t *turnWriter, sc script) {
 	if s.resets == nil {
 		s.resets = map[string]time.Time{}
 	}
-	reset, ok := s.resets[sc.conv]
+	// One reset per marker: the loop's next prompt (with ralph's feedback)
+	// is another conversation but the same account.
+	reset, ok := s.resets[sc.marker]
 	if !ok {
 		reset = s.now().Add(time.Duration(sc.intParam("reset", 3)) * time.Second).Truncate(time.Second)
-		s.resets[sc.conv] = reset
+		s.resets[sc.marker] = reset
 	}
 	s.mu.Unlock()
 	if !s.now().Before(reset) {
