@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // codexBackend runs Codex headless: `codex exec --json … -`, prompt on
@@ -249,7 +250,7 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 	if kind == "item.completed" {
 		delete(p.started, it.ID)
 		text, failed := codexToolResult(it)
-		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(text), IsError: failed})
+		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(printable(text)), IsError: failed})
 		if it.Status == "declined" {
 			target := it.Command
 			if it.Type == "file_change" {
@@ -323,6 +324,19 @@ func codexRetry(msg string) *Retry {
 		rt.Status, _ = strconv.Atoi(s[1]) // three digits
 	}
 	return rt
+}
+
+// printable replaces the control characters a command printed (a NUL, an
+// escape sequence's ESC) with U+FFFD, so that a summary of binary output
+// reads as text and cannot drive the terminal that shows it; line breaks
+// and tabs stay for oneLine.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // codexStderrLine recognises on codex's standard error its retry notices

@@ -193,6 +193,24 @@ func TestCodexRealHangAndFlood(t *testing.T) {
 	}
 }
 
+func TestCodexRealBinary(t *testing.T) {
+	t.Parallel()
+	evs, res := replayCodex(t, "binary")
+	var result string
+	for _, e := range evs {
+		if e.Kind == EventToolResult {
+			result = e.Text
+		}
+	}
+	// codex decodes the bytes lossily; the NUL and the ESC become U+FFFD too.
+	if result != "bin\uFFFD\uFFFD\uFFFD\uFFFD\uFFFD[31mred" {
+		t.Errorf("tool result %q", result)
+	}
+	if res.Text != "The command printed binary." || res.IsError {
+		t.Errorf("result %+v", res)
+	}
+}
+
 // TestRunCodexReplay runs each recorded case through Run, with a codex
 // that prints the recorded output and standard error and exits as the
 // real one did: the stderr reader, the exit code and the limit check at

@@ -109,6 +109,7 @@ var codexCases = []codexCase{
 	{name: "overloaded", prompt: "Make the tests pass. mock:retry status=503 n=9", perms: true, limit: 2 * time.Minute},
 	{name: "hang", prompt: "Make the tests pass. mock:hang", perms: true, limit: time.Minute, kill: 5 * time.Second},
 	{name: "flood", prompt: "Say a lot. mock:flood bytes=262144", perms: true, limit: time.Minute},
+	{name: "binary", prompt: "Print some bytes. mock:binary", perms: true, limit: time.Minute},
 	// A prompt past codex's 1 MiB input limit.
 	{name: "prompt-1mb", prompt: "Make the tests pass. " + strings.Repeat("x", 1<<20), perms: true, limit: time.Minute},
 	{name: "unauthenticated", prompt: "Make the tests pass.", perms: true, limit: time.Minute,

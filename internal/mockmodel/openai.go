@@ -37,6 +37,8 @@ import (
 //   - hang: the stream starts and then says nothing until the client goes.
 //   - sleep: a shell call to `sleep 300`, then a final text if it returns.
 //   - flood bytes=N: a final text of N bytes (default 1 MiB), streamed.
+//   - binary: a shell call that prints bytes that are not UTF-8 (and a NUL
+//     and an escape sequence), then a final text.
 type OpenAI struct {
 	// Script runs when the conversation names none.
 	Script string
@@ -277,6 +279,13 @@ func (s *OpenAI) serve(r *http.Request, t *turnWriter, sc script, attempt int) {
 		}
 	case "flood":
 		t.flood(sc.intParam("bytes", 1<<20))
+	case "binary":
+		switch sc.turn {
+		case 0:
+			t.respond(execCall("call_binary", `printf 'bin\377\376\000\200\033[31mred\n'`))
+		default:
+			t.respond(message("The command printed binary."))
+		}
 	default:
 		writeJSON(t.w, http.StatusBadRequest, apiError("invalid_request_error", "", "mockmodel: unknown script "+sc.name))
 	}
