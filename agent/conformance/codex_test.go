@@ -372,12 +372,38 @@ func TestCodexHang(t *testing.T) {
 }
 
 // TestCodexContainment: kill -9 of ralph while codex's shell tool runs
-// `sleep 300`; afterwards no process of the call remains, including those
-// in sessions of their own.
+// `sleep 300 & setsid sleep 300 & sleep 300`; afterwards no process of
+// the call remains, including the one in a session of its own. In the
+// sandbox init writes, codex's bubblewrap (a pid namespace, die with
+// parent) holds them; with --full-access there is no sandbox and only
+// ralph's containment does.
 func TestCodexContainment(t *testing.T) {
 	needCLI(t, "codex")
-	_, e := codexMock(t, "fix")
-	dir := codexLoop(t, e, "mock:sleep")
+	for _, tc := range []struct {
+		name string
+		init []string
+	}{
+		{"sandbox", nil},
+		{"full-access", []string{"--full-access"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := codexMock(t, "fix")
+			dir := goProject(t)
+			if r := ralph(t, dir, e, 30*time.Second, append([]string{"init", "--agent", "codex"}, tc.init...)...); r.code != 0 {
+				t.Fatalf("ralph init: %s", r)
+			}
+			p := filepath.Join(dir, "PROMPT.md")
+			b, _ := os.ReadFile(p)
+			if err := os.WriteFile(p, append(b, "\nmock:sleep\n"...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			killRalphDuringSleep(t, dir, e)
+		})
+	}
+}
+
+func killRalphDuringSleep(t *testing.T, dir string, e []string) {
+	t.Helper()
 	cmd := exec.Command(ralphBin, "run", "--no-tui")
 	cmd.Dir, cmd.Env = dir, e
 	var out bytes.Buffer
@@ -385,18 +411,18 @@ func TestCodexContainment(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait for the sleep the agent's shell started.
+	// Wait for the three sleeps the agent's shell started.
 	var sleeps []int
 	deadline := time.Now().Add(90 * time.Second)
-	for len(sleeps) == 0 && time.Now().Before(deadline) {
+	for len(sleeps) < 3 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		sleeps = descendants(cmd.Process.Pid, "sleep")
 	}
 	all := descendants(cmd.Process.Pid, "")
-	if len(sleeps) == 0 {
+	if len(sleeps) < 3 {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		t.Fatalf("codex's shell never started sleep 300:\n%s", out.String())
+		t.Fatalf("codex's shell started %d of its 3 sleeps:\n%s", len(sleeps), out.String())
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,8 @@ import (
 //     503 server_is_overloaded, 529) before each first turn, then the fix
 //     script (then=ok) or a 400 invalid_request_error (then=400).
 //   - hang: the stream starts and then says nothing until the client goes.
-//   - sleep: a shell call to `sleep 300`, then a final text if it returns.
+//   - sleep: a shell call to `sleep 300 & setsid sleep 300 & sleep 300` (one
+//     in the background, one in a session of its own), then a final text.
 //   - flood bytes=N: a final text of N bytes (default 1 MiB), streamed.
 //   - binary: a shell call that prints bytes that are not UTF-8 (and a NUL
 //     and an escape sequence), then a final text.
@@ -273,7 +274,7 @@ func (s *OpenAI) serve(r *http.Request, t *turnWriter, sc script, attempt int) {
 	case "sleep":
 		switch sc.turn {
 		case 0:
-			t.respond(reasoning("Waiting on a slow command"), execCall("call_sleep", "sleep 300"))
+			t.respond(reasoning("Waiting on slow commands"), execCall("call_sleep", "sleep 300 & setsid sleep 300 & sleep 300"))
 		default:
 			t.respond(message("The command returned."))
 		}
