@@ -16,9 +16,9 @@ import (
 // internal/mockmodel): what codex-cli 0.169.0 printed, untouched.
 const codexReal = "testdata/real/codex-0.169.0-"
 
-// codexRecordedAt is about when the transcripts were recorded: the limit
-// transcript's "try again at 11:59 PM" is read against it.
-var codexRecordedAt = time.Date(2026, 11, 25, 23, 49, 58, 0, time.UTC)
+// codexRecordedAt is about when the limit transcript was recorded: its
+// "try again at 12:14 AM" (a reset 600 s ahead) is read against it.
+var codexRecordedAt = time.Date(2026, 11, 26, 0, 4, 24, 0, time.UTC)
 
 func realFile(t testing.TB, name string) string {
 	t.Helper()
@@ -116,8 +116,8 @@ func TestCodexRealDenied(t *testing.T) {
 func TestCodexRealLimit(t *testing.T) {
 	t.Parallel()
 	_, res := replayCodex(t, "limit")
-	// "try again at 11:59 PM", read at 23:49:58: the end of that minute.
-	want := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	// "try again at 12:14 AM", read at 00:04:24: the end of that minute.
+	want := time.Date(2026, 11, 26, 0, 15, 0, 0, time.UTC)
 	if res.Limit == nil || res.Limit.Kind != LimitUsage || !res.Limit.Reset.Equal(want) {
 		t.Fatalf("limit %+v, want a usage limit lifting at %s", res.Limit, want)
 	}

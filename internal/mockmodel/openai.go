@@ -329,7 +329,6 @@ func (s *OpenAI) limit(t *turnWriter, sc script) {
 	}
 	if sc.param("text", "0") != "1" {
 		e["resets_at"] = reset.Unix()
-		e["resets_in_seconds"] = int(time.Until(reset).Seconds() + 0.5)
 	}
 	h := t.w.Header()
 	h.Set("x-codex-primary-used-percent", "100.0")
@@ -362,7 +361,7 @@ func (t *turnWriter) transient(code int) {
 		writeJSON(t.w, code, apiError("server_error", "server_is_overloaded",
 			"The server is overloaded, please try again later."))
 	case 529:
-		writeJSON(t.w, code, apiError("server_error", "overloaded", "Overloaded"))
+		writeJSON(t.w, code, apiError("server_error", "", "Overloaded"))
 	default:
 		writeJSON(t.w, code, apiError("server_error", "",
 			"The server had an error while processing your request. Sorry about that!"))
