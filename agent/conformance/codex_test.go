@@ -285,6 +285,7 @@ func TestCodexDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+	t.Logf("ralph run without permissions: %s", r)
 	if r.code != 1 {
 		t.Errorf("ralph run without permissions: want exit 1, got %s", r)
 	}
