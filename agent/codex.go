@@ -383,7 +383,8 @@ func codexErrorText(msg string) string {
 		return "codex is not authenticated: the API refused its key (" + short(msg) +
 			"); run `codex login` or set the API key its model provider reads (OPENAI_API_KEY, or the provider's env_key)"
 	case strings.HasPrefix(msg, "Missing environment variable:"):
-		return "codex is not authenticated: " + short(msg) + " Set it in [agent] env or in the environment ralph runs in"
+		return "codex is not authenticated: " + strings.TrimSuffix(short(msg), ".") +
+			"; set it in [agent] env or in the environment ralph runs in"
 	}
 	return msg
 }

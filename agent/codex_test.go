@@ -310,6 +310,22 @@ func TestCodexStderrLine(t *testing.T) {
 	}
 }
 
+func TestCodexErrorText(t *testing.T) {
+	t.Parallel()
+	evs := parse(t, "codex", `{"type":"turn.failed","error":{"message":"Missing environment variable: `+"`MOCK_API_KEY`"+`."}}`)
+	want := "codex is not authenticated: Missing environment variable: `MOCK_API_KEY`; set it in [agent] env or in the environment ralph runs in"
+	if len(evs) != 1 || evs[0].Kind != EventError || evs[0].Text != want || evs[0].Limit != nil {
+		t.Errorf("events %+v", evs)
+	}
+	// A transient retry that is a 503 is a notice too; the final 503 an overload.
+	evs = parse(t, "codex", `{"type":"error","message":"Reconnecting... 3/5 (unexpected status 503 Service Unavailable: overloaded)"}`+"\n"+
+		`{"type":"turn.failed","error":{"message":"unexpected status 503 Service Unavailable: overloaded"}}`)
+	if len(evs) != 2 || evs[0].Kind != EventRetry || evs[0].Retry.Status != 503 || evs[0].Retry.Attempt != 3 ||
+		evs[1].Limit == nil || evs[1].Limit.Kind != LimitOverloaded {
+		t.Errorf("events %+v", evs)
+	}
+}
+
 func TestCodexPermissions(t *testing.T) {
 	t.Parallel()
 	p := PermissionsFor("codex", []string{"go", "test", "./..."}, false)
