@@ -74,9 +74,9 @@ func TestCodexRealFix(t *testing.T) {
 	if diff := cmp.Diff(want, codexKinds(evs)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	// turn.completed: input 64800 (45056 cached, 2048 written), output 473
+	// turn.completed: input 66400 (45056 cached, 2048 written), output 473
 	// (256 of it reasoning).
-	wantTokens := Usage{Input: 64800 - 45056 - 2048, Output: 473 - 256, CacheRead: 45056, CacheWrite: 2048, Reasoning: 256}
+	wantTokens := Usage{Input: 66400 - 45056 - 2048, Output: 473 - 256, CacheRead: 45056, CacheWrite: 2048, Reasoning: 256}
 	if res.Tokens != wantTokens {
 		t.Errorf("tokens %+v, want %+v", res.Tokens, wantTokens)
 	}
@@ -95,7 +95,7 @@ func TestCodexRealFix(t *testing.T) {
 	}
 	// The price is per token once: reasoning as output.
 	p := Price{Input: 1, Output: 10, CacheRead: 0.1, CacheWrite: 1.25}
-	if got, want := p.Cost(res.Tokens), (17696*1+217*10+45056*0.1+2048*1.25+256*10)/1e6; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+	if got, want := p.Cost(res.Tokens), (19296*1+217*10+45056*0.1+2048*1.25+256*10)/1e6; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 		t.Errorf("cost %v, want %v", got, want)
 	}
 }

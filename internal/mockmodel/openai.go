@@ -413,6 +413,10 @@ func (t *turnWriter) respond(items ...map[string]any) {
 			}
 		} else {
 			outTokens += 40
+			if args, ok := it["arguments"].(string); ok {
+				t.event("response.function_call_arguments.delta", map[string]any{"item_id": it["id"], "output_index": i,
+					"delta": args})
+			}
 		}
 		t.event("response.output_item.done", map[string]any{"output_index": i, "item": it})
 	}
