@@ -193,6 +193,21 @@ func TestCodexRealHangAndFlood(t *testing.T) {
 	}
 }
 
+// TestCodexRealCodeMode: codex's default model calls its tools from
+// JavaScript ("exec"); the nested shell call still prints as a
+// command_execution item.
+func TestCodexRealCodeMode(t *testing.T) {
+	t.Parallel()
+	evs, res := replayCodex(t, "codemode")
+	want := []string{"session", "tool-use command_execution", "tool-result", "text", "usage", "final"}
+	if diff := cmp.Diff(want, codexKinds(evs)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if res.ToolUses != 1 || res.Text != "Read calc.go through code mode." {
+		t.Errorf("result %+v", res)
+	}
+}
+
 func TestCodexRealBinary(t *testing.T) {
 	t.Parallel()
 	evs, res := replayCodex(t, "binary")

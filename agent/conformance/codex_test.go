@@ -35,6 +35,13 @@ const codexKey = "sk-mock-codex"
 // MOCK_OPENAI_KEY), with analytics, feedback and update checks off.
 func codexMock(t *testing.T, script string, extra ...string) (*mockmodel.OpenAI, []string) {
 	t.Helper()
+	return codexMockModel(t, script, codexModel, extra...)
+}
+
+// codexMockModel is codexMock with model in the config ("": codex's
+// default model).
+func codexMockModel(t *testing.T, script, model string, extra ...string) (*mockmodel.OpenAI, []string) {
+	t.Helper()
 	m := &mockmodel.OpenAI{Script: script, Logf: t.Logf, APIKey: codexKey}
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
@@ -46,8 +53,11 @@ func codexMock(t *testing.T, script string, extra ...string) (*mockmodel.OpenAI,
 		}
 	}
 	codexHome := mkdir(t, filepath.Join(home, ".codex"))
-	config := fmt.Sprintf(`model = %q
-model_provider = "mock"
+	modelLine := ""
+	if model != "" {
+		modelLine = fmt.Sprintf("model = %q\n", model)
+	}
+	config := fmt.Sprintf(`%smodel_provider = "mock"
 check_for_update_on_startup = false
 
 [model_providers.mock]
@@ -63,7 +73,7 @@ enabled = false
 
 [feedback]
 enabled = false
-`, codexModel, srv.URL)
+`, modelLine, srv.URL)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +107,8 @@ type codexCase struct {
 	limit        time.Duration
 	kill         time.Duration // the call is killed after this long (a hang); 0: runs to its end
 	env          []string
+	// defaultModel: codex's own default model (code mode) instead of codexModel.
+	defaultModel bool
 }
 
 var codexCases = []codexCase{
@@ -109,6 +121,7 @@ var codexCases = []codexCase{
 	{name: "overloaded", prompt: "Make the tests pass. mock:retry status=503 n=9", perms: true, limit: 2 * time.Minute},
 	{name: "hang", prompt: "Make the tests pass. mock:hang", perms: true, limit: time.Minute, kill: 5 * time.Second},
 	{name: "flood", prompt: "Say a lot. mock:flood bytes=262144", perms: true, limit: time.Minute},
+	{name: "codemode", prompt: "Read calc.go. mock:codemode", perms: true, limit: time.Minute, defaultModel: true},
 	{name: "binary", prompt: "Print some bytes. mock:binary", perms: true, limit: time.Minute},
 	// A prompt past codex's 1 MiB input limit.
 	{name: "prompt-1mb", prompt: "Make the tests pass. " + strings.Repeat("x", 1<<20), perms: true, limit: time.Minute},
@@ -134,7 +147,11 @@ func TestCodexRecord(t *testing.T) {
 			if only := os.Getenv("RALPH_RECORD_CASE"); only != "" && only != c.name {
 				t.Skip("not", only)
 			}
-			_, e := codexMock(t, "fix", c.env...)
+			model := codexModel
+			if c.defaultModel {
+				model = ""
+			}
+			_, e := codexMockModel(t, "fix", model, c.env...)
 			dir := goProject(t)
 			var args []string
 			if c.perms {

@@ -38,6 +38,9 @@ import (
 //   - sleep: a shell call to `sleep 300 & setsid sleep 300 & sleep 300` (one
 //     in the background, one in a session of its own), then a final text.
 //   - flood bytes=N: a final text of N bytes (default 1 MiB), streamed.
+//   - codemode: for a model whose one tool is codex's JavaScript "exec"
+//     (its default model's code mode): a script that runs `cat calc.go`
+//     through tools.exec_command, then a final text.
 //   - binary: a shell call that prints bytes that are not UTF-8 (and a NUL
 //     and an escape sequence), then a final text.
 type OpenAI struct {
@@ -280,6 +283,14 @@ func (s *OpenAI) serve(r *http.Request, t *turnWriter, sc script, attempt int) {
 		}
 	case "flood":
 		t.flood(sc.intParam("bytes", 1<<20))
+	case "codemode":
+		switch sc.turn {
+		case 0:
+			t.respond(map[string]any{"type": "custom_tool_call", "id": "ctc_js", "call_id": "call_js", "name": "exec",
+				"input": "await tools.exec_command({cmd: \"cat calc.go\"});", "status": "completed"})
+		default:
+			t.respond(message("Read calc.go through code mode."))
+		}
 	case "binary":
 		switch sc.turn {
 		case 0:
