@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // codexBackend runs Codex headless: `codex exec --json … -`, prompt on
@@ -17,9 +20,43 @@ func codexBackend() backend {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
 			return append(argv, "-")
 		},
-		stdin:     true,
-		newParser: func(now func() time.Time) parser { return &codexParser{now: now} },
-		limitText: codexLimitText,
+		stdin:       true,
+		newParser:   func(now func() time.Time) parser { return &codexParser{now: now} },
+		limitText:   codexLimit,
+		stderrLine:  codexStderrLine,
+		permissions: codexPermissions,
+	}
+}
+
+// codexPermissions: by default codex's workspace-write sandbox (`codex exec
+// --help`: "-s, --sandbox <SANDBOX_MODE> … read-only, workspace-write,
+// danger-full-access"): it may edit files in its working directory (and
+// the temporary directories) and run commands, the test command among
+// them, inside the sandbox without network. exec never asks for approval,
+// so nothing else is needed. With full,
+// --dangerously-bypass-approvals-and-sandbox.
+func codexPermissions(test []string, full bool) Permissions {
+	if full {
+		return Permissions{
+			Args: []string{"--dangerously-bypass-approvals-and-sandbox"},
+			Comment: []string{
+				"WARNING: --dangerously-bypass-approvals-and-sandbox runs every command codex",
+				"chooses with your user's full rights, network included; use it only inside a",
+				"sandbox of your own (a container or VM).",
+			},
+		}
+	}
+	run := "the tests"
+	if len(test) > 0 {
+		run = strings.Join(test, " ")
+	}
+	return Permissions{
+		Args: []string{"--sandbox", "workspace-write"},
+		Comment: []string{
+			"--sandbox workspace-write: codex may edit files in this directory (and /tmp) and",
+			"run commands such as `" + run + "` in its sandbox, without network. Without it",
+			"codex exec is read-only and every edit is rejected.",
+		},
 	}
 }
 
@@ -74,9 +111,7 @@ func (p *codexParser) decode() bool {
 		}
 	case "turn.completed":
 		if u := r.object(r.field(root, "usage")); u >= 0 {
-			in, cached := r.int(r.field(u, "input_tokens")), r.int(r.field(u, "cached_input_tokens"))
-			// input_tokens includes the cached input.
-			p.usage = Usage{Input: max(in-cached, 0), Output: r.int(r.field(u, "output_tokens")), CacheRead: cached}
+			p.usage = codexUsage(&r, u)
 			l.Usage = &p.usage
 		}
 	case "turn.failed":
@@ -85,6 +120,20 @@ func (p *codexParser) decode() bool {
 		l.Message = r.str(r.field(root, "message"))
 	}
 	return !r.bad && root >= 0
+}
+
+// codexUsage reads turn.completed's usage: the turn's totals over all its
+// model requests. As in the Responses API it comes from, input_tokens
+// counts all input, the cached reads and the cache writes among it, and
+// output_tokens counts the reasoning tokens among it; Usage counts each
+// token once.
+func codexUsage(r *jread, u int) Usage {
+	in, cached := r.int(r.field(u, "input_tokens")), r.int(r.field(u, "cached_input_tokens"))
+	written := r.int(r.field(u, "cache_write_input_tokens"))
+	out, reasoning := r.int(r.field(u, "output_tokens")), r.int(r.field(u, "reasoning_output_tokens"))
+	reasoning = min(max(reasoning, 0), max(out, 0))
+	return Usage{Input: max(in-cached-written, 0), Output: max(out-reasoning, 0), CacheRead: max(cached, 0),
+		CacheWrite: max(written, 0), Reasoning: reasoning}
 }
 
 // decodeCodexItem reads the fields of item it that its type has.
@@ -156,9 +205,16 @@ func (p *codexParser) line(b []byte, emit func(Event)) {
 		if msg == "" {
 			msg = "codex: turn failed"
 		}
-		emit(Event{Kind: EventError, Text: msg, Limit: codexLimitText(msg, p.now()), Turns: p.turns})
+		emit(Event{Kind: EventError, Text: codexErrorText(msg), Limit: codexLimit(msg, p.now()), Turns: p.turns})
 	case "error":
-		emit(Event{Kind: EventError, Text: l.Message, Limit: codexLimitText(l.Message, p.now())})
+		// codex prints each retry of a failed request as an error event
+		// ("Reconnecting... 1/5 (…)"); the call's end is the turn.failed
+		// or the error that follows.
+		if rt := codexRetry(l.Message); rt != nil {
+			emit(Event{Kind: EventRetry, Retry: rt})
+			return
+		}
+		emit(Event{Kind: EventError, Text: codexErrorText(l.Message), Limit: codexLimit(l.Message, p.now())})
 	default:
 		emit(rawEvent(b))
 	}
@@ -194,7 +250,14 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 	if kind == "item.completed" {
 		delete(p.started, it.ID)
 		text, failed := codexToolResult(it)
-		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(text), IsError: failed})
+		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(printable(text)), IsError: failed})
+		if it.Status == "declined" {
+			target := it.Command
+			if it.Type == "file_change" {
+				target = it.Changes
+			}
+			emit(Event{Kind: EventDenied, Denial: &Denial{Tool: tool, Target: short(target), Message: "codex declined " + tool}})
+		}
 	}
 }
 
@@ -233,4 +296,148 @@ func codexToolResult(it *codexItem) (text string, failed bool) {
 		}
 	}
 	return it.Status, failed
+}
+
+var (
+	// "Reconnecting... 2/5 (stream disconnected before completion: …)",
+	// "Reconnecting... waiting for network (…)".
+	codexReconnect = regexp.MustCompile(`^Reconnecting(?:\.\.\.|…)\s*(?:(\d+)/(\d+))?`)
+	// "last status: 429 Too Many Requests", "unexpected status 401 Unauthorized".
+	codexStatus = regexp.MustCompile(`\bstatus:? (\d{3})\b`)
+	// codex's log line for a tool its sandbox or approval policy refused:
+	// "… ERROR codex_core::tools::router: error=patch rejected: writing is
+	// blocked by read-only sandbox; rejected by user approval settings".
+	codexRejected = regexp.MustCompile(`error=((patch|exec command) rejected\b.*)$`)
+)
+
+// codexRetry reads codex's notice that it retries a request; nil when msg
+// is none.
+func codexRetry(msg string) *Retry {
+	m := codexReconnect.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	rt := &Retry{Message: short(msg)}
+	rt.Attempt, _ = strconv.Atoi(m[1]) // digits or empty (0: not said)
+	rt.Max, _ = strconv.Atoi(m[2])
+	if s := codexStatus.FindStringSubmatch(msg); s != nil {
+		rt.Status, _ = strconv.Atoi(s[1]) // three digits
+	}
+	return rt
+}
+
+// printable replaces the control characters a command printed (a NUL, an
+// escape sequence's ESC) with U+FFFD, so that a summary of binary output
+// reads as text and cannot drive the terminal that shows it; line breaks
+// and tabs stay for oneLine.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
+}
+
+// codexStderrLine recognises on codex's standard error its retry notices
+// and the log line of a tool its sandbox refused (codex prints no JSON
+// line for that one and exits 0).
+func codexStderrLine(line string, emit func(Event)) bool {
+	if msg, ok := strings.CutPrefix(line, "Error: "); ok {
+		// codex's fatal error, before any turn (e.g. "turn/start failed:
+		// Input exceeds the maximum length of 1048576 characters").
+		emit(Event{Kind: EventError, Text: codexFatalText(msg)})
+		return false
+	}
+	if rt := codexRetry(line); rt != nil {
+		emit(Event{Kind: EventRetry, Retry: rt})
+		return true
+	}
+	if m := codexRejected.FindStringSubmatch(line); m != nil {
+		tool := "apply_patch"
+		if m[2] == "exec command" {
+			tool = "exec_command"
+		}
+		emit(Event{Kind: EventDenied, Denial: &Denial{Tool: tool, Message: short(m[1])}})
+		return true
+	}
+	return false
+}
+
+// codexFatalText is codex's fatal error as one sentence with the fix.
+func codexFatalText(msg string) string {
+	if strings.Contains(msg, "Input exceeds the maximum length") || strings.Contains(msg, "input_too_large") {
+		return "codex refused the prompt as too long (" + short(msg) +
+			"); shorten the prompt file or the test output ralph feeds back"
+	}
+	return "codex failed: " + short(msg)
+}
+
+// codexErrorText makes codex's errors that need the user one sentence
+// with the fix; others pass unchanged.
+func codexErrorText(msg string) string {
+	lower := strings.ToLower(msg)
+	switch {
+	case strings.Contains(lower, "401 unauthorized") || strings.Contains(lower, "invalid_api_key") ||
+		strings.Contains(lower, "incorrect api key"):
+		return "codex is not authenticated: the API refused its key (" + short(msg) +
+			"); run `codex login` or set the API key its model provider reads (OPENAI_API_KEY, or the provider's env_key)"
+	case strings.HasPrefix(msg, "Missing environment variable:"):
+		return "codex is not authenticated: " + strings.TrimSuffix(short(msg), ".") +
+			"; set it in [agent] env or in the environment ralph runs in"
+	}
+	return msg
+}
+
+// codexLimit recognises codex's limits: its usage-limit message, whose
+// reset it gives only as a time of day to the minute, read as the end of
+// that minute (the real reset lies within it); "Selected model is at
+// capacity" and 503/529 overloads, which are transient; then the texts
+// codexLimitText knows.
+func codexLimit(s string, now time.Time) *Limit {
+	if s == "" || codexRetry(s) != nil {
+		return nil
+	}
+	lower := strings.ToLower(s)
+	switch {
+	case strings.Contains(lower, "hit your usage limit"):
+		return &Limit{Kind: LimitUsage, Reset: codexClockReset(s, now), Message: short(s)}
+	case strings.Contains(lower, "at capacity") || strings.Contains(lower, "server_is_overloaded") ||
+		strings.Contains(lower, "overloaded") || strings.Contains(lower, "status 503") || strings.Contains(lower, "status 529"):
+		return &Limit{Kind: LimitOverloaded, Message: short(s)}
+	}
+	return codexLimitText(s, now)
+}
+
+// codexClockReset reads "try again at 11:59 PM" (today, local time) or
+// "try again at Aug 8th, 2026 12:30 PM": the end of the minute named. A
+// time of day already past by less than an hour means the limit has
+// lifted (now); one further back is tomorrow's.
+func codexClockReset(s string, now time.Time) time.Time {
+	if codexAgainDate.MatchString(s) {
+		if t := codexReset(s, now); !t.IsZero() {
+			return t.Add(time.Minute)
+		}
+		return time.Time{}
+	}
+	m := codexAgainClock.FindStringSubmatch(s)
+	if m == nil {
+		return time.Time{}
+	}
+	c, err := time.ParseInLocation("3:04 PM", m[1]+":"+m[2]+" "+strings.ToUpper(m[3]), now.Location())
+	if err != nil {
+		return time.Time{}
+	}
+	n := now
+	end := time.Date(n.Year(), n.Month(), n.Day(), c.Hour(), c.Minute(), 0, 0, n.Location()).Add(time.Minute)
+	if end.Sub(n) > 23*time.Hour {
+		end = end.AddDate(0, 0, -1) // "11:59 PM" read at 00:00:30: the minute that just ended
+	}
+	if !end.After(n) {
+		if n.Sub(end) < time.Hour {
+			return n // lifted a moment ago: retry now
+		}
+		end = end.AddDate(0, 0, 1)
+	}
+	return end
 }

@@ -168,7 +168,8 @@ func TestParseCodex(t *testing.T) {
 	t.Parallel()
 	full := transcript(t, "codex.jsonl")
 	limitMsg := "You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at Aug 8th, 2026 12:30 PM."
-	limit := &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 12, 30, 0, 0, time.UTC), Message: short(limitMsg)}
+	// The reset is named to the minute: its end, so that ralph never retries early.
+	limit := &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 12, 31, 0, 0, time.UTC), Message: short(limitMsg)}
 	runParseCases(t, "codex", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53"},
@@ -191,13 +192,16 @@ func TestParseCodex(t *testing.T) {
 		}},
 		{"usage limit later today", `{"type":"error","message":"You've hit your usage limit. Try again at 3:28 PM."}`, []Event{
 			{Kind: EventError, Text: "You've hit your usage limit. Try again at 3:28 PM.",
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 15, 28, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 3:28 PM."}}}},
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 15, 29, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 3:28 PM."}}}},
 		{"usage limit in the current minute", `{"type":"error","message":"You've hit your usage limit. Try again at 10:00 AM."}`, []Event{
 			{Kind: EventError, Text: "You've hit your usage limit. Try again at 10:00 AM.",
 				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 8, 10, 1, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 10:00 AM."}}}},
-		{"usage limit earlier today is tomorrow", `{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 9:15 AM."}}`, []Event{
+		{"usage limit 45 minutes ago has lifted", `{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 9:15 AM."}}`, []Event{
 			{Kind: EventError, Text: "You've hit your usage limit. Try again at 9:15 AM.",
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 9, 9, 15, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 9:15 AM."}}}},
+				Limit: &Limit{Kind: LimitUsage, Reset: fixedNow, Message: "You've hit your usage limit. Try again at 9:15 AM."}}}},
+		{"usage limit earlier today by over an hour is tomorrow", `{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at 8:30 AM."}}`, []Event{
+			{Kind: EventError, Text: "You've hit your usage limit. Try again at 8:30 AM.",
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Date(2026, 8, 9, 8, 31, 0, 0, time.UTC), Message: "You've hit your usage limit. Try again at 8:30 AM."}}}},
 		{"usage limit without a time", `{"type":"error","message":"You've hit your usage limit. Try again later."}`, []Event{
 			{Kind: EventError, Text: "You've hit your usage limit. Try again later.",
 				Limit: &Limit{Kind: LimitUsage, Message: "You've hit your usage limit. Try again later."}}}},

@@ -189,24 +189,6 @@ func claudeProject(t *testing.T, env []string) string {
 	return dir
 }
 
-// editToml replaces what re matches in dir's ralph.toml with repl; it fails
-// the test when nothing matches.
-func editToml(t *testing.T, dir, re, repl string) {
-	t.Helper()
-	p := filepath.Join(dir, "ralph.toml")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx := regexp.MustCompile(re)
-	if !rx.Match(b) {
-		t.Fatalf("ralph.toml has no %q:\n%s", re, b)
-	}
-	if err := os.WriteFile(p, rx.ReplaceAll(b, []byte(repl)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // verify checks the run's chain.
 func verify(t *testing.T, dir string, env []string) {
 	t.Helper()

@@ -78,7 +78,7 @@ func post(t *testing.T, url, body string) (*http.Response, []sseEvent) {
 
 // message rebuilds the streamed message: its text, tool call and input,
 // stop reason and final usage.
-func message(t *testing.T, evs []sseEvent) (text, tool string, input map[string]any, stop string, usage map[string]any) {
+func sseMessage(t *testing.T, evs []sseEvent) (text, tool string, input map[string]any, stop string, usage map[string]any) {
 	t.Helper()
 	var partial strings.Builder
 	want := []string{"message_start", "ping"}
@@ -128,7 +128,7 @@ func TestAnthropicFix(t *testing.T) {
 		{"", "", ""},
 	} {
 		_, evs := post(t, srv.URL, conversation(step, false))
-		text, tool, input, stop, usage := message(t, evs)
+		text, tool, input, stop, usage := sseMessage(t, evs)
 		if tool != want.tool || (tool != "" && input[want.key] != want.value) {
 			t.Errorf("step %d: tool %s %v, want %s %s=%s", step, tool, input, want.tool, want.key, want.value)
 		}
@@ -145,7 +145,7 @@ func TestAnthropicFix(t *testing.T) {
 	}
 	// A side call (no tools) gets a short text, whatever the script.
 	_, evs := post(t, srv.URL, conversation(0, true))
-	if text, tool, _, _, _ := message(t, evs); text != "Mock" || tool != "" {
+	if text, tool, _, _, _ := sseMessage(t, evs); text != "Mock" || tool != "" {
 		t.Errorf("side call: %q %q", text, tool)
 	}
 }
@@ -203,7 +203,7 @@ func TestAnthropicFloodHangAndErrors(t *testing.T) {
 	srv := httptest.NewServer(&Anthropic{Script: "flood", Flood: 100_000})
 	defer srv.Close()
 	_, evs := post(t, srv.URL, conversation(0, false))
-	if text, _, _, _, _ := message(t, evs); len(text) != 100_000 {
+	if text, _, _, _, _ := sseMessage(t, evs); len(text) != 100_000 {
 		t.Errorf("flood: %d bytes", len(text))
 	}
 
