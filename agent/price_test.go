@@ -14,6 +14,8 @@ func TestLookupPrice(t *testing.T) {
 		{"claude-sonnet-4-5-20250929", prices["claude-sonnet-4-5"], true},
 		{"anthropic/claude-haiku-4-5", prices["claude-haiku-4-5"], true},
 		{"gpt-5-codex", prices["gpt-5-codex"], true},
+		{"claude-4-sonnet-20250514", prices["claude-sonnet-4"], true},
+		{"gpt-5.6-sol", prices["gpt-5.6-sol"], true},
 		{"openai/GPT-5.1-Codex-Max", prices["gpt-5.1-codex-max"], true},
 		{"gpt-5-2025-08-07", prices["gpt-5"], true},
 		{"models/gemini-2.5-flash", prices["gemini-2.5-flash"], true},

@@ -15,9 +15,10 @@ import (
 )
 
 // agentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
-// first agent CLI on PATH). An agent CLI that is not on PATH is a config
-// error naming agent.cli's line, raised before any store is opened. With
-// no [agent] it returns "".
+// first agent CLI on PATH). An agent CLI that is not on PATH, or a
+// max_cost the agent loop could never reach (no reported cost, no price),
+// is a config error naming its line, raised before any store is opened.
+// With no [agent] it returns "".
 func agentCLI(cfg *config.Config) (string, error) {
 	a := cfg.Agent
 	if a == nil {
@@ -33,6 +34,10 @@ func agentCLI(cfg *config.Config) (string, error) {
 				fmt.Sprintf("agent.command program %q is not on PATH; install it or give its full path", a.Command[0])))
 		}
 	}
+	// A budget that cannot fire is refused before any store is opened.
+	if err := cfg.CheckAgentBudget(name); err != nil {
+		return "", exitError(ExitUsage, err)
+	}
 	return name, nil
 }
 
@@ -44,7 +49,8 @@ func agentOptions(cfg *config.Config, cli string) builtin.AgentOptions {
 		o.Command, o.Args = a.Command, a.Args
 		o.Timeout, o.IdleTimeout = a.Timeout.Duration, a.IdleTimeout.Duration
 		if p := a.Price; p != nil {
-			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}
+			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite,
+				Reasoning: p.Reasoning}
 		}
 	}
 	return o

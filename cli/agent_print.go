@@ -30,6 +30,10 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		}
 	case agent.EventError:
 		fmt.Fprintf(p.w, "%s! error: %s\n", prefix, oneLineText(a.Text))
+	case agent.EventRetry:
+		if a.Retry != nil {
+			fmt.Fprintf(p.w, "%s~ %s\n", prefix, agent.RetryLine(*a.Retry))
+		}
 	}
 }
 
@@ -52,14 +56,29 @@ func agentJSON(e *loop.Event) map[string]any {
 	set("session_id", a.SessionID, a.SessionID != "")
 	if a.Kind == agent.EventUsage {
 		m["usage"] = map[string]int64{"input": a.Usage.Input, "output": a.Usage.Output,
-			"cache_read": a.Usage.CacheRead, "cache_write": a.Usage.CacheWrite}
+			"cache_read": a.Usage.CacheRead, "cache_write": a.Usage.CacheWrite, "reasoning": a.Usage.Reasoning}
 	}
 	if l := a.Limit; l != nil {
 		lm := map[string]any{"kind": l.Kind, "message": l.Message}
 		if !l.Reset.IsZero() {
 			lm["reset"] = l.Reset.UTC().Format(time.RFC3339)
+			lm["reset_exact"] = l.Exact
 		}
 		m["limit"] = lm
+	}
+	if r := a.Retry; r != nil {
+		rm := map[string]any{"line": agent.RetryLine(*r)}
+		set := func(k string, v any, ok bool) {
+			if ok {
+				rm[k] = v
+			}
+		}
+		set("status", r.Status, r.Status != 0)
+		set("attempt", r.Attempt, r.Attempt != 0)
+		set("max_attempts", r.Max, r.Max != 0)
+		set("delay_ms", r.Delay.Milliseconds(), r.Delay > 0)
+		set("message", r.Message, r.Message != "")
+		m["retry"] = rm
 	}
 	return m
 }

@@ -60,6 +60,7 @@ const (
 	outToolErr
 	outError
 	outRaw
+	outRetry // a retry notice of the CLI: it is alive and waiting
 )
 
 type outLine struct {
@@ -137,12 +138,17 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		c.usage.Output += e.Usage.Output
 		c.usage.CacheRead += e.Usage.CacheRead
 		c.usage.CacheWrite += e.Usage.CacheWrite
+		c.usage.Reasoning += e.Usage.Reasoning
 	case agent.EventCost:
 		c.cost = e.CostUSD
 	case agent.EventError:
 		p.line(outError, firstLine(e.Text))
 	case agent.EventRaw:
 		p.line(outRaw, firstLine(e.Text))
+	case agent.EventRetry:
+		if e.Retry != nil {
+			p.line(outRetry, agent.RetryLine(*e.Retry))
+		}
 	}
 }
 
@@ -300,6 +306,8 @@ func (p *outputPane) rowsOf(n int, l *outLine, w int) []string {
 		prefix, style = "✗ ", st.fail
 	case outRaw:
 		style = st.dim
+	case outRetry:
+		prefix, style = "~ ", st.warn
 	}
 	wrapped := wrap(prefix+l.text, max(1, w))
 	if len(wrapped) == 0 {
