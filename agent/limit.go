@@ -79,9 +79,15 @@ func clockReset(s string, now time.Time) time.Time {
 		}
 		t := time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc)
 		if t.Before(n.AddDate(0, -6, 0)) {
-			t = t.AddDate(1, 0, 0) // "resets Jan 2" read in late December
+			return t.AddDate(1, 0, 0) // "resets Jan 2" read in late December
 		}
-		return t
+		switch {
+		case t.After(n):
+			return t
+		case n.Before(t.Add(time.Minute)):
+			return t.Add(time.Minute) // the named minute is running
+		}
+		return time.Time{} // a date already past: unknown, retry after a backoff
 	}
 	return clockNext(time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc), n)
 }

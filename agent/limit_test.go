@@ -139,3 +139,18 @@ func TestRetryLine(t *testing.T) {
 		}
 	}
 }
+
+func TestClockResetDatePast(t *testing.T) {
+	now := time.Date(2026, 1, 30, 11, 30, 20, 0, time.UTC)
+	if l := claudeLimitText("You've hit your limit · resets Jan 30, 11:30am (UTC)", now); l == nil ||
+		!l.Reset.Equal(time.Date(2026, 1, 30, 11, 31, 0, 0, time.UTC)) {
+		t.Errorf("in the named minute: %+v", l)
+	}
+	if l := claudeLimitText("You've hit your limit · resets Jan 30, 10:00am (UTC)", now); l == nil || !l.Reset.IsZero() {
+		t.Errorf("a dated reset already past: %+v, want unknown", l)
+	}
+	if l := claudeLimitText("You've hit your limit · resets Jan 2, 10:00am (UTC)", time.Date(2026, 12, 30, 0, 0, 0, 0, time.UTC)); l == nil ||
+		!l.Reset.Equal(time.Date(2027, 1, 2, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("next January: %+v", l)
+	}
+}

@@ -15,10 +15,9 @@ import (
 )
 
 // agentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
-// first agent CLI on PATH). An agent CLI that is not on PATH, or a
-// max_cost the agent loop could never reach (no reported cost, no price),
-// is a config error naming its line, raised before any store is opened.
-// With no [agent] it returns "".
+// first agent CLI on PATH). An agent CLI that is not on PATH is a config
+// error naming agent.cli's line, raised before any store is opened. With
+// no [agent] it returns "".
 func agentCLI(cfg *config.Config) (string, error) {
 	a := cfg.Agent
 	if a == nil {
@@ -34,11 +33,17 @@ func agentCLI(cfg *config.Config) (string, error) {
 				fmt.Sprintf("agent.command program %q is not on PATH; install it or give its full path", a.Command[0])))
 		}
 	}
-	// A budget that cannot fire is refused before any store is opened.
-	if err := cfg.CheckAgentBudget(name); err != nil {
-		return "", exitError(ExitUsage, err)
-	}
 	return name, nil
+}
+
+// checkAgentBudget refuses an agent loop whose max_cost could never fire
+// (its CLI reports no cost and nothing prices its model), before any store
+// is opened; cli is the resolved [agent].cli.
+func checkAgentBudget(cfg *config.Config, cli string) error {
+	if err := cfg.CheckAgentBudget(cli); err != nil {
+		return exitError(ExitUsage, err)
+	}
+	return nil
 }
 
 // agentOptions configures agent.run from [agent] and agent_allow; cli is

@@ -94,3 +94,26 @@ func dropKey(src, key string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// TestE2ESubmitRefusesAnUnreachableBudget: ralph submit checks a config as
+// ralph run does, so a max_cost the Codex loop could never reach is refused
+// before the fleet is contacted.
+func TestE2ESubmitRefusesAnUnreachableBudget(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ralph.toml"), `[intent]
+goal = "Make go test pass"
+[agent]
+cli = "codex"
+[[stop]]
+name = "budget"
+kind = "max_cost"
+usd = 5.0
+`)
+	env := append(isolatedEnv(t.TempDir()), "PATH="+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, errOut, code := runIn(t, dir, env, "submit", "ralph.toml", "--nats", "nats://127.0.0.1:1")
+	if code != 2 || !strings.Contains(errOut, `stop condition "budget" (max_cost) can never fire: codex reports tokens but no cost`) {
+		t.Fatalf("exit %d, want 2 and the refusal\n%s\n%s", code, out, errOut)
+	}
+}

@@ -443,8 +443,8 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 			cli = name
 		}
 		if cli != "auto" { // a budget that cannot fire is refused here as by run
-			if err := cfg.CheckAgentBudget(cli); err != nil {
-				return exitError(ExitUsage, err)
+			if err := checkAgentBudget(cfg, cli); err != nil {
+				return err
 			}
 		}
 	}

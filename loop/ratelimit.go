@@ -35,11 +35,18 @@ const (
 	limitBackoffMaxShift = 5
 )
 
+// resetJustPassed is how far behind now a limit's reset may be and still
+// be taken as "it has just lifted" (the call and its recording took that
+// long); one further back (the clock behind the service's, a stale
+// message) is no reason to call the agent again at once.
+const resetJustPassed = 5 * time.Second
+
 // limitUntil is when the loop tries again after the waits-th consecutive
-// limit l, seen at now: l's reset when the agent said one, else a backoff
-// (short for an overloaded API, longer for an account limit).
+// limit l, seen at now: l's reset when the agent said one (at once when it
+// has just passed), else a backoff (short for an overloaded API, longer
+// for an account limit).
 func limitUntil(l capability.Limit, now time.Time, waits int) time.Time {
-	if !l.Reset.IsZero() {
+	if !l.Reset.IsZero() && l.Reset.After(now.Add(-resetJustPassed)) {
 		return l.Reset
 	}
 	base, ceiling := limitBackoff, limitBackoffCap

@@ -285,6 +285,8 @@ func TestLimitUntil(t *testing.T) {
 		{capability.Limit{Kind: "overloaded"}, 2, 30 * time.Second},
 		{capability.Limit{Kind: "overloaded"}, 9, 5 * time.Minute},
 		{capability.Limit{Kind: "overloaded", Reset: now.Add(3 * time.Second)}, 4, 3 * time.Second},
+		{capability.Limit{Kind: "usage-limit", Reset: now.Add(-time.Second)}, 1, -time.Second},     // just lifted: at once
+		{capability.Limit{Kind: "usage-limit", Reset: now.Add(-10 * time.Minute)}, 1, time.Minute}, // long past: a backoff, not at once
 	}
 	for _, c := range cases {
 		if got := limitUntil(c.l, now, c.waits).Sub(now); got != c.want {
