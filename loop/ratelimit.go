@@ -78,6 +78,11 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
 				c := *ev
 				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)
+				if c.Retry != nil { // a retry notice quotes the CLI's error line
+					r := *c.Retry
+					r.Message = arbiter.Redact(r.Message, secrets)
+					c.Retry = &r
+				}
 				ev = &c
 			}
 			r.bus.publish(Event{Kind: EventAgent, Iteration: iteration, Agent: ev, CallID: cs.CallID, Time: r.o.Now()})

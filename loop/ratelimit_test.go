@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -304,5 +305,33 @@ func TestWaitUntilText(t *testing.T) {
 	}
 	if got := WaitUntilText(now.Add(3*time.Hour), now); got != "2026-11-26 00:30:00" {
 		t.Errorf("tomorrow: %q", got)
+	}
+}
+
+// A retry notice streamed to the console and the UI quotes the CLI's
+// error line: the run's secrets are replaced in it as in the text.
+func TestStreamedRetryIsRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-retry-secret-123"
+	r, _ := newRunner(t, `[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	r.o.Orchestrator.o.Secrets = []string{secret}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.bus.Subscribe(ctx, 0)
+	r.streamAgent(1)(CallStream{CallID: "c", Event: &agent.Event{Kind: agent.EventRetry,
+		Retry: &agent.Retry{Status: 429, Message: "429 for key " + secret}}})
+	for e := range events {
+		if e.Kind != EventAgent {
+			continue
+		}
+		if m := e.Agent.Retry.Message; strings.Contains(m, secret) || !strings.Contains(m, "[REDACTED]") {
+			t.Errorf("streamed retry message %q", m)
+		}
+		return
 	}
 }

@@ -220,6 +220,9 @@ func agentFailure(r agent.Result, o agent.Options) error {
 		msg := "its account hit a usage limit"
 		if l := r.Limit; l != nil {
 			msg = "its account hit a " + l.Kind
+			if l.Kind == agent.LimitOverloaded {
+				msg = "its API is overloaded (a transient)"
+			}
 			if !l.Reset.IsZero() {
 				msg += " that lifts at " + l.Reset.Local().Format(time.DateTime)
 			}
