@@ -106,7 +106,9 @@ func (a *accumulator) result(r *Result) {
 		r.Model = DefaultModel(a.o.CLI)
 	}
 	switch {
-	case a.costSeen:
+	// A CLI that reports $0 for tokens it spent does not know the model's
+	// price (OpenCode with a provider it has no prices for): priced below.
+	case a.costSeen && (a.cost != 0 || a.tokens.IsZero()):
 		r.CostUSD, r.CostSource = a.cost, "reported"
 	case a.tokens.IsZero():
 	case a.o.Price != nil:

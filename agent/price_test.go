@@ -98,6 +98,11 @@ func TestAccumulatedCost(t *testing.T) {
 	if r.CostSource != "" || r.CostUSD != 0 {
 		t.Errorf("unpriced: %+v", r)
 	}
+	// A reported $0 for tokens spent is no cost: the table prices it.
+	r = cost(&Options{CLI: "opencode"}, Event{Kind: EventSession, Model: "anthropic/claude-sonnet-4-5"}, Event{Kind: EventCost, CostUSD: 0, Total: true})
+	if r.CostSource != "table" || r.CostUSD == 0 {
+		t.Errorf("reported $0: %+v", r)
+	}
 	// A reported cost wins over every price.
 	r = cost(&Options{CLI: "claude", Price: p}, Event{Kind: EventCost, CostUSD: 0.42, Total: true})
 	if r.CostSource != "reported" || r.CostUSD != 0.42 {
