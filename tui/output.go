@@ -134,13 +134,21 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		}
 		p.line(k, firstLine(e.Text))
 	case agent.EventUsage:
+		if e.Total { // the call's totals so far replace what was counted
+			c.usage = e.Usage
+			break
+		}
 		c.usage.Input += e.Usage.Input
 		c.usage.Output += e.Usage.Output
 		c.usage.CacheRead += e.Usage.CacheRead
 		c.usage.CacheWrite += e.Usage.CacheWrite
 		c.usage.Reasoning += e.Usage.Reasoning
 	case agent.EventCost:
-		c.cost = e.CostUSD
+		if e.Total {
+			c.cost = e.CostUSD
+		} else {
+			c.cost += e.CostUSD
+		}
 	case agent.EventError:
 		p.line(outError, firstLine(e.Text))
 	case agent.EventRaw:
@@ -278,7 +286,7 @@ func (p *outputPane) status() string {
 	if c.cost > 0 {
 		parts = append(parts, fmt.Sprintf("$%.2f", c.cost))
 	}
-	if n := c.usage.Input + c.usage.Output + c.usage.CacheRead + c.usage.CacheWrite; n > 0 {
+	if n := c.usage.Input + c.usage.Output + c.usage.CacheRead + c.usage.CacheWrite + c.usage.Reasoning; n > 0 {
 		parts = append(parts, fmtTokens(n)+" tok")
 	}
 	if c.tools > 0 {

@@ -27,3 +27,27 @@ func TestWaitDateAndRetryNotice(t *testing.T) {
 		t.Errorf("output lines %+v, want the retry notice", l)
 	}
 }
+
+// The output pane counts tokens and cost as the accumulator does: a
+// call's totals replace what was counted, increments add up, and
+// reasoning tokens count.
+func TestOutputPaneUsageTotals(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(1, false))
+	m := testModel(t, st, true, 120, 40)
+	feed(m, stored)
+	now := m.now()
+	for _, e := range []agent.Event{
+		{Kind: agent.EventUsage, Usage: agent.Usage{Input: 100, Output: 1}},
+		{Kind: agent.EventUsage, Usage: agent.Usage{Input: 100, Output: 1}},
+		{Kind: agent.EventUsage, Total: true, Usage: agent.Usage{Input: 300, Output: 50, Reasoning: 150}},
+		{Kind: agent.EventCost, CostUSD: 0.25},
+		{Kind: agent.EventCost, CostUSD: 0.25},
+	} {
+		m.output.add("call-1", 1, now, &e)
+	}
+	c := m.output.call
+	if c.usage != (agent.Usage{Input: 300, Output: 50, Reasoning: 150}) || c.cost != 0.5 {
+		t.Errorf("usage %+v cost %v", c.usage, c.cost)
+	}
+}
