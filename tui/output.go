@@ -116,6 +116,9 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		p.call, p.offset = c, 0
 		clear(p.cache)
 	}
+	if e.Kind == agent.EventCost && !e.Total { // a step's cost adds to the call's
+		e.CostUSD += c.cost
+	}
 	switch e.Kind {
 	case agent.EventText:
 		c.texted = true
@@ -135,8 +138,7 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		p.line(k, firstLine(e.Text))
 	case agent.EventUsage:
 		if e.Total { // the call's totals so far replace what was counted
-			c.usage = e.Usage
-			break
+			c.usage = agent.Usage{}
 		}
 		c.usage.Input += e.Usage.Input
 		c.usage.Output += e.Usage.Output
@@ -144,11 +146,7 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		c.usage.CacheWrite += e.Usage.CacheWrite
 		c.usage.Reasoning += e.Usage.Reasoning
 	case agent.EventCost:
-		if e.Total {
-			c.cost = e.CostUSD
-		} else {
-			c.cost += e.CostUSD
-		}
+		c.cost = e.CostUSD
 	case agent.EventError:
 		p.line(outError, firstLine(e.Text))
 	case agent.EventRaw:
