@@ -24,16 +24,16 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		}
 	case agent.EventToolUse:
 		fmt.Fprintf(p.w, "%s> %s %s\n", prefix, a.Tool, a.Input)
+	case agent.EventRetry:
+		if a.Retry != nil {
+			fmt.Fprintf(p.w, "%s~ %s\n", prefix, agent.RetryLine(*a.Retry))
+		}
 	case agent.EventToolResult:
 		if a.IsError {
 			fmt.Fprintf(p.w, "%s! %s\n", prefix, oneLineText(a.Text))
 		}
 	case agent.EventError:
 		fmt.Fprintf(p.w, "%s! error: %s\n", prefix, oneLineText(a.Text))
-	case agent.EventRetry:
-		if a.Retry != nil {
-			fmt.Fprintf(p.w, "%s~ %s\n", prefix, agent.RetryLine(*a.Retry))
-		}
 	}
 }
 
@@ -56,7 +56,7 @@ func agentJSON(e *loop.Event) map[string]any {
 	set("session_id", a.SessionID, a.SessionID != "")
 	if a.Kind == agent.EventUsage {
 		m["usage"] = map[string]int64{"input": a.Usage.Input, "output": a.Usage.Output,
-			"cache_read": a.Usage.CacheRead, "cache_write": a.Usage.CacheWrite, "reasoning": a.Usage.Reasoning}
+			"cache_read": a.Usage.CacheRead, "cache_write": a.Usage.CacheWrite}
 	}
 	if l := a.Limit; l != nil {
 		lm := map[string]any{"kind": l.Kind, "message": l.Message}
@@ -65,6 +65,9 @@ func agentJSON(e *loop.Event) map[string]any {
 			lm["reset_exact"] = l.Exact
 		}
 		m["limit"] = lm
+	}
+	if u, ok := m["usage"].(map[string]int64); ok {
+		u["reasoning"] = a.Usage.Reasoning
 	}
 	if r := a.Retry; r != nil {
 		rm := map[string]any{"line": agent.RetryLine(*r)}
