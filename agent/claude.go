@@ -228,7 +228,7 @@ func (p *claudeParser) rateLimit(emit func(Event)) {
 		lim.Message += " (" + l.RateLimitType + ")"
 	}
 	if l.ResetsAt > 0 {
-		lim.Reset, lim.Exact = time.Unix(l.ResetsAt, 0), true
+		lim.Reset = time.Unix(l.ResetsAt, 0)
 	}
 	emit(Event{Kind: EventError, Text: lim.Message, Limit: lim})
 }
