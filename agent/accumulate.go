@@ -19,9 +19,13 @@ type accumulator struct {
 	errorText string
 	denials   []Denial
 	retries   []Retry
+	model     string
 }
 
 func (a *accumulator) add(e Event) {
+	if e.Model != "" {
+		a.model = e.Model
+	}
 	switch e.Kind {
 	case EventText:
 		a.texts = append(a.texts, e.Text)
@@ -48,18 +52,37 @@ func (a *accumulator) add(e Event) {
 		a.limit = nil // the call went on past any limit it met
 		a.isError = false
 		a.turns = max(a.turns, e.Turns)
-	case EventRetry:
+	case EventRetry: // a notice: never a limit, never the call's error
 		a.retries = append(a.retries, *e.Retry)
 	case EventDenied:
 		a.denials = append(a.denials, *e.Denial)
 	case EventError:
 		a.isError = true
 		a.errorText = e.Text
-		if e.Limit != nil {
-			a.limit = e.Limit
-		}
+		a.limit = laterLimit(a.limit, e.Limit)
 		a.turns = max(a.turns, e.Turns)
 	}
+}
+
+// laterLimit is the call's limit after an error that reported next (nil:
+// an error that is no limit). The last error is the call's: a limit
+// followed by another error (a 429 retried, then a 400) is that error.
+// An exact reset beats a later one read from text: Claude's
+// rate_limit_event gives resetsAt to the second and its closing text
+// "resets 9:59pm" only the minute. An exact limit is kept through a later
+// error that names none: the account said it is limited until then.
+func laterLimit(prev, next *Limit) *Limit {
+	switch {
+	case prev == nil || !prev.Exact:
+		return next
+	case next == nil:
+		return prev
+	case !next.Exact:
+		l := *next
+		l.Reset, l.Exact = prev.Reset, true
+		return &l
+	}
+	return next
 }
 
 // result fills r from what was accumulated.
@@ -75,10 +98,24 @@ func (a *accumulator) result(r *Result) {
 	r.Tokens, r.SessionID, r.Turns, r.ToolUses = a.tokens, a.session, a.turns, a.toolUses
 	r.IsError, r.Limit = a.isError, a.limit
 	r.Denials, r.Retries = a.denials, a.retries
+	r.Model = a.model
+	if r.Model == "" {
+		r.Model = ArgsModel(a.o.Args)
+	}
+	if r.Model == "" {
+		r.Model = DefaultModel(a.o.CLI)
+	}
 	switch {
-	case a.costSeen:
+	// A CLI that reports $0 for tokens it spent does not know the model's
+	// price (OpenCode with a provider it has no prices for): priced below.
+	case a.costSeen && (a.cost != 0 || a.tokens.IsZero()):
 		r.CostUSD, r.CostSource = a.cost, "reported"
-	case a.o.Price != nil && !a.tokens.IsZero():
+	case a.tokens.IsZero():
+	case a.o.Price != nil:
 		r.CostUSD, r.CostSource = a.o.Price.Cost(a.tokens), "price"
+	default:
+		if p, ok := LookupPrice(r.Model); ok {
+			r.CostUSD, r.CostSource = p.Cost(a.tokens), "table"
+		}
 	}
 }

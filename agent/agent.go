@@ -75,10 +75,14 @@ const (
 )
 
 // Limit: the agent hit an account limit. Kind is "usage-limit", "rate-limit" or "overloaded".
-// Reset is when it lifts (zero when the CLI did not say).
+// Reset is when it lifts (zero when the CLI did not say). Exact marks a
+// Reset the CLI gave to the second (an epoch such as Claude's
+// rate_limit_event.resetsAt, or a delay in seconds), which beats one read
+// from a time of day in text ("resets 9:59pm") later in the same call.
 type Limit struct {
 	Kind    string
 	Reset   time.Time
+	Exact   bool
 	Message string
 }
 
@@ -119,6 +123,9 @@ type Event struct {
 	// Turns is the number of turns the CLI reports on EventFinal or
 	// EventError (0: not reported).
 	Turns int
+	// Model is the model the CLI says it runs, on any event that names it
+	// (e.g. EventSession); the price table is keyed by it.
+	Model string
 }
 
 // Price is the fallback USD price per million tokens, used when the CLI
@@ -183,6 +190,9 @@ type Result struct {
 	Denials []Denial
 	// Retries are the CLI's retry notices, in stream order.
 	Retries []Retry
+	// Model is the model the CLI reported, else the one named in Args
+	// (--model X, -m X); "" when neither says.
+	Model string
 }
 
 // ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.
@@ -239,4 +249,32 @@ func Resolve(cli string, lookPath func(string) (string, error)) (name, path stri
 			ErrNotFound, b.bin)
 	}
 	return cli, p, nil
+}
+
+// RetryLine says what a retry notice said, as the console and the UI show
+// it: "retrying after 429 (attempt 3/10, next in 8s)", leaving out what
+// the CLI did not say ("retrying", "retrying (attempt 2)").
+func RetryLine(r Retry) string {
+	s := "retrying"
+	if r.Status != 0 {
+		s += fmt.Sprintf(" after %d", r.Status)
+	}
+	var parts []string
+	switch {
+	case r.Attempt != 0 && r.Max != 0:
+		parts = append(parts, fmt.Sprintf("attempt %d/%d", r.Attempt, r.Max))
+	case r.Attempt != 0:
+		parts = append(parts, fmt.Sprintf("attempt %d", r.Attempt))
+	}
+	if r.Delay > 0 {
+		d := r.Delay.Round(time.Second)
+		if r.Delay < time.Second {
+			d = r.Delay.Round(time.Millisecond)
+		}
+		parts = append(parts, "next in "+d.String())
+	}
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return s
 }

@@ -30,7 +30,7 @@ func claudeLimitText(s string, now time.Time) *Limit {
 	msg := short(s)
 	if m := claudeLimitEpoch.FindStringSubmatch(s); m != nil {
 		secs, _ := strconv.ParseInt(m[1], 10, 64) // nine to eleven digits always fit
-		return &Limit{Kind: LimitUsage, Reset: time.Unix(secs, 0), Message: msg}
+		return &Limit{Kind: LimitUsage, Reset: time.Unix(secs, 0), Exact: true, Message: msg}
 	}
 	lower := strings.ToLower(s)
 	switch {
@@ -79,15 +79,39 @@ func clockReset(s string, now time.Time) time.Time {
 		}
 		t := time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc)
 		if t.Before(n.AddDate(0, -6, 0)) {
-			t = t.AddDate(1, 0, 0) // "resets Jan 2" read in late December
+			return t.AddDate(1, 0, 0) // "resets Jan 2" read in late December
 		}
+		switch {
+		case t.After(n):
+			return t
+		case n.Before(t.Add(time.Minute)):
+			return t.Add(time.Minute) // the named minute is running
+		}
+		return time.Time{} // a date already past: unknown, retry after a backoff
+	}
+	return clockNext(time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc), n)
+}
+
+// clockPast is how far a limit's time of day may lie behind now and
+// still be today's: a message read just after its reset names a time
+// already past, which means "retry shortly", never "tomorrow".
+const clockPast = time.Hour
+
+// clockNext is when a limit that lifts at today's time of day t (minute
+// precision: it lifts within that minute) lifts, seen at now: t while it
+// is ahead; the end of t's minute while now is in it; zero (unknown: the
+// loop retries after a short backoff) when t passed less than clockPast
+// ago; else the same time tomorrow.
+func clockNext(t, now time.Time) time.Time {
+	switch {
+	case t.After(now):
 		return t
+	case now.Before(t.Add(time.Minute)):
+		return t.Add(time.Minute)
+	case now.Sub(t) < clockPast:
+		return time.Time{}
 	}
-	t := time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc)
-	if !t.After(n) {
-		t = t.AddDate(0, 0, 1)
-	}
-	return t
+	return t.AddDate(0, 0, 1)
 }
 
 var (
@@ -107,44 +131,37 @@ func codexLimitText(s string, now time.Time) *Limit {
 	lower := strings.ToLower(s)
 	switch {
 	case strings.Contains(lower, "hit your usage limit"):
-		return &Limit{Kind: LimitUsage, Reset: codexReset(s, now), Message: msg}
+		return &Limit{Kind: LimitUsage, Reset: codexClockReset(s, now), Message: msg}
 	case strings.Contains(lower, "quota exceeded"):
 		return &Limit{Kind: LimitUsage, Message: msg}
 	case strings.Contains(lower, "exceeded retry limit, last status: 429"):
 		return &Limit{Kind: LimitRate, Message: msg}
-	case strings.Contains(lower, "experiencing high demand"):
+	case strings.Contains(lower, "experiencing high demand") || overloadedText(lower):
 		return &Limit{Kind: LimitOverloaded, Message: msg}
 	}
 	return nil
 }
 
+// overloadedText recognises an overloaded service in lower-case text: a
+// 503 or 529 status, or the word "overloaded".
+func overloadedText(lower string) bool {
+	return strings.Contains(lower, "overloaded") || strings.Contains(lower, "503 service unavailable") ||
+		strings.Contains(lower, "status: 503") || strings.Contains(lower, "status 503") ||
+		strings.Contains(lower, "status: 529") || strings.Contains(lower, "status 529")
+}
+
+// codexReset reads the dated "try again at Aug 8th, 2026 12:30 PM." in the
+// local time zone; zero when s names no date (codexClockReset reads the rest).
 func codexReset(s string, now time.Time) time.Time {
-	loc := now.Location()
-	if m := codexAgainDate.FindStringSubmatch(s); m != nil {
-		t, err := time.ParseInLocation("Jan 2 2006 3:04 PM", m[1]+" "+m[2]+" "+m[3]+" "+m[4]+":"+m[5]+" "+strings.ToUpper(m[6]), loc)
-		if err == nil {
-			return t
-		}
+	m := codexAgainDate.FindStringSubmatch(s)
+	if m == nil {
 		return time.Time{}
 	}
-	if m := codexAgainClock.FindStringSubmatch(s); m != nil {
-		c, err := time.ParseInLocation("3:04 PM", m[1]+":"+m[2]+" "+strings.ToUpper(m[3]), loc)
-		if err != nil {
-			return time.Time{}
-		}
-		// The clock has minutes only: a time in the current minute lifts
-		// by the end of it; one further back means tomorrow.
-		n := now.In(loc)
-		t := time.Date(n.Year(), n.Month(), n.Day(), c.Hour(), c.Minute(), 0, 0, loc)
-		switch {
-		case !n.Before(t.Add(time.Minute)):
-			return t.AddDate(0, 0, 1)
-		case !t.After(n):
-			return t.Add(time.Minute)
-		}
-		return t
+	t, err := time.ParseInLocation("Jan 2 2006 3:04 PM", m[1]+" "+m[2]+" "+m[3]+" "+m[4]+":"+m[5]+" "+strings.ToUpper(m[6]), now.Location())
+	if err != nil {
+		return time.Time{}
 	}
-	return time.Time{}
+	return t
 }
 
 var (
@@ -163,25 +180,27 @@ func geminiLimitText(s string, now time.Time) *Limit {
 	}
 	msg := short(s)
 	lower := strings.ToLower(s)
-	after := func(re *regexp.Regexp) time.Time {
+	// A delay counted from now is exact: it names the reset to the second.
+	limit := func(kind string, re *regexp.Regexp) *Limit {
+		l := &Limit{Kind: kind, Message: msg}
 		if m := re.FindStringSubmatch(s); m != nil && m[1] != "" {
 			if d, err := time.ParseDuration(m[1]); err == nil && d > 0 {
-				return now.Add(d)
+				l.Reset, l.Exact = now.Add(d), true
 			}
 		}
-		return time.Time{}
+		return l
 	}
 	switch {
 	case strings.Contains(lower, "exhausted your daily quota") || strings.Contains(lower, "exhausted your capacity") ||
 		strings.Contains(lower, "quota_exhausted"):
-		return &Limit{Kind: LimitUsage, Reset: after(geminiResetAfter), Message: msg}
+		return limit(LimitUsage, geminiResetAfter)
 	case strings.Contains(lower, "no capacity available") || strings.Contains(lower, "model_capacity_exhausted") ||
 		strings.Contains(lower, "model is overloaded"):
-		return &Limit{Kind: LimitOverloaded, Reset: after(geminiRetryIn), Message: msg}
+		return limit(LimitOverloaded, geminiRetryIn)
 	case strings.Contains(lower, "resource_exhausted") || strings.Contains(lower, "rate_limit_exceeded") ||
 		strings.Contains(lower, "ratelimitexceeded") || strings.Contains(lower, "too many requests") ||
 		geminiRetryIn.MatchString(s):
-		return &Limit{Kind: LimitRate, Reset: after(geminiRetryIn), Message: msg}
+		return limit(LimitRate, geminiRetryIn)
 	}
 	return nil
 }

@@ -98,11 +98,11 @@ func TestParseClaude(t *testing.T) {
 				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude usage limit reached (five_hour)"}},
 			{Kind: EventUsage},
 			{Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}},
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}},
 			{Kind: EventUsage, Total: true},
 			{Kind: EventCost, Total: true},
 			{Kind: EventError, Text: "Claude AI usage limit reached|1762952400", Turns: 1,
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}},
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}},
 		}},
 		{"limit warning is not a limit",
 			`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1700000000,"rateLimitType":"five_hour","utilization":0.91},"uuid":"abc-123","session_id":"s1"}`,
@@ -247,13 +247,13 @@ func TestParseGemini(t *testing.T) {
 		{"usage limit", transcript(t, "gemini-usage-limit.jsonl"), []Event{
 			{Kind: EventSession, SessionID: "0d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f60"},
 			{Kind: EventUsage, Total: true},
-			{Kind: EventError, Text: limitMsg, Limit: &Limit{Kind: LimitUsage, Reset: fixedNow.Add(2*time.Hour + 52*time.Minute + 39*time.Second), Message: limitMsg}},
+			{Kind: EventError, Text: limitMsg, Limit: &Limit{Kind: LimitUsage, Reset: fixedNow.Add(2*time.Hour + 52*time.Minute + 39*time.Second), Exact: true, Message: limitMsg}},
 		}},
 		{"daily quota", `{"type":"result","timestamp":"t","status":"error","error":{"type":"TerminalQuotaError","message":"You have exhausted your daily quota on this model."}}`, []Event{
 			{Kind: EventError, Text: "You have exhausted your daily quota on this model.", Limit: &Limit{Kind: LimitUsage, Message: "You have exhausted your daily quota on this model."}}}},
 		{"retryable quota", `{"type":"error","timestamp":"t","severity":"error","message":"Quota exceeded for quota metric 'Generate Content API requests per minute'\nSuggested retry after 60s."}`, []Event{
 			{Kind: EventError, Text: "Quota exceeded for quota metric 'Generate Content API requests per minute'\nSuggested retry after 60s.",
-				Limit: &Limit{Kind: LimitRate, Reset: fixedNow.Add(time.Minute), Message: "Quota exceeded for quota metric 'Generate Content API requests per minute' Suggested retry after 60s."}}}},
+				Limit: &Limit{Kind: LimitRate, Reset: fixedNow.Add(time.Minute), Exact: true, Message: "Quota exceeded for quota metric 'Generate Content API requests per minute' Suggested retry after 60s."}}}},
 		{"no capacity", `{"type":"error","timestamp":"t","severity":"error","message":"No capacity available for model gemini-3-flash-preview on the server"}`, []Event{
 			{Kind: EventError, Text: "No capacity available for model gemini-3-flash-preview on the server",
 				Limit: &Limit{Kind: LimitOverloaded, Message: "No capacity available for model gemini-3-flash-preview on the server"}}}},
@@ -296,7 +296,7 @@ func TestParseOpencode(t *testing.T) {
 			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "Overloaded", Limit: &Limit{Kind: LimitOverloaded, Message: "Overloaded"}}}},
 		{"provider usage limit", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"APIError","data":{"message":"Claude AI usage limit reached|1762952400","isRetryable":false}}}`, []Event{
 			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}}}},
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}}}},
 		{"error without data", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"ProviderAuthError"}}`, []Event{
 			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "ProviderAuthError"}}},
 		{"unknown event", `{"type":"snapshot","timestamp":1,"sessionID":"s"}`, []Event{
@@ -323,7 +323,7 @@ func TestTranscriptTotals(t *testing.T) {
 			SessionID: "8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31", Turns: 3, ToolUses: 2}},
 		{"claude", "claude-usage-limit.jsonl", Result{Text: "Claude AI usage limit reached|1762952400", CostSource: "reported",
 			SessionID: "2a7d4c1b-5e3f-4a9b-8c6d-0e1f2a3b4c5d", Turns: 1, IsError: true,
-			Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude AI usage limit reached|1762952400"}}},
+			Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}}},
 		{"codex", "codex.jsonl", Result{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
 			CostUSD: (315*1.25 + 122*10 + 24448*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 315, Output: 122, CacheRead: 24448},
 			SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53", Turns: 1, ToolUses: 3}},

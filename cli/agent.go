@@ -36,6 +36,16 @@ func agentCLI(cfg *config.Config) (string, error) {
 	return name, nil
 }
 
+// checkAgentBudget refuses an agent loop whose max_cost could never fire
+// (its CLI reports no cost and nothing prices its model), before any store
+// is opened; cli is the resolved [agent].cli.
+func checkAgentBudget(cfg *config.Config, cli string) error {
+	if err := cfg.CheckAgentBudget(cli); err != nil {
+		return exitError(ExitUsage, err)
+	}
+	return nil
+}
+
 // agentOptions configures agent.run from [agent] and agent_allow; cli is
 // the resolved [agent].cli ("" without [agent]).
 func agentOptions(cfg *config.Config, cli string) builtin.AgentOptions {
@@ -44,7 +54,8 @@ func agentOptions(cfg *config.Config, cli string) builtin.AgentOptions {
 		o.Command, o.Args, o.Env = a.Command, a.Args, a.EnvList()
 		o.Timeout, o.IdleTimeout = a.Timeout.Duration, a.IdleTimeout.Duration
 		if p := a.Price; p != nil {
-			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}
+			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite,
+				Reasoning: p.Reasoning}
 		}
 	}
 	return o

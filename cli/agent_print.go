@@ -24,6 +24,10 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		}
 	case agent.EventToolUse:
 		fmt.Fprintf(p.w, "%s> %s %s\n", prefix, a.Tool, a.Input)
+	case agent.EventRetry:
+		if a.Retry != nil {
+			fmt.Fprintf(p.w, "%s~ %s\n", prefix, agent.RetryLine(*a.Retry))
+		}
 	case agent.EventToolResult:
 		if a.IsError {
 			fmt.Fprintf(p.w, "%s! %s\n", prefix, oneLineText(a.Text))
@@ -65,8 +69,26 @@ func agentJSON(e *loop.Event) map[string]any {
 		lm := map[string]any{"kind": l.Kind, "message": l.Message}
 		if !l.Reset.IsZero() {
 			lm["reset"] = l.Reset.UTC().Format(time.RFC3339)
+			lm["reset_exact"] = l.Exact
 		}
 		m["limit"] = lm
+	}
+	if u, ok := m["usage"].(map[string]int64); ok {
+		u["reasoning"] = a.Usage.Reasoning
+	}
+	if r := a.Retry; r != nil {
+		rm := map[string]any{"line": agent.RetryLine(*r)}
+		set := func(k string, v any, ok bool) {
+			if ok {
+				rm[k] = v
+			}
+		}
+		set("status", r.Status, r.Status != 0)
+		set("attempt", r.Attempt, r.Attempt != 0)
+		set("max_attempts", r.Max, r.Max != 0)
+		set("delay_ms", r.Delay.Milliseconds(), r.Delay > 0)
+		set("message", r.Message, r.Message != "")
+		m["retry"] = rm
 	}
 	return m
 }

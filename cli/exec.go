@@ -142,6 +142,9 @@ func openEngine(cfg *config.Config, storeFlag string, errOut io.Writer) (*engine
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAgentBudget(cfg, cli); err != nil {
+		return nil, err
+	}
 	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites}, errOut)
 	if err != nil {
 		return nil, err

@@ -347,7 +347,7 @@ func (p *printer) print(e *loop.Event) {
 	case loop.EventState:
 		fmt.Fprintf(p.w, "%s it %-3d state %s\n", at, e.Iteration, e.State)
 	case loop.EventWait:
-		fmt.Fprintf(p.w, "%s it %-3d waiting until %s: %s\n", at, e.Iteration, e.Until.Local().Format("15:04:05"), e.Text)
+		fmt.Fprintf(p.w, "%s it %-3d waiting until %s: %s\n", at, e.Iteration, loop.WaitUntilText(e.Until, e.Time), e.Text)
 	case loop.EventDropped:
 		fmt.Fprintf(p.w, "%s it %-3d (%d transient events skipped: output was too slow)\n", at, e.Iteration, e.Dropped)
 	case loop.EventAgent:

@@ -445,6 +445,11 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 		if name, err := agentCLI(cfg); err == nil {
 			cli = name
 		}
+		if cli != "auto" { // a budget that cannot fire is refused here as by run
+			if err := checkAgentBudget(cfg, cli); err != nil {
+				return err
+			}
+		}
 	}
 	eng, err := buildEngine(wcfg, st, nil, cli)
 	if err != nil {

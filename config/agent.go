@@ -15,6 +15,10 @@ import (
 // (DESIGN §12). With [agent] and no [plan], every iteration's plan is one
 // agent.run call on the prompt (provider "agent").
 type Agent struct {
+	// MaxRateLimitWait is the longest the loop waits for an account limit
+	// to lift; a later reset ends the run as a limit. Default 6h.
+	MaxRateLimitWait Duration `toml:"max_rate_limit_wait"`
+
 	CLI         string      `toml:"cli"`         // claude | codex | gemini | opencode | command | auto
 	Args        []string    `toml:"args"`        // extra arguments after the backend's own
 	Command     []string    `toml:"command"`     // cli = "command": the argv (prompt on stdin, text out)
@@ -36,6 +40,7 @@ type AgentPrice struct {
 	Output     float64 `toml:"output"`
 	CacheRead  float64 `toml:"cache_read"`
 	CacheWrite float64 `toml:"cache_write"`
+	Reasoning  float64 `toml:"reasoning"` // 0: reasoning tokens are priced as output
 }
 
 // Defaults of [agent].
@@ -43,6 +48,7 @@ const (
 	DefaultAgentCLI         = "auto"
 	DefaultAgentTimeout     = 30 * time.Minute
 	DefaultAgentIdleTimeout = 5 * time.Minute
+	DefaultMaxRateLimitWait = 6 * time.Hour
 )
 
 // agentDefaults completes [agent] after decoding; md says which keys the
@@ -60,6 +66,9 @@ func (c *Config) agentDefaults(md toml.MetaData) {
 	}
 	if !md.IsDefined("agent", "idle_timeout") {
 		a.IdleTimeout.Duration = DefaultAgentIdleTimeout
+	}
+	if !md.IsDefined("agent", "max_rate_limit_wait") {
+		a.MaxRateLimitWait.Duration = DefaultMaxRateLimitWait
 	}
 	if !md.IsDefined("governance", "agent_allow") {
 		c.Governance.AgentAllow = []string{a.CLI}
@@ -123,6 +132,9 @@ func (c *Config) MaxIterations() int {
 func (c *Config) validateAgent(file string) error {
 	known := agent.Known()
 	if err := c.validateAgentCLI(file, known); err != nil {
+		return err
+	}
+	if err := c.validateAgentLimits(file); err != nil {
 		return err
 	}
 	for _, name := range c.Governance.AgentAllow {

@@ -126,7 +126,14 @@ func newFixture(t testing.TB, c governance.Constitution, store *ledger.Store, kv
 			return rtfs.String("done"), nil
 		}
 		reset := time.Now().Add(time.Duration(in.AsMap().GetKey("reset-ms").AsInt()) * time.Millisecond)
-		rep.Limited(capability.Limit{Kind: "usage-limit", Reset: reset, Message: "usage limit reached"})
+		kind := "usage-limit"
+		if k := in.AsMap().GetKey("kind"); !k.IsNil() { // :kind "overloaded", with :reset-ms 0 for no reset
+			kind = k.Str()
+		}
+		if in.AsMap().GetKey("reset-ms").AsInt() == 0 {
+			reset = time.Time{}
+		}
+		rep.Limited(capability.Limit{Kind: kind, Reset: reset, Message: kind + " reached"})
 		return rtfs.Nil, errors.New("stopped at the usage limit")
 	})
 	// test.denied stands for an agent run without the flags that let it

@@ -10,6 +10,7 @@ import (
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // StatusUsageLimit is the status of an iteration a call stopped at an
@@ -24,11 +25,48 @@ type limitWait struct {
 }
 
 // Waits for a limit whose reset the agent did not say: the first wait,
-// doubled at each consecutive limit, up to the cap.
+// doubled at each consecutive limit, up to the cap. An overloaded API is a
+// transient: its backoff is short.
 const (
-	limitBackoff    = time.Minute
-	limitBackoffCap = 30 * time.Minute
+	limitBackoff         = time.Minute
+	limitBackoffCap      = 30 * time.Minute
+	overloadBackoff      = 15 * time.Second
+	overloadBackoffCap   = 5 * time.Minute
+	limitBackoffMaxShift = 5
 )
+
+// resetJustPassed is how far behind now a limit's reset may be and still
+// be taken as "it has just lifted" (the call and its recording took that
+// long); one further back (the clock behind the service's, a stale
+// message) is no reason to call the agent again at once.
+const resetJustPassed = 5 * time.Second
+
+// limitUntil is when the loop tries again after the waits-th consecutive
+// limit l, seen at now: l's reset when the agent said one (at once when it
+// has just passed), else a backoff (short for an overloaded API, longer
+// for an account limit).
+func limitUntil(l capability.Limit, now time.Time, waits int) time.Time {
+	if !l.Reset.IsZero() && l.Reset.After(now.Add(-resetJustPassed)) {
+		return l.Reset
+	}
+	base, ceiling := limitBackoff, limitBackoffCap
+	if l.Kind == agent.LimitOverloaded {
+		base, ceiling = overloadBackoff, overloadBackoffCap
+	}
+	shift := min(max(waits-1, 0), limitBackoffMaxShift)
+	return now.Add(min(base<<shift, ceiling))
+}
+
+// WaitUntilText is a wait's end as the console and the UI show it: the
+// time of day, with the date when it is not today's ("2026-11-26
+// 21:59:00"), in the local time zone.
+func WaitUntilText(until, now time.Time) string {
+	u, n := until.Local(), now.Local()
+	if u.YearDay() != n.YearDay() || u.Year() != n.Year() {
+		return u.Format(time.DateTime)
+	}
+	return u.Format(time.TimeOnly)
+}
 
 // streamAgent publishes what running calls stream on the bus: an agent's
 // events become EventAgent, for the UI's output pane and the headless
@@ -40,6 +78,11 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
 				c := *ev
 				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)
+				if c.Retry != nil { // a retry notice quotes the CLI's error line
+					r := *c.Retry
+					r.Message = arbiter.Redact(r.Message, secrets)
+					c.Retry = &r
+				}
 				ev = &c
 			}
 			r.bus.publish(Event{Kind: EventAgent, Iteration: iteration, Agent: ev, CallID: cs.CallID, Time: r.o.Now()})
@@ -52,19 +95,27 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 // The wait is recorded as a RateLimitWait and shown as a countdown
 // (EventWait). It uses no iteration and no spend; max_duration stays a
 // wall-clock deadline: a limit that lifts after it ends the run at once
-// rather than sleeping to the deadline. Pause and abort work during the wait.
+// rather than sleeping to the deadline, and a reset further off than
+// [agent] max_rate_limit_wait ends the run as a limit (exit 3). Pause and
+// abort work during the wait.
 func (r *Runner) waitLimit(runCtx, ctx context.Context, st *runState) (*Outcome, error) {
 	lw := st.limited
 	st.limited = nil
 	now := r.o.Now()
 	until := lw.until
 	if until.IsZero() {
-		until = lw.limit.Reset
 		st.limitWaits++
-		if until.IsZero() {
-			backoff := limitBackoff << min(st.limitWaits-1, 5)
-			until = now.Add(min(backoff, limitBackoffCap))
-		}
+		until = limitUntil(lw.limit, now, st.limitWaits)
+	}
+	// A reset further off than max_rate_limit_wait ends the run as a limit,
+	// before a wait is recorded: nobody waits a day for a loop.
+	if most := r.o.Config.MaxRateLimitWait(); until.Sub(now) > most {
+		return &Outcome{Class: stop.ClassLimit, TriggeredBy: "max_rate_limit_wait",
+			Reason: fmt.Sprintf("the agent's %s lifts at %s, %s from now, longer than [agent] max_rate_limit_wait %s; raise max_rate_limit_wait to wait for it, or run again after the reset",
+				lw.limit.Kind, until.Local().Format("2006-01-02 15:04:05 MST"), until.Sub(now).Round(time.Minute), most),
+			Evidence: lw.limit.Message}, nil
+	}
+	if lw.until.IsZero() {
 		reason := lw.limit.Message
 		if reason == "" {
 			reason = "the agent hit its account's " + lw.limit.Kind
@@ -86,8 +137,12 @@ func (r *Runner) waitLimit(runCtx, ctx context.Context, st *runState) (*Outcome,
 		return out, nil
 	}
 	if wait := until.Sub(now); wait > 0 {
+		what := "agent " + lw.limit.Kind
+		if lw.limit.Kind == agent.LimitOverloaded {
+			what = "agent API overloaded (a transient)"
+		}
 		r.bus.publish(Event{Kind: EventWait, Iteration: st.iteration + 1, Until: until, Time: now,
-			Text: fmt.Sprintf("agent %s; iteration %d runs again when it lifts", lw.limit.Kind, st.iteration+1)})
+			Text: fmt.Sprintf("%s; iteration %d runs again when it lifts", what, st.iteration+1)})
 		if err := r.delay(runCtx, st, wait); err != nil {
 			return nil, err
 		}

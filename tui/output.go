@@ -60,6 +60,7 @@ const (
 	outToolErr
 	outError
 	outRaw
+	outRetry // a retry notice of the CLI: it is alive and waiting
 )
 
 type outLine struct {
@@ -115,6 +116,9 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		p.call, p.offset = c, 0
 		clear(p.cache)
 	}
+	if e.Kind == agent.EventCost && !e.Total { // a step's cost adds to the call's
+		e.CostUSD += c.cost
+	}
 	switch e.Kind {
 	case agent.EventText:
 		c.texted = true
@@ -151,6 +155,10 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		}
 	case agent.EventRaw:
 		p.line(outRaw, firstLine(e.Text))
+	case agent.EventRetry:
+		if e.Retry != nil {
+			p.line(outRetry, agent.RetryLine(*e.Retry))
+		}
 	}
 }
 
@@ -280,7 +288,7 @@ func (p *outputPane) status() string {
 	if c.cost > 0 {
 		parts = append(parts, fmt.Sprintf("$%.2f", c.cost))
 	}
-	if n := c.usage.Input + c.usage.Output + c.usage.CacheRead + c.usage.CacheWrite; n > 0 {
+	if n := c.usage.Input + c.usage.Output + c.usage.CacheRead + c.usage.CacheWrite + c.usage.Reasoning; n > 0 {
 		parts = append(parts, fmtTokens(n)+" tok")
 	}
 	if c.tools > 0 {
@@ -308,6 +316,8 @@ func (p *outputPane) rowsOf(n int, l *outLine, w int) []string {
 		prefix, style = "✗ ", st.fail
 	case outRaw:
 		style = st.dim
+	case outRetry:
+		prefix, style = "~ ", st.warn
 	}
 	wrapped := wrap(prefix+l.text, max(1, w))
 	if len(wrapped) == 0 {

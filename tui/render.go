@@ -240,7 +240,8 @@ func (m *model) statusLines() []string {
 	case m.loading:
 		return []string{st.dim.Render(fmt.Sprintf(" Reading the run from the store… %d actions", m.loaded))}
 	case m.wait != nil && m.wait.until.After(m.now()):
-		return []string{st.statusAlert.Render(" Rate limited: retrying in "+countdown(m.wait.until, m.now())) + st.dim.Render(" — "+m.wait.reason)}
+		return []string{st.statusAlert.Render(" Rate limited: retrying in "+countdown(m.wait.until, m.now())+" (at "+loop.WaitUntilText(m.wait.until, m.now())+")") +
+			st.dim.Render(" — "+m.wait.reason)}
 	case m.aborting:
 		return []string{st.statusAlert.Render(" Aborting… compensations run before the run ends")}
 	case m.state == loop.StatePaused:

@@ -62,7 +62,7 @@ func (a *agentRunner) capability() *capability.Capability {
 				[:args {:optional true} [:vector :string]] [:timeout-ms {:optional true} :int]
 				[:idle-timeout-ms {:optional true} :int]]`),
 			Output: rtfs.MustParseType(`[:map [:text :string] [:exit :int] [:cost-usd :float]
-				[:tokens [:map [:input :int] [:output :int] [:cache-read :int] [:cache-write :int]]]
+				[:tokens [:map [:input :int] [:output :int] [:cache-read :int] [:cache-write :int] [:reasoning :int]]]
 				[:session-id :string] [:turns :int] [:tool-uses :int] [:duration-ms :int]
 				[:stopped {:optional true} :string]]`),
 			Effects:  []capability.Effect{{Kind: "process"}, {Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}, {Kind: "network"}},
@@ -198,7 +198,8 @@ func agentResult(r agent.Result) capability.Result {
 	b.Set(rtfs.Keyword("cost-usd"), rtfs.Float(r.CostUSD))
 	b.Set(rtfs.Keyword("tokens"), rtfs.MapValue(rtfs.NewMap(
 		rtfs.Keyword("input"), rtfs.Int(t.Input), rtfs.Keyword("output"), rtfs.Int(t.Output),
-		rtfs.Keyword("cache-read"), rtfs.Int(t.CacheRead), rtfs.Keyword("cache-write"), rtfs.Int(t.CacheWrite))))
+		rtfs.Keyword("cache-read"), rtfs.Int(t.CacheRead), rtfs.Keyword("cache-write"), rtfs.Int(t.CacheWrite),
+		rtfs.Keyword("reasoning"), rtfs.Int(t.Reasoning))))
 	b.Set(rtfs.Keyword("session-id"), rtfs.String(r.SessionID))
 	b.Set(rtfs.Keyword("turns"), rtfs.Int(int64(r.Turns)))
 	b.Set(rtfs.Keyword("tool-uses"), rtfs.Int(int64(r.ToolUses)))
@@ -210,9 +211,11 @@ func agentResult(r agent.Result) capability.Result {
 		"cli": r.CLI, "exit": strconv.Itoa(r.Exit),
 		"cost_usd": strconv.FormatFloat(r.CostUSD, 'f', -1, 64), "cost_source": r.CostSource,
 		// Every token the model read or wrote counts toward max_tokens, as
-		// an OpenAI prompt_tokens counts cached tokens too.
+		// an OpenAI prompt_tokens counts cached tokens too, and its
+		// completion_tokens the reasoning tokens.
 		"prompt_tokens":      strconv.FormatInt(t.Input+t.CacheRead+t.CacheWrite, 10),
-		"completion_tokens":  strconv.FormatInt(t.Output, 10),
+		"completion_tokens":  strconv.FormatInt(t.Output+t.Reasoning, 10),
+		"reasoning_tokens":   strconv.FormatInt(t.Reasoning, 10),
 		"input_tokens":       strconv.FormatInt(t.Input, 10),
 		"output_tokens":      strconv.FormatInt(t.Output, 10),
 		"cache_read_tokens":  strconv.FormatInt(t.CacheRead, 10),
@@ -222,10 +225,42 @@ func agentResult(r agent.Result) capability.Result {
 	if r.Stopped != "" {
 		meta["stopped"] = r.Stopped
 	}
+	if r.Model != "" {
+		meta["model"] = r.Model
+	}
+	if len(r.Retries) > 0 {
+		meta["retries"] = strconv.Itoa(len(r.Retries))
+		meta["retry_log"] = retryLog(r.Retries)
+	}
 	if r.Limit != nil && !r.Limit.Reset.IsZero() {
 		meta["limit_reset"] = r.Limit.Reset.UTC().Format(time.RFC3339)
+		meta["limit_reset_exact"] = strconv.FormatBool(r.Limit.Exact)
 	}
 	return capability.Result{Value: rtfs.MapValue(b.Map()), Metadata: meta, Cost: r.CostUSD}
+}
+
+// maxRetryLog is how many retry notices a call's record lists: the first
+// ones and the last, with a count of those left out between.
+const maxRetryLog = 20
+
+// retryLog lists a call's retry notices one a line, as the console shows
+// them ("retrying after 429 (attempt 3/10, next in 8s): …").
+func retryLog(rs []agent.Retry) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if len(rs) > maxRetryLog && i == maxRetryLog-1 {
+			fmt.Fprintf(&b, "… %d more\n", len(rs)-maxRetryLog)
+		}
+		if len(rs) > maxRetryLog && i >= maxRetryLog-1 && i < len(rs)-1 {
+			continue
+		}
+		b.WriteString(agent.RetryLine(r))
+		if r.Message != "" {
+			b.WriteString(": " + oneLine(r.Message))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // agentFailure says, in one sentence with the fix, why a call that ran did
@@ -242,6 +277,9 @@ func agentFailure(r agent.Result, o agent.Options) error {
 		msg := "its account hit a usage limit"
 		if l := r.Limit; l != nil {
 			msg = "its account hit a " + l.Kind
+			if l.Kind == agent.LimitOverloaded {
+				msg = "its API is overloaded (a transient)"
+			}
 			if !l.Reset.IsZero() {
 				msg += " that lifts at " + l.Reset.Local().Format(time.DateTime)
 			}

@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"regexp"
+	"strings"
+)
+
+// PriceSource names where the built-in price table comes from and when
+// it was read (docs/agents.md, "Prices").
+const PriceSource = "LiteLLM model_prices_and_context_window.json (github.com/BerriAI/litellm), read 2026-11-25"
+
+// prices is the built-in table: USD per million tokens for the models the
+// four CLIs run by default and commonly, keyed by the model's name as the
+// vendor's API spells it. Prices are the base tier (prompts up to 200k
+// tokens where the vendor charges more above; standard, not priority or
+// batch). Reasoning is 0: priced as output, as the three vendors bill it.
+var prices = map[string]Price{
+	// Anthropic (Claude Code; OpenCode with an Anthropic model). Cache
+	// writes at the 5-minute rate.
+	"claude-opus-4":     {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	"claude-opus-4-1":   {Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	"claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	"claude-opus-4-6":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	"claude-opus-4-7":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	"claude-sonnet-4":   {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-sonnet-4-6": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	"claude-sonnet-5":   {Input: 2, Output: 10, CacheRead: 0.2, CacheWrite: 2.5},
+	"claude-haiku-4-5":  {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+	"claude-3-5-haiku":  {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
+	// OpenAI (Codex; OpenCode with an OpenAI model). Most charge nothing to
+	// write the cache.
+	"gpt-5":              {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gpt-5-codex":        {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gpt-5-mini":         {Input: 0.25, Output: 2, CacheRead: 0.025},
+	"gpt-5.1-codex":      {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gpt-5.1-codex-max":  {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gpt-5.1-codex-mini": {Input: 0.25, Output: 2, CacheRead: 0.025},
+	"gpt-5.2-codex":      {Input: 1.75, Output: 14, CacheRead: 0.175},
+	"gpt-5.3-codex":      {Input: 1.75, Output: 14, CacheRead: 0.175},
+	"gpt-5.4":            {Input: 2.5, Output: 15, CacheRead: 0.25},
+	"gpt-5.4-mini":       {Input: 0.75, Output: 4.5, CacheRead: 0.075},
+	"gpt-5.4-nano":       {Input: 0.2, Output: 1.25, CacheRead: 0.02},
+	"gpt-5.5":            {Input: 5, Output: 30, CacheRead: 0.5},
+	"gpt-5.6":            {Input: 5, Output: 30, CacheRead: 0.5, CacheWrite: 6.25},
+	"gpt-5.6-sol":        {Input: 5, Output: 30, CacheRead: 0.5, CacheWrite: 6.25},
+	"gpt-5.6-terra":      {Input: 2.5, Output: 15, CacheRead: 0.25, CacheWrite: 3.125},
+	"gpt-5.6-luna":       {Input: 1, Output: 6, CacheRead: 0.1, CacheWrite: 1.25},
+	// Google (Gemini CLI; OpenCode with a Google model).
+	"gemini-2.5-pro":         {Input: 1.25, Output: 10, CacheRead: 0.125},
+	"gemini-2.5-flash":       {Input: 0.3, Output: 2.5, CacheRead: 0.03},
+	"gemini-2.5-flash-lite":  {Input: 0.1, Output: 0.4, CacheRead: 0.01},
+	"gemini-3-pro-preview":   {Input: 2, Output: 12, CacheRead: 0.2},
+	"gemini-3-flash-preview": {Input: 0.5, Output: 3, CacheRead: 0.05},
+	"gemini-3.1-pro-preview": {Input: 2, Output: 12, CacheRead: 0.2},
+	"gemini-3.1-flash-lite":  {Input: 0.25, Output: 1.5, CacheRead: 0.025},
+	"gemini-3.5-flash":       {Input: 1.5, Output: 9, CacheRead: 0.15},
+}
+
+// priceAliases are names a CLI takes or reports for a model of the table.
+// Gemini CLI's default "auto" models route each request to the pro or the
+// flash model of their generation: they are priced as the pro, the
+// dearer, so that a budget errs early rather than late.
+var priceAliases = map[string]string{
+	"auto-gemini-2.5": "gemini-2.5-pro",
+	"auto-gemini-3":   "gemini-3-pro-preview",
+	"gemini-3-pro":    "gemini-3-pro-preview",
+	"gemini-3-flash":  "gemini-3-flash-preview",
+	"gemini-3.1-pro":  "gemini-3.1-pro-preview",
+	"claude-4-opus":   "claude-opus-4",
+	"claude-4-sonnet": "claude-sonnet-4",
+}
+
+// dateSuffix is a model's snapshot date: "-20250929", "-2025-08-07".
+var dateSuffix = regexp.MustCompile(`-(?:\d{8}|\d{4}-\d{2}-\d{2})$`)
+
+// LookupPrice is the built-in price of a model, found by its name as a
+// CLI reports it or takes it: case and a provider prefix
+// ("anthropic/claude-sonnet-4-5", "models/gemini-2.5-pro") do not matter,
+// nor does a snapshot date ("claude-sonnet-4-5-20250929") or "-latest".
+func LookupPrice(model string) (Price, bool) {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	m = strings.TrimSuffix(m, "-latest")
+	m = dateSuffix.ReplaceAllString(m, "")
+	if a, ok := priceAliases[m]; ok {
+		m = a
+	}
+	p, ok := prices[m]
+	return p, ok && m != ""
+}
+
+// ArgsModel is the model named in a CLI's arguments (--model X,
+// --model=X, -m X, -m=X; the last wins), or "".
+func ArgsModel(args []string) string {
+	model := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--model" || a == "-m":
+			if i+1 < len(args) {
+				model = args[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--model="):
+			model = strings.TrimPrefix(a, "--model=")
+		case strings.HasPrefix(a, "-m="):
+			model = strings.TrimPrefix(a, "-m=")
+		}
+	}
+	return model
+}
+
+// DefaultModel is the model a CLI runs when its arguments name none, as
+// far as ralph can know it before the call: Gemini CLI's default (read
+// from the pinned 0.61 package: DEFAULT_GEMINI_MODEL_AUTO); "" for the
+// others, whose default lives in the account or in a catalogue the CLI
+// fetches.
+func DefaultModel(cli string) string {
+	if cli == "gemini" {
+		return "auto-gemini-2.5"
+	}
+	return ""
+}
+
+// ReportsCost reports whether a CLI reports its own cost in USD (Claude
+// Code's total_cost_usd, OpenCode's step cost): a max_cost can fire
+// without a price for these.
+func ReportsCost(cli string) bool {
+	return cli == "claude" || cli == "opencode"
+}
+
+// ReportsTokens reports whether a CLI reports tokens that a price can turn
+// into a cost ("command" prints plain text: no tokens).
+func ReportsTokens(cli string) bool {
+	return cli != "command"
+}
