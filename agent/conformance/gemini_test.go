@@ -198,8 +198,14 @@ func TestGeminiTranscripts(t *testing.T) {
 				}
 			}},
 	}
+	// The ralph-level tests below run fix, denied, limit and retry through
+	// the loop; here they run only when recording.
+	loop := map[string]bool{"fix": true, "denied": true, "limit": true, "retry": true, "retry-fail": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if loop[c.name] && os.Getenv("RALPH_RECORD") != "1" {
+				t.Skip("run through ralph by the tests below; RALPH_RECORD=1 runs it here to record it")
+			}
 			t.Parallel()
 			_, url := geminiMock(t, c.turns)
 			dir := goProject(t)
@@ -216,4 +222,263 @@ func clip(b []byte) string {
 		return string(b[:2000]) + "\n…\n" + string(b[len(b)-2000:])
 	}
 	return string(b)
+}
+
+// geminiInit runs `ralph init --agent gemini` in a fresh goProject and
+// returns the directory and the ralph.toml it wrote. It checks that init
+// wrote gemini's permission arguments; where it did not, the test fails
+// and they are added to [agent] args as init should have written them, so
+// that the rest of the test still runs.
+func geminiInit(t *testing.T, e []string) (dir string, toml string) {
+	t.Helper()
+	dir = goProject(t)
+	if r := ralph(t, dir, e, time.Minute, "init", "--agent", "gemini"); r.code != 0 {
+		t.Fatalf("ralph init --agent gemini:\n%s", r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "ralph.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml = string(b)
+	if !strings.Contains(toml, `"run_shell_command(go test ./...)"`) || !strings.Contains(toml, `"--skip-trust"`) {
+		t.Errorf("ralph init --agent gemini did not write gemini's permissions %q into [agent] args:\n%s", geminiPermissionArgs, toml)
+		toml = setAgentArgs(t, toml, geminiPermissionArgs)
+		writeToml(t, dir, toml)
+	}
+	return dir, toml
+}
+
+// setAgentArgs replaces the [agent] args line (written or commented out).
+func setAgentArgs(t *testing.T, toml string, args []string) string {
+	t.Helper()
+	q, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	done := false
+	for _, l := range strings.Split(toml, "\n") {
+		trimmed := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#"))
+		if !done && strings.HasPrefix(trimmed, "args =") {
+			out, done = append(out, "args = "+string(q)), true
+			continue
+		}
+		if done && strings.HasPrefix(strings.TrimSpace(l), `"`) {
+			continue // a multi-line array's elements
+		}
+		if done && strings.TrimSpace(l) == "]" {
+			continue
+		}
+		out = append(out, l)
+	}
+	if !done {
+		t.Fatalf("no [agent] args line in ralph.toml:\n%s", toml)
+	}
+	return strings.Join(out, "\n")
+}
+
+// setKey replaces the first line setting key (e.g. `idle_timeout =`).
+func setKey(t *testing.T, toml, key, value string) string {
+	t.Helper()
+	lines := strings.Split(toml, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), key+" =") {
+			lines[i] = key + " = " + value
+			return strings.Join(lines, "\n")
+		}
+	}
+	t.Fatalf("no %s in ralph.toml:\n%s", key, toml)
+	return ""
+}
+
+func writeToml(t *testing.T, dir, toml string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "ralph.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verifyChain(t *testing.T, dir string, e []string) {
+	t.Helper()
+	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
+		t.Errorf("ralph chain verify:\n%s", r)
+	}
+}
+
+// TestGeminiInitWorks: the loop `ralph init --agent gemini` writes, used
+// as written, fixes calc.go with the real gemini and ends done.
+func TestGeminiInitWorks(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	g, url := geminiMock(t, mockmodel.GeminiFix("go test ./..."))
+	e := geminiEnv(t, url)
+	dir, _ := geminiInit(t, e)
+	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+	if r.code != 0 {
+		t.Fatalf("ralph run:\n%s", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "return a + b") {
+		t.Errorf("calc.go not fixed:\n%s", b)
+	}
+	if g.Attempts(3) != 1 {
+		t.Errorf("the script's last turn was asked %d times", g.Attempts(3))
+	}
+	t.Logf("%s", r)
+	verifyChain(t, dir, e)
+}
+
+// TestGeminiDeniedStops: without init's permission arguments the edit is
+// denied; the run stops after the first iteration, failure class, reason
+// permission denied.
+func TestGeminiDeniedStops(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	g, url := geminiMock(t, mockmodel.GeminiFix("go test ./..."))
+	e := geminiEnv(t, url)
+	dir, toml := geminiInit(t, e)
+	writeToml(t, dir, setAgentArgs(t, toml, []string{"--skip-trust"}))
+	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+	out := r.stdout + r.stderr
+	if r.code != 1 || !strings.Contains(out, "permission denied") {
+		t.Errorf("want exit 1 with reason permission denied:\n%s", r)
+	}
+	if !strings.Contains(out, "replace") || !strings.Contains(out, "calc.go") {
+		t.Errorf("the denial does not name the tool and path:\n%s", r)
+	}
+	if n := g.Attempts(0); n != 1 {
+		t.Errorf("%d iterations ran; the run must stop after the first", n)
+	}
+	verifyChain(t, dir, e)
+}
+
+// TestGeminiLimitWaits: a spent daily quota whose reset is 2 s ahead: the
+// run waits for it and goes on to done.
+func TestGeminiLimitWaits(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	g, url := geminiMock(t, mockmodel.GeminiLimit("go test ./...", 2*time.Second))
+	e := geminiEnv(t, url)
+	dir, _ := geminiInit(t, e)
+	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+	if r.code != 0 || g.Attempts(0) != 2 {
+		t.Errorf("want done after one wait (turn 0 asked twice, was %d):\n%s", g.Attempts(0), r)
+	}
+	if out := r.stdout + r.stderr; !strings.Contains(strings.ToLower(out), "limit") {
+		t.Errorf("the wait for the limit is not shown:\n%s", r)
+	}
+	t.Logf("%s", r)
+	verifyChain(t, dir, e)
+}
+
+// TestGeminiRetries: an overload and a per-minute quota before success are
+// retried by gemini itself and shown; a 429 then a 400 is a failure, not a
+// limit to wait for.
+func TestGeminiRetries(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	t.Run("transient", func(t *testing.T) {
+		t.Parallel()
+		g, url := geminiMock(t, mockmodel.GeminiRetry("go test ./...", mockmodel.Gemini503, mockmodel.Gemini429))
+		e := geminiEnv(t, url)
+		dir, _ := geminiInit(t, e)
+		r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+		if r.code != 0 || g.Attempts(0) != 3 {
+			t.Errorf("want done (turn 0 asked 3 times, was %d):\n%s", g.Attempts(0), r)
+		}
+		if out := r.stdout + r.stderr; !strings.Contains(out, "retrying after 503") || !strings.Contains(out, "retrying after 429") {
+			t.Errorf("the retries are not shown (agent ~ retrying after …):\n%s", r)
+		}
+		verifyChain(t, dir, e)
+	})
+	t.Run("then-error", func(t *testing.T) {
+		t.Parallel()
+		_, url := geminiMock(t, mockmodel.GeminiRetryFail())
+		e := geminiEnv(t, url)
+		dir, toml := geminiInit(t, e)
+		writeToml(t, dir, setKey(t, toml, "max", "1"))
+		r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+		out := r.stdout + r.stderr
+		if r.code == 0 || strings.Contains(out, "waiting until") || !strings.Contains(out, "INVALID_ARGUMENT") {
+			t.Errorf("want a failure naming the 400, no wait:\n%s", r)
+		}
+		t.Logf("%s", r)
+	})
+}
+
+// TestGeminiIdleTimeout: a reply that goes silent is killed by the idle
+// timeout and recorded so.
+func TestGeminiIdleTimeout(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	_, url := geminiMock(t, mockmodel.GeminiHang())
+	e := geminiEnv(t, url)
+	dir, toml := geminiInit(t, e)
+	toml = setKey(t, toml, "idle_timeout", `"4s"`)
+	writeToml(t, dir, setKey(t, toml, "max", "1"))
+	start := time.Now()
+	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+	if r.code == 0 || time.Since(start) > time.Minute {
+		t.Errorf("want the hung call killed at its idle timeout:\n%s", r)
+	}
+	export := ralph(t, dir, e, time.Minute, "chain", "export")
+	if !strings.Contains(export.stdout, `"stopped":"idle-timeout"`) {
+		t.Errorf("idle-timeout is not recorded on the chain:\n%s\n%s", r, export)
+	}
+	verifyChain(t, dir, e)
+}
+
+// TestGeminiContainment: kill -9 of ralph while gemini's shell tool runs
+// `sleep 300` leaves no process of the call behind, including those in
+// new sessions.
+func TestGeminiContainment(t *testing.T) {
+	needCLI(t, "gemini")
+	t.Parallel()
+	_, url := geminiMock(t, mockmodel.GeminiShell("sleep 300"))
+	e := geminiEnv(t, url)
+	dir, toml := geminiInit(t, e)
+	writeToml(t, dir, setAgentArgs(t, toml, []string{"--skip-trust", "--approval-mode", "yolo"}))
+	cmd := exec.Command(ralphBin, "run", "--no-tui")
+	cmd.Dir, cmd.Env = dir, e
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var sleep int
+	deadline := time.Now().Add(90 * time.Second)
+	for sleep == 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		for _, p := range procsIn(dir) {
+			if p.cmdline == "sleep 300" {
+				sleep = p.pid
+			}
+		}
+	}
+	if sleep == 0 {
+		t.Fatalf("gemini's shell never ran sleep 300:\n%s", out.String())
+	}
+	call := procsIn(dir)
+	sid := sessionOf(sleep)
+	t.Logf("before kill -9 of ralph (pid %d): %d processes in %s; sleep 300 is pid %d in session %d", cmd.Process.Pid, len(call), dir, sleep, sid)
+	if err := cmd.Process.Signal(syscallKill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var left []proc
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		left = left[:0]
+		for _, p := range call {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+	}
+	for _, p := range left {
+		_ = killPid(p.pid)
+	}
+	t.Errorf("after kill -9 of ralph, processes of the call remain: %+v", left)
 }
