@@ -271,6 +271,10 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 	}
 }
 
+// end emits the text held back when the output ends without a result
+// (the call was killed, or gemini died).
+func (p *geminiParser) end(emit func(Event)) { p.flush(emit) }
+
 // startTurn counts a model turn when text or a tool call follows the
 // prompt or a tool's result (gemini does not count its turns).
 func (p *geminiParser) startTurn() {

@@ -254,6 +254,11 @@ func TestGeminiFragmentsJoin(t *testing.T) {
 	if diff := cmp.Diff(want, parse(t, "gemini", in)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	// A line not ended when the output ends (the call was killed) is
+	// still emitted.
+	if got := ofKind(parse(t, "gemini", msg("Let me think about this")), EventText); len(got) != 1 || got[0].Text != "Let me think about this" {
+		t.Errorf("text held at the end: %+v", got)
+	}
 	long := strings.Repeat("x", geminiTextFlush)
 	if got := ofKind(parse(t, "gemini", msg(long)+msg("y")+`{"type":"result","timestamp":"t","status":"success"}`), EventText); len(got) != 2 || got[0].Text != long {
 		t.Errorf("a long line without an end is held: %d events", len(got))
@@ -330,4 +335,26 @@ func TestGeminiBadInput(t *testing.T) {
 	if !strings.Contains(res.Stderr, "1048576") || res.Exit != 1 || len(ofKind(evs, EventRaw)) == 0 {
 		t.Errorf("exit %d, stderr %q, %d events", res.Exit, res.Stderr, len(evs))
 	}
+}
+
+// FuzzGeminiStderr: any standard error makes only retry notices and
+// errors, short, and never panics.
+func FuzzGeminiStderr(f *testing.F) {
+	for _, name := range []string{"retry", "retry-fail", "limit", "unauthenticated", "untrusted"} {
+		f.Add(geminiRealFile(f, name, ".stderr"))
+	}
+	f.Add("Attempt 99999999999999999999 failed with status 99999999999999999999. Retrying after 99999999999999999999ms")
+	f.Fuzz(func(t *testing.T, in string) {
+		b := geminiBackend()
+		for _, l := range strings.Split(in, "\n") {
+			b.stderrLine(l, func(e Event) {
+				switch {
+				case e.Kind == EventRetry && e.Retry != nil && len(e.Retry.Message) <= maxShort:
+				case e.Kind == EventError && e.Text != "":
+				default:
+					t.Fatalf("event %+v", e)
+				}
+			})
+		}
+	})
 }

@@ -29,7 +29,11 @@ func parseReader(t testing.TB, cli string, r io.Reader) []Event {
 	}
 	p := b.newParser(func() time.Time { return fixedNow })
 	var evs []Event
-	scanLines(r, func(l []byte) { p.line(l, func(e Event) { evs = append(evs, e) }) })
+	emit := func(e Event) { evs = append(evs, e) }
+	scanLines(r, func(l []byte) { p.line(l, emit) })
+	if e, ok := p.(ender); ok {
+		e.end(emit)
+	}
 	return evs
 }
 
@@ -388,7 +392,9 @@ func FuzzParseCodex(f *testing.F) {
 }
 
 func FuzzParseGemini(f *testing.F) {
-	fuzzParser(f, "gemini", "gemini.jsonl", "gemini-usage-limit.jsonl")
+	fuzzParser(f, "gemini", "gemini.jsonl", "gemini-usage-limit.jsonl",
+		"../real/gemini-0.61.0-fix.jsonl", "../real/gemini-0.61.0-denied.jsonl", "../real/gemini-0.61.0-limit.jsonl",
+		"../real/gemini-0.61.0-retry-fail.jsonl", "../real/gemini-0.61.0-invalid-key.jsonl")
 }
 
 func FuzzParseOpencode(f *testing.F) {

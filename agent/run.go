@@ -324,6 +324,9 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 // arrives.
 func (c *call) readLines() {
 	scanLines(activity{c.stdout, &c.lastOutput}, func(line []byte) { c.parser.line(line, c.emit) })
+	if e, ok := c.parser.(ender); ok {
+		e.end(c.emit)
+	}
 }
 
 // scanLines calls line for each non-empty line of r (without its line
