@@ -124,11 +124,12 @@ const geminiPrompt = "Make the tests pass: `go test ./...` fails because Add is 
 func TestGeminiTranscripts(t *testing.T) {
 	needCLI(t, "gemini")
 	type tcase struct {
-		name  string
-		turns []mockmodel.GeminiTurn
-		args  []string
-		extra []string
-		check func(t *testing.T, dir string, out, errOut []byte, code int)
+		name   string
+		turns  []mockmodel.GeminiTurn
+		args   []string
+		extra  []string
+		prompt string
+		check  func(t *testing.T, dir string, out, errOut []byte, code int)
 	}
 	fixed := func(t *testing.T, dir string) bool {
 		b, err := os.ReadFile(filepath.Join(dir, "calc.go"))
@@ -190,6 +191,13 @@ func TestGeminiTranscripts(t *testing.T) {
 					t.Errorf("invalid-key: exit 0")
 				}
 			}},
+		{name: "big-prompt", turns: mockmodel.GeminiShell("go test ./..."), args: geminiPermissionArgs,
+			prompt: geminiPrompt + strings.Repeat("Context line that makes the prompt long.\n", 1<<20/41),
+			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
+				if code != 0 || !bytes.Contains(out, []byte(`"status":"success"`)) {
+					t.Errorf("big-prompt: exit %d", code)
+				}
+			}},
 		{name: "unauthenticated", turns: mockmodel.GeminiFix("go test ./..."), args: geminiPermissionArgs,
 			extra: []string{"GEMINI_API_KEY="},
 			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
@@ -209,9 +217,15 @@ func TestGeminiTranscripts(t *testing.T) {
 			t.Parallel()
 			_, url := geminiMock(t, c.turns)
 			dir := goProject(t)
-			out, errOut, code := runGemini(t, dir, geminiEnv(t, url, c.extra...), 90*time.Second, geminiPrompt, c.args...)
+			prompt := c.prompt
+			if prompt == "" {
+				prompt = geminiPrompt
+			}
+			out, errOut, code := runGemini(t, dir, geminiEnv(t, url, c.extra...), 90*time.Second, prompt, c.args...)
 			t.Logf("exit %d\n--- stdout\n%s\n--- stderr\n%s", code, clip(out), clip(errOut))
-			record(t, c.name, out, errOut)
+			if c.prompt == "" {
+				record(t, c.name, out, errOut)
+			}
 			c.check(t, dir, out, errOut, code)
 		})
 	}
