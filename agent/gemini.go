@@ -399,7 +399,7 @@ func geminiAPIError(msg string) string {
 	for _, d := range e.Error.Details {
 		if d.Reason == "API_KEY_INVALID" {
 			return "gemini: the API rejected the key (400 API_KEY_INVALID: " + e.Error.Message +
-				"); set GEMINI_API_KEY in [agent] env or the environment to a valid key"
+				"); export a valid GEMINI_API_KEY in the environment ralph runs in"
 		}
 	}
 	return "gemini: API error " + strconv.Itoa(e.Error.Code) + " " + e.Error.Status + ": " + e.Error.Message
@@ -453,7 +453,7 @@ var (
 // stream, and what to say instead.
 var geminiFatal = []struct{ prefix, say string }{
 	{"When using Gemini API, you must specify the GEMINI_API_KEY environment variable",
-		"gemini is not authenticated: set GEMINI_API_KEY in [agent] env or the environment, or log in by running gemini once interactively"},
+		"gemini is not authenticated: export GEMINI_API_KEY in the environment ralph runs in, or log in by running gemini once interactively"},
 	{"Gemini CLI is not running in a trusted directory",
 		"gemini refuses to run in an untrusted folder: add --skip-trust to [agent] args (ralph init writes it)"},
 	{"Invalid auth method selected",

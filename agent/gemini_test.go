@@ -194,9 +194,9 @@ func TestGeminiRealRetryThenError(t *testing.T) {
 func TestGeminiRealAuthAndTrust(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, want string }{
-		{"unauthenticated", "gemini is not authenticated: set GEMINI_API_KEY in [agent] env or the environment, or log in by running gemini once interactively"},
+		{"unauthenticated", "gemini is not authenticated: export GEMINI_API_KEY in the environment ralph runs in, or log in by running gemini once interactively"},
 		{"untrusted", "gemini refuses to run in an untrusted folder: add --skip-trust to [agent] args (ralph init writes it)"},
-		{"invalid-key", "gemini: the API rejected the key (400 API_KEY_INVALID: API key not valid. Please pass a valid API key.); set GEMINI_API_KEY in [agent] env or the environment to a valid key"},
+		{"invalid-key", "gemini: the API rejected the key (400 API_KEY_INVALID: API key not valid. Please pass a valid API key.); export a valid GEMINI_API_KEY in the environment ralph runs in"},
 	} {
 		res, _ := replayGemini(t, tc.name, Options{})
 		if res.Text != tc.want || !res.IsError || res.Limit != nil {

@@ -362,6 +362,7 @@ func TestGeminiDeniedStops(t *testing.T) {
 	if n := g.Attempts(0); n != 1 {
 		t.Errorf("%d iterations ran; the run must stop after the first", n)
 	}
+	t.Logf("%s", r)
 	verifyChain(t, dir, e)
 }
 
