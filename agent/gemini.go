@@ -260,8 +260,9 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 			emit(Event{Kind: EventRaw, Text: "gemini: " + l.Message})
 			return
 		}
-		p.warned = l.Message
-		emit(Event{Kind: EventError, Text: l.Message, Limit: geminiLimitText(l.Message, p.now()), Turns: p.turns})
+		msg := geminiAPIError(l.Message)
+		p.warned = msg
+		emit(Event{Kind: EventError, Text: msg, Limit: geminiLimitText(msg, p.now()), Turns: p.turns})
 	case "result":
 		p.flush(emit)
 		p.result(l, emit)

@@ -358,3 +358,25 @@ func FuzzGeminiStderr(f *testing.F) {
 		}
 	})
 }
+
+func TestGeminiAPIErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, want string
+		limit    string
+	}{
+		{`[API Error: {"error":{"code":503,"details":[],"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}]`,
+			"gemini: API error 503 UNAVAILABLE: The model is overloaded. Please try again later.", LimitOverloaded},
+		{`[API Error: {"error":{"code":400,"details":[],"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]`,
+			"gemini: API error 400 INVALID_ARGUMENT: Request contains an invalid argument.", ""},
+		{"[API Error: fetch failed]", "[API Error: fetch failed]", ""},
+		{`[API Error: {"error":{"code":"x"}}]`, `[API Error: {"error":{"code":"x"}}]`, ""},
+	} {
+		in := fmt.Sprintf(`{"type":"result","timestamp":"t","status":"error","error":{"type":"unknown","message":%q}}`, tc.in)
+		evs := parse(t, "gemini", in)
+		if len(evs) != 1 || evs[0].Kind != EventError || evs[0].Text != tc.want || (evs[0].Limit == nil) != (tc.limit == "") ||
+			(evs[0].Limit != nil && evs[0].Limit.Kind != tc.limit) {
+			t.Errorf("%s: %+v", tc.in, evs)
+		}
+	}
+}
