@@ -19,6 +19,7 @@ import (
 var geminiReal = map[string]int{
 	"fix": 0, "denied": 0, "denied-shell": 0, "flood": 0, "retry": 0,
 	"limit": 173, "retry-fail": 144, "invalid-key": 144, "unauthenticated": 41, "untrusted": 55,
+	"hang": -1, // killed mid-reply: replayed as a process that goes silent
 }
 
 func geminiRealFile(t testing.TB, name, ext string) string {
@@ -45,7 +46,11 @@ func replayGemini(t *testing.T, name string, o Options) (Result, []Event) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "gemini")
-	body := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ncat '%s.stderr' >&2\ncat '%s.jsonl'\nexit %d\n", base, base, code)
+	end := fmt.Sprintf("exit %d", code)
+	if code < 0 {
+		end = "exec sleep 30"
+	}
+	body := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\ncat '%s.stderr' >&2\ncat '%s.jsonl'\n%s\n", base, base, end)
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -378,5 +383,17 @@ func TestGeminiAPIErrors(t *testing.T) {
 			(evs[0].Limit != nil && evs[0].Limit.Kind != tc.limit) {
 			t.Errorf("%s: %+v", tc.in, evs)
 		}
+	}
+}
+
+func TestGeminiRealHang(t *testing.T) {
+	t.Parallel()
+	res, evs := replayGemini(t, "hang", Options{IdleTimeout: time.Second})
+	if res.Stopped != StoppedIdleTimeout {
+		t.Errorf("stopped %q", res.Stopped)
+	}
+	// The reply's unended line is shown when the call is killed.
+	if txt := ofKind(evs, EventText); len(txt) != 1 || txt[0].Text != "Let me think about this" {
+		t.Errorf("texts %+v", txt)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +85,11 @@ func runGemini(t *testing.T, dir string, env []string, limit time.Duration, prom
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--output-format", "stream-json"}, args...)...)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdin = strings.NewReader(prompt)
+	// gemini relaunches itself in a child node: kill the whole group, and
+	// stop waiting for output a straggler still holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -129,6 +135,7 @@ func TestGeminiTranscripts(t *testing.T) {
 		args   []string
 		extra  []string
 		prompt string
+		limit  time.Duration // gemini is killed after this long (default 90 s)
 		check  func(t *testing.T, dir string, out, errOut []byte, code int)
 	}
 	fixed := func(t *testing.T, dir string) bool {
@@ -198,6 +205,12 @@ func TestGeminiTranscripts(t *testing.T) {
 					t.Errorf("big-prompt: exit %d", code)
 				}
 			}},
+		{name: "hang", turns: mockmodel.GeminiHang(), args: geminiPermissionArgs, limit: 12 * time.Second,
+			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
+				if code != -1 || !bytes.Contains(out, []byte("Let me think")) {
+					t.Errorf("hang: exit %d; want it killed mid-reply", code)
+				}
+			}},
 		{name: "unauthenticated", turns: mockmodel.GeminiFix("go test ./..."), args: geminiPermissionArgs,
 			extra: []string{"GEMINI_API_KEY="},
 			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
@@ -208,7 +221,7 @@ func TestGeminiTranscripts(t *testing.T) {
 	}
 	// The ralph-level tests below run fix, denied, limit and retry through
 	// the loop; here they run only when recording.
-	loop := map[string]bool{"fix": true, "denied": true, "limit": true, "retry": true, "retry-fail": true}
+	loop := map[string]bool{"fix": true, "denied": true, "limit": true, "retry": true, "retry-fail": true, "hang": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if loop[c.name] && os.Getenv("RALPH_RECORD") != "1" {
@@ -221,7 +234,11 @@ func TestGeminiTranscripts(t *testing.T) {
 			if prompt == "" {
 				prompt = geminiPrompt
 			}
-			out, errOut, code := runGemini(t, dir, geminiEnv(t, url, c.extra...), 90*time.Second, prompt, c.args...)
+			limit := c.limit
+			if limit == 0 {
+				limit = 90 * time.Second
+			}
+			out, errOut, code := runGemini(t, dir, geminiEnv(t, url, c.extra...), limit, prompt, c.args...)
 			t.Logf("exit %d\n--- stdout\n%s\n--- stderr\n%s", code, clip(out), clip(errOut))
 			if c.prompt == "" {
 				record(t, c.name, out, errOut)
