@@ -19,7 +19,8 @@ import (
 var geminiReal = map[string]int{
 	"fix": 0, "denied": 0, "denied-shell": 0, "flood": 0, "retry": 0,
 	"limit": 173, "retry-fail": 144, "invalid-key": 144, "unauthenticated": 41, "untrusted": 55,
-	"hang": -1, // killed mid-reply: replayed as a process that goes silent
+	"outside": 0,
+	"hang":    -1, // killed mid-reply: replayed as a process that goes silent
 }
 
 func geminiRealFile(t testing.TB, name, ext string) string {
@@ -395,5 +396,18 @@ func TestGeminiRealHang(t *testing.T) {
 	// The reply's unended line is shown when the call is killed.
 	if txt := ofKind(evs, EventText); len(txt) != 1 || txt[0].Text != "Let me think about this" {
 		t.Errorf("texts %+v", txt)
+	}
+}
+
+// A write outside the workspace is refused by auto_edit's boundary, which
+// is what init intends: a failed tool, not a denial to stop the run for.
+func TestGeminiRealOutsideWorkspace(t *testing.T) {
+	t.Parallel()
+	res, evs := replayGemini(t, "outside", Options{})
+	if len(res.Denials) != 0 || res.IsError {
+		t.Errorf("denials %+v, error %v", res.Denials, res.IsError)
+	}
+	if r := ofKind(evs, EventToolResult); len(r) != 1 || !r[0].IsError || !strings.HasPrefix(r[0].Text, "Path not in workspace") {
+		t.Errorf("tool results %+v", r)
 	}
 }

@@ -211,6 +211,13 @@ func TestGeminiTranscripts(t *testing.T) {
 					t.Errorf("hang: exit %d; want it killed mid-reply", code)
 				}
 			}},
+		{name: "outside", turns: mockmodel.GeminiWriteFile("/tmp/ralph-gemini-outside-workspace.txt", "x\n"), args: geminiPermissionArgs,
+			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
+				if _, err := os.Stat("/tmp/ralph-gemini-outside-workspace.txt"); err == nil {
+					_ = os.Remove("/tmp/ralph-gemini-outside-workspace.txt")
+					t.Errorf("outside: auto_edit wrote outside the workspace")
+				}
+			}},
 		{name: "unauthenticated", turns: mockmodel.GeminiFix("go test ./..."), args: geminiPermissionArgs,
 			extra: []string{"GEMINI_API_KEY="},
 			check: func(t *testing.T, dir string, out, errOut []byte, code int) {

@@ -506,3 +506,13 @@ func GeminiShell(command string) []GeminiTurn {
 func GeminiFlood(n int) []GeminiTurn {
 	return []GeminiTurn{{Text: "Here is a lot of output:\n", FloodBytes: n}}
 }
+
+// GeminiWriteFile writes content to path with the write_file tool, then
+// answers.
+func GeminiWriteFile(path, content string) []GeminiTurn {
+	return []GeminiTurn{
+		{Text: "Writing it.\n", Calls: []GeminiCall{{Name: "write_file", Args: map[string]any{
+			"file_path": path, "content": content}}}},
+		{Text: "Written."},
+	}
+}
