@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"regexp"
 	"strings"
 	"time"
 )
@@ -16,10 +17,72 @@ func claudeBackend() backend {
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "-p", "--output-format", "stream-json", "--verbose"}, o.Args...)
 		},
-		stdin:     true,
-		newParser: func(now func() time.Time) parser { return &claudeParser{now: now} },
-		limitText: claudeLimitText,
+		stdin:       true,
+		newParser:   func(now func() time.Time) parser { return &claudeParser{now: now} },
+		limitText:   claudeLimitText,
+		permissions: claudePermissions,
+		stderrLine:  claudeStderrLine,
 	}
+}
+
+// claudeStderrLine reads Claude Code's standard error, where it prints
+// only what stops it before its stream starts. As root it refuses
+// --dangerously-skip-permissions ("--dangerously-skip-permissions cannot
+// be used with root/sudo privileges for security reasons", exit 1): that
+// becomes an error that says how to fix it. No line is a retry notice
+// (Claude Code prints those on stdout, as api_retry).
+func claudeStderrLine(line string, emit func(Event)) bool {
+	if strings.Contains(line, "--dangerously-skip-permissions cannot be used with root") {
+		emit(Event{Kind: EventError, Text: "Claude Code refuses --dangerously-skip-permissions as root (" + short(line) +
+			"): run ralph as another user, set IS_SANDBOX=1 in [agent.env] if this is a sandbox, or remove the flag from [agent] args."})
+	}
+	return false
+}
+
+// claudePermissions are Claude Code's headless permissions (see `claude
+// --help` and its permission rules): --permission-mode acceptEdits lets it
+// edit files in its working directory without asking, and --allowedTools
+// "Bash(<test> *)" lets its Bash tool run the test command, with or
+// without more arguments (a rule ending in " *" also matches the bare
+// command); anything else it would ask for is refused in -p mode. full is
+// --dangerously-skip-permissions, which Claude Code refuses to honour as
+// root unless IS_SANDBOX=1.
+func claudePermissions(test []string, full bool) Permissions {
+	if full {
+		return Permissions{
+			Args: []string{"--dangerously-skip-permissions"},
+			Comment: []string{
+				"WARNING: --dangerously-skip-permissions lets Claude Code run any command and edit any file without asking.",
+				"Use it only in a sandbox (a container or VM with nothing to lose); as root, Claude Code refuses it unless IS_SANDBOX=1.",
+			},
+		}
+	}
+	p := Permissions{
+		Args:    []string{"--permission-mode", "acceptEdits"},
+		Comment: []string{"--permission-mode acceptEdits: Claude Code may edit files in the workspace without asking."},
+	}
+	if cmd := shellJoin(test); cmd != "" {
+		rule := "Bash(" + cmd + " *)"
+		p.Args = append(p.Args, "--allowedTools", rule)
+		p.Comment = append(p.Comment, "--allowedTools "+rule+": its Bash tool may run the test command (with any arguments); other commands are refused.")
+	}
+	return p
+}
+
+// shellJoin writes argv as one shell command line, quoting the words that
+// need it.
+func shellJoin(argv []string) string {
+	words := make([]string, 0, len(argv))
+	for _, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			words = append(words, a)
+			continue
+		}
+		words = append(words, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	return strings.Join(words, " ")
 }
 
 // claudeLine is what the parser reads of one stream-json message.
@@ -37,9 +100,14 @@ type claudeLine struct {
 	NumTurns       int64
 	Errors         int // node of errors: a list of strings
 	APIErrorStatus int64
+	Denials        int // node of permission_denials: a list of {tool_name, tool_use_id, tool_input}
 	// rate_limit_event
 	RateLimitStatus, RateLimitType string
 	ResetsAt                       int64
+	// system api_retry
+	Attempt, MaxRetries, ErrorStatus int64
+	RetryDelayMS                     float64
+	RetryError                       string
 }
 
 type claudeBlock struct {
@@ -55,14 +123,25 @@ type claudeParser struct {
 	usage     [2]Usage // storage for l.Usage
 	session   lastSession
 	lastMsgID string // the assistant message whose usage was counted last
+	// reset is the exact end of a usage limit, from rate_limit_event's
+	// resetsAt: a later message's "resets 9:59pm" has only minutes.
+	reset time.Time
+	// tools are the tool calls seen, by id, for naming a denial; denied
+	// are those whose denial was already emitted.
+	tools  map[string]claudeTool
+	denied map[string]bool
 }
+
+// claudeTool is a tool call: its name and what it touches (a path or a
+// command).
+type claudeTool struct{ name, target string }
 
 // decode reads the line in p.doc into p.l; false when a field has the
 // wrong type.
 func (p *claudeParser) decode() bool {
 	r := jread{jdoc: &p.doc}
 	l := &p.l
-	*l = claudeLine{Blocks: l.Blocks[:0], Errors: -1}
+	*l = claudeLine{Blocks: l.Blocks[:0], Errors: -1, Denials: -1}
 	root := r.object(0)
 	l.Type = r.str(r.field(root, "type"))
 	l.Subtype = r.str(r.field(root, "subtype"))
@@ -101,6 +180,7 @@ func (p *claudeParser) decode() bool {
 		l.NumTurns = r.int(r.field(root, "num_turns"))
 		l.Errors = r.array(r.field(root, "errors"))
 		l.APIErrorStatus = r.int(r.field(root, "api_error_status"))
+		l.Denials = r.array(r.field(root, "permission_denials"))
 		if u := r.object(r.field(root, "usage")); u >= 0 {
 			p.usage[1] = claudeUsage(&r, u)
 			l.Usage = &p.usage[1]
@@ -110,6 +190,14 @@ func (p *claudeParser) decode() bool {
 		l.RateLimitStatus = r.str(r.field(info, "status"))
 		l.RateLimitType = r.str(r.field(info, "rateLimitType"))
 		l.ResetsAt = r.int(r.field(info, "resetsAt"))
+	case "system":
+		if l.Subtype == "api_retry" {
+			l.Attempt = r.int(r.field(root, "attempt"))
+			l.MaxRetries = r.int(r.field(root, "max_retries"))
+			l.RetryDelayMS = r.float(r.field(root, "retry_delay_ms"))
+			l.ErrorStatus = r.int(r.field(root, "error_status"))
+			l.RetryError = r.str(r.field(root, "error"))
+		}
 	}
 	return !r.bad && root >= 0
 }
@@ -133,14 +221,22 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 	p.session.note(l.SessionID, emit)
 	switch l.Type {
 	case "system":
-		// init carries the session id (above); other subtypes (hooks,
-		// tasks, compaction) have nothing ralph counts.
+		// init carries the session id (above); api_retry is a request
+		// Claude Code retries; other subtypes (hooks, tasks, compaction)
+		// have nothing ralph counts.
+		if l.Subtype == "api_retry" {
+			p.retry(emit)
+		}
 	case "assistant":
 		p.assistant(emit)
 	case "user":
 		for _, bl := range l.Blocks {
 			if bl.Type == "tool_result" {
-				emit(Event{Kind: EventToolResult, ToolID: bl.ToolUseID, Text: short(p.resultText(bl.Content)), IsError: bl.IsError})
+				text := p.resultText(bl.Content)
+				emit(Event{Kind: EventToolResult, ToolID: bl.ToolUseID, Text: short(text), IsError: bl.IsError})
+				if bl.IsError {
+					p.deniedResult(bl.ToolUseID, text, emit)
+				}
 			}
 		}
 	case "result":
@@ -162,6 +258,12 @@ func (p *claudeParser) assistant(emit func(Event)) {
 			}
 		case "tool_use", "server_tool_use":
 			emit(Event{Kind: EventToolUse, Tool: bl.Name, ToolID: bl.ID, Input: p.inputSummary(bl.Input)})
+			if bl.ID != "" {
+				if p.tools == nil {
+					p.tools = map[string]claudeTool{}
+				}
+				p.tools[bl.ID] = claudeTool{bl.Name, p.toolTarget(bl.Input)}
+			}
 		}
 	}
 	// --verbose prints one line per content block, each repeating its
@@ -175,16 +277,118 @@ func (p *claudeParser) assistant(emit func(Event)) {
 		if text == "" {
 			text = "claude: " + l.MsgError
 		}
-		lim := claudeLimitText(text, p.now())
+		lim := p.limit(text)
 		if lim == nil && l.MsgError == "rate_limit" {
 			lim = &Limit{Kind: LimitRate, Message: short(text)}
 		}
-		emit(Event{Kind: EventError, Text: text, Limit: lim})
+		emit(Event{Kind: EventError, Text: claudeErrorText(text, l.MsgError == "authentication_failed"), Limit: lim})
 	}
+}
+
+// limit recognises a limit in text; a usage limit takes the exact reset
+// a rate_limit_event gave, if any, over the minutes of "resets 9:59pm".
+func (p *claudeParser) limit(text string) *Limit {
+	lim := claudeLimitText(text, p.now())
+	if lim != nil && lim.Kind == LimitUsage && !p.reset.IsZero() {
+		lim.Reset = p.reset
+	}
+	return lim
+}
+
+// claudeLogin is how Claude Code says it has no valid credentials:
+// "Not logged in · Please run /login", "Invalid API key · Please run
+// /login", "Invalid API key · Fix external API key", "Failed to
+// authenticate. API Error: 401 …".
+var claudeLogin = regexp.MustCompile(`(?i)please run /login|invalid api key|not logged in|failed to authenticate`)
+
+// claudeErrorText makes an authentication error one sentence that says
+// how to fix it; other errors are Claude Code's own words.
+func claudeErrorText(text string, auth bool) string {
+	if !auth && !claudeLogin.MatchString(text) {
+		return text
+	}
+	return "Claude Code is not authenticated (" + short(text) + "): log in with `claude` (then /login), " +
+		"or set ANTHROPIC_API_KEY in the agent's environment."
+}
+
+// retry reads system/api_retry: Claude Code retries a failed request
+// (attempt of max_retries, after retry_delay_ms; error_status is the HTTP
+// status, null for a connection error; error names its kind).
+func (p *claudeParser) retry(emit func(Event)) {
+	l := &p.l
+	r := &Retry{Status: int(l.ErrorStatus), Attempt: int(l.Attempt), Max: int(l.MaxRetries),
+		Delay: time.Duration(l.RetryDelayMS * float64(time.Millisecond)), Message: l.RetryError}
+	if r.Delay < 0 || l.RetryDelayMS > float64(1<<62/time.Millisecond) {
+		r.Delay = 0
+	}
+	emit(Event{Kind: EventRetry, Retry: r})
+}
+
+// claudeDenied is a tool_result's text when Claude Code refused the call
+// for want of permission: "Claude requested permissions to write to
+// /path, but you haven't granted it yet." (also "read from /path", "use
+// Tool"), and "This command requires approval" for Bash.
+var claudeDenied = regexp.MustCompile(`Claude requested permissions to (?:write to|read from|use) (.+?), but you haven't granted it yet|This command requires approval`)
+
+// deniedResult emits EventDenied for an error tool_result whose text is a
+// permission refusal.
+func (p *claudeParser) deniedResult(id, text string, emit func(Event)) {
+	m := claudeDenied.FindStringSubmatch(text)
+	if m == nil || p.denied[id] {
+		return
+	}
+	tool := p.tools[id]
+	target := tool.target
+	if m[1] != "" && tool.target == "" {
+		target = m[1]
+	}
+	p.deny(id, &Denial{Tool: tool.name, Target: short(target), Message: short(text)}, emit)
+}
+
+func (p *claudeParser) deny(id string, d *Denial, emit func(Event)) {
+	if id != "" {
+		if p.denied == nil {
+			p.denied = map[string]bool{}
+		}
+		p.denied[id] = true
+	}
+	emit(Event{Kind: EventDenied, Denial: d})
+}
+
+// toolTarget is what a tool call touches: file_path (Read, Edit, Write),
+// notebook_path, path, or the Bash command.
+func (p *claudeParser) toolTarget(input int) string {
+	d := &p.doc
+	if d.kind(input) != jObject {
+		return ""
+	}
+	for _, k := range []string{"file_path", "notebook_path", "path", "command", "url", "pattern"} {
+		if f := d.field(input, k); d.kind(f) == jString {
+			if s, ok := d.str(f); ok && s != "" {
+				return short(s)
+			}
+		}
+	}
+	return ""
 }
 
 func (p *claudeParser) result(emit func(Event)) {
 	l := &p.l
+	// permission_denials lists every refused call; those whose
+	// tool_result already said so were emitted then.
+	p.doc.elems(l.Denials, func(e int) {
+		d := &p.doc
+		if d.kind(e) != jObject {
+			return
+		}
+		id, _ := d.str(d.field(e, "tool_use_id"))
+		if p.denied[id] && id != "" {
+			return
+		}
+		name, _ := d.str(d.field(e, "tool_name"))
+		target := p.toolTarget(d.field(e, "tool_input"))
+		p.deny(id, &Denial{Tool: name, Target: target, Message: short("Claude Code was not permitted to run " + name)}, emit)
+	})
 	if l.Usage != nil {
 		emit(Event{Kind: EventUsage, Usage: *l.Usage, Total: true})
 	}
@@ -208,11 +412,11 @@ func (p *claudeParser) result(emit func(Event)) {
 	if text == "" {
 		text = "claude ended with " + l.Subtype
 	}
-	lim := claudeLimitText(text, p.now())
+	lim := p.limit(text)
 	if lim == nil {
 		lim = limitForStatus(int(l.APIErrorStatus), text)
 	}
-	emit(Event{Kind: EventError, Text: text, Limit: lim, Turns: int(l.NumTurns)})
+	emit(Event{Kind: EventError, Text: claudeErrorText(text, l.APIErrorStatus == 401), Limit: lim, Turns: int(l.NumTurns)})
 }
 
 // rateLimit reads rate_limit_event: status "rejected" means the limit is
@@ -229,6 +433,7 @@ func (p *claudeParser) rateLimit(emit func(Event)) {
 	}
 	if l.ResetsAt > 0 {
 		lim.Reset = time.Unix(l.ResetsAt, 0)
+		p.reset = lim.Reset
 	}
 	emit(Event{Kind: EventError, Text: lim.Message, Limit: lim})
 }

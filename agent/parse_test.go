@@ -384,7 +384,9 @@ func fuzzParser(f *testing.F, cli string, seeds ...string) {
 }
 
 func FuzzParseClaude(f *testing.F) {
-	fuzzParser(f, "claude", "claude.jsonl", "claude-usage-limit.jsonl")
+	fuzzParser(f, "claude", "claude.jsonl", "claude-usage-limit.jsonl",
+		"../real/claude-2.1.197-fix.jsonl", "../real/claude-2.1.197-denied.jsonl", "../real/claude-2.1.197-retry.jsonl",
+		"../real/claude-2.1.197-limit.jsonl", "../real/claude-2.1.197-invalid-key.jsonl")
 }
 
 func FuzzParseCodex(f *testing.F) {
