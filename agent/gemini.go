@@ -68,23 +68,6 @@ func geminiPermissions(test []string, full bool) Permissions {
 	return p
 }
 
-// shellJoin writes argv as one shell command line, quoting the words
-// that need it.
-func shellJoin(argv []string) string {
-	var b strings.Builder
-	for i, a := range argv {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%") == "" {
-			b.WriteString(a)
-			continue
-		}
-		b.WriteString("'" + strings.ReplaceAll(a, "'", `'\''`) + "'")
-	}
-	return b.String()
-}
-
 // geminiLine is what the parser reads of one stream-json event.
 type geminiLine struct {
 	Type      string

@@ -66,16 +66,6 @@ func replayGemini(t *testing.T, name string, o Options) (Result, []Event) {
 	return res, evs
 }
 
-func ofKind(evs []Event, k EventKind) []Event {
-	var out []Event
-	for _, e := range evs {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func TestGeminiRealFix(t *testing.T) {
 	t.Parallel()
 	evs := parse(t, "gemini", geminiRealFile(t, "fix", ".jsonl"))

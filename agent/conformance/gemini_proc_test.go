@@ -8,20 +8,20 @@ import (
 	"syscall"
 )
 
-var syscallKill = syscall.SIGKILL
+var geminiSyscallKill = syscall.SIGKILL
 
-// proc is a process found in /proc: its pid, start time (to tell a reused
+// geminiProc is a process found in /proc: its pid, start time (to tell a reused
 // pid) and command line.
-type proc struct {
+type geminiProc struct {
 	pid     int
 	start   string
 	cmdline string
 }
 
-// procsIn lists the processes whose working directory is dir.
-func procsIn(dir string) []proc {
+// geminiProcsIn lists the processes whose working directory is dir.
+func geminiProcsIn(dir string) []geminiProc {
 	ents, _ := os.ReadDir("/proc")
-	var out []proc
+	var out []geminiProc
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -32,13 +32,13 @@ func procsIn(dir string) []proc {
 			continue
 		}
 		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, proc{pid: pid, start: startTime(pid), cmdline: strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))})
+		out = append(out, geminiProc{pid: pid, start: geminiStartTime(pid), cmdline: strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))})
 	}
 	return out
 }
 
-// stat is the fields of /proc/pid/stat after the command name.
-func stat(pid int) []string {
+// geminiStat is the fields of /proc/pid/stat after the command name.
+func geminiStat(pid int) []string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return nil
@@ -50,25 +50,25 @@ func stat(pid int) []string {
 	return nil
 }
 
-func startTime(pid int) string {
-	if f := stat(pid); len(f) > 19 {
+func geminiStartTime(pid int) string {
+	if f := geminiStat(pid); len(f) > 19 {
 		return f[19]
 	}
 	return ""
 }
 
-func sessionOf(pid int) int {
-	if f := stat(pid); len(f) > 3 {
+func geminiSessionOf(pid int) int {
+	if f := geminiStat(pid); len(f) > 3 {
 		n, _ := strconv.Atoi(f[3])
 		return n
 	}
 	return 0
 }
 
-// alive: p still runs (not a zombie) and is the same process.
-func alive(p proc) bool {
-	f := stat(p.pid)
+// geminiAlive: p still runs (not a zombie) and is the same process.
+func geminiAlive(p geminiProc) bool {
+	f := geminiStat(p.pid)
 	return len(f) > 19 && f[0] != "Z" && f[19] == p.start
 }
 
-func killPid(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+func geminiKillPid(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

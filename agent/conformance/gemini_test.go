@@ -103,8 +103,8 @@ func runGemini(t *testing.T, dir string, env []string, limit time.Duration, prom
 	return out.Bytes(), errOut.Bytes(), code
 }
 
-// record writes a transcript into agent/testdata/real when RALPH_RECORD=1.
-func record(t *testing.T, name string, stdout, stderr []byte) {
+// geminiRecord writes a transcript into agent/testdata/real when RALPH_RECORD=1.
+func geminiRecord(t *testing.T, name string, stdout, stderr []byte) {
 	t.Helper()
 	if os.Getenv("RALPH_RECORD") != "1" {
 		return
@@ -246,16 +246,16 @@ func TestGeminiTranscripts(t *testing.T) {
 				limit = 90 * time.Second
 			}
 			out, errOut, code := runGemini(t, dir, geminiEnv(t, url, c.extra...), limit, prompt, c.args...)
-			t.Logf("exit %d\n--- stdout\n%s\n--- stderr\n%s", code, clip(out), clip(errOut))
+			t.Logf("exit %d\n--- stdout\n%s\n--- stderr\n%s", code, geminiClip(out), geminiClip(errOut))
 			if c.prompt == "" {
-				record(t, c.name, out, errOut)
+				geminiRecord(t, c.name, out, errOut)
 			}
 			c.check(t, dir, out, errOut, code)
 		})
 	}
 }
 
-func clip(b []byte) string {
+func geminiClip(b []byte) string {
 	if len(b) > 4000 {
 		return string(b[:2000]) + "\n…\n" + string(b[len(b)-2000:])
 	}
@@ -280,14 +280,14 @@ func geminiInit(t *testing.T, e []string) (dir string, toml string) {
 	toml = string(b)
 	if !strings.Contains(toml, `"run_shell_command(go test ./...)"`) || !strings.Contains(toml, `"--skip-trust"`) {
 		t.Errorf("ralph init --agent gemini did not write gemini's permissions %q into [agent] args:\n%s", geminiPermissionArgs, toml)
-		toml = setAgentArgs(t, toml, geminiPermissionArgs)
-		writeToml(t, dir, toml)
+		toml = geminiSetAgentArgs(t, toml, geminiPermissionArgs)
+		geminiWriteToml(t, dir, toml)
 	}
 	return dir, toml
 }
 
-// setAgentArgs replaces the [agent] args line (written or commented out).
-func setAgentArgs(t *testing.T, toml string, args []string) string {
+// geminiSetAgentArgs replaces the [agent] args line (written or commented out).
+func geminiSetAgentArgs(t *testing.T, toml string, args []string) string {
 	t.Helper()
 	q, err := json.Marshal(args)
 	if err != nil {
@@ -315,8 +315,8 @@ func setAgentArgs(t *testing.T, toml string, args []string) string {
 	return strings.Join(out, "\n")
 }
 
-// setKey replaces the first line setting key (e.g. `idle_timeout =`).
-func setKey(t *testing.T, toml, key, value string) string {
+// geminiSetKey replaces the first line setting key (e.g. `idle_timeout =`).
+func geminiSetKey(t *testing.T, toml, key, value string) string {
 	t.Helper()
 	lines := strings.Split(toml, "\n")
 	for i, l := range lines {
@@ -329,14 +329,14 @@ func setKey(t *testing.T, toml, key, value string) string {
 	return ""
 }
 
-func writeToml(t *testing.T, dir, toml string) {
+func geminiWriteToml(t *testing.T, dir, toml string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "ralph.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func verifyChain(t *testing.T, dir string, e []string) {
+func geminiVerifyChain(t *testing.T, dir string, e []string) {
 	t.Helper()
 	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
 		t.Errorf("ralph chain verify:\n%s", r)
@@ -362,7 +362,7 @@ func TestGeminiInitWorks(t *testing.T) {
 		t.Errorf("the script's last turn was asked %d times", g.Attempts(3))
 	}
 	t.Logf("%s", r)
-	verifyChain(t, dir, e)
+	geminiVerifyChain(t, dir, e)
 }
 
 // TestGeminiDeniedStops: without init's permission arguments the edit is
@@ -374,7 +374,7 @@ func TestGeminiDeniedStops(t *testing.T) {
 	g, url := geminiMock(t, mockmodel.GeminiFix("go test ./..."))
 	e := geminiEnv(t, url)
 	dir, toml := geminiInit(t, e)
-	writeToml(t, dir, setAgentArgs(t, toml, []string{"--skip-trust"}))
+	geminiWriteToml(t, dir, geminiSetAgentArgs(t, toml, []string{"--skip-trust"}))
 	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
 	out := r.stdout + r.stderr
 	if r.code != 1 || !strings.Contains(out, "permission denied") {
@@ -387,7 +387,7 @@ func TestGeminiDeniedStops(t *testing.T) {
 		t.Errorf("%d iterations ran; the run must stop after the first", n)
 	}
 	t.Logf("%s", r)
-	verifyChain(t, dir, e)
+	geminiVerifyChain(t, dir, e)
 }
 
 // TestGeminiLimitWaits: a spent daily quota whose reset is 2 s ahead: the
@@ -406,7 +406,7 @@ func TestGeminiLimitWaits(t *testing.T) {
 		t.Errorf("the wait for the limit is not shown:\n%s", r)
 	}
 	t.Logf("%s", r)
-	verifyChain(t, dir, e)
+	geminiVerifyChain(t, dir, e)
 }
 
 // TestGeminiRetries: an overload and a per-minute quota before success are
@@ -427,14 +427,14 @@ func TestGeminiRetries(t *testing.T) {
 		if out := r.stdout + r.stderr; !strings.Contains(out, "retrying after 503") || !strings.Contains(out, "retrying after 429") {
 			t.Errorf("the retries are not shown (agent ~ retrying after …):\n%s", r)
 		}
-		verifyChain(t, dir, e)
+		geminiVerifyChain(t, dir, e)
 	})
 	t.Run("then-error", func(t *testing.T) {
 		t.Parallel()
 		_, url := geminiMock(t, mockmodel.GeminiRetryFail())
 		e := geminiEnv(t, url)
 		dir, toml := geminiInit(t, e)
-		writeToml(t, dir, setKey(t, toml, "max", "1"))
+		geminiWriteToml(t, dir, geminiSetKey(t, toml, "max", "1"))
 		r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
 		out := r.stdout + r.stderr
 		if r.code == 0 || strings.Contains(out, "waiting until") || !strings.Contains(out, "INVALID_ARGUMENT") {
@@ -452,8 +452,8 @@ func TestGeminiIdleTimeout(t *testing.T) {
 	_, url := geminiMock(t, mockmodel.GeminiHang())
 	e := geminiEnv(t, url)
 	dir, toml := geminiInit(t, e)
-	toml = setKey(t, toml, "idle_timeout", `"4s"`)
-	writeToml(t, dir, setKey(t, toml, "max", "1"))
+	toml = geminiSetKey(t, toml, "idle_timeout", `"4s"`)
+	geminiWriteToml(t, dir, geminiSetKey(t, toml, "max", "1"))
 	start := time.Now()
 	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
 	if r.code == 0 || time.Since(start) > time.Minute {
@@ -463,7 +463,7 @@ func TestGeminiIdleTimeout(t *testing.T) {
 	if !strings.Contains(export.stdout, `"stopped":"idle-timeout"`) {
 		t.Errorf("idle-timeout is not recorded on the chain:\n%s\n%s", r, export)
 	}
-	verifyChain(t, dir, e)
+	geminiVerifyChain(t, dir, e)
 }
 
 // TestGeminiContainment: kill -9 of ralph while gemini's shell tool runs
@@ -475,7 +475,7 @@ func TestGeminiContainment(t *testing.T) {
 	_, url := geminiMock(t, mockmodel.GeminiShell("sleep 300"))
 	e := geminiEnv(t, url)
 	dir, toml := geminiInit(t, e)
-	writeToml(t, dir, setAgentArgs(t, toml, []string{"--skip-trust", "--approval-mode", "yolo"}))
+	geminiWriteToml(t, dir, geminiSetAgentArgs(t, toml, []string{"--skip-trust", "--approval-mode", "yolo"}))
 	cmd := exec.Command(ralphBin, "run", "--no-tui")
 	cmd.Dir, cmd.Env = dir, e
 	var out bytes.Buffer
@@ -488,7 +488,7 @@ func TestGeminiContainment(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for sleep == 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		for _, p := range procsIn(dir) {
+		for _, p := range geminiProcsIn(dir) {
 			if p.cmdline == "sleep 300" {
 				sleep = p.pid
 			}
@@ -497,18 +497,18 @@ func TestGeminiContainment(t *testing.T) {
 	if sleep == 0 {
 		t.Fatalf("gemini's shell never ran sleep 300:\n%s", out.String())
 	}
-	call := procsIn(dir)
-	sid := sessionOf(sleep)
+	call := geminiProcsIn(dir)
+	sid := geminiSessionOf(sleep)
 	t.Logf("before kill -9 of ralph (pid %d): %d processes in %s; sleep 300 is pid %d in session %d", cmd.Process.Pid, len(call), dir, sleep, sid)
-	if err := cmd.Process.Signal(syscallKill); err != nil {
+	if err := cmd.Process.Signal(geminiSyscallKill); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	var left []proc
+	var left []geminiProc
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		left = left[:0]
 		for _, p := range call {
-			if alive(p) {
+			if geminiAlive(p) {
 				left = append(left, p)
 			}
 		}
@@ -517,7 +517,7 @@ func TestGeminiContainment(t *testing.T) {
 		}
 	}
 	for _, p := range left {
-		_ = killPid(p.pid)
+		_ = geminiKillPid(p.pid)
 	}
 	t.Errorf("after kill -9 of ralph, processes of the call remain: %+v", left)
 }

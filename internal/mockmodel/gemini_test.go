@@ -28,8 +28,8 @@ func geminiPost(t *testing.T, url, path, key, body string) *http.Response {
 	return resp
 }
 
-// sse reads the data: events of a streamed reply.
-func sse(t *testing.T, r io.Reader) []map[string]any {
+// geminiSSE reads the data: events of a streamed reply.
+func geminiSSE(t *testing.T, r io.Reader) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(r)
@@ -51,7 +51,7 @@ func sse(t *testing.T, r io.Reader) []map[string]any {
 
 const streamPath = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
-func conversation(modelTurns int) string {
+func geminiConversation(modelTurns int) string {
 	contents := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": "fix it"}}}}
 	for range modelTurns {
 		contents = append(contents,
@@ -68,7 +68,7 @@ func TestGeminiTurnsFromTheConversation(t *testing.T) {
 	defer srv.Close()
 	defer g.Close()
 
-	resp := geminiPost(t, srv.URL, streamPath, "k", conversation(0))
+	resp := geminiPost(t, srv.URL, streamPath, "k", geminiConversation(0))
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var e struct {
@@ -81,8 +81,8 @@ func TestGeminiTurnsFromTheConversation(t *testing.T) {
 		t.Fatalf("first attempt: %d %s", resp.StatusCode, b)
 	}
 	// The same conversation again is the same turn's next attempt.
-	resp = geminiPost(t, srv.URL, streamPath, "k", conversation(0))
-	evs := sse(t, resp.Body)
+	resp = geminiPost(t, srv.URL, streamPath, "k", geminiConversation(0))
+	evs := geminiSSE(t, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || len(evs) < 2 {
 		t.Fatalf("second attempt: %d, %d events", resp.StatusCode, len(evs))
@@ -111,21 +111,21 @@ func TestGeminiTurnsFromTheConversation(t *testing.T) {
 		t.Errorf("attempts %d", g.Attempts(0))
 	}
 	// Two model turns in the conversation: the third turn, the shell.
-	resp = geminiPost(t, srv.URL, streamPath, "k", conversation(2))
-	evs = sse(t, resp.Body)
+	resp = geminiPost(t, srv.URL, streamPath, "k", geminiConversation(2))
+	evs = geminiSSE(t, resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(mustJSON(evs), `"run_shell_command"`) {
-		t.Errorf("turn 2: %s", mustJSON(evs))
+	if !strings.Contains(geminiJSON(evs), `"run_shell_command"`) {
+		t.Errorf("turn 2: %s", geminiJSON(evs))
 	}
 	// Past the script: a 400 naming it.
-	resp = geminiPost(t, srv.URL, streamPath, "k", conversation(9))
+	resp = geminiPost(t, srv.URL, streamPath, "k", geminiConversation(9))
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Errorf("past the script: %d", resp.StatusCode)
 	}
 }
 
-func mustJSON(v any) string {
+func geminiJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
@@ -135,7 +135,7 @@ func TestGeminiErrorsAsTheAPISendsThem(t *testing.T) {
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 	defer g.Close()
-	resp := geminiPost(t, srv.URL, streamPath, "k", conversation(0))
+	resp := geminiPost(t, srv.URL, streamPath, "k", geminiConversation(0))
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	var e struct {
@@ -155,9 +155,9 @@ func TestGeminiErrorsAsTheAPISendsThem(t *testing.T) {
 	}
 	q := types["type.googleapis.com/google.rpc.QuotaFailure"]
 	r := types["type.googleapis.com/google.rpc.RetryInfo"]
-	if q == nil || !strings.Contains(mustJSON(q), "PerDay") || r == nil || r["retryDelay"] != "7200s" ||
+	if q == nil || !strings.Contains(geminiJSON(q), "PerDay") || r == nil || r["retryDelay"] != "7200s" ||
 		!strings.Contains(e.Error.Message, "Please retry in 7200.0s.") {
-		t.Errorf("details %s, message %q", mustJSON(e.Error.Details), e.Error.Message)
+		t.Errorf("details %s, message %q", geminiJSON(e.Error.Details), e.Error.Message)
 	}
 
 	for _, tc := range []struct {
@@ -169,7 +169,7 @@ func TestGeminiErrorsAsTheAPISendsThem(t *testing.T) {
 		{"k", "/v1beta/models", 404},
 		{"k", "/v1/other", 404},
 	} {
-		resp := geminiPost(t, srv.URL, tc.path, tc.key, conversation(0))
+		resp := geminiPost(t, srv.URL, tc.path, tc.key, geminiConversation(0))
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || !strings.Contains(string(b), `"error"`) {
@@ -206,7 +206,7 @@ func TestGeminiHangAndFlood(t *testing.T) {
 	g := &Gemini{Turns: GeminiHang()}
 	srv := httptest.NewServer(g)
 	defer srv.Close()
-	resp := geminiPost(t, srv.URL, streamPath, "k", conversation(0))
+	resp := geminiPost(t, srv.URL, streamPath, "k", geminiConversation(0))
 	br := bufio.NewReader(resp.Body)
 	first, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(first, "Let me think") {
@@ -233,10 +233,10 @@ func TestGeminiHangAndFlood(t *testing.T) {
 	f := &Gemini{Turns: GeminiFlood(1 << 20)}
 	fsrv := httptest.NewServer(f)
 	defer fsrv.Close()
-	resp = geminiPost(t, fsrv.URL, streamPath, "k", conversation(0))
+	resp = geminiPost(t, fsrv.URL, streamPath, "k", geminiConversation(0))
 	n := 0
 	lines := map[string]bool{}
-	for _, ev := range sse(t, resp.Body) {
+	for _, ev := range geminiSSE(t, resp.Body) {
 		for _, p := range ev["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any) {
 			s, _ := p.(map[string]any)["text"].(string)
 			n += len(s)
