@@ -12,6 +12,12 @@ type parser interface {
 	line(b []byte, emit func(Event))
 }
 
+// An ender is a parser that holds output back (a line of text not yet
+// ended); end emits it when the output ends, however the call ended.
+type ender interface {
+	end(emit func(Event))
+}
+
 // backend is one CLI: how to call it and how to read what it prints.
 type backend struct {
 	name string

@@ -29,7 +29,11 @@ func parseReader(t testing.TB, cli string, r io.Reader) []Event {
 	}
 	p := b.newParser(func() time.Time { return fixedNow })
 	var evs []Event
-	scanLines(r, func(l []byte) { p.line(l, func(e Event) { evs = append(evs, e) }) })
+	emit := func(e Event) { evs = append(evs, e) }
+	scanLines(r, func(l []byte) { p.line(l, emit) })
+	if e, ok := p.(ender); ok {
+		e.end(emit)
+	}
 	return evs
 }
 
@@ -226,13 +230,12 @@ func TestParseCodex(t *testing.T) {
 func TestParseGemini(t *testing.T) {
 	t.Parallel()
 	full := transcript(t, "gemini.jsonl")
-	answer := "I'll run the tests first.\nAdd now returns a + b.\n<promise>COMPLETE</promise>"
+	answer := "Add now returns a + b.\n<promise>COMPLETE</promise>"
 	limitMsg := "You have exhausted your capacity on this model. Your quota will reset after 2h52m39s."
 	runParseCases(t, "gemini", []parseCase{
 		{"transcript", full, []Event{
 			{Kind: EventSession, SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f"},
-			{Kind: EventText, Text: "I'll run the tests"},
-			{Kind: EventText, Text: " first."},
+			{Kind: EventText, Text: "I'll run the tests first."},
 			{Kind: EventToolUse, Tool: "run_shell_command", ToolID: "run_shell_command-1786183202873-0", Input: `{"command":"go test ./...","description":"Run the tests"}`},
 			{Kind: EventToolResult, ToolID: "run_shell_command-1786183202873-0", Text: "--- FAIL: TestAdd (0.00s) calc_test.go:9: Add(2, 3) = 0, want 5 FAIL"},
 			{Kind: EventToolUse, Tool: "replace", ToolID: "replace-1786183206310-1",
@@ -240,9 +243,9 @@ func TestParseGemini(t *testing.T) {
 			{Kind: EventToolResult, ToolID: "replace-1786183206310-1", IsError: true, Text: "Failed to edit, 0 occurrences found for old_string in /home/dev/calc/calc.go."},
 			{Kind: EventRaw, Text: "gemini: Loop detected, stopping execution"},
 			{Kind: EventText, Text: "Add now returns a + b."},
-			{Kind: EventText, Text: "\n<promise>COMPLETE</promise>"},
+			{Kind: EventText, Text: "<promise>COMPLETE</promise>"},
 			{Kind: EventUsage, Total: true, Usage: Usage{Input: 5922, Output: 524, CacheRead: 12288}},
-			{Kind: EventFinal, Text: answer},
+			{Kind: EventFinal, Text: answer, Turns: 3},
 		}},
 		{"usage limit", transcript(t, "gemini-usage-limit.jsonl"), []Event{
 			{Kind: EventSession, SessionID: "0d4e5f6a-7b8c-4d9e-8f0a-1b2c3d4e5f60"},
@@ -264,7 +267,7 @@ func TestParseGemini(t *testing.T) {
 		{"unknown event", `{"type":"thought","timestamp":"t","subject":"x"}`, []Event{{Kind: EventRaw, Text: `{"type":"thought","timestamp":"t","subject":"x"}`}}},
 		{"not json", "Loaded cached credentials.", []Event{{Kind: EventRaw, Text: "Loaded cached credentials."}}},
 		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-30], []Event{
-			{Kind: EventText, Text: "\n<promise>COMPLETE</promise>"},
+			{Kind: EventText, Text: "<promise>COMPLETE</promise>"},
 			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-30]}}},
 	})
 }
@@ -327,7 +330,7 @@ func TestTranscriptTotals(t *testing.T) {
 		{"codex", "codex.jsonl", Result{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
 			CostUSD: (315*1.25 + 122*10 + 24448*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 315, Output: 122, CacheRead: 24448},
 			SessionID: "0199a213-81c0-7800-8aa1-bbab2a035a53", Turns: 1, ToolUses: 3}},
-		{"gemini", "gemini.jsonl", Result{Text: "I'll run the tests first.\nAdd now returns a + b.\n<promise>COMPLETE</promise>",
+		{"gemini", "gemini.jsonl", Result{Text: "Add now returns a + b.\n<promise>COMPLETE</promise>", Turns: 3,
 			CostUSD: (5922*1.25 + 524*10 + 12288*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 5922, Output: 524, CacheRead: 12288},
 			SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f", ToolUses: 2}},
 		{"opencode", "opencode.jsonl", Result{Text: "Add now returns a + b.\n<promise>COMPLETE</promise>",
@@ -395,7 +398,9 @@ func FuzzParseCodex(f *testing.F) {
 }
 
 func FuzzParseGemini(f *testing.F) {
-	fuzzParser(f, "gemini", "gemini.jsonl", "gemini-usage-limit.jsonl")
+	fuzzParser(f, "gemini", "gemini.jsonl", "gemini-usage-limit.jsonl",
+		"../real/gemini-0.61.0-fix.jsonl", "../real/gemini-0.61.0-denied.jsonl", "../real/gemini-0.61.0-limit.jsonl",
+		"../real/gemini-0.61.0-retry-fail.jsonl", "../real/gemini-0.61.0-invalid-key.jsonl")
 }
 
 func FuzzParseOpencode(f *testing.F) {

@@ -78,10 +78,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.Exit = c.proc.ExitCode()
 	res.Stderr = c.stderr.String()
 	acc.result(&res)
-	if res.Limit == nil && b.limitText != nil && (res.Exit != 0 || res.IsError) {
+	if (res.Limit == nil || res.Limit.Reset.IsZero()) && b.limitText != nil && (res.Exit != 0 || res.IsError) {
 		// Only what the CLI said besides its retry notices: a notice of a
-		// 429 followed by a final 400 is that 400.
-		res.Limit = b.limitText(c.errText.String(), time.Now())
+		// 429 followed by a final 400 is that 400. A limit the stream
+		// named without its reset takes the reset standard error gives.
+		if l := b.limitText(c.errText.String(), time.Now()); res.Limit == nil {
+			res.Limit = l
+		} else if l != nil && !l.Reset.IsZero() {
+			with := *res.Limit
+			with.Reset = l.Reset
+			res.Limit = &with
+		}
 	}
 	switch {
 	case stopped != "":
@@ -317,6 +324,9 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 // arrives.
 func (c *call) readLines() {
 	scanLines(activity{c.stdout, &c.lastOutput}, func(line []byte) { c.parser.line(line, c.emit) })
+	if e, ok := c.parser.(ender); ok {
+		e.end(c.emit)
+	}
 }
 
 // scanLines calls line for each non-empty line of r (without its line

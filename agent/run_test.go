@@ -290,7 +290,7 @@ func TestRunFakeCLIs(t *testing.T) {
 		{"codex", []string{"exec", "--json", "-"}, LimitUsage, 2 * time.Minute,
 			Usage{Input: 1740, Output: 96, CacheRead: 3072}, price.Cost(Usage{Input: 1740, Output: 96, CacheRead: 3072}), "price", 1},
 		{"gemini", []string{"--output-format", "stream-json"}, LimitUsage, 4 * time.Second,
-			Usage{Input: 1904, Output: 210, CacheRead: 4096}, price.Cost(Usage{Input: 1904, Output: 210, CacheRead: 4096}), "price", 0},
+			Usage{Input: 1904, Output: 210, CacheRead: 4096}, price.Cost(Usage{Input: 1904, Output: 210, CacheRead: 4096}), "price", 2},
 		{"opencode", []string{"run", "--format", "json"}, LimitRate, 0,
 			Usage{20, 160, 3000, 500, 0}, 0.01, "reported", 1},
 	} {
