@@ -26,6 +26,17 @@ type Reporter interface {
 	// service behind it; the loop waits until it lifts and runs the
 	// iteration again.
 	Limited(l Limit)
+	// Denied reports that the call could not do its work because a tool
+	// it needed was refused for want of permission (an agent CLI run
+	// without the flags that let it edit): the loop stops the run after
+	// this iteration, since every later one would be refused the same.
+	Denied(d Denial)
+}
+
+// Denial is a call's refused tool: Tool and Target (a path or a command)
+// as the CLI named them, and Fix, one sentence saying what to allow.
+type Denial struct {
+	Tool, Target, Fix string
 }
 
 // Child is one action a call reports under itself. Type is the action
@@ -71,3 +82,4 @@ type discard struct{}
 func (discard) Child(context.Context, Child) error { return nil }
 func (discard) Stream(any)                         {}
 func (discard) Limited(Limit)                      {}
+func (discard) Denied(Denial)                      {}

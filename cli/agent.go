@@ -41,7 +41,7 @@ func agentCLI(cfg *config.Config) (string, error) {
 func agentOptions(cfg *config.Config, cli string) builtin.AgentOptions {
 	o := builtin.AgentOptions{CLI: cli, Allow: agentAllow(cfg, cli)}
 	if a := cfg.Agent; a != nil {
-		o.Command, o.Args = a.Command, a.Args
+		o.Command, o.Args, o.Env = a.Command, a.Args, a.EnvList()
 		o.Timeout, o.IdleTimeout = a.Timeout.Duration, a.IdleTimeout.Duration
 		if p := a.Price; p != nil {
 			o.Price = &agent.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}

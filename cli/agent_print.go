@@ -30,6 +30,10 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		}
 	case agent.EventError:
 		fmt.Fprintf(p.w, "%s! error: %s\n", prefix, oneLineText(a.Text))
+	case agent.EventDenied:
+		if d := a.Denial; d != nil {
+			fmt.Fprintf(p.w, "%s! permission denied: %s\n", prefix, oneLineText(strings.TrimSpace(d.Tool+" "+d.Target)))
+		}
 	}
 }
 
@@ -50,6 +54,9 @@ func agentJSON(e *loop.Event) map[string]any {
 	set("is_error", a.IsError, a.IsError)
 	set("cost_usd", a.CostUSD, a.Kind == agent.EventCost)
 	set("session_id", a.SessionID, a.SessionID != "")
+	if d := a.Denial; d != nil {
+		m["denial"] = map[string]any{"tool": d.Tool, "target": d.Target, "message": d.Message}
+	}
 	if a.Kind == agent.EventUsage {
 		m["usage"] = map[string]int64{"input": a.Usage.Input, "output": a.Usage.Output,
 			"cache_read": a.Usage.CacheRead, "cache_write": a.Usage.CacheWrite}

@@ -536,8 +536,9 @@ func snapshotConfig(storeFlag, runID string, errOut io.Writer) (*config.Config, 
 
 func newInitCmd() *cobra.Command {
 	var agentCLI, test string
+	var fullAccess bool
 	cmd := &cobra.Command{
-		Use:   "init [DIR] [--agent claude|codex|gemini|opencode] [--test CMD]",
+		Use:   "init [DIR] [--agent claude|codex|gemini|opencode] [--test CMD] [--full-access]",
 		Short: "Write a commented ralph.toml and PROMPT.md starter (with --agent: a working agent loop)",
 		Long: `Write a commented ralph.toml and PROMPT.md into DIR (default .).
 
@@ -545,7 +546,10 @@ Without --agent the starter runs a static plan that needs no API key. With
 --agent it is an agent loop: each iteration runs that agent CLI on PROMPT.md
 plus ralph's feedback block, then the test command decides (--test, else
 guessed from the project: go test, cargo test, pytest, npm test), bounded by
-max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.`,
+max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.
+The agent gets the flags (or [agent.env]) its CLI needs to edit files in
+DIR and run the test command unattended, and nothing more; --full-access
+writes the CLI's bypass of every check instead, with a warning.`,
 		Example: `  ralph init
   ralph init --agent claude
   ralph init myproject --agent codex --test "go test ./..."`,
@@ -555,6 +559,9 @@ max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.`,
 			}
 			if test != "" && agentCLI == "" {
 				return usageErrorf("--test applies to an agent loop; add --agent claude (or codex, gemini, opencode)")
+			}
+			if fullAccess && agentCLI == "" {
+				return usageErrorf("--full-access applies to an agent loop; add --agent claude (or codex, gemini, opencode)")
 			}
 			return nil
 		},
@@ -568,7 +575,7 @@ max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.`,
 			if agentCLI == "" {
 				files, err = config.WriteStarter(dir)
 			} else {
-				s := config.AgentStarter{CLI: agentCLI}
+				s := config.AgentStarter{CLI: agentCLI, FullAccess: fullAccess}
 				if test != "" {
 					if s.Test, err = config.SplitCommand(test); err != nil {
 						return exitError(ExitUsage, fmt.Errorf("--test: %w", err))
@@ -584,5 +591,6 @@ max_iterations, max_cost and no_progress; .ralph/ is added to .gitignore.`,
 	}
 	cmd.Flags().StringVar(&agentCLI, "agent", "", "write an agent loop for `CLI` (claude, codex, gemini, opencode)")
 	cmd.Flags().StringVar(&test, "test", "", "the test `CMD` that decides when the agent is done (default: guessed from the project)")
+	cmd.Flags().BoolVar(&fullAccess, "full-access", false, "let the agent run any command and edit any file, with no prompt and no sandbox (the CLI's bypass flag; for a throwaway container or VM)")
 	return cmd
 }

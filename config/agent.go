@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,11 @@ type Agent struct {
 	Timeout     Duration    `toml:"timeout"`     // the whole call; default 30m, "0s" for none
 	IdleTimeout Duration    `toml:"idle_timeout"`
 	Price       *AgentPrice `toml:"price"` // fallback when the CLI reports no cost
+	// Env is [agent.env]: variables set for the agent's process on top of
+	// ralph's environment (OpenCode reads its permissions from one). Not
+	// for secrets: the config is recorded on the chain, so a name that
+	// looks like one is refused.
+	Env map[string]string `toml:"env"`
 }
 
 // AgentPrice is [agent.price]: USD per million tokens, used to price a
@@ -67,6 +73,39 @@ func (c *Config) AgentPromptFile() string {
 		return c.Agent.PromptFile
 	}
 	return c.Intent.PromptFile
+}
+
+// envName is what a POSIX shell accepts as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secretName matches variable names that hold credentials by convention.
+var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)`)
+
+// validateAgentEnv checks [agent.env]: names a shell accepts, and none that
+// holds a credential (the config is recorded on the chain; a secret belongs
+// in the environment ralph runs in, which the agent inherits).
+func (c *Config) validateAgentEnv(file string) error {
+	for _, name := range sortedKeys(c.Agent.Env) {
+		key := "agent.env." + name
+		switch {
+		case !envName.MatchString(name):
+			return c.errAt(file, key, "[agent.env] name %q is not a variable name; use letters, digits and _ , not starting with a digit", name)
+		case secretName.MatchString(name):
+			return c.errAt(file, key, "[agent.env] %s looks like a credential, and the config is recorded on the run's chain; remove it and export it in the environment ralph runs in, which the agent inherits", name)
+		case strings.ContainsRune(c.Agent.Env[name], 0):
+			return c.errAt(file, key, "[agent.env] %s holds a NUL byte, which no environment variable can; remove it", name)
+		}
+	}
+	return nil
+}
+
+// EnvList is [agent.env] as "NAME=value" entries, sorted by name.
+func (a *Agent) EnvList() []string {
+	var out []string
+	for _, name := range sortedKeys(a.Env) {
+		out = append(out, name+"="+a.Env[name])
+	}
+	return out
 }
 
 // MaxIterations is the smallest max_iterations of the stop conditions, or
@@ -117,6 +156,9 @@ func (c *Config) validateAgentCLI(file string, known []string) error {
 		return c.errAt(file, "governance.agent_allow", "the agent loop runs cli %q, which governance.agent_allow %q does not list, so every iteration would be refused; add it", a.CLI, c.Governance.AgentAllow)
 	case c.Model.Provider == "agent" && c.AgentPromptFile() == "" && c.Intent.Goal == "":
 		return c.errAt(file, "agent", "the agent loop has no prompt; set [agent].prompt_file or [intent].prompt_file (e.g. \"PROMPT.md\")")
+	}
+	if err := c.validateAgentEnv(file); err != nil {
+		return err
 	}
 	if p := a.Price; p != nil && (p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0) {
 		return c.errAt(file, "agent.price", "[agent.price] must not be negative; prices are USD per million tokens")

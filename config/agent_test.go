@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/agent"
 )
 
 func TestAgentSection(t *testing.T) {
@@ -82,6 +85,9 @@ func TestAgentConfigErrors(t *testing.T) {
 		{"negative price", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[agent.price]\ninput = -1.0\n", "ralph.toml:5: [agent.price] must not be negative"},
 		{"bad timeout", "[agent]\ncli = \"claude\"\ntimeout = \"soon\"\n", `"soon" is not a duration`},
 		{"wrong type", "[agent]\ncli = \"claude\"\nargs = \"--yes\"\n", `ralph.toml:3: agent.args must be a list of strings`},
+		{"env name", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[agent.env]\n\"1X\" = \"y\"\n", `ralph.toml:6: [agent.env] name "1X" is not a variable name`},
+		{"env secret", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[agent.env]\nANTHROPIC_API_KEY = \"sk\"\n", `ralph.toml:6: [agent.env] ANTHROPIC_API_KEY looks like a credential`},
+		{"env type", "[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n[agent.env]\nX = 1\n", `ralph.toml:6: agent.env.X must be a string`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +130,10 @@ func TestAgentStarterLoads(t *testing.T) {
 					t.Errorf("no %s condition", k)
 				}
 			}
+			p := agent.PermissionsFor(cli, []string{"go", "test", "./..."}, false)
+			if !slices.Equal(c.Agent.Args, p.Args) || !slices.Equal(c.Agent.EnvList(), p.Env) {
+				t.Errorf("init wrote args %q env %q, want the backend's permissions %q %q", c.Agent.Args, c.Agent.EnvList(), p.Args, p.Env)
+			}
 			if gi := readTestFile(t, filepath.Join(dir, ".gitignore")); gi != "bin/\n.ralph/\n" {
 				t.Errorf(".gitignore = %q", gi)
 			}
@@ -134,6 +144,27 @@ func TestAgentStarterLoads(t *testing.T) {
 	}
 	if _, err := WriteAgentStarter(t.TempDir(), AgentStarter{CLI: "cursor"}); err == nil || !strings.Contains(err.Error(), "use one of claude") {
 		t.Errorf("unknown agent: %v", err)
+	}
+}
+
+func TestAgentStarterFullAccess(t *testing.T) {
+	t.Parallel()
+	for _, cli := range InitAgents() {
+		t.Run(cli, func(t *testing.T) {
+			t.Parallel()
+			text := AgentStarter{CLI: cli, Test: []string{"go", "test", "./..."}, FullAccess: true}.Text()
+			if !strings.Contains(text, "# WARNING: full access") {
+				t.Errorf("no warning:\n%s", text)
+			}
+			c, err := Parse([]byte(text), "ralph.toml", noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := agent.PermissionsFor(cli, []string{"go", "test", "./..."}, true)
+			if !slices.Equal(c.Agent.Args, p.Args) || !slices.Equal(c.Agent.EnvList(), p.Env) {
+				t.Errorf("--full-access wrote args %q env %q, want %q %q", c.Agent.Args, c.Agent.EnvList(), p.Args, p.Env)
+			}
+		})
 	}
 }
 

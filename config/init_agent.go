@@ -23,6 +23,9 @@ func InitAgents() []string {
 type AgentStarter struct {
 	CLI  string   // one of InitAgents
 	Test []string // the test command; nil: guessed from the project in the directory
+	// FullAccess writes the CLI's bypass of every permission check instead
+	// of the flags that allow edits in the workspace and the test command.
+	FullAccess bool
 }
 
 // testPatterns are must_match and must_not_match for a test command, so
@@ -132,15 +135,14 @@ prompt_file = "PROMPT.md"
 
 [agent]
 %-37[2]s # claude | codex | gemini | opencode | command | auto
-# args = []                           # extra arguments for the CLI
-timeout = "30m"                       # one agent call, start to end
+%[4]stimeout = "30m"                       # one agent call, start to end
 idle_timeout = "5m"                   # no output for this long kills the agent's processes
 # [agent.price]                       # USD per million tokens, for a CLI that reports no cost
 # input = 3.0
 # output = 15.0
 # cache_read = 0.3
 # cache_write = 3.75
-
+%[5]s
 [loop]
 workdir = "."
 
@@ -149,7 +151,7 @@ workdir = "."
 name = "tests"
 kind = "command"
 cmd = %[3]s
-`, s.CLI, fmt.Sprintf("cli = %q", s.CLI), tomlList(s.Test))
+`, s.CLI, fmt.Sprintf("cli = %q", s.CLI), tomlList(s.Test), s.permissionArgs(), s.permissionEnv())
 	if p.must != "" {
 		fmt.Fprintf(&b, "must_match = %s\n", tomlLiteral(p.must))
 	}
@@ -183,6 +185,48 @@ count = 3                             # the agent itself failed 3 times in a row
 dir = ".ralph"
 sync_writes = true
 `)
+	return b.String()
+}
+
+// permissionArgs is the [agent] args line with the comment saying what it
+// allows: the CLI's flags for editing in the workspace and running the
+// test command headless, or with FullAccess its bypass and a warning.
+func (s AgentStarter) permissionArgs() string {
+	p := agent.PermissionsFor(s.CLI, s.Test, s.FullAccess)
+	var b strings.Builder
+	if s.FullAccess {
+		fmt.Fprintf(&b, "# WARNING: full access (ralph init --full-access). %s may run any command and\n", s.CLI)
+		b.WriteString("# change any file this user can, with no prompt and no sandbox. Use it only in a\n")
+		b.WriteString("# throwaway container or VM; without --full-access init writes narrower flags.\n")
+	} else if len(p.Args) > 0 || len(p.Env) > 0 {
+		fmt.Fprintf(&b, "# What lets %s work unattended: edit files in this directory and run the\n", s.CLI)
+		b.WriteString("# test command, nothing more (docs/agents.md, Permissions). Without them its\n")
+		b.WriteString("# edits are refused and ralph stops the run with \"permission denied\".\n")
+	}
+	for _, c := range p.Comment {
+		b.WriteString("# " + c + "\n")
+	}
+	if len(p.Args) == 0 {
+		b.WriteString("# args = []                           # extra arguments for the CLI\n")
+		return b.String()
+	}
+	b.WriteString("args = " + tomlList(p.Args) + "\n")
+	return b.String()
+}
+
+// permissionEnv is the [agent.env] table the CLI's permissions need (""
+// when they need none).
+func (s AgentStarter) permissionEnv() string {
+	p := agent.PermissionsFor(s.CLI, s.Test, s.FullAccess)
+	if len(p.Env) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n# Variables set for %s's process (its permissions live in its environment).\n[agent.env]\n", s.CLI)
+	for _, kv := range p.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "%s = %s\n", name, tomlLiteral(value))
+	}
 	return b.String()
 }
 

@@ -2,8 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 )
 
 // A run's first chain record, RunStarted, carries the goal as its
@@ -126,11 +126,6 @@ func approxSize(v any) int {
 	return len(fmt.Sprint(v))
 }
 
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.SortFunc(ks, strings.Compare)
-	return ks
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

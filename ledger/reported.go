@@ -13,10 +13,17 @@ import (
 // the call's metadata ("stopped", "exit") first and its result map
 // (:stopped, :exit) second, so either way of recording counts.
 //
+// An agent call that was refused a tool for want of permission (metadata
+// "denied") reports "permission denied", whether or not it failed as a
+// call.
+//
 // Such a call succeeded as a call (Success is true: the plan went on), yet
 // what it ran failed; displays mark it "!" beside the reason. A failed call
 // (Success false) reports "" here: it is already shown as failed.
 func (a *Action) ReportedFailure() string {
+	if a.Type == CapabilityCall && textOf(a.Metadata["denied"]) != "" {
+		return "permission denied" // the agent ran, and was refused what it needed
+	}
 	if a.Type != CapabilityCall || !a.Success {
 		return ""
 	}

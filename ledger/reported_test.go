@@ -49,3 +49,13 @@ func TestReportedFailure(t *testing.T) {
 		})
 	}
 }
+
+func TestReportedFailurePermissionDenied(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []bool{true, false} {
+		a := &Action{Type: CapabilityCall, Success: ok, Metadata: map[string]rtfs.Value{"denied": rtfs.String("Edit calc.go"), "exit": rtfs.String("0")}}
+		if got := a.ReportedFailure(); got != "permission denied" {
+			t.Errorf("success %t: ReportedFailure() = %q, want permission denied", ok, got)
+		}
+	}
+}

@@ -56,3 +56,11 @@ func (c *callReporter) Limited(l capability.Limit) {
 	}
 	c.r.stats.mu.Unlock()
 }
+
+func (c *callReporter) Denied(d capability.Denial) {
+	c.r.stats.mu.Lock()
+	if c.r.stats.denial == nil {
+		c.r.stats.denial = &d
+	}
+	c.r.stats.mu.Unlock()
+}

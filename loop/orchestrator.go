@@ -117,6 +117,9 @@ type PlanResult struct {
 	// Limit is the first account limit a call stopped at (an agent's usage
 	// limit): the loop waits for it to lift and runs the iteration again.
 	Limit *capability.Limit
+	// Denial is the first tool a call was refused for want of permission:
+	// the loop stops the run after this iteration.
+	Denial *capability.Denial
 }
 
 // ErrRefused marks a plan refused at admission or that could not be read;
@@ -150,6 +153,7 @@ type runStats struct {
 	tokens    int64
 	failedCmp []string
 	limit     *capability.Limit
+	denial    *capability.Denial
 }
 
 // Execute reads, admits and runs one plan. A plan that cannot be read or
@@ -200,7 +204,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	}
 	r.stats.mu.Lock()
 	res.Steps, res.Cost, res.Tokens, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.tokens, r.stats.failedCmp
-	res.Limit = r.stats.limit
+	res.Limit, res.Denial = r.stats.limit, r.stats.denial
 	r.stats.mu.Unlock()
 	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
 		DurationMS: o.o.Now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}

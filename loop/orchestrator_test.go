@@ -129,6 +129,12 @@ func newFixture(t testing.TB, c governance.Constitution, store *ledger.Store, kv
 		rep.Limited(capability.Limit{Kind: "usage-limit", Reset: reset, Message: "usage limit reached"})
 		return rtfs.Nil, errors.New("stopped at the usage limit")
 	})
+	// test.denied stands for an agent run without the flags that let it
+	// edit: its CLI refused the edit.
+	fx.testCap(reg, "test.denied", nil, func(ctx context.Context, in rtfs.Value) (rtfs.Value, error) {
+		capability.ReporterFrom(ctx).Denied(capability.Denial{Tool: "Edit", Target: "calc.go", Fix: "add --edit-flag to [agent] args"})
+		return rtfs.Nil, errors.New("agent.run: permission denied: Edit calc.go")
+	})
 	orch, err := NewOrchestrator(OrchestratorOptions{Registry: reg, Governance: governance.New(c, reg, nil), Ledger: store, KV: kv})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -155,14 +156,15 @@ type runState struct {
 	doneTokens              int64   // their tokens
 	failures                int
 	feedback                arbiter.Feedback
-	abort                   string           // set when the run cannot go on (approval impossible)
-	fatal                   string           // a provider error no retry can fix: the run stops with exit 2
-	lastEval                *stop.Evaluation // resume: the last recorded stop evaluation
-	unevaluated             []ledger.Action  // resume: the last completed iteration, when it was never evaluated
-	closed                  bool             // the closing action is recorded
-	limited                 *limitWait       // the last iteration stopped at an account limit: wait, then run it again
-	limitWaits              int              // consecutive limit waits, for the backoff when no reset is known
-	endFailed               string           // OnIterationEnd failed: the run ends as a failure
+	abort                   string             // set when the run cannot go on (approval impossible)
+	fatal                   string             // a provider error no retry can fix: the run stops with exit 2
+	denied                  *capability.Denial // the agent was refused a tool it needed: the run stops after this iteration
+	lastEval                *stop.Evaluation   // resume: the last recorded stop evaluation
+	unevaluated             []ledger.Action    // resume: the last completed iteration, when it was never evaluated
+	closed                  bool               // the closing action is recorded
+	limited                 *limitWait         // the last iteration stopped at an account limit: wait, then run it again
+	limitWaits              int                // consecutive limit waits, for the backoff when no reset is known
+	endFailed               string             // OnIterationEnd failed: the run ends as a failure
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -272,6 +274,9 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 		}
 		if st.fatal != "" {
 			return r.finish(ctx, st, &Outcome{Class: stop.ClassFailure, TriggeredBy: "provider", Reason: st.fatal, usageExit: true})
+		}
+		if d := st.denied; d != nil && ctx.Err() == nil {
+			return r.finish(ctx, st, deniedOutcome(d))
 		}
 		if ctx.Err() != nil {
 			return r.finish(ctx, st, abortOutcome(ctx))
@@ -470,6 +475,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 			planCost, planTokens = res.Cost, res.Tokens
 			if res.Limit != nil && !skipped() && ctx.Err() == nil {
 				st.limited = &limitWait{limit: *res.Limit, parent: iterID}
+			}
+			if res.Denial != nil && st.limited == nil {
+				st.denied = res.Denial
 			}
 		}
 		switch {

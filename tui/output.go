@@ -133,14 +133,22 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		}
 		p.line(k, firstLine(e.Text))
 	case agent.EventUsage:
+		if e.Total { // the call's totals so far replace what was counted
+			c.usage = agent.Usage{}
+		}
 		c.usage.Input += e.Usage.Input
 		c.usage.Output += e.Usage.Output
 		c.usage.CacheRead += e.Usage.CacheRead
 		c.usage.CacheWrite += e.Usage.CacheWrite
+		c.usage.Reasoning += e.Usage.Reasoning
 	case agent.EventCost:
 		c.cost = e.CostUSD
 	case agent.EventError:
 		p.line(outError, firstLine(e.Text))
+	case agent.EventDenied:
+		if d := e.Denial; d != nil {
+			p.line(outError, strings.TrimSpace("permission denied: "+clean(d.Tool)+" "+clean(d.Target)))
+		}
 	case agent.EventRaw:
 		p.line(outRaw, firstLine(e.Text))
 	}

@@ -24,6 +24,7 @@ type AgentOptions struct {
 	Timeout     time.Duration
 	IdleTimeout time.Duration
 	Price       *agent.Price
+	Env         []string                     // "NAME=value" set for the agent on top of the inherited environment ([agent.env])
 	Allow       []string                     // CLIs a call may run ([governance].agent_allow)
 	LookPath    func(string) (string, error) // nil: exec.LookPath
 }
@@ -75,7 +76,7 @@ func (a *agentRunner) capability() *capability.Capability {
 // options turns the shaped input into the agent call's options.
 func (a *agentRunner) options(m *rtfs.Map) (agent.Options, error) {
 	o := agent.Options{CLI: a.o.CLI, Command: a.o.Command, Args: a.o.Args, Prompt: m.GetKey("prompt").Str(),
-		Dir: a.workdir, Env: slices.Clone(a.env), Timeout: a.o.Timeout, IdleTimeout: a.o.IdleTimeout,
+		Dir: a.workdir, Env: append(slices.Clone(a.env), a.o.Env...), Timeout: a.o.Timeout, IdleTimeout: a.o.IdleTimeout,
 		Price: a.o.Price, LookPath: a.o.LookPath}
 	if c := m.GetKey("cli"); !c.IsNil() {
 		o.CLI = c.Str()
@@ -129,7 +130,63 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 	if res.Stopped == agent.StoppedUsageLimit && res.Limit != nil {
 		rep.Limited(capability.Limit{Kind: res.Limit.Kind, Reset: res.Limit.Reset, Message: res.Limit.Message})
 	}
+	if len(res.Denials) > 0 {
+		d := res.Denials[0]
+		rep.Denied(capability.Denial{Tool: d.Tool, Target: d.Target, Fix: denialFix(res.CLI)})
+		out := agentResult(res)
+		out.Metadata["denied"] = deniedList(res.Denials)
+		return out, deniedError(res)
+	}
 	return agentResult(res), agentFailure(res, o)
+}
+
+// deniedList names the refused tools, "Edit calc.go; Bash go test ./...".
+func deniedList(ds []agent.Denial) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, strings.TrimSpace(d.Tool+" "+d.Target))
+	}
+	return strings.Join(slices.Compact(parts), "; ")
+}
+
+// deniedError is the failure of a call whose CLI was refused a tool: which
+// one, on what, in the CLI's words, and the fix.
+func deniedError(r agent.Result) error {
+	d := r.Denials[0]
+	what := strings.TrimSpace(d.Tool + " " + d.Target)
+	if what == "" {
+		what = "a tool"
+	}
+	msg := fmt.Sprintf("agent.run: permission denied: %s was refused %s", r.CLI, what)
+	if n := len(r.Denials); n > 1 {
+		msg += fmt.Sprintf(" (and %d more: %s)", n-1, deniedList(r.Denials[1:]))
+	}
+	if w := oneLine(d.Message); w != "" {
+		msg += " (" + w + ")"
+	}
+	return errors.New(msg + "; " + denialFix(r.CLI))
+}
+
+// denialFix says what lets cli edit in its workspace: the flags or
+// environment its backend knows, which `ralph init --agent` writes.
+func denialFix(cli string) string {
+	p := agent.PermissionsFor(cli, nil, false)
+	var fix []string
+	if len(p.Args) > 0 {
+		fix = append(fix, "add "+strings.Join(p.Args, " ")+" to [agent] args")
+	}
+	if len(p.Env) > 0 {
+		var names []string
+		for _, kv := range p.Env {
+			name, _, _ := strings.Cut(kv, "=")
+			names = append(names, name)
+		}
+		fix = append(fix, "set "+strings.Join(names, ", ")+" in [agent.env]")
+	}
+	if len(fix) == 0 {
+		return "give the agent CLI permission to edit files in its workspace (docs/agents.md, Permissions)"
+	}
+	return strings.Join(fix, " and ") + " (`ralph init --agent " + cli + "` writes them)"
 }
 
 // agentResult is the call's result map, metadata and cost.

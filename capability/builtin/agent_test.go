@@ -21,6 +21,7 @@ type recorder struct {
 	children []capability.Child
 	events   []agent.Event
 	limits   []capability.Limit
+	denials  []capability.Denial
 }
 
 func (r *recorder) Child(_ context.Context, c capability.Child) error {
@@ -34,6 +35,12 @@ func (r *recorder) Stream(ev any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, *ev.(*agent.Event))
+}
+
+func (r *recorder) Denied(d capability.Denial) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.denials = append(r.denials, d)
 }
 
 func (r *recorder) Limited(l capability.Limit) {
@@ -213,3 +220,24 @@ func TestAgentRunFailures(t *testing.T) {
 }
 
 func itoa(n int64) string { return strings.TrimSpace(rtfs.Print(rtfs.Int(n))) }
+
+func TestDeniedErrorNamesToolTargetAndFix(t *testing.T) {
+	t.Parallel()
+	r := agent.Result{CLI: "claude", Denials: []agent.Denial{
+		{Tool: "Edit", Target: "/w/calc.go", Message: "Claude requested permissions to write to /w/calc.go, but you haven't granted it yet."},
+		{Tool: "Bash", Target: "go test ./..."},
+	}}
+	msg := deniedError(r).Error()
+	for _, want := range []string{"agent.run: permission denied: claude was refused Edit /w/calc.go", "(and 1 more: Bash go test ./...)",
+		"you haven't granted it yet", "`ralph init --agent claude` writes them"} {
+		if p := agent.PermissionsFor("claude", nil, false); len(p.Args)+len(p.Env) == 0 && strings.Contains(want, "ralph init") {
+			want = "give the agent CLI permission to edit files in its workspace"
+		}
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q\nlacks %q", msg, want)
+		}
+	}
+	if got := deniedList(r.Denials); got != "Edit /w/calc.go; Bash go test ./..." {
+		t.Errorf("deniedList = %q", got)
+	}
+}
