@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -310,12 +311,25 @@ func opencodeStderrLine(line string, emit func(Event)) bool {
 		return true
 	}
 	msg := strings.TrimPrefix(opencodeLogValue(s, "error.error"), "AI_APICallError: ")
-	if msg == "" {
-		msg = "stream error"
+	if !opencodeTransient.MatchString(msg) {
+		// Not one OpenCode retries (a 400, a refused key): the session's
+		// error event on standard output follows; this line is its log.
+		return false
 	}
 	emit(Event{Kind: EventRetry, Retry: &Retry{Message: short(msg)}})
 	return true
 }
+
+// opencodeTransient matches the errors OpenCode retries, read from their
+// message as its log gives no status: those its retry policy names
+// (statuses 408, 409, 429, 5xx; rate limits, overload, unavailability,
+// network failures, timeouts, "try again") and the providers' usage
+// limits, which come as 429s.
+var opencodeTransient = regexp.MustCompile(`(?i)\b(?:408|409|429|5\d\d)\b|rate[-_ ]?limit|too[-_ ]many[-_ ]requests|` +
+	`rate increased too quickly|overloaded|unavailable|internal[-_ ]?(?:server[-_ ])?error|server[-_ ]error|` +
+	`provider[-_ ]returned[-_ ]error|terminated|fetch failed|failed to fetch|network[-_ ]error|connect|` +
+	`socket hang up|reset before headers|getaddrinfo|enotfound|eai_again|econnre|etimedout|timeout|timed out|` +
+	`try (?:your request )?again|retry your request|exhausted|at capacity|usage limit|quota|limit reached`)
 
 // opencodeLogValue returns the value of key in a logfmt line (unquoted); ""
 // when it is absent.

@@ -349,7 +349,7 @@ func TestTranscriptTotals(t *testing.T) {
 // summaries.
 func checkEvents(t *testing.T, evs []Event) {
 	for _, e := range evs {
-		if e.Kind < EventText || e.Kind > EventRaw {
+		if e.Kind < EventText || e.Kind > EventDenied {
 			t.Fatalf("event of unknown kind %d", e.Kind)
 		}
 		if len(e.Input) > maxShort || (e.Kind == EventToolResult && len(e.Text) > maxShort) {
@@ -395,5 +395,7 @@ func FuzzParseGemini(f *testing.F) {
 }
 
 func FuzzParseOpencode(f *testing.F) {
-	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl")
+	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl",
+		"../real/opencode-1.18.33-fix.jsonl", "../real/opencode-1.18.33-denied.jsonl",
+		"../real/opencode-1.18.33-retry-fail.jsonl", "../real/opencode-1.18.33-unauth.jsonl")
 }

@@ -6,13 +6,16 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,5 +138,214 @@ func TestOpencodeRecord(t *testing.T) {
 			calc, _ := os.ReadFile(filepath.Join(dir, "calc.go"))
 			t.Logf("exit %d, %d bytes out, %d bytes err; calc.go:\n%s", code, len(stdout), len(stderr), calc)
 		})
+	}
+}
+
+// opencodeProject is goProject with `ralph init --agent opencode` (full:
+// --full-access) run in it, and the environment that points OpenCode at
+// a mock serving script; extra is appended to that environment.
+func opencodeProject(t *testing.T, script []mockmodel.OpenCodeTurn, full bool, extra ...string) (dir string, e []string) {
+	t.Helper()
+	needCLI(t, "opencode")
+	dir = goProject(t)
+	_, mockEnv := opencodeMock(t, script)
+	e = env(t, append(mockEnv, extra...)...)
+	args := []string{"init", "--agent", "opencode"}
+	if full {
+		args = append(args, "--full-access")
+	}
+	if r := ralph(t, dir, e, time.Minute, args...); r.code != 0 {
+		t.Fatalf("ralph init: %s", r)
+	}
+	return dir, e
+}
+
+// editToml replaces old with new in the project's ralph.toml.
+func editToml(t *testing.T, dir, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, "ralph.toml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("ralph.toml has no %q:\n%s", old, b)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verifyChain(t *testing.T, dir string, e []string) {
+	t.Helper()
+	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
+		t.Errorf("ralph chain verify: %s", r)
+	}
+}
+
+// TestOpencodeLoop runs the loop `ralph init --agent opencode` writes, as
+// written, with the real opencode: the scripted model reads calc.go, edits
+// it, runs the tests; the run ends done and its chain verifies. The limit
+// case (a 429 whose retry-after-ms is 2 s: OpenCode waits it out itself)
+// and the transient retries (429, 429, 503 overloaded) end done too, the
+// retries recorded.
+func TestOpencodeLoop(t *testing.T) {
+	for _, name := range []string{"fix", "limit", "retry"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir, e := opencodeProject(t, mockmodel.OpenCodeScript(name, 2*time.Second, 0), false)
+			r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui")
+			if r.code != 0 {
+				t.Fatalf("ralph run: %s", r)
+			}
+			calc, _ := os.ReadFile(filepath.Join(dir, "calc.go"))
+			if !bytes.Contains(calc, []byte("return a + b")) {
+				t.Errorf("calc.go was not fixed:\n%s", calc)
+			}
+			if name == "retry" && !strings.Contains(r.stdout+r.stderr, "Too Many Requests") {
+				t.Errorf("the retries were not shown:\n%s", r)
+			}
+			verifyChain(t, dir, e)
+		})
+	}
+}
+
+// TestOpencodeRetryThenFail: a 429 the CLI retried, then a 400: the call
+// failed with the 400, which is not a limit: ralph does not wait.
+func TestOpencodeRetryThenFail(t *testing.T) {
+	t.Parallel()
+	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("retry-fail", 0, 0), false)
+	start := time.Now()
+	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
+	if r.code == 0 || strings.Contains(r.stdout+r.stderr, "waiting until") {
+		t.Errorf("ralph run after a 400: %s", r)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "the request is malformed") {
+		t.Errorf("the 400 is not the call's error:\n%s", r)
+	}
+	t.Logf("ran %s", time.Since(start).Round(time.Second))
+}
+
+// TestOpencodeDenied: without init's OPENCODE_PERMISSION, and with a
+// user's permission config that asks before editing (opencode run cannot
+// ask, so it rejects), the edit is refused: the run stops after the first
+// iteration, a failure by permission denied, exit 1.
+func TestOpencodeDenied(t *testing.T) {
+	t.Parallel()
+	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("denied", 0, 0), false, `OPENCODE_PERMISSION={"edit":"ask"}`)
+	b, err := os.ReadFile(filepath.Join(dir, "ralph.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("OPENCODE_PERMISSION = "))
+	if i < 0 {
+		t.Fatalf("init wrote no OPENCODE_PERMISSION:\n%s", b)
+	}
+	j := bytes.IndexByte(b[i:], '\n')
+	editToml(t, dir, string(b[i:i+j+1]), "")
+	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui")
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "permission denied") || !strings.Contains(r.stdout+r.stderr, "calc.go") {
+		t.Fatalf("ralph run with the edit refused: %s", r)
+	}
+	verifyChain(t, dir, e)
+}
+
+// TestOpencodeIdleTimeout: the model's stream starts and goes silent;
+// the idle timeout kills the call, recorded as idle-timeout.
+func TestOpencodeIdleTimeout(t *testing.T) {
+	t.Parallel()
+	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("hang", 0, 0), false)
+	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "20s"`)
+	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
+	if !strings.Contains(r.stdout+r.stderr, "idle-timeout") && !strings.Contains(r.stdout+r.stderr, "idle timeout") {
+		t.Errorf("no idle timeout reported: %s", r)
+	}
+	verifyChain(t, dir, e)
+}
+
+// TestOpencodeContainment: ralph is killed with SIGKILL while OpenCode's
+// shell tool runs `sleep 300`; afterwards no process of the call remains.
+// The call's processes are found by a marker in their environment, which
+// every descendant inherits, in a new session or not.
+func TestOpencodeContainment(t *testing.T) {
+	t.Parallel()
+	mark := fmt.Sprintf("RALPH_CONFORMANCE_MARK=%d", time.Now().UnixNano())
+	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
+	cmd := exec.Command(ralphBin, "run", "--no-tui")
+	cmd.Dir, cmd.Env = dir, e
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	var sleeper int
+	for sleeper == 0 && time.Now().Before(deadline) {
+		for pid, argv := range marked(mark) {
+			if argv == "sleep 300" {
+				sleeper = pid
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if sleeper == 0 {
+		t.Fatalf("the shell tool's sleep 300 never started:\n%s", out.String())
+	}
+	before := marked(mark)
+	t.Logf("the call's processes: %v", before)
+	_ = cmd.Process.Signal(os.Kill)
+	_ = cmd.Wait()
+	var left map[int]string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if left = marked(mark); len(left) == 0 {
+			return
+		}
+	}
+	for pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Errorf("after kill -9 of ralph these processes of the call remain: %v (ralph said:\n%s)", left, out.String())
+}
+
+// marked returns the processes whose environment holds mark: pid → argv.
+func marked(mark string) map[int]string {
+	found := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte(mark+"\x00")) {
+			continue
+		}
+		argv, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		found[pid] = strings.TrimSpace(strings.ReplaceAll(string(argv), "\x00", " "))
+	}
+	return found
+}
+
+// TestOpencodeLargePrompt: a 1 MB prompt reaches the real opencode on
+// stdin through agent.Run, and the call ends with a readable result.
+func TestOpencodeLargePrompt(t *testing.T) {
+	t.Parallel()
+	needCLI(t, "opencode")
+	dir := goProject(t)
+	_, mockEnv := opencodeMock(t, mockmodel.OpenCodeScript("fix", 0, 0))
+	e := env(t, append(mockEnv, opencodePerms(false).Env...)...)
+	prompt := opencodePrompt + strings.Repeat("Context line that the agent may ignore.\n", (1<<20)/40)
+	r, err := agent.Run(context.Background(), agent.Options{CLI: "opencode", Prompt: prompt, Dir: dir, Env: e,
+		Timeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Exit != 0 || r.IsError || r.Turns != 4 || r.ToolUses != 3 || !strings.Contains(r.Text, "<promise>COMPLETE</promise>") {
+		t.Errorf("result %+v", r)
+	}
+	if r.Tokens.CacheRead == 0 || r.Tokens.Reasoning != 12 {
+		t.Errorf("tokens %+v", r.Tokens)
 	}
 }
