@@ -257,10 +257,38 @@ func TestOpencodeIdleTimeout(t *testing.T) {
 	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("hang", 0, 0), false)
 	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "20s"`)
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
-	if !strings.Contains(r.stdout+r.stderr, "idle-timeout") && !strings.Contains(r.stdout+r.stderr, "idle timeout") {
+	if !strings.Contains(r.stdout, "opencode printed nothing for 20s") {
 		t.Errorf("no idle timeout reported: %s", r)
 	}
+	stopped := ""
+	for _, a := range chainActions(t, dir, e) {
+		if md, ok := a["metadata"].(map[string]any); ok && a["action_type"] == "CapabilityCall" && md["stopped"] != nil {
+			stopped = fmt.Sprint(md["stopped"])
+		}
+	}
+	if stopped != "idle-timeout" {
+		t.Errorf("the agent.run call was recorded stopped %q, want idle-timeout", stopped)
+	}
 	verifyChain(t, dir, e)
+}
+
+// chainActions is the run's chain (`ralph chain show --json`), one map
+// per action.
+func chainActions(t *testing.T, dir string, e []string) []map[string]any {
+	t.Helper()
+	r := ralph(t, dir, e, time.Minute, "chain", "show", "--json")
+	if r.code != 0 {
+		t.Fatalf("ralph chain show: %s", r)
+	}
+	var acts []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var a map[string]any
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("chain line %q: %v", line, err)
+		}
+		acts = append(acts, a)
+	}
+	return acts
 }
 
 // TestOpencodeContainment: ralph is killed with SIGKILL while OpenCode's
