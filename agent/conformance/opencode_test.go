@@ -247,6 +247,7 @@ func TestOpencodeDenied(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "permission denied") || !strings.Contains(r.stdout+r.stderr, "calc.go") {
 		t.Fatalf("ralph run with the edit refused: %s", r)
 	}
+	t.Logf("ralph run with the edit refused: %s", r)
 	verifyChain(t, dir, e)
 }
 
