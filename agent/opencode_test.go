@@ -276,3 +276,19 @@ func TestOpencodePermissions(t *testing.T) {
 		t.Errorf("no test command, yet one allowed: %s", p.Env[0])
 	}
 }
+
+func TestOpencodeRealLimitFinal(t *testing.T) {
+	// Six 429s: OpenCode retried five times, then gave up; its error event
+	// carries the response's retry-after-ms, the exact wait.
+	evs, r := opencodeCall(t, "limit-final")
+	if !r.IsError || r.Limit == nil || r.Limit.Kind != LimitUsage || r.Limit.Reset.IsZero() {
+		t.Fatalf("result %+v, limit %+v", r, r.Limit)
+	}
+	errs := ofKind(evs, EventError)
+	if len(errs) != 1 || errs[0].Limit.Reset != fixedNow.Add(300*time.Millisecond) {
+		t.Errorf("error events %+v", errs)
+	}
+	if len(r.Retries) != 6 {
+		t.Errorf("%d retry notices, want 6 (one per failed attempt)", len(r.Retries))
+	}
+}

@@ -111,6 +111,7 @@ func TestOpencodeRecord(t *testing.T) {
 		{"fix", mockmodel.OpenCodeScript("fix", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"denied", mockmodel.OpenCodeScript("denied", 0, 0), nil, []string{`OPENCODE_PERMISSION={"edit":"ask"}`}, time.Minute},
 		{"limit", mockmodel.OpenCodeScript("limit", 2*time.Second, 0), nil, opencodePerms(false).Env, time.Minute},
+		{"limit-final", mockmodel.OpenCodeScript("limit-final", 300*time.Millisecond, 0), nil, opencodePerms(false).Env, 2 * time.Minute},
 		{"retry", mockmodel.OpenCodeScript("retry", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"unauth", mockmodel.OpenCodeScript("unauth", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"denied-bash", mockmodel.OpenCodeScript("sleep", 0, 0), nil, opencodePerms(false).Env, time.Minute},

@@ -260,6 +260,8 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 //     permission to edit, it is refused);
 //   - limit: a 429 whose body says the usage limit is reached until a time
 //     and whose retry-after-ms header gives the wait exactly (wait), then fix;
+//   - limit-final: eight such 429s (the text names no time), more than
+//     OpenCode retries;
 //   - retry: two 429s and a 503 "overloaded", then fix;
 //   - retry-fail: a 429, then a 400 every attempt after;
 //   - unauth: every request is refused with 401 "Invalid API key";
@@ -300,6 +302,16 @@ func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
 			t.Errors = []OpenCodeError{{Status: 429, Type: "usage_limit_reached",
 				Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
 				Message: "You have reached your usage limit. It resets at " + reset.Format(time.RFC3339) + "."}}
+		})
+	case "limit-final":
+		// More 429s than OpenCode retries (5): it gives up, and its error
+		// event carries the response's headers.
+		return withFirst(func(t *OpenCodeTurn) {
+			for i := 0; i < 8; i++ {
+				t.Errors = append(t.Errors, OpenCodeError{Status: 429, Type: "usage_limit_reached",
+					Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
+					Message: "You have reached your usage limit. Try again later."})
+			}
 		})
 	case "retry":
 		return withFirst(func(t *OpenCodeTurn) {
