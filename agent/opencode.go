@@ -86,6 +86,7 @@ type opencodeLine struct {
 	StatusCode          int64
 	RetryAfterMS        string // the response's retry-after-ms header
 	RetryAfter          string // the response's retry-after header
+	Ref                 string // an UnknownError's reference in OpenCode's log
 }
 
 type opencodeParser struct {
@@ -144,6 +145,7 @@ func (p *opencodeParser) decode() bool {
 		data := r.object(r.field(e, "data"))
 		l.ErrMessage = r.str(r.field(data, "message"))
 		l.StatusCode = r.int(r.field(data, "statusCode"))
+		l.Ref, _ = p.doc.str(p.doc.field(data, "ref"))
 		h := r.object(r.field(data, "responseHeaders"))
 		l.RetryAfterMS, _ = p.doc.str(p.doc.field(h, "retry-after-ms"))
 		l.RetryAfter, _ = p.doc.str(p.doc.field(h, "retry-after"))
@@ -219,6 +221,9 @@ func (p *opencodeParser) error(l *opencodeLine, emit func(Event)) {
 		if d, ok := opencodeRetryAfter(l.RetryAfterMS, l.RetryAfter, now); ok {
 			lim.Reset = now.Add(d)
 		}
+	}
+	if l.ErrName == "UnknownError" && l.Ref != "" {
+		msg = fmt.Sprintf("opencode: %s (ref %s); the cause is in its error log on standard error", strings.TrimSuffix(msg, "."), l.Ref)
 	}
 	if lim == nil && (l.StatusCode == 401 || l.StatusCode == 403 || l.ErrName == "ProviderAuthError") {
 		msg = fmt.Sprintf("opencode: the model provider refused its credentials (%s); run `opencode auth login` "+
@@ -304,7 +309,17 @@ func opencodeStderrLine(line string, emit func(Event)) bool {
 	if strings.Contains(s, "permission requested: ") && strings.HasSuffix(strings.TrimSpace(s), "auto-rejecting") {
 		return true
 	}
-	if !strings.Contains(s, "level=ERROR") || !strings.Contains(s, `message="stream error"`) {
+	if !strings.Contains(s, "level=ERROR") {
+		return false
+	}
+	if opencodeLogValue(s, "message") == "failed" && opencodeLogValue(s, "ref") != "" {
+		// The cause of an "Unexpected server error" on standard output.
+		if cause := opencodeLogValue(s, "error"); cause != "" {
+			emit(Event{Kind: EventError, Text: opencodeFailure(cause)})
+		}
+		return false
+	}
+	if opencodeLogValue(s, "message") != "stream error" {
 		return false
 	}
 	if opencodeLogValue(s, "small") == "true" {
@@ -318,6 +333,25 @@ func opencodeStderrLine(line string, emit func(Event)) bool {
 	}
 	emit(Event{Kind: EventRetry, Retry: &Retry{Message: short(msg)}})
 	return true
+}
+
+// opencodeFailure is the sentence for an error OpenCode logged as the
+// cause of its failure ("ProviderModelNotFoundError: Model not found:
+// mock/x."), with the fix when it is a model or provider that does not
+// exist.
+func opencodeFailure(cause string) string {
+	name, msg, ok := strings.Cut(cause, ": ")
+	if !ok {
+		name, msg = "", cause
+	}
+	msg = strings.TrimSuffix(short(msg), ".")
+	switch name {
+	case "ProviderModelNotFoundError":
+		return "opencode: " + msg + "; set --model provider/model in [agent] args (or \"model\" in opencode.json) to one `opencode models` lists"
+	case "ProviderInitError":
+		return "opencode: " + msg + "; check the provider's settings in opencode.json"
+	}
+	return "opencode failed: " + short(cause)
 }
 
 // opencodeTransient matches the errors OpenCode retries, read from their

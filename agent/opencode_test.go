@@ -292,3 +292,20 @@ func TestOpencodeRealLimitFinal(t *testing.T) {
 		t.Errorf("%d retry notices, want 6 (one per failed attempt)", len(r.Retries))
 	}
 }
+
+func TestOpencodeRealBadModel(t *testing.T) {
+	// `--model mock/no-such-model`: standard output says only "Unexpected
+	// server error"; the log on standard error names the cause.
+	evs, r := opencodeCall(t, "bad-model")
+	errs := ofKind(evs, EventError)
+	if len(errs) != 2 || !r.IsError {
+		t.Fatalf("errors %+v", errs)
+	}
+	if !strings.HasPrefix(errs[0].Text, "opencode: Unexpected server error. Check server logs for details (ref err_") {
+		t.Errorf("stdout's error %q", errs[0].Text)
+	}
+	want := "opencode: Model not found: mock/no-such-model; set --model provider/model in [agent] args (or \"model\" in opencode.json) to one `opencode models` lists"
+	if errs[1].Text != want {
+		t.Errorf("stderr's error %q\nwant %q", errs[1].Text, want)
+	}
+}

@@ -397,5 +397,6 @@ func FuzzParseGemini(f *testing.F) {
 func FuzzParseOpencode(f *testing.F) {
 	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl",
 		"../real/opencode-1.18.33-fix.jsonl", "../real/opencode-1.18.33-denied.jsonl",
-		"../real/opencode-1.18.33-retry-fail.jsonl", "../real/opencode-1.18.33-unauth.jsonl")
+		"../real/opencode-1.18.33-retry-fail.jsonl", "../real/opencode-1.18.33-unauth.jsonl",
+		"../real/opencode-1.18.33-bad-model.jsonl", "../real/opencode-1.18.33-limit-final.jsonl")
 }

@@ -114,6 +114,7 @@ func TestOpencodeRecord(t *testing.T) {
 		{"limit-final", mockmodel.OpenCodeScript("limit-final", 300*time.Millisecond, 0), nil, opencodePerms(false).Env, 2 * time.Minute},
 		{"retry", mockmodel.OpenCodeScript("retry", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"unauth", mockmodel.OpenCodeScript("unauth", 0, 0), nil, opencodePerms(false).Env, time.Minute},
+		{"bad-model", mockmodel.OpenCodeScript("fix", 0, 0), []string{"--model", "mock/no-such-model"}, opencodePerms(false).Env, time.Minute},
 		{"denied-bash", mockmodel.OpenCodeScript("sleep", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"retry-fail", mockmodel.OpenCodeScript("retry-fail", 0, 0), nil, opencodePerms(false).Env, time.Minute},
 		{"hang", mockmodel.OpenCodeScript("hang", 0, 0), nil, opencodePerms(false).Env, 45 * time.Second},
