@@ -120,10 +120,21 @@ func (o *OpenCode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeChatError(w, OpenCodeError{Status: 404, Message: "unknown path " + r.URL.Path, Type: "invalid_request_error"})
 		return
 	}
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		o.note("no bearer token: 401")
+		writeChatError(w, OpenCodeError{Status: 401, Type: "invalid_request_error",
+			Message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth."})
+		return
+	}
 	var req chatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		o.note("bad request body: " + err.Error())
 		writeChatError(w, OpenCodeError{Status: 400, Message: "bad request body: " + err.Error(), Type: "invalid_request_error"})
+		return
+	}
+	if !req.Stream {
+		o.note("not streamed: 400")
+		writeChatError(w, OpenCodeError{Status: 400, Type: "invalid_request_error", Message: "this mock only streams; set stream: true"})
 		return
 	}
 	if len(req.Tools) == 0 { // the session title

@@ -34,7 +34,13 @@ func chatBody(assistants int, tools bool) string {
 
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer mock-key")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +193,7 @@ func TestOpenCodeHangAndFlood(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatBody(0, true)))
+	req.Header.Set("Authorization", "Bearer mock-key")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -208,5 +215,18 @@ func TestOpenCodeHangAndFlood(t *testing.T) {
 	}
 	if !done || n != 100_000 {
 		t.Fatalf("flood of %d bytes (done %t), want 100000", n, done)
+	}
+}
+
+func TestOpenCodeWantsABearerToken(t *testing.T) {
+	srv := httptest.NewServer(NewOpenCode(OpenCodeScript("fix", 0, 0), t.Logf))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody(0, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Fatalf("status %d without a token, want 401", resp.StatusCode)
 	}
 }
