@@ -380,3 +380,41 @@ func TestOpencodeLargePrompt(t *testing.T) {
 		t.Errorf("tokens %+v", r.Tokens)
 	}
 }
+
+// TestOpencodeIdleTimeoutInTool: OpenCode's shell tool runs `sleep 300`
+// (with --full-access: init's narrow permissions refuse it) and prints
+// nothing meanwhile; the idle timeout ends the call. The tool that never
+// returned is not recorded as ok, and no process of the call remains.
+func TestOpencodeIdleTimeoutInTool(t *testing.T) {
+	t.Parallel()
+	mark := fmt.Sprintf("RALPH_CONFORMANCE_MARK=%d", time.Now().UnixNano())
+	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
+	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "20s"`)
+	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
+	if !strings.Contains(r.stdout, "opencode printed nothing for 20s") {
+		t.Errorf("no idle timeout reported: %s", r)
+	}
+	calls := 0
+	for _, a := range chainActions(t, dir, e) {
+		b, _ := json.Marshal(a)
+		if a["action_type"] == "CapabilityCall" && strings.Contains(string(b), "agent.run") {
+			calls++
+		}
+		if a["action_type"] == "AgentToolUse" && strings.Contains(string(b), "sleep 300") && !strings.Contains(string(b), "cancel") {
+			t.Errorf("the unfinished shell tool was recorded: %s", b)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d agent.run calls on the chain, want 1", calls)
+	}
+	var left map[int]string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if left = marked(mark); len(left) == 0 {
+			return
+		}
+	}
+	for pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	t.Errorf("after the idle timeout these processes of the call remain: %v", left)
+}
