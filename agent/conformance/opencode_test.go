@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -146,11 +147,11 @@ func TestOpencodeRecord(t *testing.T) {
 // opencodeProject is goProject with `ralph init --agent opencode` (full:
 // --full-access) run in it, and the environment that points OpenCode at
 // a mock serving script; extra is appended to that environment.
-func opencodeProject(t *testing.T, script []mockmodel.OpenCodeTurn, full bool, extra ...string) (dir string, e []string) {
+func opencodeProject(t *testing.T, script []mockmodel.OpenCodeTurn, full bool, extra ...string) (dir string, e []string, mock *mockmodel.OpenCode) {
 	t.Helper()
 	needCLI(t, "opencode")
 	dir = goProject(t)
-	_, mockEnv := opencodeMock(t, script)
+	mock, mockEnv := opencodeMock(t, script)
 	e = env(t, append(mockEnv, extra...)...)
 	args := []string{"init", "--agent", "opencode"}
 	if full {
@@ -159,7 +160,7 @@ func opencodeProject(t *testing.T, script []mockmodel.OpenCodeTurn, full bool, e
 	if r := ralph(t, dir, e, time.Minute, args...); r.code != 0 {
 		t.Fatalf("ralph init: %s", r)
 	}
-	return dir, e
+	return dir, e, mock
 }
 
 // editToml replaces old with new in the project's ralph.toml.
@@ -195,7 +196,7 @@ func TestOpencodeLoop(t *testing.T) {
 	for _, name := range []string{"fix", "limit", "retry"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dir, e := opencodeProject(t, mockmodel.OpenCodeScript(name, 2*time.Second, 0), false)
+			dir, e, _ := opencodeProject(t, mockmodel.OpenCodeScript(name, 2*time.Second, 0), false)
 			r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui")
 			if r.code != 0 {
 				t.Fatalf("ralph run: %s", r)
@@ -216,7 +217,7 @@ func TestOpencodeLoop(t *testing.T) {
 // failed with the 400, which is not a limit: ralph does not wait.
 func TestOpencodeRetryThenFail(t *testing.T) {
 	t.Parallel()
-	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("retry-fail", 0, 0), false)
+	dir, e, _ := opencodeProject(t, mockmodel.OpenCodeScript("retry-fail", 0, 0), false)
 	start := time.Now()
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
 	if r.code == 0 || strings.Contains(r.stdout+r.stderr, "waiting until") {
@@ -234,7 +235,7 @@ func TestOpencodeRetryThenFail(t *testing.T) {
 // iteration, a failure by permission denied, exit 1.
 func TestOpencodeDenied(t *testing.T) {
 	t.Parallel()
-	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("denied", 0, 0), false, `OPENCODE_PERMISSION={"edit":"ask"}`)
+	dir, e, _ := opencodeProject(t, mockmodel.OpenCodeScript("denied", 0, 0), false, `OPENCODE_PERMISSION={"edit":"ask"}`)
 	b, err := os.ReadFile(filepath.Join(dir, "ralph.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -257,11 +258,14 @@ func TestOpencodeDenied(t *testing.T) {
 // the idle timeout kills the call, recorded as idle-timeout.
 func TestOpencodeIdleTimeout(t *testing.T) {
 	t.Parallel()
-	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("hang", 0, 0), false)
+	dir, e, mock := opencodeProject(t, mockmodel.OpenCodeScript("hang", 0, 0), false)
 	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "20s"`)
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
 	if !strings.Contains(r.stdout, "opencode printed nothing for 20s") {
 		t.Errorf("no idle timeout reported: %s", r)
+	}
+	if !slices.Contains(mock.Requests(), "turn 0 attempt 1") {
+		t.Errorf("the idle timeout came before OpenCode asked the model (it asked %q): not the hang case", mock.Requests())
 	}
 	stopped := ""
 	for _, a := range chainActions(t, dir, e) {
@@ -301,7 +305,7 @@ func chainActions(t *testing.T, dir string, e []string) []map[string]any {
 func TestOpencodeContainment(t *testing.T) {
 	t.Parallel()
 	mark := fmt.Sprintf("RALPH_CONFORMANCE_MARK=%d", time.Now().UnixNano())
-	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
+	dir, e, _ := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
 	cmd := exec.Command(ralphBin, "run", "--no-tui")
 	cmd.Dir, cmd.Env = dir, e
 	var out bytes.Buffer
@@ -388,10 +392,34 @@ func TestOpencodeLargePrompt(t *testing.T) {
 func TestOpencodeIdleTimeoutInTool(t *testing.T) {
 	t.Parallel()
 	mark := fmt.Sprintf("RALPH_CONFORMANCE_MARK=%d", time.Now().UnixNano())
-	dir, e := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
-	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "20s"`)
+	dir, e, _ := opencodeProject(t, mockmodel.OpenCodeScript("sleep", 0, 0), true, mark)
+	// Long enough for OpenCode to start on a busy machine: the first event
+	// comes only once the model answers.
+	editToml(t, dir, `idle_timeout = "5m"`, `idle_timeout = "40s"`)
+	sleeper := make(chan int, 1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				sleeper <- 0
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			for pid, argv := range marked(mark) {
+				if argv == "sleep 300" {
+					sleeper <- pid
+					return
+				}
+			}
+		}
+	}()
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
-	if !strings.Contains(r.stdout, "opencode printed nothing for 20s") {
+	close(stop)
+	if pid := <-sleeper; pid == 0 {
+		t.Fatalf("the shell tool's sleep 300 never started before the call ended: %s", r)
+	}
+	if !strings.Contains(r.stdout, "opencode printed nothing for 40s") {
 		t.Errorf("no idle timeout reported: %s", r)
 	}
 	calls := 0
