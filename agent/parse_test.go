@@ -287,7 +287,7 @@ func TestParseOpencode(t *testing.T) {
 			{Kind: EventToolUse, Tool: "edit", ToolID: "toolu_01Vn7eXc", Input: `{"filePath":"/home/dev/calc/calc.go","oldString":"return 0","newString":"return a + b"}`},
 			{Kind: EventToolResult, ToolID: "toolu_01Vn7eXc", IsError: true, Text: "oldString not found in content"},
 			{Kind: EventText, Text: "Add now returns a + b.\n<promise>COMPLETE</promise>"},
-			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 73, CacheRead: 13754, CacheWrite: 402}},
+			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 61, Reasoning: 12, CacheRead: 13754, CacheWrite: 402}},
 			{Kind: EventCost, CostUSD: 0.0089412},
 			{Kind: EventFinal, Text: "Add now returns a + b.\n<promise>COMPLETE</promise>", Turns: 2},
 		}},
@@ -301,15 +301,17 @@ func TestParseOpencode(t *testing.T) {
 			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
 				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}}}},
 		{"error without data", `{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"ProviderAuthError"}}`, []Event{
-			{Kind: EventSession, SessionID: "s"}, {Kind: EventError, Text: "ProviderAuthError"}}},
+			{Kind: EventSession, SessionID: "s"}, {Kind: EventError,
+				Text: "opencode: the model provider refused its credentials (ProviderAuthError); run `opencode auth login` or set the provider's apiKey in opencode.json"}}},
 		{"unknown event", `{"type":"snapshot","timestamp":1,"sessionID":"s"}`, []Event{
 			{Kind: EventSession, SessionID: "s"}, {Kind: EventRaw, Text: `{"type":"snapshot","timestamp":1,"sessionID":"s"}`}}},
 		{"not json", "! permission requested: bash (rm -rf *); auto-rejecting", []Event{
 			{Kind: EventRaw, Text: "! permission requested: bash (rm -rf *); auto-rejecting"}}},
 		{"truncated last line", lastLines(full, 2)[:len(lastLines(full, 2))-10], []Event{
 			{Kind: EventSession, SessionID: sid},
-			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 73, CacheRead: 13754, CacheWrite: 402}},
+			{Kind: EventUsage, Usage: Usage{Input: 4, Output: 61, Reasoning: 12, CacheRead: 13754, CacheWrite: 402}},
 			{Kind: EventCost, CostUSD: 0.0089412},
+			{Kind: EventFinal, Turns: 1},
 			{Kind: EventRaw, Text: lastLines(full, 1)[:len(lastLines(full, 1))-10]}}},
 	})
 }
@@ -334,7 +336,7 @@ func TestTranscriptTotals(t *testing.T) {
 			CostUSD: (5922*1.25 + 524*10 + 12288*0.125) / 1e6, CostSource: "price", Tokens: Usage{Input: 5922, Output: 524, CacheRead: 12288},
 			SessionID: "c6b5e1f0-2d3a-4b8c-9e7f-1a2b3c4d5e6f", ToolUses: 2}},
 		{"opencode", "opencode.jsonl", Result{Text: "Add now returns a + b.\n<promise>COMPLETE</promise>",
-			CostUSD: 0.0121305 + 0.0089412, CostSource: "reported", Tokens: Usage{Input: 10, Output: 161, CacheRead: 25658, CacheWrite: 2252},
+			CostUSD: 0.0121305 + 0.0089412, CostSource: "reported", Tokens: Usage{Input: 10, Output: 149, CacheRead: 25658, CacheWrite: 2252, Reasoning: 12},
 			SessionID: "ses_6b2f1c9e8ffeYq3nA0x1Lw7KpR", Turns: 2, ToolUses: 2}},
 	} {
 		price := &Price{Input: 1.25, Output: 10, CacheRead: 0.125}
@@ -404,5 +406,8 @@ func FuzzParseGemini(f *testing.F) {
 }
 
 func FuzzParseOpencode(f *testing.F) {
-	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl")
+	fuzzParser(f, "opencode", "opencode.jsonl", "opencode-usage-limit.jsonl",
+		"../real/opencode-1.18.33-fix.jsonl", "../real/opencode-1.18.33-denied.jsonl",
+		"../real/opencode-1.18.33-retry-fail.jsonl", "../real/opencode-1.18.33-unauth.jsonl",
+		"../real/opencode-1.18.33-bad-model.jsonl", "../real/opencode-1.18.33-limit-final.jsonl")
 }

@@ -291,8 +291,8 @@ func TestRunFakeCLIs(t *testing.T) {
 			Usage{Input: 1740, Output: 96, CacheRead: 3072}, price.Cost(Usage{Input: 1740, Output: 96, CacheRead: 3072}), "price", 1},
 		{"gemini", []string{"--output-format", "stream-json"}, LimitUsage, 4 * time.Second,
 			Usage{Input: 1904, Output: 210, CacheRead: 4096}, price.Cost(Usage{Input: 1904, Output: 210, CacheRead: 4096}), "price", 2},
-		{"opencode", []string{"run", "--format", "json"}, LimitRate, 0,
-			Usage{20, 160, 3000, 500, 0}, 0.01, "reported", 1},
+		{"opencode", []string{"run", "--format", "json", "--print-logs", "--log-level", "ERROR"}, LimitRate, 0,
+			Usage{20, 150, 3000, 500, 10}, 0.01, "reported", 1},
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			t.Parallel()
