@@ -125,6 +125,17 @@ func DefaultModel(cli string) string {
 	return ""
 }
 
+// InitModel is the model `ralph init` names in [agent] args for a CLI that
+// reports tokens but no cost and whose default model ralph cannot know
+// before the call (codex picks it from a catalogue it fetches), so that
+// the max_cost init writes can fire; "" for the others.
+func InitModel(cli string) string {
+	if cli == "codex" {
+		return "gpt-5.5"
+	}
+	return ""
+}
+
 // ReportsCost reports whether a CLI reports its own cost in USD (Claude
 // Code's total_cost_usd, OpenCode's step cost): a max_cost can fire
 // without a price for these.

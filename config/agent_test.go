@@ -131,6 +131,12 @@ func TestAgentStarterLoads(t *testing.T) {
 				}
 			}
 			p := agent.PermissionsFor(cli, []string{"go", "test", "./..."}, false)
+			if m := agent.InitModel(cli); m != "" {
+				p.Args = append(p.Args, "--model", m)
+			}
+			if err := c.CheckAgentBudget(cli); err != nil {
+				t.Errorf("the max_cost init writes cannot fire: %v", err)
+			}
 			if !slices.Equal(c.Agent.Args, p.Args) || !slices.Equal(c.Agent.EnvList(), p.Env) {
 				t.Errorf("init wrote args %q env %q, want the backend's permissions %q %q", c.Agent.Args, c.Agent.EnvList(), p.Args, p.Env)
 			}
@@ -161,6 +167,9 @@ func TestAgentStarterFullAccess(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := agent.PermissionsFor(cli, []string{"go", "test", "./..."}, true)
+			if m := agent.InitModel(cli); m != "" {
+				p.Args = append(p.Args, "--model", m)
+			}
 			if !slices.Equal(c.Agent.Args, p.Args) || !slices.Equal(c.Agent.EnvList(), p.Env) {
 				t.Errorf("--full-access wrote args %q env %q, want %q %q", c.Agent.Args, c.Agent.EnvList(), p.Args, p.Env)
 			}

@@ -137,6 +137,7 @@ prompt_file = "PROMPT.md"
 %-37[2]s # claude | codex | gemini | opencode | command | auto
 %[4]stimeout = "30m"                       # one agent call, start to end
 idle_timeout = "5m"                   # no output for this long kills the agent's processes
+# max_rate_limit_wait = "6h"          # a usage-limit wait longer than this ends the run
 # [agent.price]                       # USD per million tokens, for a CLI that reports no cost
 # input = 3.0
 # output = 15.0
@@ -205,6 +206,12 @@ func (s AgentStarter) permissionArgs() string {
 	}
 	for _, c := range p.Comment {
 		b.WriteString("# " + c + "\n")
+	}
+	if m := agent.InitModel(s.CLI); m != "" && agent.ArgsModel(p.Args) == "" {
+		fmt.Fprintf(&b, "# --model %s: %s reports tokens, not dollars, and picks its default model at run\n", m, s.CLI)
+		b.WriteString("# time; max_cost prices the tokens of the model named here. Change it to yours,\n")
+		b.WriteString("# and set [agent.price] below if ralph's price table does not know it.\n")
+		p.Args = append(p.Args, "--model", m)
 	}
 	if len(p.Args) == 0 {
 		b.WriteString("# args = []                           # extra arguments for the CLI\n")
