@@ -256,8 +256,11 @@ func Resolve(cli string, lookPath func(string) (string, error)) (name, path stri
 // the CLI did not say ("retrying", "retrying (attempt 2)").
 func RetryLine(r Retry) string {
 	s := "retrying"
-	if r.Status != 0 {
+	switch {
+	case r.Status != 0:
 		s += fmt.Sprintf(" after %d", r.Status)
+	case r.Message != "": // a CLI that names no status (OpenCode's log): its words
+		s += ": " + cut(oneLine(r.Message), 120)
 	}
 	var parts []string
 	switch {

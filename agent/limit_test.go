@@ -132,6 +132,8 @@ func TestRetryLine(t *testing.T) {
 		{Retry{Delay: 1500 * time.Millisecond}, "retrying (next in 2s)"},
 		{Retry{Delay: 300 * time.Millisecond}, "retrying (next in 300ms)"},
 		{Retry{}, "retrying"},
+		{Retry{Message: "AI_APICallError: Too Many Requests"}, "retrying: AI_APICallError: Too Many Requests"},
+		{Retry{Status: 503, Message: "overloaded"}, "retrying after 503"},
 	}
 	for _, c := range cases {
 		if got := RetryLine(c.r); got != c.want {
