@@ -1,0 +1,207 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// floodData is 64 MiB of numbered text lines with one line longer than
+// MaxLine in the middle, and no newline at the end.
+func floodData(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.Grow(64<<20 + MaxLine + 64)
+	for i := 0; b.Len() < 32<<20; i++ {
+		b.WriteString("flood line ")
+		b.WriteString(strings.Repeat("abcdefgh", i%16))
+		b.WriteString(" end\n")
+	}
+	b.WriteString(strings.Repeat("L", MaxLine+12345))
+	b.WriteByte('\n')
+	for i := 0; b.Len() < 64<<20; i++ {
+		b.WriteString("second half ")
+		b.WriteString(strings.Repeat("ß", i%7)) // multi-byte characters at the cut
+		b.WriteByte('\n')
+	}
+	b.WriteString("last words")
+	return b.Bytes()
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func TestRunOutputFileFlood(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := floodData(t)
+	src := filepath.Join(dir, "flood.txt")
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "logs", "run", "step.out")
+	var events, longest int
+	res, err := Run(context.Background(), Options{CLI: "command", Command: []string{"cat", src}, Dir: dir,
+		OutputFile: out, OnEvent: func(e Event) {
+			events++
+			longest = max(longest, len(e.Text))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 0 || res.Output.Err != nil {
+		t.Fatalf("exit %d, output error %v", res.Exit, res.Output.Err)
+	}
+	if res.Output.Path != out || res.Output.Bytes != int64(len(data)) || res.Output.SHA256 != sha(data) {
+		t.Errorf("output %s %d bytes sha256 %s, want %s %d bytes %s", res.Output.Path, res.Output.Bytes, res.Output.SHA256,
+			out, len(data), sha(data))
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Errorf("the output file differs from what the agent printed (%d bytes, want %d)", len(got), len(data))
+	}
+	for p, want := range map[string]os.FileMode{out: 0o600, filepath.Dir(out): 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "run", "step.err")); !os.IsNotExist(err) {
+		t.Errorf("a silent standard error left a file: %v", err)
+	}
+	// What stays in memory is bounded: the text's tail, a line cut at MaxLine.
+	if len(res.Text) > MaxText || !strings.HasSuffix(res.Text, "\nlast words") || !utf8.ValidString(res.Text) {
+		t.Errorf("text: %d bytes, valid UTF-8 %v, ending %q", len(res.Text), utf8.ValidString(res.Text), res.Text[max(0, len(res.Text)-20):])
+	}
+	lines := bytes.Count(data, []byte{'\n'}) + 1
+	textBytes := int64(len(data)) - 12345 // the long line is parsed up to MaxLine; newlines join the lines again
+	if res.TextCut != textBytes-int64(len(res.Text)) {
+		t.Errorf("TextCut %d, want %d", res.TextCut, textBytes-int64(len(res.Text)))
+	}
+	if events != lines || longest != MaxLine {
+		t.Errorf("%d events, longest %d bytes; want %d lines, the longest cut at %d", events, longest, lines, MaxLine)
+	}
+}
+
+func TestRunOutputBinaryAndStderr(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := make([]byte, 300<<10)
+	for i := range bin {
+		bin[i] = byte(i * 7 % 251) // NULs, invalid UTF-8, lone carriage returns, few newlines
+	}
+	src := filepath.Join(dir, "bin")
+	if err := os.WriteFile(src, bin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "logs", "call.out")
+	res, err := Run(context.Background(), Options{CLI: "command", Dir: dir, OutputFile: out,
+		Command: []string{"sh", "-c", `cat "$1"; printf 'oops\n' >&2; exit 3`, "sh", src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 3 || res.Output.Bytes != int64(len(bin)) || res.Output.SHA256 != sha(bin) {
+		t.Errorf("exit %d, output %d bytes %s; want 3, %d bytes %s", res.Exit, res.Output.Bytes, res.Output.SHA256, len(bin), sha(bin))
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, bin) {
+		t.Error("the output file differs from the binary the agent printed")
+	}
+	errFile := filepath.Join(dir, "logs", "call.err")
+	if res.ErrOutput.Path != errFile || res.ErrOutput.Bytes != 5 || res.ErrOutput.SHA256 != sha([]byte("oops\n")) {
+		t.Errorf("stderr output %+v", res.ErrOutput)
+	}
+	if got, _ := os.ReadFile(errFile); string(got) != "oops\n" {
+		t.Errorf("stderr file %q", got)
+	}
+	if len(res.Text) > MaxText {
+		t.Errorf("text %d bytes, more than MaxText", len(res.Text))
+	}
+}
+
+func TestRunOutputFileRedacted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secret := "sk-secret-0123456789"
+	out := filepath.Join(dir, "x.out")
+	res, err := Run(context.Background(), Options{CLI: "command", Dir: dir, OutputFile: out, Redact: []string{secret, "short"},
+		Command: []string{"sh", "-c", `printf 'key=%s short\n' "$1"; printf '%s' "$1" >&2`, "sh", secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "key=[REDACTED] short\n"
+	if got, _ := os.ReadFile(out); string(got) != want || res.Output.SHA256 != sha([]byte(want)) || res.Output.Bytes != int64(len(want)) {
+		t.Errorf("file %q, output %+v; want %q and its digest", got, res.Output, want)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "x.err")); string(got) != "[REDACTED]" {
+		t.Errorf("stderr file %q", got)
+	}
+}
+
+func TestRunOutputFileUnwritable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	block := filepath.Join(dir, "file")
+	if err := os.WriteFile(block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{CLI: "command", Dir: dir, OutputFile: filepath.Join(block, "x.out"),
+		Command: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "logs directory") {
+		t.Errorf("err = %v, want one naming the output directory and the fix", err)
+	}
+}
+
+func TestRedactorAcrossPieces(t *testing.T) {
+	t.Parallel()
+	secret := "SECRET-abcdefgh"
+	in := "a " + secret + " b " + secret + secret + " c SECRET-abc"
+	want := strings.ReplaceAll(in, secret, redacted)
+	for size := 1; size <= len(in); size++ {
+		r := newRedactor([]string{secret})
+		var got []byte
+		out := func(p []byte) { got = append(got, p...) }
+		for i := 0; i < len(in); i += size {
+			r.write([]byte(in[i:min(i+size, len(in))]), out)
+		}
+		r.flush(out)
+		if string(got) != want {
+			t.Fatalf("pieces of %d: %q, want %q", size, got, want)
+		}
+	}
+}
+
+func TestTextTail(t *testing.T) {
+	t.Parallel()
+	var tt textTail
+	total := 0
+	for i := 0; i < 10000; i++ {
+		s := strings.Repeat("é", i%50)
+		tt.add(s)
+		total += len(s)
+		if len(tt.b) > 2*MaxText+1 {
+			t.Fatalf("the tail holds %d bytes", len(tt.b))
+		}
+	}
+	total += 9999 // newlines
+	text, cut := tt.text()
+	if len(text) > MaxText || !utf8.ValidString(text) || int64(len(text))+cut != int64(total) {
+		t.Errorf("text %d bytes (valid %v), cut %d, total %d", len(text), utf8.ValidString(text), cut, total)
+	}
+	if s, cut := tailString("short"); s != "short" || cut != 0 {
+		t.Errorf("tailString(short) = %q, %d", s, cut)
+	}
+	big := strings.Repeat("x", MaxText+10)
+	if s, cut := tailString(big); len(s) != MaxText || cut != 10 {
+		t.Errorf("tailString(big) = %d bytes, cut %d", len(s), cut)
+	}
+}
