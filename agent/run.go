@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -339,7 +340,76 @@ func (c *call) readLines() {
 	if c.logs != nil {
 		r = tee{r, c.logs.out}
 	}
+	if bp, ok := c.parser.(blockParser); ok {
+		scanBlocks(r, func(b []byte) { bp.block(b, c.emit) })
+		return
+	}
 	scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
+}
+
+// blockParser is a parser that takes many complete lines at once: a
+// plain-text agent's output needs no line-by-line reading, and one event
+// per read rather than per line keeps a flood cheap.
+type blockParser interface {
+	parser
+	// block handles complete lines joined by their newlines, without the
+	// last one; b is only valid during the call.
+	block(b []byte, emit func(Event))
+}
+
+// scanBlocks calls block with the complete lines of each read (without
+// the newline that ends the last), as soon as they are read, and with a
+// last line without a newline at the end. A line longer than the buffer
+// is handed over alone once complete, cut at MaxLine.
+func scanBlocks(r io.Reader, block func([]byte)) {
+	buf := make([]byte, 0, 64<<10)
+	var long []byte
+	inLong := false
+	for {
+		if len(buf) == cap(buf) { // no newline in a full buffer: part of a long line
+			if len(long) < MaxLine {
+				long = append(long, buf[:min(len(buf), MaxLine-len(long))]...)
+			}
+			inLong, buf = true, buf[:0]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		read := buf[len(buf) : len(buf)+n]
+		buf = buf[:len(buf)+n]
+		if i := bytes.LastIndexByte(read, '\n'); i >= 0 {
+			end := len(buf) - n + i // the last newline
+			lines := buf[:end]
+			if inLong {
+				j := bytes.IndexByte(buf, '\n')
+				if len(long) < MaxLine {
+					long = append(long, buf[:min(j, MaxLine-len(long))]...)
+				}
+				if l := trimEOL(long); len(l) > 0 {
+					block(l)
+				}
+				long, inLong = long[:0], false
+				if cap(long) > longKeep {
+					long = nil
+				}
+				lines = buf[min(j+1, end):end]
+			}
+			if len(lines) > 0 {
+				block(lines)
+			}
+			buf = buf[:copy(buf, buf[end+1:])]
+		}
+		if err != nil {
+			if inLong {
+				if len(long) < MaxLine {
+					long = append(long, buf[:min(len(buf), MaxLine-len(long))]...)
+				}
+				buf = long
+			}
+			if l := trimEOL(buf); len(l) > 0 {
+				block(l)
+			}
+			return
+		}
+	}
 }
 
 // tee is a reader that writes what it reads to w, which never fails.

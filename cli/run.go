@@ -305,6 +305,9 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 		ended := false
 		for e := range events {
 			p.print(&e)
+			if len(events) == 0 { // flushed when it has caught up: one write per burst, not per line
+				p.w.Flush()
+			}
 			if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
 				ended = true
 			}
@@ -317,7 +320,6 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 }
 
 func (p *printer) print(e *loop.Event) {
-	defer p.w.Flush()
 	if p.asJSON {
 		switch e.Kind {
 		case loop.EventAction:

@@ -37,6 +37,11 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 	secrets := r.o.Orchestrator.o.Secrets
 	return func(cs CallStream) {
 		if ev, ok := cs.Event.(*agent.Event); ok {
+			if len(ev.Text) > MaxStreamText { // the bus's queue holds thousands: each stays small
+				c := *ev
+				c.Text = streamCut(c.Text)
+				ev = &c
+			}
 			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
 				c := *ev
 				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)
