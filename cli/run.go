@@ -70,6 +70,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			if f.detach {
 				return startDetached(cmd, cfg, args, f)
 			}
+			limitRunMemory()
 			return runLoop(cmd, cfg, f, "")
 		},
 	}
