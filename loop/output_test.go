@@ -1,0 +1,47 @@
+package loop
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestOutputFileNames(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	o := &Orchestrator{o: OrchestratorOptions{LogDir: filepath.Join(store, LogsDir), Secrets: []string{"sk-secret-value"}}, storeDir: store}
+	r := &run{o: o, in: PlanInput{RunID: "run-1"}, planID: "plan-1"}
+	first, ok := r.outputFile("step-a")
+	second, _ := r.outputFile("step-a")
+	other, _ := r.outputFile("step-b")
+	if !ok || first.Path != filepath.Join(store, "logs", "run-1", "step-a.out") || first.Rel != "logs/run-1/step-a.out" {
+		t.Errorf("first call: %+v", first)
+	}
+	if second.Rel != "logs/run-1/step-a.2.out" || other.Rel != "logs/run-1/step-b.out" {
+		t.Errorf("second call in the step %q, another step %q", second.Rel, other.Rel)
+	}
+	if len(first.Redact) != 1 || first.Redact[0] != "sk-secret-value" {
+		t.Errorf("redact %v, want the orchestrator's secrets", first.Redact)
+	}
+	// A plan run alone is named by its plan; a log directory outside the store is recorded whole.
+	alone := &run{o: &Orchestrator{o: OrchestratorOptions{LogDir: "/var/log/ralph"}}, planID: "plan-1"}
+	if f, _ := alone.outputFile("s"); f.Path != "/var/log/ralph/plan-1/s.out" || f.Rel != f.Path {
+		t.Errorf("outside a run: %+v", f)
+	}
+	if _, ok := (&run{o: &Orchestrator{}}).outputFile("s"); ok {
+		t.Error("an orchestrator without a log directory gave an output file")
+	}
+}
+
+func TestStreamCut(t *testing.T) {
+	t.Parallel()
+	if s := streamCut("short"); s != "short" {
+		t.Errorf("streamCut(short) = %q", s)
+	}
+	long := strings.Repeat("é", MaxStreamText) // 2 bytes each: the cut falls inside one
+	s := streamCut(long)
+	if !utf8.ValidString(s) || len(s) > MaxStreamText+64 || !strings.Contains(s, "bytes more in the call's output file") {
+		t.Errorf("streamCut: %d bytes, valid %v, ends %q", len(s), utf8.ValidString(s), s[len(s)-60:])
+	}
+}
