@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,18 +32,32 @@ type Output struct {
 }
 
 // outputLog writes one stream of a call to its file, as it is read: the
-// bytes with the secrets replaced, counted and hashed as written. A
-// write error is kept, not returned: the call and its parsing go on.
+// bytes with the secrets replaced go, in buffers of outputBuf, to a
+// writer goroutine that hashes, counts and writes them, so that the file
+// system's time is not the parser's. At most outputBufs buffers exist: a
+// slow disk slows the reading, never grows the memory. A write error is
+// kept, not returned: the call and its parsing go on.
 type outputLog struct {
 	path string
 	f    *os.File
-	w    *bufio.Writer
+	buf  []byte        // being filled; nil until a free one is taken
+	full chan []byte   // to the writer
+	free chan []byte   // back from it
+	done chan struct{} // closed when the writer has written everything
+	red  redactor
+	err  error // creating the file
+	lazy bool  // the file is created at the first byte (standard error)
+
+	// The writer's, read after done.
 	h    hash.Hash
 	n    int64
-	red  redactor
-	err  error
-	lazy bool // the file is created at the first byte (standard error)
+	werr error
 }
+
+const (
+	outputBuf  = 256 << 10
+	outputBufs = 4
+)
 
 // openOutput creates path (0600, its directory 0700) for a stream;
 // lazy defers that to the first byte written, so a silent stream leaves
@@ -67,8 +80,28 @@ func (l *outputLog) create() error {
 	if err != nil {
 		return fmt.Errorf("create the agent's output file: %w", err)
 	}
-	l.f, l.w = f, bufio.NewWriterSize(f, 256<<10)
+	l.f = f
+	l.full, l.free, l.done = make(chan []byte, outputBufs), make(chan []byte, outputBufs), make(chan struct{})
+	for range outputBufs {
+		l.free <- make([]byte, 0, outputBuf)
+	}
+	go l.writer()
 	return nil
+}
+
+func (l *outputLog) writer() {
+	defer close(l.done)
+	for b := range l.full {
+		if l.werr == nil {
+			l.h.Write(b)
+			if _, err := l.f.Write(b); err != nil {
+				l.werr = fmt.Errorf("write the agent's output to %s: %w", l.path, err)
+			} else {
+				l.n += int64(len(b))
+			}
+		}
+		l.free <- b[:0]
+	}
 }
 
 // Write takes bytes as the CLI printed them; it never fails.
@@ -79,38 +112,46 @@ func (l *outputLog) Write(p []byte) (int, error) {
 	if l.f == nil && l.err == nil {
 		l.err = l.create()
 	}
-	l.red.write(p, l.put)
+	if l.err == nil {
+		l.red.write(p, l.put)
+	}
 	return len(p), nil
 }
 
 func (l *outputLog) put(p []byte) {
-	if l.err != nil || len(p) == 0 {
-		return
+	for len(p) > 0 {
+		if l.buf == nil {
+			l.buf = <-l.free
+		}
+		k := copy(l.buf[len(l.buf):cap(l.buf)], p)
+		l.buf, p = l.buf[:len(l.buf)+k], p[k:]
+		if len(l.buf) == cap(l.buf) {
+			l.full <- l.buf
+			l.buf = nil
+		}
 	}
-	l.h.Write(p)
-	if _, err := l.w.Write(p); err != nil {
-		l.err = fmt.Errorf("write the agent's output to %s: %w", l.path, err)
-		return
-	}
-	l.n += int64(len(p))
 }
 
-// close flushes and closes the file and says what it holds; the zero
-// Output for a lazy stream that never printed.
+// close writes what is left, closes the file and says what it holds;
+// the zero Output for a lazy stream that never printed.
 func (l *outputLog) close() Output {
 	if l == nil || (l.f == nil && l.err == nil) {
 		return Output{}
 	}
-	l.red.flush(l.put)
-	if l.f != nil {
-		if err := l.w.Flush(); err != nil && l.err == nil {
-			l.err = fmt.Errorf("write the agent's output to %s: %w", l.path, err)
-		}
-		if err := l.f.Close(); err != nil && l.err == nil {
-			l.err = fmt.Errorf("close the agent's output file %s: %w", l.path, err)
-		}
+	if l.err != nil {
+		return Output{Path: l.path, Err: l.err}
 	}
-	return Output{Path: l.path, Bytes: l.n, SHA256: hex.EncodeToString(l.h.Sum(nil)), Err: l.err}
+	l.red.flush(l.put)
+	if len(l.buf) > 0 {
+		l.full <- l.buf
+	}
+	l.buf = nil
+	close(l.full)
+	<-l.done
+	if err := l.f.Close(); err != nil && l.werr == nil {
+		l.werr = fmt.Errorf("close the agent's output file %s: %w", l.path, err)
+	}
+	return Output{Path: l.path, Bytes: l.n, SHA256: hex.EncodeToString(l.h.Sum(nil)), Err: l.werr}
 }
 
 // redactor replaces secrets in a stream that arrives in pieces: it holds

@@ -260,3 +260,23 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 	r.s = r.s[k:]
 	return k, nil
 }
+
+// A disk that fills up (/dev/full) fails the file, not the call: the
+// output is still parsed, and the Result says what went wrong.
+func TestRunOutputFileWriteError(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	res, err := Run(context.Background(), Options{CLI: "command", Dir: t.TempDir(), OutputFile: "/dev/full",
+		Command: []string{"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line $i of the output; i=$((i+1)); done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exit != 0 || res.Output.Err == nil || !strings.Contains(res.Output.Err.Error(), "/dev/full") || res.Output.Bytes != 0 {
+		t.Errorf("exit %d, output %+v: want the write error and no byte counted as written", res.Exit, res.Output)
+	}
+	if !strings.HasSuffix(res.Text, "line 1999 of the output") {
+		t.Errorf("text %q: the output was not parsed", res.Text[max(0, len(res.Text)-40):])
+	}
+}
