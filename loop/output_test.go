@@ -1,10 +1,13 @@
 package loop
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ralphloop/ralph/agent"
 )
 
 func TestOutputFileNames(t *testing.T) {
@@ -43,5 +46,37 @@ func TestStreamCut(t *testing.T) {
 	s := streamCut(long)
 	if !utf8.ValidString(s) || len(s) > MaxStreamText+64 || !strings.Contains(s, "bytes more in the call's output file") {
 		t.Errorf("streamCut: %d bytes, valid %v, ends %q", len(s), utf8.ValidString(s), s[len(s)-60:])
+	}
+}
+
+// A consumer that lags behind an agent's flood holds at most
+// subscriberQueueBytes of its text; the rest is counted as dropped.
+func TestBusBoundsTheTextItQueues(t *testing.T) {
+	t.Parallel()
+	_, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	b := NewBus(fx.store, "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.Subscribe(ctx, fx.store.Head().Seq+1) // read by nobody
+	text := strings.Repeat("x", MaxStreamText)
+	const n = 2000 // 16 MiB of text
+	for range n {
+		b.publish(Event{Kind: EventAgent, Agent: &agent.Event{Kind: agent.EventText, Text: text}})
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		s.mu.Lock()
+		queued, bytes, dropped := len(s.queue), s.bytes, s.dropped
+		s.mu.Unlock()
+		if bytes > subscriberQueueBytes || queued+dropped != n || dropped < n/2 {
+			t.Errorf("queued %d events holding %d bytes, dropped %d; want at most %d bytes", queued, bytes, dropped, subscriberQueueBytes)
+		}
 	}
 }
