@@ -41,7 +41,7 @@ func readCallOutput(a *ledger.Action, dir string) *callOutput {
 	o := &callOutput{rel: rel, sha256: a.Metadata["output_sha256"].Str()}
 	o.bytes, _ = strconv.ParseInt(a.Metadata["output_bytes"].Str(), 10, 64)
 	if dir == "" {
-		o.err = fmt.Errorf("the store's directory is not known here; read it with ralph view --output %s", a.ActionID)
+		o.err = fmt.Errorf("the file is in the store that ran the call, not here; ralph view %s --output %s prints it there", a.RunID, a.ActionID)
 		return o
 	}
 	o.path = rel

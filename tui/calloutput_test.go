@@ -64,10 +64,33 @@ func TestDetailShowsTheEndOfTheOutputFile(t *testing.T) {
 	if o := readCallOutput(callWithFile("logs/gone.out", 1, "x"), store); o.err == nil {
 		t.Error("a missing file read without an error")
 	}
-	if o := readCallOutput(callWithFile(rel, 1, "x"), ""); o.err == nil || !strings.Contains(o.err.Error(), "ralph view --output call-1") {
+	if o := readCallOutput(callWithFile(rel, 1, "x"), ""); o.err == nil || !strings.Contains(o.err.Error(), "--output call-1") {
 		t.Errorf("no store dir: %v", o.err)
 	}
 	if o := readCallOutput(&ledger.Action{}, store); o != nil {
 		t.Errorf("an action without an output file: %+v", o)
+	}
+}
+
+// dirStore is a Reader that says where its store is.
+type dirStore struct {
+	Reader
+	dir string
+}
+
+func (d dirStore) Dir() string { return d.dir }
+
+func TestModelFindsTheStoreDir(t *testing.T) {
+	t.Parallel()
+	st := newStyles(&strings.Builder{}, 0)
+	dir := t.TempDir()
+	if m := newModel(&Options{Store: dirStore{dir: dir}}, st); m.storeDir != dir {
+		t.Errorf("storeDir %q, want the store's %q", m.storeDir, dir)
+	}
+	if m := newModel(&Options{Store: dirStore{dir: "nats://127.0.0.1:4222"}}, st); m.storeDir != "" {
+		t.Errorf("storeDir %q for a fleet's address", m.storeDir)
+	}
+	if m := newModel(&Options{Store: dirStore{dir: dir}, StoreDir: "/elsewhere"}, st); m.storeDir != "/elsewhere" {
+		t.Errorf("storeDir %q, want Options.StoreDir", m.storeDir)
 	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"time"
 
@@ -139,7 +140,9 @@ func newModel(o *Options, st *styles) *model {
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
 	m.storeDir = o.StoreDir
 	if d, ok := o.Store.(interface{ Dir() string }); ok && m.storeDir == "" {
-		m.storeDir = d.Dir()
+		if fi, err := os.Stat(d.Dir()); err == nil && fi.IsDir() { // not a fleet's address
+			m.storeDir = d.Dir()
+		}
 	}
 	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
