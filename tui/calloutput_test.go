@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -92,5 +94,18 @@ func TestModelFindsTheStoreDir(t *testing.T) {
 	}
 	if m := newModel(&Options{Store: dirStore{dir: dir}, StoreDir: "/elsewhere"}, st); m.storeDir != "/elsewhere" {
 		t.Errorf("storeDir %q, want Options.StoreDir", m.storeDir)
+	}
+}
+
+func TestOutputPaneNamesTheWholeOutput(t *testing.T) {
+	t.Parallel()
+	p := newOutputPane(newStyles(&strings.Builder{}, 0), time.Now)
+	p.add("call-1", 1, time.Now(), &agent.Event{Kind: agent.EventText, Text: "working"})
+	a := callWithFile("logs/r/s.out", 1234, "abc")
+	a.Success = true
+	p.ended(a)
+	last := p.call.lines[len(p.call.lines)-1]
+	if last.kind != outRaw || last.text != "whole output: logs/r/s.out (1234 bytes)" {
+		t.Errorf("last line %+v, want the output file named", last)
 	}
 }
