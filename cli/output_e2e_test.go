@@ -66,8 +66,14 @@ dir = ".ralph"
 	}
 	rel, _ := md["output_file"].(string)
 	runID, _ := call["run_id"].(string)
-	if !strings.HasPrefix(rel, "logs/"+runID+"/") || !strings.HasSuffix(rel, ".out") {
-		t.Errorf("output_file %q, want logs/%s/<step>.out", rel, runID)
+	step, _ := call["parent_action_id"].(string) // the PlanStepStarted the call runs under
+	if rel != "logs/"+runID+"/"+step+".out" {
+		t.Errorf("output_file %q, want logs/%s/%s.out", rel, runID, step)
+	}
+	for _, a := range (&agentProject{dir: dir, env: env}).chain(t) {
+		if a["action_id"] == step && a["action_type"] != "PlanStepStarted" {
+			t.Errorf("the call's parent is a %v, not its PlanStepStarted", a["action_type"])
+		}
 	}
 	file := filepath.Join(dir, ".ralph", filepath.FromSlash(rel))
 	if got, err := os.ReadFile(file); err != nil || !bytes.Equal(got, data.Bytes()) {
