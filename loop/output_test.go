@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ralphloop/ralph/agent"
@@ -78,5 +79,41 @@ max = 1
 		if bytes > subscriberQueueBytes || queued+dropped != n || dropped < n/2 {
 			t.Errorf("queued %d events holding %d bytes, dropped %d; want at most %d bytes", queued, bytes, dropped, subscriberQueueBytes)
 		}
+	}
+}
+
+// What an agent streams reaches the UI and the printer bounded and valid
+// UTF-8, whatever it printed.
+func TestStreamAgentBoundedAndReadable(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "A" (call :ccos.echo {:message "a"}))'
+[[stop]]
+kind = "max_iterations"
+max = 1
+`, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := r.Events().Subscribe(ctx, fx.store.Head().Seq+1)
+	stream := r.streamAgent(1)
+	stream(CallStream{CallID: "c", Event: &agent.Event{Kind: agent.EventText, Text: "bin\xff\xfe ary"}})
+	stream(CallStream{CallID: "c", Event: &agent.Event{Kind: agent.EventText, Text: strings.Repeat("y", 1<<20)}})
+	var got []string
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			if e.Kind == EventAgent {
+				got = append(got, e.Agent.Text)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("streamed events did not arrive: %q", got)
+		}
+	}
+	if got[0] != "bin\uFFFD ary" { // a run of invalid bytes becomes one U+FFFD
+		t.Errorf("binary text streamed as %q", got[0])
+	}
+	if len(got[1]) > MaxStreamText+64 || !strings.HasSuffix(got[1], "bytes more in the call's output file]") {
+		t.Errorf("a 1 MiB line streamed as %d bytes", len(got[1]))
 	}
 }
