@@ -76,7 +76,8 @@ max = 1
 		s.mu.Lock()
 		queued, bytes, dropped := len(s.queue), s.bytes, s.dropped
 		s.mu.Unlock()
-		if bytes > subscriberQueueBytes || queued+dropped != n || dropped < n/2 {
+		// The subscription's pump may have moved a few into its channel.
+		if bytes > subscriberQueueBytes || queued > subscriberQueueBytes/MaxStreamText || dropped < n/2 {
 			t.Errorf("queued %d events holding %d bytes, dropped %d; want at most %d bytes", queued, bytes, dropped, subscriberQueueBytes)
 		}
 	}
