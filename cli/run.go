@@ -305,7 +305,7 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 		defer p.w.Flush()
 		ended := false
 		for e := range events {
-			p.print(&e)
+			p.write(&e)
 			if len(events) == 0 { // flushed when it has caught up: one write per burst, not per line
 				p.w.Flush()
 			}
@@ -320,7 +320,15 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 	return done
 }
 
+// print writes e and flushes it.
 func (p *printer) print(e *loop.Event) {
+	p.write(e)
+	p.w.Flush()
+}
+
+// write writes e to the buffer; follow flushes once it has caught up
+// with the events, not after each one (an agent's flood is thousands).
+func (p *printer) write(e *loop.Event) {
 	if p.asJSON {
 		switch e.Kind {
 		case loop.EventAction:
