@@ -342,9 +342,9 @@ func (c *call) readLines() {
 	}
 	if bp, ok := c.parser.(blockParser); ok {
 		scanBlocks(r, func(b []byte) { bp.block(b, c.emit) })
-		return
+	} else {
+		scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
 	}
-	scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
 }
 
 // blockParser is a parser that takes many complete lines at once: a
