@@ -1,13 +1,11 @@
 package agent
 
-import "strings"
-
 // accumulator sums a call's events into its Result. Only the stdout
 // reader uses it while the call runs.
 type accumulator struct {
 	o         *Options
 	final     *string
-	texts     []string
+	texts     textTail
 	tokens    Usage
 	cost      float64
 	costSeen  bool
@@ -28,7 +26,7 @@ func (a *accumulator) add(e Event) {
 	}
 	switch e.Kind {
 	case EventText:
-		a.texts = append(a.texts, e.Text)
+		a.texts.add(e.Text)
 	case EventToolUse:
 		a.toolUses++
 	case EventUsage:
@@ -89,11 +87,11 @@ func laterLimit(prev, next *Limit) *Limit {
 func (a *accumulator) result(r *Result) {
 	switch {
 	case a.final != nil:
-		r.Text = *a.final
-	case len(a.texts) > 0:
-		r.Text = strings.Join(a.texts, "\n")
+		r.Text, r.TextCut = tailString(*a.final)
+	case a.texts.lines > 0:
+		r.Text, r.TextCut = a.texts.text()
 	default:
-		r.Text = a.errorText
+		r.Text, r.TextCut = tailString(a.errorText)
 	}
 	r.Tokens, r.SessionID, r.Turns, r.ToolUses = a.tokens, a.session, a.turns, a.toolUses
 	r.IsError, r.Limit = a.isError, a.limit

@@ -156,6 +156,15 @@ type Options struct {
 	Price       *Price
 	LookPath    func(string) (string, error) // nil: exec.LookPath
 	OnEvent     func(Event)                  // called in stream order from the reading goroutine; may be nil
+	// OutputFile, when set, receives the call's standard output byte for
+	// byte as it is read (created 0600, its directory 0700), and its
+	// standard error goes to the same name with .err for .out, created at
+	// its first byte. Redact's values (8 bytes or longer) are written as
+	// [REDACTED].
+	OutputFile string
+	Redact     []string
+
+	logs *callLogs // Run's open output files
 }
 
 // Stopped values: how a call ended when it did not end by itself.
@@ -168,7 +177,8 @@ const (
 
 // Result is what one agent call did.
 type Result struct {
-	Text       string  // final text (EventFinal, else the concatenated text)
+	Text       string  // final text (EventFinal, else the concatenated text): its last MaxText bytes
+	TextCut    int64   // bytes cut from the front of Text (the output file has them)
 	Exit       int     // the CLI's exit code; -1 when a signal ended it
 	CostUSD    float64 //
 	CostSource string  // "reported" (by the CLI) or "price" (from Options.Price) or "" (unknown → 0)
@@ -193,6 +203,10 @@ type Result struct {
 	// Model is the model the CLI reported, else the one named in Args
 	// (--model X, -m X); "" when neither says.
 	Model string
+	// Output and ErrOutput are the files standard output and standard
+	// error were written to (zero when Options.OutputFile is empty, and
+	// ErrOutput when nothing was printed there).
+	Output, ErrOutput Output
 }
 
 // ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.

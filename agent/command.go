@@ -1,6 +1,9 @@
 package agent
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // commandBackend runs any argv (Options.Command), prompt on stdin, and
 // takes its standard output as plain text, one EventText per line.
@@ -16,7 +19,19 @@ func commandBackend() backend {
 	}
 }
 
-// textParser keeps every line as text.
+// textParser keeps every line as text: the lines of one read in one
+// EventText (without their carriage returns), a line at a time when
+// read line by line.
 type textParser struct{}
 
 func (textParser) line(b []byte, emit func(Event)) { emit(Event{Kind: EventText, Text: string(b)}) }
+
+func (textParser) block(b []byte, emit func(Event)) {
+	if bytes.IndexByte(b, '\r') >= 0 {
+		b = bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
+	}
+	b = bytes.Trim(b, "\r\n")
+	if len(b) > 0 {
+		emit(Event{Kind: EventText, Text: string(b)})
+	}
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,11 @@ import (
 const (
 	// MaxStderr is how much of the end of the CLI's standard error a Result keeps.
 	MaxStderr = 16 << 10
-	// MaxLine is the longest output line parsed; the rest of a longer line is dropped.
-	MaxLine = 16 << 20
+	// MaxLine is the longest output line parsed; the rest of a longer line
+	// is not parsed (the output file has it).
+	MaxLine = 4 << 20
+	// longKeep is the largest long-line buffer kept for the next line.
+	longKeep = 1 << 20
 	// pipeGrace is how long the output may stay open after the CLI's group
 	// was killed (a descendant that left the group) before it is closed.
 	pipeGrace = 2 * time.Second
@@ -30,9 +34,9 @@ const (
 // Run runs one agent call to its end. The process runs in its own process group with a Linux parent-death
 // signal (SIGKILL), so nothing survives ralph; ctx cancellation → Stopped "cancelled"; the group is killed on
 // every way out. A non-zero exit is NOT an error (Result.Exit says it); err is for "could not start" etc.
-func Run(ctx context.Context, o Options) (Result, error) {
+func Run(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
-	res := Result{CLI: o.CLI, Exit: -1}
+	res = Result{CLI: o.CLI, Exit: -1}
 	lookPath := o.LookPath
 	if lookPath == nil {
 		lookPath = lookPathIn(o.Env, o.Dir)
@@ -52,9 +56,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	res.Argv = b.argv(path, &o)
-	if err := ctx.Err(); err != nil {
+	if ctx.Err() != nil {
 		res.Stopped = StoppedCancelled
 		return res, nil
+	}
+	if o.OutputFile != "" {
+		logs, err := openLogs(o.OutputFile, o.Redact)
+		if err != nil {
+			return res, fmt.Errorf("%w; check that ralph can write to the store's logs directory", err)
+		}
+		o.logs = logs
+		defer func() {
+			res.Output, res.ErrOutput = logs.close() // after the readers: every byte read is in the files
+		}()
 	}
 	acc := &accumulator{o: &o}
 	var emitMu sync.Mutex // standard output and standard error are read apart
@@ -156,6 +170,7 @@ type call struct {
 	stopReason       string
 	readersDone      chan struct{}
 	closeOutputsOnce sync.Once
+	logs             *callLogs // the output files; nil when none are kept
 }
 
 func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, error) {
@@ -163,6 +178,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 	cmd.Dir, cmd.Env = o.Dir, o.Env
 	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, errText: procgroup.TailBuffer{Limit: MaxStderr},
 		readersDone: make(chan struct{})}
+	c.logs = o.logs // set before the readers start
 	var childEnds []*os.File
 	defer func() {
 		for _, f := range childEnds {
@@ -309,7 +325,11 @@ func (c *call) closeOutputs() {
 // notice) and says whether the line was a notice, which the limit check
 // at the end then ignores.
 func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool) {
-	scanLines(activity{c.errPipe, &c.lastOutput}, func(line []byte) {
+	var r io.Reader = activity{c.errPipe, &c.lastOutput}
+	if c.logs != nil {
+		r = tee{r, c.logs.err}
+	}
+	scanLines(r, func(line []byte) {
 		_, _ = c.stderr.Write(line)
 		_, _ = c.stderr.Write([]byte{'\n'})
 		if stderrLine != nil && stderrLine(string(line), c.emit) {
@@ -321,34 +341,130 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 }
 
 // readLines feeds standard output to the parser line by line as it
-// arrives.
+// arrives, and writes it, whole, to the output file as it is read.
 func (c *call) readLines() {
-	scanLines(activity{c.stdout, &c.lastOutput}, func(line []byte) { c.parser.line(line, c.emit) })
+	var r io.Reader = activity{c.stdout, &c.lastOutput}
+	if c.logs != nil {
+		r = tee{r, c.logs.out}
+	}
+	if bp, ok := c.parser.(blockParser); ok {
+		scanBlocks(r, func(b []byte) { bp.block(b, c.emit) })
+	} else {
+		scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
+	}
 	if e, ok := c.parser.(ender); ok {
 		e.end(c.emit)
 	}
 }
 
+// blockParser is a parser that takes many complete lines at once: a
+// plain-text agent's output needs no line-by-line reading, and one event
+// per read rather than per line keeps a flood cheap.
+type blockParser interface {
+	parser
+	// block handles complete lines joined by their newlines, without the
+	// last one; b is only valid during the call.
+	block(b []byte, emit func(Event))
+}
+
+// scanBlocks calls block with the complete lines of each read (without
+// the newline that ends the last), as soon as they are read, and with a
+// last line without a newline at the end. A line longer than the buffer
+// is handed over alone once complete, cut at MaxLine.
+func scanBlocks(r io.Reader, block func([]byte)) {
+	buf := make([]byte, 0, 64<<10)
+	var long []byte
+	inLong := false
+	for {
+		if len(buf) == cap(buf) { // no newline in a full buffer: part of a long line
+			if len(long) < MaxLine {
+				long = append(long, buf[:min(len(buf), MaxLine-len(long))]...)
+			}
+			inLong, buf = true, buf[:0]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		read := buf[len(buf) : len(buf)+n]
+		buf = buf[:len(buf)+n]
+		if i := bytes.LastIndexByte(read, '\n'); i >= 0 {
+			end := len(buf) - n + i // the last newline
+			lines := buf[:end]
+			if inLong {
+				j := bytes.IndexByte(buf, '\n')
+				if len(long) < MaxLine {
+					long = append(long, buf[:min(j, MaxLine-len(long))]...)
+				}
+				if l := trimEOL(long); len(l) > 0 {
+					block(l)
+				}
+				long, inLong = long[:0], false
+				if cap(long) > longKeep {
+					long = nil
+				}
+				lines = buf[min(j+1, end):end]
+			}
+			if len(lines) > 0 {
+				block(lines)
+			}
+			buf = buf[:copy(buf, buf[end+1:])]
+		}
+		if err != nil {
+			if inLong {
+				if len(long) < MaxLine {
+					long = append(long, buf[:min(len(buf), MaxLine-len(long))]...)
+				}
+				buf = long
+			}
+			if l := trimEOL(buf); len(l) > 0 {
+				block(l)
+			}
+			return
+		}
+	}
+}
+
+// tee is a reader that writes what it reads to w, which never fails.
+type tee struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (t tee) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		_, _ = t.w.Write(p[:n])
+	}
+	return n, err
+}
+
 // scanLines calls line for each non-empty line of r (without its line
 // ending) as soon as it is complete, and for a last line without a
-// newline. A line longer than MaxLine is cut there. It returns at end of
-// input or on a read error (the pipe was closed).
+// newline. A line longer than MaxLine is cut there (the output file has
+// it whole). It returns at end of input or on a read error (the pipe was
+// closed). It holds at most one line of MaxLine bytes: the buffer of a
+// long line is kept for the next one up to longKeep, and let go beyond.
 func scanLines(r io.Reader, line func([]byte)) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
+	inLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(long) < MaxLine {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
+			inLong = true
 			continue
 		}
-		if long != nil {
+		if inLong {
 			if len(long) < MaxLine {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
-			chunk, long = long, nil
+			chunk, inLong = long, false
+			if cap(long) > longKeep {
+				long = nil
+			} else {
+				long = long[:0]
+			}
 		}
 		if l := trimEOL(chunk); len(l) > 0 {
 			line(l)

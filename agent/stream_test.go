@@ -43,9 +43,16 @@ func TestRunStreamsEventsAsTheyArrive(t *testing.T) {
 func TestRunLargePromptAndOutput(t *testing.T) {
 	t.Parallel()
 	prompt := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB, more than a pipe holds
-	res, err := Run(context.Background(), Options{CLI: "command", Command: []string{"cat"}, Prompt: prompt, Dir: t.TempDir()})
-	if err != nil || res.Exit != 0 || res.Text != prompt {
-		t.Fatalf("err %v exit %d: %d bytes back of %d", err, res.Exit, len(res.Text), len(prompt))
+	out := filepath.Join(t.TempDir(), "call.out")
+	res, err := Run(context.Background(), Options{CLI: "command", Command: []string{"cat"}, Prompt: prompt, Dir: t.TempDir(),
+		OutputFile: out})
+	// The result keeps the text's tail; the output file has it all.
+	if err != nil || res.Exit != 0 || !strings.HasSuffix(prompt, res.Text) || len(res.Text) != MaxText ||
+		res.TextCut != int64(len(prompt)-MaxText) {
+		t.Fatalf("err %v exit %d: %d bytes back of %d, %d cut", err, res.Exit, len(res.Text), len(prompt), res.TextCut)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != prompt {
+		t.Fatalf("output file: %d bytes of %d (%v)", len(got), len(prompt), err)
 	}
 }
 

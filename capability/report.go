@@ -83,3 +83,27 @@ func (discard) Child(context.Context, Child) error { return nil }
 func (discard) Stream(any)                         {}
 func (discard) Limited(Limit)                      {}
 func (discard) Denied(Denial)                      {}
+
+// OutputFile is where a call writes the whole output of what it runs (an
+// agent's printout), so that what it records can stay bounded: Path is
+// the file to create (its directory may not exist yet), Rel the same path
+// relative to the store, as the call records it, and Redact the values
+// the host keeps off its records, to be written as [REDACTED].
+type OutputFile struct {
+	Path, Rel string
+	Redact    []string
+}
+
+type outputFileKey struct{}
+
+// WithOutputFile returns ctx giving the handler f for its output.
+func WithOutputFile(ctx context.Context, f OutputFile) context.Context {
+	return context.WithValue(ctx, outputFileKey{}, f)
+}
+
+// OutputFileFrom returns the output file the host gave the running call;
+// ok is false when it keeps none (a handler called outside a run).
+func OutputFileFrom(ctx context.Context) (f OutputFile, ok bool) {
+	f, ok = ctx.Value(outputFileKey{}).(OutputFile)
+	return f, ok
+}

@@ -70,6 +70,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			if f.detach {
 				return startDetached(cmd, cfg, args, f)
 			}
+			limitRunMemory()
 			return runLoop(cmd, cfg, f, "")
 		},
 	}
@@ -304,7 +305,10 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 		defer p.w.Flush()
 		ended := false
 		for e := range events {
-			p.print(&e)
+			p.write(&e)
+			if len(events) == 0 { // flushed when it has caught up: one write per burst, not per line
+				p.w.Flush()
+			}
 			if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
 				ended = true
 			}
@@ -316,8 +320,15 @@ func (p *printer) follow(ctx context.Context, events <-chan loop.Event) <-chan s
 	return done
 }
 
+// print writes e and flushes it.
 func (p *printer) print(e *loop.Event) {
-	defer p.w.Flush()
+	p.write(e)
+	p.w.Flush()
+}
+
+// write writes e to the buffer; follow flushes once it has caught up
+// with the events, not after each one (an agent's flood is thousands).
+func (p *printer) write(e *loop.Event) {
 	if p.asJSON {
 		switch e.Kind {
 		case loop.EventAction:

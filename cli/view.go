@@ -15,9 +15,9 @@ import (
 )
 
 func newViewCmd() *cobra.Command {
-	var storeFlag, natsFlag string
+	var storeFlag, natsFlag, outputFlag string
 	cmd := &cobra.Command{
-		Use:   "view RUN_ID [--nats URL]",
+		Use:   "view RUN_ID [--nats URL] [--output CALL]",
 		Short: "Open a recorded run in the UI, read-only",
 		Long: `Open a recorded run in the terminal UI, read-only: the causal chain as a tree,
 the stop conditions as they were last evaluated, the last plan, and how the run
@@ -26,9 +26,16 @@ with its hashes and verification, / filters, ? lists the keys.
 
 RUN_ID may be a unique prefix of a run id (see 'ralph runs'). The UI needs a
 terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
-'ralph history RUN_ID'.`,
+'ralph history RUN_ID'.
+
+--output CALL prints, whole, the output an agent call printed, from the file
+it was written to (<store>/logs/RUN_ID/STEP_ID.out), and checks it against the
+size and SHA-256 on the call's record. CALL is last (the run's last agent
+call), a seq from the chain, or an action id or a unique prefix of one. It
+needs no terminal.`,
 		Example: `  ralph view 01a200c1
-  ralph view 01a200c1-3fec-75aa-84b9-80d71cdc30cc --store examples/quickstart/.ralph`,
+  ralph view 01a200c1-3fec-75aa-84b9-80d71cdc30cc --store examples/quickstart/.ralph
+  ralph view 01a200c1 --output last | less`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("view takes one RUN_ID (see `ralph runs`), got %d arguments", len(args))
@@ -37,6 +44,9 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if outputFlag != "" {
+				return viewOutput(cmd, storeFlag, natsFlag, args[0], outputFlag)
+			}
 			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
 			}
@@ -66,7 +76,29 @@ terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
+	cmd.Flags().StringVar(&outputFlag, "output", "", "print the whole output of agent call `CALL` (last, a seq or an action id) and check it against its record")
 	return cmd
+}
+
+// viewOutput is ralph view RUN --output CALL.
+func viewOutput(cmd *cobra.Command, storeFlag, natsFlag, runArg, sel string) error {
+	if natsFlag != "" {
+		return usageErrorf("--output reads the store on this machine: a fleet run's output files stay with the worker that ran it; run ralph view --output there")
+	}
+	st, err := viewStore(cmd.Context(), storeFlag, "", runArg, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runID, err := resolveRun(st, runArg)
+	if err != nil {
+		return err
+	}
+	a, err := callWithOutput(st, runID, sel)
+	if err != nil {
+		return err
+	}
+	return printCallOutput(cmd.OutOrStdout(), st.Dir(), a)
 }
 
 // viewMemoryLimit is the Go heap ralph view aims to stay under; the GC

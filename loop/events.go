@@ -109,12 +109,17 @@ type Bus struct {
 	delay   *Event // the delay before the next iteration, while it lasts
 }
 
-// subscriberQueue bounds the transient events a consumer may lag behind.
-const subscriberQueue = 4096
+// subscriberQueue bounds the transient events a consumer may lag behind,
+// and subscriberQueueBytes the text they carry (an agent's output).
+const (
+	subscriberQueue      = 4096
+	subscriberQueueBytes = 4 << 20
+)
 
 type subscriber struct {
 	mu      sync.Mutex
 	queue   []Event
+	bytes   int // the text the queued events carry (queuedBytes)
 	dropped int
 	notify  chan struct{} // capacity 1: "the queue changed"
 }
@@ -185,10 +190,12 @@ func (b *Bus) publishLocked(e Event) {
 	e.afterSeq = b.store.Head().Seq
 	for s := range b.subs {
 		s.mu.Lock()
-		if len(s.queue) >= subscriberQueue && e.Kind != EventState && e.Kind != EventApprove {
+		n := queuedBytes(&e)
+		if (len(s.queue) >= subscriberQueue || s.bytes+n > subscriberQueueBytes) && e.Kind != EventState && e.Kind != EventApprove {
 			s.dropped++
 		} else {
 			s.queue = append(s.queue, e)
+			s.bytes += n
 		}
 		s.mu.Unlock()
 		select {
@@ -221,6 +228,7 @@ func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 			e := *p
 			e.afterSeq = b.store.Head().Seq
 			s.queue = append(s.queue, e)
+			s.bytes += queuedBytes(&e)
 		}
 	}
 	b.mu.Unlock()
@@ -289,6 +297,7 @@ func (p *pump) flush(ctx context.Context) bool {
 		e := p.sub.queue[0]
 		p.sub.queue[0] = Event{}
 		p.sub.queue = p.sub.queue[1:]
+		p.sub.bytes -= queuedBytes(&e)
 		p.sub.mu.Unlock()
 		if !p.send(ctx, e) {
 			return false
@@ -451,4 +460,14 @@ func IsRunEnd(t ledger.ActionType) bool {
 		return true
 	}
 	return false
+}
+
+// queuedBytes is the text a queued event holds beyond its own size: what
+// subscriberQueueBytes bounds.
+func queuedBytes(e *Event) int {
+	n := len(e.Text)
+	if a := e.Agent; a != nil {
+		n += len(a.Text) + len(a.Input)
+	}
+	return n
 }

@@ -236,6 +236,9 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	a.ActionID = NewID() // known now: what the call reports while it runs is recorded under it
 	hctx := capability.WithReporter(ctx, &callReporter{r: r, callID: a.ActionID, capID: req.ID})
+	if of, ok := r.outputFile(f.parent); ok {
+		hctx = capability.WithOutputFile(hctx, of)
+	}
 	// Write-ahead: the step and the plan that led here are on the chain
 	// before the handler can change anything.
 	if err := r.durable(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ type OrchestratorOptions struct {
 	// occurrence in an action is replaced by [REDACTED] before it is appended.
 	Secrets []string
 	Now     func() time.Time
+	// LogDir is where calls write their whole output (an agent's
+	// printout), one directory per run: <LogDir>/<run-id>/<step-id>.out.
+	// Empty: <store>/logs when the Ledger is a store on disk, else none.
+	LogDir string
 }
 
 // Orchestrator runs admitted plans: it is the rtfs.Host that records steps,
@@ -58,6 +63,7 @@ type OrchestratorOptions struct {
 type Orchestrator struct {
 	o            OrchestratorOptions
 	attestations sync.Map // *capability.Spec → attestation id
+	storeDir     string   // the store's directory, when the Ledger is a store on disk
 }
 
 // NewOrchestrator returns an orchestrator; Registry, Governance and Ledger are required.
@@ -77,7 +83,14 @@ func NewOrchestrator(o OrchestratorOptions) (*Orchestrator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Orchestrator{o: o}, nil
+	storeDir := ""
+	if s, ok := o.Ledger.(*ledger.Store); ok {
+		storeDir = s.Dir()
+	}
+	if o.LogDir == "" && storeDir != "" {
+		o.LogDir = filepath.Join(storeDir, LogsDir)
+	}
+	return &Orchestrator{o: o, storeDir: storeDir}, nil
 }
 
 // PlanInput is one plan to run.
@@ -144,6 +157,9 @@ type run struct {
 	planID     string
 	decisionID string // the admission GovernanceDecision action
 	stats      *runStats
+
+	outMu    sync.Mutex
+	outCalls map[string]int // calls that were given an output file, by step
 }
 
 type runStats struct {

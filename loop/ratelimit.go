@@ -3,7 +3,9 @@ package loop
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/arbiter"
@@ -75,6 +77,11 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 	secrets := r.o.Orchestrator.o.Secrets
 	return func(cs CallStream) {
 		if ev, ok := cs.Event.(*agent.Event); ok {
+			if len(ev.Text) > MaxStreamText || !utf8.ValidString(ev.Text) { // the bus's queue holds thousands: each stays small
+				c := *ev
+				c.Text = strings.ToValidUTF8(streamCut(c.Text), "\uFFFD") // an agent printing binary is shown readable
+				ev = &c
+			}
 			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
 				c := *ev
 				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)

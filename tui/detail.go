@@ -47,6 +47,7 @@ type detailMsg struct {
 	proofErr  error // the proof could not be made
 	err       error
 	closerErr error
+	output    *callOutput // the end of the call's output file, when it recorded one
 }
 
 // verifyState is the last whole-store verification (ledger.Store.Verify),
@@ -92,7 +93,7 @@ func (m *model) openDetail() tea.Cmd {
 	}
 	m.detail.open(n.seq, end)
 	m.view = viewDetail
-	return fetchDetail(m.ctx, m.store, n.seq, end)
+	return fetchDetail(m.ctx, m.store, m.storeDir, n.seq, end)
 }
 
 // reverify (r in the detail view) verifies the whole store in the
@@ -102,7 +103,7 @@ func (m *model) reverify() tea.Cmd {
 	if m.store == nil || (m.verify != nil && m.verify.running) {
 		return nil
 	}
-	return tea.Batch(fetchDetail(m.ctx, m.store, m.detail.seq, m.detail.end), m.startVerify(true))
+	return tea.Batch(fetchDetail(m.ctx, m.store, m.storeDir, m.detail.seq, m.detail.end), m.startVerify(true))
 }
 
 // startVerify verifies the whole store in the background, once (or again
@@ -122,7 +123,7 @@ func (m *model) startVerify(again bool) tea.Cmd {
 // fetchDetail reads the action at seq (and its closing action at end, if
 // any) and proves it. The proof is made even when the action cannot be
 // decoded: it says which stored part is damaged.
-func fetchDetail(ctx context.Context, st Reader, seq, end uint64) tea.Cmd {
+func fetchDetail(ctx context.Context, st Reader, storeDir string, seq, end uint64) tea.Cmd {
 	return func() tea.Msg {
 		msg := detailMsg{seq: seq}
 		if p, err := st.VerifyAction(ctx, seq); err != nil {
@@ -136,6 +137,7 @@ func fetchDetail(ctx context.Context, st Reader, seq, end uint64) tea.Cmd {
 			return msg
 		}
 		msg.action = &a
+		msg.output = readCallOutput(&a, storeDir)
 		if end > 0 {
 			if c, err := st.GetSeq(end); err == nil {
 				msg.closer = &c
@@ -259,6 +261,9 @@ func (d *detailView) content(w int) []string {
 		out = append(out, st.dim.Render("none"))
 	}
 	fieldW = 16
+	if msg.output != nil {
+		d.outputSection(msg.output, field, &out)
+	}
 	if c := msg.closer; c != nil {
 		section("closed by " + ledger.Summary(c))
 		field("seq", strconv.FormatUint(c.Seq, 10))

@@ -164,7 +164,7 @@ func TestDetailShowsWhatFailed(t *testing.T) {
 		// The row of the damaged action cannot be decoded, so it has no
 		// row: open it as enter would, on the seq.
 		m.detail.open(target, 0)
-		runCmd(m, fetchDetail(m.ctx, m.store, target, 0))
+		runCmd(m, fetchDetail(m.ctx, m.store, m.storeDir, target, 0))
 		v := m.View()
 		for _, want := range []string{"✗ ledger verification failed at seq 47", "verification", "✗ does not match the stored content", "✗ action 47 was altered"} {
 			if !strings.Contains(v, want) {

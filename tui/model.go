@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"time"
 
@@ -40,6 +41,7 @@ const (
 type model struct {
 	run      Live // nil for a recorded run
 	store    Reader
+	storeDir string          // where the calls' output files are (Options.StoreDir)
 	attached bool            // following a run another process owns: q detaches
 	goesOn   string          // a recorded run still going on elsewhere (Options.GoesOn)
 	ctx      context.Context // ends with the UI; bounds the commands that read the store
@@ -136,6 +138,12 @@ func newModel(o *Options, st *styles) *model {
 		help: help.New(), live: o.Run != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
+	m.storeDir = o.StoreDir
+	if d, ok := o.Store.(interface{ Dir() string }); ok && m.storeDir == "" {
+		if fi, err := os.Stat(d.Dir()); err == nil && fi.IsDir() { // not a fleet's address
+			m.storeDir = d.Dir()
+		}
+	}
 	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)

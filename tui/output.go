@@ -224,6 +224,9 @@ func (p *outputPane) ended(a *ledger.Action) {
 	default:
 		c.result = "✓ exit " + orNone(a.Metadata["exit"].Str())
 	}
+	if f := a.Metadata["output_file"].Str(); f != "" { // what the pane shows is a part: say where the whole is
+		p.line(outRaw, fmt.Sprintf("whole output: %s (%s bytes)", f, a.Metadata["output_bytes"].Str()))
+	}
 }
 
 func (p *outputPane) scrollBy(d int) {

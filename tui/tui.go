@@ -23,6 +23,10 @@ type Options struct {
 	// Store is what the detail and history views read: the run's ledger
 	// (View), or Run itself when nil.
 	Store Reader
+	// StoreDir is the store's directory, where the detail of an agent call
+	// reads the end of its output file; empty: Store's Dir() when it has
+	// one.
+	StoreDir string
 	// Attached says the UI follows a run another process owns (ralph
 	// attach): q leaves the run going instead of asking to abort it.
 	Attached bool

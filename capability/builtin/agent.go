@@ -115,7 +115,12 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 		rep.Stream(&e)
 		tools.event(e)
 	}
+	of, keep := capability.OutputFileFrom(ctx)
+	if keep {
+		o.OutputFile, o.Redact = of.Path, of.Redact
+	}
 	res, runErr := agent.Run(ctx, o)
+	recordable(&res, of)
 	tools.flush()
 	if runErr != nil {
 		return capability.Result{Metadata: map[string]string{"cli": o.CLI}}, fmt.Errorf("agent.run: %w", runErr)
@@ -231,6 +236,11 @@ func agentResult(r agent.Result) capability.Result {
 	if len(r.Retries) > 0 {
 		meta["retries"] = strconv.Itoa(len(r.Retries))
 		meta["retry_log"] = retryLog(r.Retries)
+	}
+	outputMeta(meta, "output", r.Output)
+	outputMeta(meta, "stderr", r.ErrOutput)
+	if r.TextCut > 0 {
+		meta["text_cut_bytes"] = strconv.FormatInt(r.TextCut, 10)
 	}
 	if r.Limit != nil && !r.Limit.Reset.IsZero() {
 		meta["limit_reset"] = r.Limit.Reset.UTC().Format(time.RFC3339)
@@ -379,4 +389,42 @@ func (l *toolLog) record(id string, p pendingTool, res *agent.Event) {
 		c.Metadata["result"] = rtfs.String("none reported")
 	}
 	l.err = l.rep.Child(l.ctx, c)
+}
+
+// recordable makes a call's result fit its record: the output files are
+// named relative to the store (of.Rel), a text cut to its tail starts with
+// a marker saying how much is missing and where the whole is, and text
+// and standard error that are not UTF-8 (an agent printing binary) have
+// their invalid bytes replaced, so that the call is always recorded.
+func recordable(r *agent.Result, of capability.OutputFile) {
+	if r.Output.Path != "" && r.Output.Path == of.Path {
+		r.Output.Path = of.Rel
+		if r.ErrOutput.Path != "" {
+			r.ErrOutput.Path = strings.TrimSuffix(of.Rel, ".out") + ".err"
+		}
+	}
+	r.Text = strings.ToValidUTF8(r.Text, "\uFFFD")
+	r.Stderr = strings.ToValidUTF8(r.Stderr, "\uFFFD")
+	if r.TextCut > 0 {
+		where := "it was not kept: the call had no output file"
+		if r.Output.Path != "" {
+			where = fmt.Sprintf("the whole output is in %s (%d bytes, sha256 %s)", r.Output.Path, r.Output.Bytes, r.Output.SHA256)
+		}
+		r.Text = fmt.Sprintf("[ralph: %d bytes cut before this; %s]\n", r.TextCut, where) + r.Text
+	}
+}
+
+// outputMeta puts one output file on the call's record: <name>_file
+// (relative to the store), <name>_bytes, <name>_sha256, and
+// <name>_error when writing it failed.
+func outputMeta(meta map[string]string, name string, o agent.Output) {
+	if o.Path == "" {
+		return
+	}
+	meta[name+"_file"] = o.Path
+	meta[name+"_bytes"] = strconv.FormatInt(o.Bytes, 10)
+	meta[name+"_sha256"] = o.SHA256
+	if o.Err != nil {
+		meta[name+"_error"] = strings.ToValidUTF8(o.Err.Error(), "\uFFFD")
+	}
 }
