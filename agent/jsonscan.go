@@ -439,55 +439,60 @@ func (d *jdoc) compact(i, max int) string {
 // encoding/json does: escapes, surrogate pairs, and U+FFFD for invalid
 // UTF-8 and unpaired surrogates. The body must have passed scanString.
 func unquoteBytes(s []byte) string {
-	out := make([]byte, 0, len(s))
+	var out strings.Builder // its String does not copy
+	out.Grow(len(s))
 	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\':
-			switch s[i+1] {
-			case '"', '\\', '/':
-				out = append(out, s[i+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := hex4(s[i+2 : i+6])
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if dec := utf16.DecodeRune(r, hex4(s[i+2:i+6])); dec != utf8.RuneError {
-							out = utf8.AppendRune(out, dec)
-							i += 6
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				out = utf8.AppendRune(out, r)
-				continue
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
+		// A run of plain ASCII is copied at once: most of a long text is.
+		j := i
+		for j < len(s) && s[j] != '\\' && s[j] < utf8.RuneSelf {
+			j++
+		}
+		out.Write(s[i:j])
+		if i = j; i >= len(s) {
+			break
+		}
+		if s[i] != '\\' {
 			r, n := utf8.DecodeRune(s[i:])
 			if r == utf8.RuneError && n == 1 {
-				out = append(out, "\uFFFD"...)
+				out.WriteString("\uFFFD")
 			} else {
-				out = append(out, s[i:i+n]...)
+				out.Write(s[i : i+n])
 			}
 			i += n
+			continue
 		}
+		switch s[i+1] {
+		case '"', '\\', '/':
+			out.WriteByte(s[i+1])
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r := hex4(s[i+2 : i+6])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if dec := utf16.DecodeRune(r, hex4(s[i+2:i+6])); dec != utf8.RuneError {
+						out.WriteRune(dec)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out.WriteRune(r)
+			continue
+		}
+		i += 2
 	}
-	return string(out)
+	return out.String()
 }
 
 func hex4(b []byte) rune {
