@@ -253,13 +253,6 @@ func editToml(t *testing.T, dir string, oldNew ...string) {
 	}
 }
 
-func verifyChain(t *testing.T, dir string, e []string) {
-	t.Helper()
-	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
-		t.Fatalf("ralph chain verify: %s", r)
-	}
-}
-
 // TestCodexInitRunDone: the loop `ralph init --agent codex` writes, used as
 // written, fixes the project with the real codex and ends done.
 func TestCodexInitRunDone(t *testing.T) {

@@ -336,13 +336,6 @@ func geminiWriteToml(t *testing.T, dir, toml string) {
 	}
 }
 
-func geminiVerifyChain(t *testing.T, dir string, e []string) {
-	t.Helper()
-	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
-		t.Errorf("ralph chain verify:\n%s", r)
-	}
-}
-
 // TestGeminiInitWorks: the loop `ralph init --agent gemini` writes, used
 // as written, fixes calc.go with the real gemini and ends done.
 func TestGeminiInitWorks(t *testing.T) {
@@ -362,7 +355,7 @@ func TestGeminiInitWorks(t *testing.T) {
 		t.Errorf("the script's last turn was asked %d times", g.Attempts(3))
 	}
 	t.Logf("%s", r)
-	geminiVerifyChain(t, dir, e)
+	verifyChain(t, dir, e)
 }
 
 // TestGeminiDeniedStops: without init's permission arguments the edit is
@@ -387,7 +380,7 @@ func TestGeminiDeniedStops(t *testing.T) {
 		t.Errorf("%d iterations ran; the run must stop after the first", n)
 	}
 	t.Logf("%s", r)
-	geminiVerifyChain(t, dir, e)
+	verifyChain(t, dir, e)
 }
 
 // TestGeminiLimitWaits: a spent daily quota whose reset is 2 s ahead: the
@@ -406,7 +399,7 @@ func TestGeminiLimitWaits(t *testing.T) {
 		t.Errorf("the wait for the limit is not shown:\n%s", r)
 	}
 	t.Logf("%s", r)
-	geminiVerifyChain(t, dir, e)
+	verifyChain(t, dir, e)
 }
 
 // TestGeminiRetries: an overload and a per-minute quota before success are
@@ -427,7 +420,7 @@ func TestGeminiRetries(t *testing.T) {
 		if out := r.stdout + r.stderr; !strings.Contains(out, "retrying after 503") || !strings.Contains(out, "retrying after 429") {
 			t.Errorf("the retries are not shown (agent ~ retrying after …):\n%s", r)
 		}
-		geminiVerifyChain(t, dir, e)
+		verifyChain(t, dir, e)
 	})
 	t.Run("then-error", func(t *testing.T) {
 		t.Parallel()
@@ -463,7 +456,7 @@ func TestGeminiIdleTimeout(t *testing.T) {
 	if !strings.Contains(export.stdout, `"stopped":"idle-timeout"`) {
 		t.Errorf("idle-timeout is not recorded on the chain:\n%s\n%s", r, export)
 	}
-	geminiVerifyChain(t, dir, e)
+	verifyChain(t, dir, e)
 }
 
 // TestGeminiContainment: kill -9 of ralph while gemini's shell tool runs

@@ -179,3 +179,11 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// verifyChain runs `ralph chain verify` on the run in dir; it must pass.
+func verifyChain(t *testing.T, dir string, e []string) {
+	t.Helper()
+	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
+		t.Errorf("ralph chain verify: %s", r)
+	}
+}
