@@ -1,0 +1,279 @@
+package procgroup
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/internal/proctest"
+)
+
+// helperEnv makes the test binary, started again, a parent that starts a
+// contained command and waits to be killed (see TestMain).
+const helperEnv = "PROCGROUP_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if script := os.Getenv(helperEnv); script != "" {
+		helper(script)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// helper starts script contained (with the parent-death signal, as agent
+// calls are), prints its containment, its leader's pid, the cgroup's path
+// and the script's first line, then sleeps until it is killed.
+func helper(script string) {
+	r, w, _ := os.Pipe()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdout = w
+	p, err := Start(cmd, StartOptions{ParentDeath: true, NoCgroup: os.Getenv(NoCgroupEnv) == "1"})
+	w.Close()
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	cg := "-"
+	if p.cont.cg != nil {
+		cg = p.cont.cg.path
+	}
+	fmt.Println(p.Containment(), p.Pid(), cg, strings.TrimSpace(line))
+	time.Sleep(time.Hour)
+}
+
+// mechanisms are the two ways a command is contained on Linux: noCgroup
+// false gets a cgroup where this host lets ralph make one.
+func mechanisms(t *testing.T) []struct {
+	noCgroup bool
+	want     string
+} {
+	want := ContainSweep
+	if _, ok := cgroupUsable(); ok {
+		want = ContainCgroup
+	} else {
+		t.Logf("no cgroup here (%s): both cases use the sweep", cgroupReason)
+	}
+	return []struct {
+		noCgroup bool
+		want     string
+	}{{false, want}, {true, ContainSweep}}
+}
+
+// inCgroup reports whether pid is in the cgroup at path.
+func inCgroup(t *testing.T, pid int, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, _ := ownCgroup2(b)
+	return strings.HasSuffix(path, filepath.FromSlash(own))
+}
+
+// sessionScript makes a shell script of s: CHILD is a command that,
+// once it runs in its new session, writes its pid to a file and becomes
+// sleep 300 (with no PATH needed); READY waits for that file and prints
+// the pid.
+func sessionScript(dir, s string) string {
+	f := filepath.Join(dir, "pid")
+	child := fmt.Sprintf(`/bin/sh -c 'echo $$ > %[1]s.tmp && /bin/mv %[1]s.tmp %[1]s && exec /bin/sleep 300'`, f)
+	ready := fmt.Sprintf(`while [ ! -s %[1]s ]; do sleep 0.01; done; cat %[1]s`, f)
+	return strings.NewReplacer("CHILD", child, "READY", ready).Replace(s)
+}
+
+func pidOf(t *testing.T, s string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("pid line %q", s)
+	}
+	return pid
+}
+
+// A child that calls setsid leaves the process group; Kill and the
+// leader's own exit still end it, with either mechanism, and the cgroup
+// is removed.
+func TestContainmentReachesANewSession(t *testing.T) {
+	t.Parallel()
+	for _, m := range mechanisms(t) {
+		for _, tc := range []struct{ name, script string }{
+			{"kill", "setsid CHILD & READY; wait"},
+			{"kill-env-cleared", "env -i /usr/bin/setsid CHILD & READY; wait"},
+			{"kill-orphan", "( setsid CHILD & ); READY; sleep 300"},
+			{"leader-exit", "setsid CHILD & READY"},
+			{"leader-exit-orphan", "( setsid CHILD & ); READY"},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", m.want, tc.name), func(t *testing.T) {
+				p, line := startPrinting(t, sessionScript(t.TempDir(), tc.script), StartOptions{ParentDeath: true, NoCgroup: m.noCgroup})
+				pid := pidOf(t, line)
+				if got := p.Containment(); got != m.want {
+					t.Errorf("Containment() = %q, want %q", got, m.want)
+				}
+				cg := ""
+				if p.cont.cg != nil {
+					cg = p.cont.cg.path
+					if !inCgroup(t, pid, cg) {
+						t.Errorf("the setsid child %d is not in the call's cgroup %s", pid, cg)
+					}
+				}
+				if pgid, _ := syscall.Getpgid(pid); pgid == p.Pid() {
+					t.Fatalf("the child %d did not leave the group", pid)
+				}
+				if strings.HasPrefix(tc.name, "kill") {
+					p.Kill()
+				}
+				_ = p.Wait()
+				proctest.WaitGone(t, pid)
+				if cg != "" {
+					if _, err := os.Stat(cg); !os.IsNotExist(err) {
+						t.Errorf("the cgroup %s was not removed: %v", cg, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Run (shell.exec, command stop conditions) contains its command the
+// same way: a cancelled context ends a child in a new session.
+func TestRunContainedEndsANewSessionOnCancel(t *testing.T) {
+	t.Parallel()
+	for _, m := range mechanisms(t) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, "sh", "-c", sessionScript(t.TempDir(), "setsid CHILD & READY; wait"))
+		cmd.Stdout = w
+		type result struct {
+			kind string
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			kind, err := RunContained(cmd, time.Second, StartOptions{NoCgroup: m.noCgroup})
+			done <- result{kind, err}
+		}()
+		line, err := bufio.NewReader(r).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := pidOf(t, line)
+		cancel()
+		res := <-done
+		w.Close()
+		r.Close()
+		if res.err == nil || res.kind != m.want {
+			t.Errorf("RunContained = %q, %v; want %q and an error", res.kind, res.err, m.want)
+		}
+		proctest.WaitGone(t, pid)
+	}
+}
+
+// A SIGKILL of the parent (which runs no code of its own after it) still
+// ends every process of the call, the one in a new session too: the
+// watcher does it, by cgroup.kill or by a sweep, and removes the cgroup.
+func TestKill9OfTheParentEndsANewSession(t *testing.T) {
+	t.Parallel()
+	for _, m := range mechanisms(t) {
+		t.Run(m.want, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"="+sessionScript(t.TempDir(), "setsid CHILD & READY; sleep 300"))
+			if m.noCgroup {
+				cmd.Env = append(cmd.Env, NoCgroupEnv+"=1")
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				t.Fatalf("helper: %v", err)
+			}
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("helper said %q", line)
+			}
+			if f[0] != m.want {
+				t.Errorf("the helper's call was contained by %q, want %q", f[0], m.want)
+			}
+			leader, child := pidOf(t, f[1]), pidOf(t, f[3])
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			proctest.WaitGone(t, leader)
+			proctest.WaitGone(t, child)
+			if f[2] != "-" {
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					if _, err := os.Stat(f[2]); os.IsNotExist(err) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the watcher did not remove the cgroup %s", f[2])
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+func TestCgroup2Mount(t *testing.T) {
+	t.Parallel()
+	hybrid := `25 30 0:23 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
+33 25 0:28 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+34 33 0:29 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate
+35 33 0:30 / /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup rw,xattr,name=systemd
+`
+	unified := "30 1 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw\n"
+	bindOnly := "30 1 0:26 /sub /mnt/x rw shared:4 - cgroup2 cgroup2 rw\n"
+	spaced := `30 1 0:26 / /mnt/my\040cgroup rw - cgroup2 none rw` + "\n"
+	for in, want := range map[string]string{hybrid: "/sys/fs/cgroup/unified", unified: "/sys/fs/cgroup",
+		bindOnly: "", spaced: "/mnt/my cgroup", "": ""} {
+		if got := cgroup2Mount([]byte(in)); got != want {
+			t.Errorf("cgroup2Mount(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"0::/\n": "/", "12:pids:/x\n0::/user.slice/a.scope\n": "/user.slice/a.scope"} {
+		if got, ok := ownCgroup2([]byte(in)); !ok || got != want {
+			t.Errorf("ownCgroup2(%q) = %q, %t", in, got, ok)
+		}
+	}
+	if _, ok := ownCgroup2([]byte("1:cpu:/\n")); ok {
+		t.Error("ownCgroup2 found a v2 line in a v1-only file")
+	}
+}
+
+func TestParseWatchLine(t *testing.T) {
+	t.Parallel()
+	c := &container{id: 7, t: target{leader: 12, pgid: 12, marker: "RALPH_CONTAIN=1.2.7"}, cg: &cgroup{path: "/sys/fs/cgroup/a b/ralph-1-7"}}
+	id, w, ok := parseWatchLine(c.line())
+	if !ok || id != "7" || w == nil || w.t != c.t || w.cgroup != c.cg.path {
+		t.Errorf("parseWatchLine(%q) = %q, %+v, %t", c.line(), id, w, ok)
+	}
+	if id, w, ok := parseWatchLine("- 7"); !ok || id != "7" || w != nil {
+		t.Errorf("removal: %q, %+v, %t", id, w, ok)
+	}
+	for _, bad := range []string{"", "+ 1", "+ 1 x 2 \"m\" \"\"", "+ 1 2 3 m \"\"", "? 1"} {
+		if _, _, ok := parseWatchLine(bad); ok {
+			t.Errorf("parseWatchLine(%q) accepted", bad)
+		}
+	}
+}

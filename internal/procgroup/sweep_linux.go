@@ -1,0 +1,180 @@
+package procgroup
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// procInfo is what a sweep reads from /proc/<pid>/stat.
+type procInfo struct {
+	pid, ppid, pgid int
+	start           uint64 // start time in clock ticks since boot: tells a pid from its reuse
+	zombie          bool
+}
+
+// readStat reads /proc/<pid>/stat; ok is false when the process is gone.
+func readStat(pid int) (procInfo, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procInfo{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procInfo{}, false
+	}
+	f := bytes.Fields(b[i+2:]) // f[0] is field 3 (state)
+	if len(f) < 20 {
+		return procInfo{}, false
+	}
+	p := procInfo{pid: pid, zombie: f[0][0] == 'Z' || f[0][0] == 'X'}
+	p.ppid, _ = strconv.Atoi(string(f[1]))
+	p.pgid, _ = strconv.Atoi(string(f[2]))
+	p.start, _ = strconv.ParseUint(string(f[19]), 10, 64)
+	return p, true
+}
+
+// scanProcs lists every process in /proc.
+func scanProcs() []procInfo {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]procInfo, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if p, ok := readStat(pid); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hasMarker reports whether pid's environment (as it was at its exec)
+// holds the line marker.
+func hasMarker(pid int, marker string) bool {
+	if marker == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	m := []byte(marker)
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if bytes.Equal(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// members lists the live processes of t, never self. A zombie is not
+// listed but still links its children to it (they have not been
+// reparented yet).
+func (t target) members(all []procInfo, self int) []procInfo {
+	in := make(map[int]bool)
+	for _, p := range all {
+		if p.pid == self {
+			continue
+		}
+		if p.pid == t.leader || (t.pgid > 0 && p.pgid == t.pgid) || (!p.zombie && hasMarker(p.pid, t.marker)) {
+			in[p.pid] = true
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, p := range all {
+			if !in[p.pid] && p.pid != self && in[p.ppid] {
+				in[p.pid], grew = true, true
+			}
+		}
+	}
+	out := make([]procInfo, 0, len(in))
+	for _, p := range all {
+		if in[p.pid] && !p.zombie {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sweep kills every live process of t, scanning again until a scan finds
+// none (a process may fork between a scan and its kill), and returns
+// every process it killed. It gives up after about five seconds.
+func (t target) sweep(self int) []procInfo {
+	var killed []procInfo
+	deadline := time.Now().Add(5 * time.Second)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		live := t.members(scanProcs(), self)
+		if len(live) == 0 || time.Now().After(deadline) {
+			return killed
+		}
+		for _, p := range live {
+			if q, ok := readStat(p.pid); ok && q.start == p.start { // not a reused pid
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+		}
+		killed = append(killed, live...)
+		time.Sleep(pause)
+	}
+}
+
+// reap waits for the processes in killed that became this process's
+// children (orphans reparented to it as subreaper), never leader, whose
+// exit status os/exec's Wait collects. A pid is reaped only while its
+// start time is the one seen when it was killed, so no other child's exit
+// status is taken. It gives up after about five seconds.
+func reap(killed []procInfo, leader int) {
+	self := os.Getpid()
+	pending := make(map[int]uint64)
+	for _, p := range killed {
+		if p.pid != leader {
+			pending[p.pid] = p.start
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pause := time.Millisecond; len(pending) > 0 && time.Now().Before(deadline); pause = min(2*pause, 50*time.Millisecond) {
+		for pid, start := range pending {
+			q, ok := readStat(pid)
+			switch {
+			case !ok || q.start != start || q.ppid != self:
+				delete(pending, pid) // gone, reused, or someone else's child to reap
+			case q.zombie:
+				var ws syscall.WaitStatus
+				if got, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == pid {
+					delete(pending, pid)
+				}
+			}
+		}
+		if len(pending) > 0 {
+			time.Sleep(pause)
+		}
+	}
+}
+
+var subreaperOnce sync.Once
+
+// becomeSubreaper makes this process the child subreaper of its
+// descendants, so an orphan of a call (one whose parent exited) is
+// reparented here instead of to init, and stays in reach of the sweep.
+func becomeSubreaper() {
+	subreaperOnce.Do(func() {
+		const prSetChildSubreaper = 36
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	})
+}
