@@ -183,6 +183,9 @@ type Result struct {
 	Denials []Denial
 	// Retries are the CLI's retry notices, in stream order.
 	Retries []Retry
+	// Containment names how the call's processes were held and killed:
+	// "cgroup" or "subreaper+sweep" (Linux), "process-group" elsewhere.
+	Containment string
 }
 
 // ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.

@@ -149,3 +149,16 @@ type target struct {
 	leader, pgid int
 	marker       string
 }
+
+// DefaultContainment names the mechanism a command started now with o
+// gets on this host: ContainCgroup where ralph can make a cgroup v2 and
+// start a process in it (and NoCgroup and RALPH_NO_CGROUP=1 do not ask
+// otherwise), else ContainSweep (Linux) or ContainGroup.
+func DefaultContainment(o StartOptions) string {
+	if !o.NoCgroup && os.Getenv(NoCgroupEnv) != "1" {
+		if _, ok := cgroupUsable(); ok {
+			return ContainCgroup
+		}
+	}
+	return sweepKind()
+}
