@@ -111,6 +111,7 @@ var theWatcher struct {
 	mu    sync.Mutex
 	w     *os.File // the write end of its pipe
 	lines map[int64]string
+	live  map[int64]*container
 	err   error // why it could not be started, for tests
 }
 
@@ -119,10 +120,10 @@ func watch(c *container) {
 	theWatcher.mu.Lock()
 	defer theWatcher.mu.Unlock()
 	if theWatcher.lines == nil {
-		theWatcher.lines = make(map[int64]string)
+		theWatcher.lines, theWatcher.live = make(map[int64]string), make(map[int64]*container)
 	}
 	line := c.line()
-	theWatcher.lines[c.id] = line
+	theWatcher.lines[c.id], theWatcher.live[c.id] = line, c
 	sendLocked(line)
 }
 
@@ -131,6 +132,7 @@ func unwatch(c *container) {
 	theWatcher.mu.Lock()
 	defer theWatcher.mu.Unlock()
 	delete(theWatcher.lines, c.id)
+	delete(theWatcher.live, c.id)
 	sendLocked(fmt.Sprintf("- %d", c.id))
 }
 
@@ -178,9 +180,24 @@ func startWatcherProc() (*os.File, error) {
 	return w, nil
 }
 
-// watcherPid is the watcher's pid, for tests; 0 when there is none.
-func watcherErr() error {
+// KillAll kills every process of every command this process has running
+// (by cgroup.kill or a sweep), for a process about to exit at once, such
+// as a worker stopped by a second signal: nothing it started is left for
+// the watcher to find.
+func KillAll() {
 	theWatcher.mu.Lock()
-	defer theWatcher.mu.Unlock()
-	return theWatcher.err
+	live := make([]*container, 0, len(theWatcher.live))
+	for _, c := range theWatcher.live {
+		live = append(live, c)
+	}
+	theWatcher.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.kill()
+		}()
+	}
+	wg.Wait()
 }
