@@ -67,8 +67,8 @@ func ownCgroup2(procCgroup []byte) (string, bool) {
 	return "", false
 }
 
-// cgroupParent is the directory under which calls get their cgroups, or
-// an error saying why there is none.
+// cgroupParent is the directory under which calls get their cgroups (and
+// its path in the hierarchy), or an error saying why there is none.
 func cgroupParent() (string, error) {
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -89,14 +89,19 @@ func cgroupParent() (string, error) {
 	if strings.HasSuffix(own, " (deleted)") {
 		return "", errors.New("this process's cgroup was deleted")
 	}
+	cgroupMount = mount
 	return filepath.Join(mount, filepath.FromSlash(own)), nil
 }
+
+// cgroupMount is where cgroupParent found the cgroup2 hierarchy.
+var cgroupMount string
 
 var cgroupSeq atomic.Int64
 
 // cgroup is one call's cgroup v2 directory, opened for CLONE_INTO_CGROUP.
 type cgroup struct {
 	path string
+	rel  string // its path in the hierarchy, as /proc/<pid>/cgroup says it
 	dir  *os.File
 }
 
@@ -115,7 +120,11 @@ func newCgroup(parent string) (*cgroup, error) {
 		_ = os.Remove(path)
 		return nil, err
 	}
-	return &cgroup{path: path, dir: dir}, nil
+	rel, err := filepath.Rel(cgroupMount, path)
+	if err != nil {
+		rel = ""
+	}
+	return &cgroup{path: path, rel: "/" + filepath.ToSlash(rel), dir: dir}, nil
 }
 
 // fd is the descriptor for SysProcAttr.CgroupFD.
@@ -163,8 +172,11 @@ func killAndRemove(path string) bool {
 	}
 }
 
-// release kills what is left in the cgroup and removes it.
+// release kills what is left in the cgroup, removes it, and reaps the
+// orphans it left this process as subreaper.
 func (g *cgroup) release() bool {
 	_ = g.dir.Close()
-	return killAndRemove(g.path)
+	ok := killAndRemove(g.path)
+	reapCgroupOrphans(g.rel)
+	return ok
 }

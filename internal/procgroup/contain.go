@@ -45,7 +45,8 @@ type container struct {
 	t    target  // every kind: the group, the marker and the leader
 	id   int64   // its registration with the watcher
 
-	mu     sync.Mutex // guards t's leader and pgid, set once the command runs, and closed
+	mu     sync.Mutex // guards t's leader and pgid, set once the command runs, killed and closed
+	killed []procInfo // what kill's sweeps killed, for release to reap
 	closed bool
 }
 
@@ -109,7 +110,10 @@ func (c *container) kill() {
 	}
 	// The sweep reads the tree before it kills: killing the group first
 	// would reparent the children of its processes and lose their ancestry.
-	c.target().sweep(os.Getpid())
+	killed := c.target().sweep(os.Getpid())
+	c.mu.Lock()
+	c.killed = append(c.killed, killed...)
+	c.mu.Unlock()
 }
 
 // release runs once the leader has been reaped: it kills whatever the
@@ -119,13 +123,13 @@ func (c *container) release() {
 	c.mu.Lock()
 	closed := c.closed
 	c.closed = true
-	t := c.t
+	t, killed := c.t, c.killed
 	c.mu.Unlock()
 	if closed {
 		return
 	}
 	if c.cg == nil || !c.cg.release() {
-		reap(t.sweep(os.Getpid()), t.leader)
+		reap(append(killed, t.sweep(os.Getpid())...), t.leader)
 	}
 	unwatch(c)
 }

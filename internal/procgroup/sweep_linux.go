@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -142,7 +144,9 @@ func (t target) sweep(self int) []procInfo {
 func reap(killed []procInfo, leader int) {
 	self := os.Getpid()
 	pending := make(map[int]uint64)
+	dying := make(map[int]uint64) // every process killed: a child whose parent is one of them is reparented here soon
 	for _, p := range killed {
+		dying[p.pid] = p.start
 		if p.pid != leader {
 			pending[p.pid] = p.start
 		}
@@ -152,8 +156,15 @@ func reap(killed []procInfo, leader int) {
 		for pid, start := range pending {
 			q, ok := readStat(pid)
 			switch {
-			case !ok || q.start != start || q.ppid != self:
-				delete(pending, pid) // gone, reused, or someone else's child to reap
+			case !ok || q.start != start:
+				delete(pending, pid) // gone, or the pid was reused
+			case q.ppid != self:
+				if ps, killedParent := dying[q.ppid]; killedParent {
+					if pq, ok := readStat(q.ppid); ok && pq.start == ps {
+						continue // its parent is dying: it comes to this process next
+					}
+				}
+				delete(pending, pid) // someone else's child to reap
 			case q.zombie:
 				var ws syscall.WaitStatus
 				if got, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == pid {
@@ -167,7 +178,10 @@ func reap(killed []procInfo, leader int) {
 	}
 }
 
-var subreaperOnce sync.Once
+var (
+	subreaperOnce sync.Once
+	subreaper     atomic.Bool // this process is a child subreaper
+)
 
 // becomeSubreaper makes this process the child subreaper of its
 // descendants, so an orphan of a call (one whose parent exited) is
@@ -175,6 +189,40 @@ var subreaperOnce sync.Once
 func becomeSubreaper() {
 	subreaperOnce.Do(func() {
 		const prSetChildSubreaper = 36
-		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e == 0 {
+			subreaper.Store(true)
+		}
 	})
+}
+
+// reapCgroupOrphans reaps the zombie children of this process that were
+// in the cgroup rel (as /proc/<pid>/cgroup names it): once this process is
+// a subreaper, a call in a cgroup leaves its killed orphans here. It looks
+// a few times over some 80 ms, as a killed process is reparented just
+// after it leaves the cgroup.
+func reapCgroupOrphans(rel string) {
+	if !subreaper.Load() {
+		return // init reaps them
+	}
+	self := os.Getpid()
+	for _, pause := range []time.Duration{0, 5 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond} {
+		time.Sleep(pause)
+		for _, p := range scanProcs() {
+			if p.ppid != self || !p.zombie {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cgroup")
+			if err != nil {
+				continue
+			}
+			own, _ := ownCgroup2(b)
+			if strings.TrimSuffix(own, " (deleted)") != rel {
+				continue
+			}
+			if q, ok := readStat(p.pid); ok && q.start == p.start && q.zombie {
+				var ws syscall.WaitStatus
+				_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+			}
+		}
+	}
 }
