@@ -167,6 +167,7 @@ func startWatcherProc() (*os.File, error) {
 		return nil, fmt.Errorf("watcher: %w", err)
 	}
 	cmd := exec.Command(self)
+	cmd.Args = []string{"ralph-watcher"} // what ps shows; the program is this one
 	cmd.Env = append(os.Environ(), roleEnv+"="+roleWatcher)
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
