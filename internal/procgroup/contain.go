@@ -78,7 +78,7 @@ var startNanos = time.Now().UnixNano()
 func (c *container) prepare(cmd *exec.Cmd, attr *syscall.SysProcAttr) {
 	env := cmd.Env
 	if env == nil {
-		env = os.Environ()
+		env = cmd.Environ() // this process's, with PWD set to cmd.Dir as os/exec would
 	}
 	cmd.Env = append(env[:len(env):len(env)], c.t.marker)
 	if c.cg != nil {
