@@ -47,6 +47,7 @@ type container struct {
 
 	mu     sync.Mutex // guards t's leader and pgid, set once the command runs, killed and closed
 	killed []procInfo // what kill's sweeps killed, for release to reap
+	since  uint64     // the leader's start time
 	closed bool
 }
 
@@ -89,8 +90,9 @@ func (c *container) prepare(cmd *exec.Cmd, attr *syscall.SysProcAttr) {
 
 // started notes the leader (and group) once the command runs.
 func (c *container) started(pid int) {
+	since := startTime(pid)
 	c.mu.Lock()
-	c.t.leader, c.t.pgid = pid, pid
+	c.t.leader, c.t.pgid, c.since = pid, pid, since
 	c.mu.Unlock()
 	watch(c)
 }
@@ -123,13 +125,14 @@ func (c *container) release() {
 	c.mu.Lock()
 	closed := c.closed
 	c.closed = true
-	t, killed := c.t, c.killed
+	t, killed, since := c.t, c.killed, c.since
 	c.mu.Unlock()
 	if closed {
 		return
 	}
 	if c.cg == nil || !c.cg.release() {
 		reap(append(killed, t.sweep(os.Getpid())...), t.leader)
+		reapGroupZombies(t.pgid, t.leader, since)
 	}
 	unwatch(c)
 }

@@ -41,3 +41,7 @@ func becomeSubreaper() {}
 func setCgroupFD(*syscall.SysProcAttr, int) {}
 
 func killCgroup(string) error { return errors.New("cgroups are Linux only") }
+
+func reapGroupZombies(int, int, uint64) {}
+
+func startTime(int) uint64 { return 0 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package procgroup
 
 import (
@@ -306,6 +308,8 @@ func TestOrphansAreReaped(t *testing.T) {
 		for _, script := range []string{
 			"( setsid sleep 300 & ); ( sleep 300 & ); echo started; sleep 300",
 			"( setsid sleep 300 & ); ( sleep 300 & ); echo started; exit 3",
+			// an orphan that exits by itself, before any sweep can see it
+			"( sleep 0.05 & ); sleep 0.3; echo started; sleep 300",
 		} {
 			p, _ := startPrinting(t, script, StartOptions{NoCgroup: m.noCgroup})
 			if strings.HasSuffix(script, "sleep 300") {

@@ -195,6 +195,29 @@ func becomeSubreaper() {
 	})
 }
 
+// reapGroupZombies reaps the zombie children of this process left in the
+// process group pgid (never its leader, which os/exec waits for) that
+// started no earlier than since: orphans of a call that exited by
+// themselves before any sweep saw them.
+func reapGroupZombies(pgid, leader int, since uint64) {
+	if !subreaper.Load() || pgid <= 0 {
+		return
+	}
+	self := os.Getpid()
+	for _, p := range scanProcs() {
+		if p.ppid == self && p.zombie && p.pgid == pgid && p.pid != leader && p.start >= since {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
+}
+
+// startTime is pid's start time, 0 when it is gone.
+func startTime(pid int) uint64 {
+	p, _ := readStat(pid)
+	return p.start
+}
+
 // reapCgroupOrphans reaps the zombie children of this process that were
 // in the cgroup rel (as /proc/<pid>/cgroup names it): once this process is
 // a subreaper, a call in a cgroup leaves its killed orphans here. It looks
