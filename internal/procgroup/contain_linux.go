@@ -1,8 +1,10 @@
 package procgroup
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 )
@@ -48,8 +50,31 @@ func cgroupUsable() (string, bool) {
 			return
 		}
 		cgroupDir, cgroupWorks = parent, true
+		removeStale(parent)
 	})
 	return cgroupDir, cgroupWorks
+}
+
+// removeStale removes the empty cgroups that a ralph which is gone left
+// under parent (its watcher was killed with it, so nobody removed them).
+// A cgroup that still holds a process is not empty and stays.
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var pid, n int
+		if !e.IsDir() {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Name(), "ralph-%d-%d", &pid, &n); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while populated: left alone
+		}
+	}
 }
 
 // selfExe is this program, to start again as the watcher or the probe:

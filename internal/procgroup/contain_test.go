@@ -336,3 +336,32 @@ func bytesLastLine(b []byte) int {
 	s := strings.TrimSpace(string(b))
 	return strings.LastIndexByte(s, '\n') + 1
 }
+
+// An empty cgroup that a dead ralph left behind is removed; one whose
+// ralph lives, or that holds a process, is not.
+func TestRemoveStale(t *testing.T) {
+	t.Parallel()
+	parent, ok := cgroupUsable()
+	if !ok {
+		t.Skip("no cgroup here: ", cgroupReason)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(parent, fmt.Sprintf("ralph-%d-1", dead.Process.Pid))
+	live := filepath.Join(parent, fmt.Sprintf("ralph-%d-999999", os.Getppid()))
+	for _, d := range []string{stale, live} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = os.Remove(live); _ = os.Remove(stale) })
+	removeStale(parent)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale cgroup %s is still there: %v", stale, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the cgroup of a live process was removed: %v", err)
+	}
+}
