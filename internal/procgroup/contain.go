@@ -47,7 +47,6 @@ type container struct {
 
 	mu     sync.Mutex // guards t's leader and pgid, set once the command runs, killed and closed
 	killed []procInfo // what kill's sweeps killed, for release to reap
-	since  uint64     // the leader's start time
 	closed bool
 }
 
@@ -92,7 +91,7 @@ func (c *container) prepare(cmd *exec.Cmd, attr *syscall.SysProcAttr) {
 func (c *container) started(pid int) {
 	since := startTime(pid)
 	c.mu.Lock()
-	c.t.leader, c.t.pgid, c.since = pid, pid, since
+	c.t.leader, c.t.pgid, c.t.since = pid, pid, since
 	c.mu.Unlock()
 	watch(c)
 }
@@ -125,14 +124,14 @@ func (c *container) release() {
 	c.mu.Lock()
 	closed := c.closed
 	c.closed = true
-	t, killed, since := c.t, c.killed, c.since
+	t, killed := c.t, c.killed
 	c.mu.Unlock()
 	if closed {
 		return
 	}
 	if c.cg == nil || !c.cg.release() {
 		reap(append(killed, t.sweep(os.Getpid())...), t.leader)
-		reapGroupZombies(t.pgid, t.leader, since)
+		reapGroupZombies(t.pgid, t.leader, t.since)
 	}
 	unwatch(c)
 }
@@ -144,7 +143,7 @@ func (c *container) line() string {
 		path = c.cg.path
 	}
 	t := c.target()
-	return fmt.Sprintf("+ %d %d %d %s %s", c.id, t.leader, t.pgid,
+	return fmt.Sprintf("+ %d %d %d %d %s %s", c.id, t.leader, t.pgid, t.since,
 		strconv.Quote(t.marker), strconv.Quote(path))
 }
 
@@ -155,6 +154,10 @@ func (c *container) line() string {
 type target struct {
 	leader, pgid int
 	marker       string
+	// since is the leader's start time (clock ticks since boot): every
+	// process of the call started then or later, so the sweep reads the
+	// environment of no older process. 0 before the leader runs.
+	since uint64
 }
 
 // DefaultContainment names the mechanism a command started now with o

@@ -266,7 +266,7 @@ func TestCgroup2Mount(t *testing.T) {
 
 func TestParseWatchLine(t *testing.T) {
 	t.Parallel()
-	c := &container{id: 7, t: target{leader: 12, pgid: 12, marker: "RALPH_CONTAIN=1.2.7"}, cg: &cgroup{path: "/sys/fs/cgroup/a b/ralph-1-7"}}
+	c := &container{id: 7, t: target{leader: 12, pgid: 12, since: 9876, marker: "RALPH_CONTAIN=1.2.7"}, cg: &cgroup{path: "/sys/fs/cgroup/a b/ralph-1-7"}}
 	id, w, ok := parseWatchLine(c.line())
 	if !ok || id != "7" || w == nil || w.t != c.t || w.cgroup != c.cg.path {
 		t.Errorf("parseWatchLine(%q) = %q, %+v, %t", c.line(), id, w, ok)
@@ -274,7 +274,7 @@ func TestParseWatchLine(t *testing.T) {
 	if id, w, ok := parseWatchLine("- 7"); !ok || id != "7" || w != nil {
 		t.Errorf("removal: %q, %+v, %t", id, w, ok)
 	}
-	for _, bad := range []string{"", "+ 1", "+ 1 x 2 \"m\" \"\"", "+ 1 2 3 m \"\"", "? 1"} {
+	for _, bad := range []string{"", "+ 1", "+ 1 x 2 3 \"m\" \"\"", "+ 1 2 3 4 m \"\"", "+ 1 2 3 \"m\" \"\"", "? 1"} {
 		if _, _, ok := parseWatchLine(bad); ok {
 			t.Errorf("parseWatchLine(%q) accepted", bad)
 		}
@@ -363,5 +363,71 @@ func TestRemoveStale(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the cgroup of a live process was removed: %v", err)
+	}
+}
+
+// Reaping a call's orphans never takes the exit status of another child
+// of this process that os/exec is waiting for.
+func TestReapTakesNoOtherExitStatus(t *testing.T) {
+	t.Parallel()
+	becomeSubreaper()
+	for _, m := range mechanisms(t) {
+		errs := make(chan error, 20)
+		for range 10 {
+			go func() {
+				cmd := exec.Command("sh", "-c", "sleep 0.05; exit 7")
+				err := cmd.Run()
+				if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 7 {
+					errs <- fmt.Errorf("a plain child's status was taken: %v", err)
+					return
+				}
+				errs <- nil
+			}()
+			go func() {
+				p, err := Start(exec.Command("sh", "-c", "( setsid sleep 300 & ); ( sleep 300 & ); sleep 0.05; exit 5"), StartOptions{NoCgroup: m.noCgroup})
+				if err != nil {
+					errs <- err
+					return
+				}
+				_ = p.Wait()
+				if p.ExitCode() != 5 {
+					errs <- fmt.Errorf("%s: the leader's status was taken: exit %d", m.want, p.ExitCode())
+					return
+				}
+				errs <- nil
+			}()
+		}
+		for range 20 {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// BenchmarkRun is the cost of running a command that does nothing,
+// contained each way, against os/exec alone.
+func BenchmarkRun(b *testing.B) {
+	b.Run("os-exec", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, m := range []struct {
+		name     string
+		noCgroup bool
+	}{{"cgroup", false}, {"subreaper+sweep", true}} {
+		b.Run(m.name, func(b *testing.B) {
+			if got := DefaultContainment(StartOptions{NoCgroup: m.noCgroup}); got != m.name {
+				b.Skipf("this host contains by %s", got)
+			}
+			for b.Loop() {
+				if _, err := RunContained(exec.CommandContext(context.Background(), "true"), time.Second, StartOptions{NoCgroup: m.noCgroup}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -94,7 +94,7 @@ func (t target) members(all []procInfo, self int) []procInfo {
 		if p.pid == self {
 			continue
 		}
-		if p.pid == t.leader || (t.pgid > 0 && p.pgid == t.pgid) || (!p.zombie && hasMarker(p.pid, t.marker)) {
+		if p.pid == t.leader || (t.pgid > 0 && p.pgid == t.pgid) || (!p.zombie && p.start >= t.since && hasMarker(p.pid, t.marker)) {
 			in[p.pid] = true
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // process, started with the first contained command, in a process group
 // of its own so that a terminal's signals do not reach it. It reads, on a
 // pipe whose write end only this process holds, a line for each command
-// that starts ("+ id leader pgid marker cgroup") and ends ("- id"). When
+// that starts ("+ id leader pgid since marker cgroup") and ends ("- id"). When
 // the pipe reads end-of-file this process is gone, however it died
 // (SIGKILL included), and the watcher kills every command still listed:
 // by cgroup.kill for those in a cgroup, else by a sweep of /proc for the
@@ -74,8 +74,8 @@ type watched struct {
 	cgroup string
 }
 
-// parseWatchLine reads "+ id leader pgid "marker" "cgroup"" (w set) or
-// "- id" (w nil).
+// parseWatchLine reads "+ id leader pgid since "marker" "cgroup"" (w set)
+// or "- id" (w nil).
 func parseWatchLine(line string) (id string, w *watched, ok bool) {
 	op, rest, _ := strings.Cut(line, " ")
 	id, rest, _ = strings.Cut(rest, " ")
@@ -83,20 +83,21 @@ func parseWatchLine(line string) (id string, w *watched, ok bool) {
 	case "-":
 		return id, nil, id != ""
 	case "+":
-		f := strings.SplitN(rest, " ", 3)
-		if len(f) != 3 {
+		f := strings.SplitN(rest, " ", 4)
+		if len(f) != 4 {
 			return "", nil, false
 		}
 		var v watched
-		var err1, err2 error
+		var err1, err2, err4 error
 		v.t.leader, err1 = strconv.Atoi(f[0])
 		v.t.pgid, err2 = strconv.Atoi(f[1])
-		marker, err3 := strconv.QuotedPrefix(f[2])
-		if err1 != nil || err2 != nil || err3 != nil {
+		v.t.since, err4 = strconv.ParseUint(f[2], 10, 64)
+		marker, err3 := strconv.QuotedPrefix(f[3])
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 			return "", nil, false
 		}
 		v.t.marker, _ = strconv.Unquote(marker)
-		cg := strings.TrimPrefix(f[2][len(marker):], " ")
+		cg := strings.TrimPrefix(f[3][len(marker):], " ")
 		if v.cgroup, err1 = strconv.Unquote(cg); err1 != nil {
 			return "", nil, false
 		}
