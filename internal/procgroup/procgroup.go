@@ -1,8 +1,12 @@
-// Package procgroup runs a command in a process group of its own, the way
-// shell.exec, command stop conditions and the command provider all need:
-// a timeout or cancellation kills every descendant, a descendant left
-// holding the output open does not hold the caller, and nothing outlives
-// the command.
+// Package procgroup runs every command ralph starts (agent calls,
+// shell.exec, command stop conditions, the command provider, git in fleet
+// workspaces) in a process group of its own and contained: in a cgroup v2
+// of its own where ralph can make one, else with ralph as child subreaper
+// and a sweep of /proc (see Proc.Containment). A timeout or cancellation
+// kills every descendant, also one that moved to a new session; a
+// descendant left holding the output open does not hold the caller;
+// nothing outlives the command; and a watcher (ralph started again, see
+// watcher.go) kills whatever is left when ralph dies, SIGKILL included.
 package procgroup
 
 import (
@@ -30,7 +34,7 @@ func Run(cmd *exec.Cmd, waitDelay time.Duration) error {
 
 // RunContained is Run that also says which mechanism contained the
 // command (o.ParentDeath is ignored: the watcher is what outlives this
-// process).
+// process). cmd must be made with exec.CommandContext.
 func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (containment string, err error) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	cont := newContainer(o)
