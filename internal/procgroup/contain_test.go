@@ -189,52 +189,58 @@ func TestRunContainedEndsANewSessionOnCancel(t *testing.T) {
 func TestKill9OfTheParentEndsANewSession(t *testing.T) {
 	t.Parallel()
 	for _, m := range mechanisms(t) {
-		t.Run(m.want, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), helperEnv+"="+sessionScript(t.TempDir(), "setsid CHILD & READY; sleep 300"))
-			if m.noCgroup {
-				cmd.Env = append(cmd.Env, NoCgroupEnv+"=1")
-			}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil {
-				t.Fatalf("helper: %v", err)
-			}
-			f := strings.Fields(line)
-			if len(f) != 4 {
-				t.Fatalf("helper said %q", line)
-			}
-			if f[0] != m.want {
-				t.Errorf("the helper's call was contained by %q, want %q", f[0], m.want)
-			}
-			leader, child := pidOf(t, f[1]), pidOf(t, f[3])
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			proctest.WaitGone(t, leader)
-			proctest.WaitGone(t, child)
-			if f[2] != "-" {
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					if _, err := os.Stat(f[2]); os.IsNotExist(err) {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("the watcher did not remove the cgroup %s", f[2])
-					}
-					time.Sleep(10 * time.Millisecond)
+		for _, tc := range []struct{ name, script string }{
+			{"setsid", "setsid CHILD & READY; sleep 300"},
+			// no marker: found by ancestry, which the watcher reads before anything is killed
+			{"setsid-env-cleared", "env -i /usr/bin/setsid CHILD & READY; sleep 300"},
+		} {
+			t.Run(m.want+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), helperEnv+"="+sessionScript(t.TempDir(), tc.script))
+				if m.noCgroup {
+					cmd.Env = append(cmd.Env, NoCgroupEnv+"=1")
 				}
-			}
-		})
+				out, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer cmd.Process.Kill()
+				line, err := bufio.NewReader(out).ReadString('\n')
+				if err != nil {
+					t.Fatalf("helper: %v", err)
+				}
+				f := strings.Fields(line)
+				if len(f) != 4 {
+					t.Fatalf("helper said %q", line)
+				}
+				if f[0] != m.want {
+					t.Errorf("the helper's call was contained by %q, want %q", f[0], m.want)
+				}
+				leader, child := pidOf(t, f[1]), pidOf(t, f[3])
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				_ = cmd.Wait()
+				proctest.WaitGone(t, leader)
+				proctest.WaitGone(t, child)
+				if f[2] != "-" {
+					deadline := time.Now().Add(5 * time.Second)
+					for {
+						if _, err := os.Stat(f[2]); os.IsNotExist(err) {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("the watcher did not remove the cgroup %s", f[2])
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+			})
+		}
 	}
 }
 

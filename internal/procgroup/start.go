@@ -18,7 +18,8 @@ type StartOptions struct {
 	//
 	// The signal reaches only the command itself; the rest of what it
 	// started is killed by the watcher (see watcher.go), as for every
-	// contained command.
+	// contained command. Under the sweep with the watcher up, the signal is
+	// not set: the watcher ends the command too, after reading its tree.
 	ParentDeath bool
 	// NoCgroup contains the command by the subreaper and sweep even where
 	// a cgroup could be made (as RALPH_NO_CGROUP=1 does for all).
@@ -46,11 +47,15 @@ type Proc struct {
 // Kill to end it.
 func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	if o.ParentDeath {
-		setParentDeath(attr)
-	}
 	cont := newContainer(o)
 	cont.prepare(cmd, attr)
+	// Under the sweep, a watcher that is up is left to end the command when
+	// this process dies: it reads the tree while the leader still links its
+	// children to it. A parent-death signal would kill the leader first and
+	// send its children to init, losing that ancestry. A cgroup needs none.
+	if o.ParentDeath && (cont.kind != ContainSweep || !watcherUp()) {
+		setParentDeath(attr)
+	}
 	cmd.SysProcAttr = attr
 	p := &Proc{cmd: cmd, cont: cont, done: make(chan struct{})}
 	started := make(chan error, 1)

@@ -203,3 +203,11 @@ func KillAll() {
 	}
 	wg.Wait()
 }
+
+// watcherUp reports whether the watcher is running (as far as this
+// process knows: it learns of its death at the next write).
+func watcherUp() bool {
+	theWatcher.mu.Lock()
+	defer theWatcher.mu.Unlock()
+	return theWatcher.w != nil
+}
