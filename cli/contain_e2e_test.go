@@ -157,3 +157,57 @@ max = 1
 		proctest.WaitGone(t, pid)
 	}
 }
+
+// The issue's case: an agent whose shell tool started a command in a new
+// session and then went quiet. At the idle timeout the command dies with
+// the agent, and the chain records the tool use as cancelled by the idle
+// timeout, not ok.
+func TestE2EIdleTimeoutEndsTheAgentsToolAndRecordsItCancelled(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	bin := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	use := `{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 300"}}],"usage":{"input_tokens":1,"output_tokens":1}},"session_id":"s"}`
+	writeFile(t, filepath.Join(bin, "claude"), fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' '%s'\n"+
+		"setsid sh -c 'echo $$ > %[2]s.tmp && mv %[2]s.tmp %[2]s && exec sleep 300' &\nexec sleep 300\n", use, pidFile))
+	if err := os.Chmod(filepath.Join(bin, "claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := newAgentProject(t)
+	p.env = append(p.env, "PATH="+bin+string(os.PathListSeparator)+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	toml := filepath.Join(p.dir, "ralph.toml")
+	b, err := os.ReadFile(toml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `idle_timeout = "5m"`) {
+		t.Fatalf("init wrote no idle_timeout to change:\n%s", b)
+	}
+	writeFile(t, toml, strings.Replace(string(b), `idle_timeout = "5m"`, `idle_timeout = "1s"`, 1))
+	_, errOut, _ := p.ralph(t, "run", "--no-tui", "--max-iterations", "1")
+	pid := pidIn(t, pidFile)
+	proctest.WaitGone(t, pid)
+	var uses []map[string]any
+	for _, a := range p.chain(t) {
+		if a["action_type"] == "AgentToolUse" {
+			uses = append(uses, a)
+		}
+		if a["action_type"] == "CapabilityCall" && a["function_name"] == "agent.run" {
+			md, _ := a["metadata"].(map[string]any)
+			if want := procgroup.DefaultContainment(procgroup.StartOptions{}); md["containment"] != want {
+				t.Errorf("the agent call's containment is %v, want %s", md["containment"], want)
+			}
+		}
+	}
+	if len(uses) != 1 {
+		t.Fatalf("AgentToolUse actions: %v (stderr %s)", uses, errOut)
+	}
+	u := uses[0]
+	msg, _ := u["error_message"].(string)
+	if u["success"] != false || !strings.Contains(msg, "the call ended before the tool returned") || !strings.Contains(msg, "idle timeout") {
+		t.Errorf("the tool use that never returned is on the chain as %v: %q", u["success"], msg)
+	}
+	if md, _ := u["metadata"].(map[string]any); md == nil || md["result"] != "cancelled" {
+		t.Errorf("its metadata: %v", u["metadata"])
+	}
+}
