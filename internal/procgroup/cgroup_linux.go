@@ -157,7 +157,7 @@ func killAndRemove(path string) bool {
 			return true
 		}
 		if !populated(path) {
-			err := os.Remove(path)
+			err := removeTree(path)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				return true
 			}
@@ -170,6 +170,24 @@ func killAndRemove(path string) bool {
 		}
 		time.Sleep(pause)
 	}
+}
+
+// removeTree removes an empty cgroup and the cgroups under it (a ralph
+// run inside the command, say, that died before removing its own), the
+// deepest first: a cgroup with a child cgroup cannot be removed.
+func removeTree(path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(path, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return os.Remove(path)
 }
 
 // release kills what is left in the cgroup, removes it, and reaps the

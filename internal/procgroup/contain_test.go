@@ -437,3 +437,23 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// A cgroup that holds the empty cgroup of a nested ralph that died is
+// still removed after its command ends.
+func TestNestedCgroupIsRemoved(t *testing.T) {
+	t.Parallel()
+	if _, ok := cgroupUsable(); !ok {
+		t.Skip("no cgroup here: ", cgroupReason)
+	}
+	p, _ := startPrinting(t, "echo started; sleep 300", StartOptions{})
+	nested := filepath.Join(p.cont.cg.path, "ralph-1-1", "ralph-2-1")
+	if err := os.MkdirAll(nested, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Kill()
+	_ = p.Wait()
+	if _, err := os.Stat(p.cont.cg.path); !os.IsNotExist(err) {
+		_ = removeTree(p.cont.cg.path)
+		t.Fatalf("the call's cgroup with a nested one is still there: %v", err)
+	}
+}
