@@ -138,3 +138,19 @@ func TestStopsKillANewSession(t *testing.T) {
 		})
 	}
 }
+
+// The same stops under the sweep: the test binary runs
+// TestStopsKillANewSession again with RALPH_NO_CGROUP=1, where it expects
+// "subreaper+sweep" as the containment.
+func TestStopsKillANewSessionUnderTheSweep(t *testing.T) {
+	if os.Getenv(procgroup.NoCgroupEnv) == "1" {
+		t.Skip("already under the sweep")
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStopsKillANewSession$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), procgroup.NoCgroupEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestStopsKillANewSession ") {
+		t.Fatalf("under RALPH_NO_CGROUP=1: %v\n%s", err, out)
+	}
+}
