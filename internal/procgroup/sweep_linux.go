@@ -94,7 +94,10 @@ func (t target) members(all []procInfo, self int) []procInfo {
 		if p.pid == self {
 			continue
 		}
-		if p.pid == t.leader || (t.pgid > 0 && p.pgid == t.pgid) || (!p.zombie && p.start >= t.since && hasMarker(p.pid, t.marker)) {
+		if p.start < t.since {
+			continue // older than the call: not one of its processes, whatever its pid or group
+		}
+		if (p.pid == t.leader && (t.since == 0 || p.start == t.since)) || (t.pgid > 0 && p.pgid == t.pgid) || (!p.zombie && hasMarker(p.pid, t.marker)) {
 			in[p.pid] = true
 		}
 	}
