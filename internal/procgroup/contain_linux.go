@@ -37,13 +37,11 @@ func cgroupUsable() (string, bool) {
 			return
 		}
 		defer g.release()
-		self, err := selfExe()
+		probe, err := probeCmd()
 		if err != nil {
 			cgroupReason = err.Error()
 			return
 		}
-		probe := exec.Command(self)
-		probe.Env = append(os.Environ(), roleEnv+"="+roleProbe)
 		probe.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.fd()}
 		if err := probe.Run(); err != nil {
 			cgroupReason = "CLONE_INTO_CGROUP: " + err.Error()
@@ -75,6 +73,24 @@ func removeStale(parent string) {
 			_ = os.Remove(filepath.Join(parent, e.Name())) // EBUSY while populated: left alone
 		}
 	}
+}
+
+// probeCmd is a command that exits 0 at once: true(1) where there is one
+// (quick to start), else this program started as the probe (which may
+// take a while: every package's init runs first).
+func probeCmd() (*exec.Cmd, error) {
+	for _, p := range []string{"/bin/true", "/usr/bin/true"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return exec.Command(p), nil
+		}
+	}
+	self, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleProbe)
+	return cmd, nil
 }
 
 // selfExe is this program, to start again as the watcher or the probe:
