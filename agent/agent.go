@@ -207,6 +207,9 @@ type Result struct {
 	// error were written to (zero when Options.OutputFile is empty, and
 	// ErrOutput when nothing was printed there).
 	Output, ErrOutput Output
+	// Containment names how the call's processes were held and killed:
+	// "cgroup" or "subreaper+sweep" (Linux), "process-group" elsewhere.
+	Containment string
 }
 
 // ErrUnknownCLI and ErrNotFound are wrapped by Resolve's errors.

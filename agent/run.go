@@ -32,8 +32,9 @@ const (
 )
 
 // Run runs one agent call to its end. The process runs in its own process group with a Linux parent-death
-// signal (SIGKILL), so nothing survives ralph; ctx cancellation → Stopped "cancelled"; the group is killed on
-// every way out. A non-zero exit is NOT an error (Result.Exit says it); err is for "could not start" etc.
+// signal (SIGKILL), contained by procgroup (a cgroup, else a subreaper and a sweep, and a watcher that
+// outlives ralph), so nothing it started survives the call or ralph, not even in a new session; ctx
+// cancellation → Stopped "cancelled"; everything is killed on every way out. A non-zero exit is NOT an error (Result.Exit says it); err is for "could not start" etc.
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
 	res = Result{CLI: o.CLI, Exit: -1}
@@ -90,6 +91,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 
 	res.Duration = time.Since(start)
 	res.Exit = c.proc.ExitCode()
+	res.Containment = c.proc.Containment()
 	res.Stderr = c.stderr.String()
 	acc.result(&res)
 	if (res.Limit == nil || res.Limit.Reset.IsZero()) && b.limitText != nil && (res.Exit != 0 || res.IsError) {

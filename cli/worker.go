@@ -7,13 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 )
@@ -78,6 +81,7 @@ type workerOptions struct {
 
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
+	defer forceStopOnSecondSignal()()
 	nc, h, err := openFleet(ctx, url, "ralph worker")
 	if err != nil {
 		return err
@@ -106,6 +110,35 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 		return exitError(ExitFailure, fmt.Errorf("worker %s stopped: %w; start it again once NATS at %s answers", o.id, err, url))
 	}
 	return nil
+}
+
+// forceStopOnSecondSignal makes the second Ctrl-C or SIGTERM (the first
+// cancels ctx: the runs are handed back) kill every process the worker's
+// runs have running — shell.exec commands, agent calls, command stop
+// conditions, whatever they started in new sessions — and then end the
+// process at once, with the status a death by that signal has. It returns
+// the function that undoes it.
+func forceStopOnSecondSignal() (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; {
+			select {
+			case s := <-sigs:
+				if n++; n == 2 {
+					procgroup.KillAll()
+					os.Exit(128 + int(s.(syscall.Signal)))
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // startFleetRun builds the run a fleet job describes with the wiring of

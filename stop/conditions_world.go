@@ -39,7 +39,8 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	cmd.Dir = in.Workdir
 	out := procgroup.CappedBuffer{Limit: MaxCommandOutput} // stdout and stderr interleaved, as a user sees them
 	cmd.Stdout, cmd.Stderr = &out, &out
-	// Own process group: a timeout kills every descendant, not just the child.
+	// Contained (see procgroup.Run): a timeout kills every descendant, one
+	// in a new session too, and nothing outlives a SIGKILLed ralph.
 	runErr := procgroup.Run(cmd, time.Second)
 	line := strings.Join(c.argv, " ")
 	var exitErr *exec.ExitError

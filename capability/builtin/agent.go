@@ -121,7 +121,7 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 	}
 	res, runErr := agent.Run(ctx, o)
 	recordable(&res, of)
-	tools.flush()
+	tools.flush(res)
 	if runErr != nil {
 		return capability.Result{Metadata: map[string]string{"cli": o.CLI}}, fmt.Errorf("agent.run: %w", runErr)
 	}
@@ -241,6 +241,9 @@ func agentResult(r agent.Result) capability.Result {
 	outputMeta(meta, "stderr", r.ErrOutput)
 	if r.TextCut > 0 {
 		meta["text_cut_bytes"] = strconv.FormatInt(r.TextCut, 10)
+	}
+	if r.Containment != "" {
+		meta["containment"] = r.Containment
 	}
 	if r.Limit != nil && !r.Limit.Reset.IsZero() {
 		meta["limit_reset"] = r.Limit.Reset.UTC().Format(time.RFC3339)
@@ -362,15 +365,76 @@ func (l *toolLog) event(e agent.Event) {
 	}
 }
 
-// flush records the uses whose results never came.
-func (l *toolLog) flush() {
+// flush records the uses whose results never came. When the call was
+// stopped (timeout, idle timeout, cancellation) or the agent failed, such
+// a tool was killed with it or never finished: it is recorded as failed,
+// "cancelled", with why, never as ok.
+func (l *toolLog) flush(r agent.Result) {
+	why := unfinishedWhy(r)
 	for _, id := range l.order {
-		l.record(id, l.pending[id], nil)
+		l.recordUnfinished(id, l.pending[id], why)
 	}
 	l.order, l.pending = nil, map[string]pendingTool{}
 }
 
+// unfinishedWhy says why a call ended before a tool returned, or "" when
+// it ended well (a CLI that reports no result for a tool).
+func unfinishedWhy(r agent.Result) string {
+	switch r.Stopped {
+	case agent.StoppedTimeout:
+		return "the call ran past its timeout and was killed"
+	case agent.StoppedIdleTimeout:
+		return "the call printed nothing for its idle timeout and was killed"
+	case agent.StoppedCancelled:
+		return "the call was cancelled and killed"
+	case agent.StoppedUsageLimit:
+		return "the agent stopped at a usage limit"
+	case "":
+	default:
+		return "the call stopped (" + r.Stopped + ")"
+	}
+	switch {
+	case r.Exit < 0:
+		return "the agent was killed by a signal"
+	case r.Exit != 0:
+		return fmt.Sprintf("the agent exited with status %d", r.Exit)
+	case r.IsError:
+		return "the agent reported an error"
+	}
+	return ""
+}
+
+// recordUnfinished records a use with no result: cancelled (failed) when
+// why says the call ended before the tool could return.
+func (l *toolLog) recordUnfinished(id string, p pendingTool, why string) {
+	if why == "" {
+		l.record(id, p, nil)
+		return
+	}
+	l.recordChild(id, p, func(c *capability.Child) {
+		c.Success = false
+		c.Error = "the call ended before the tool returned: " + why
+		c.DurationMS = time.Since(p.start).Milliseconds()
+		c.Metadata["result"] = rtfs.String("cancelled")
+	})
+}
+
 func (l *toolLog) record(id string, p pendingTool, res *agent.Event) {
+	l.recordChild(id, p, func(c *capability.Child) {
+		if res != nil {
+			c.Result = rtfs.String(res.Text)
+			c.DurationMS = time.Since(p.start).Milliseconds()
+			if res.IsError {
+				c.Success, c.Error = false, "the tool reported an error: "+oneLine(res.Text)
+			}
+		} else {
+			c.Metadata["result"] = rtfs.String("none reported")
+		}
+	})
+}
+
+// recordChild records one AgentToolUse, as set finishes it.
+func (l *toolLog) recordChild(id string, p pendingTool, set func(*capability.Child)) {
 	if l.err != nil {
 		return
 	}
@@ -379,15 +443,7 @@ func (l *toolLog) record(id string, p pendingTool, res *agent.Event) {
 	}
 	c := capability.Child{Type: AgentToolUse, Name: p.name, Args: []rtfs.Value{rtfs.String(p.input)}, Success: true,
 		Metadata: map[string]rtfs.Value{"tool_id": rtfs.String(id), "cli": rtfs.String(l.cli)}}
-	if res != nil {
-		c.Result = rtfs.String(res.Text)
-		c.DurationMS = time.Since(p.start).Milliseconds()
-		if res.IsError {
-			c.Success, c.Error = false, "the tool reported an error: "+oneLine(res.Text)
-		}
-	} else {
-		c.Metadata["result"] = rtfs.String("none reported")
-	}
+	set(&c)
 	l.err = l.rep.Child(l.ctx, c)
 }
 

@@ -114,8 +114,10 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	stdout, stderr := procgroup.CappedBuffer{Limit: MaxOutput}, procgroup.CappedBuffer{Limit: MaxOutput}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	// Own process group: the timeout kills every descendant, not just the child.
-	runErr := procgroup.Run(cmd, 2*time.Second)
+	// Contained (a cgroup, else a subreaper and a sweep; a watcher when
+	// ralph dies): the timeout kills every descendant, one in a new
+	// session too, and nothing outlives a SIGKILLed ralph.
+	containment, runErr := procgroup.RunContained(cmd, 2*time.Second, procgroup.StartOptions{})
 	dur := time.Since(start)
 
 	exit := -1
@@ -135,7 +137,8 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 			rtfs.Keyword("duration-ms"), rtfs.Int(dur.Milliseconds()),
 			rtfs.Keyword("truncated"), rtfs.Bool(stdout.Truncated || stderr.Truncated),
 		)),
-		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{cmdName}, args...), " ")},
+		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{cmdName}, args...), " "),
+			"containment": containment},
 	}
 	switch {
 	case startErr != nil:

@@ -1,8 +1,12 @@
-// Package procgroup runs a command in a process group of its own, the way
-// shell.exec, command stop conditions and the command provider all need:
-// a timeout or cancellation kills every descendant, a descendant left
-// holding the output open does not hold the caller, and nothing outlives
-// the command.
+// Package procgroup runs every command ralph starts (agent calls,
+// shell.exec, command stop conditions, the command provider, git in fleet
+// workspaces) in a process group of its own and contained: in a cgroup v2
+// of its own where ralph can make one, else with ralph as child subreaper
+// and a sweep of /proc (see Proc.Containment). A timeout or cancellation
+// kills every descendant, also one that moved to a new session; a
+// descendant left holding the output open does not hold the caller;
+// nothing outlives the command; and a watcher (ralph started again, see
+// watcher.go) kills whatever is left when ralph dies, SIGKILL included.
 package procgroup
 
 import (
@@ -19,21 +23,37 @@ import (
 // and then killed with the group; the group is killed when Run returns. A
 // command that exited while a descendant held its output reports its own
 // exit status (nil, or an *exec.ExitError), not exec.ErrWaitDelay.
+//
+// The command is contained as Start's are (see Proc.Containment): what it
+// started in a new session dies with it too, and when this process dies
+// the watcher kills it all.
 func Run(cmd *exec.Cmd, waitDelay time.Duration) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	_, err := RunContained(cmd, waitDelay, StartOptions{})
+	return err
+}
+
+// RunContained is Run that also says which mechanism contained the
+// command (o.ParentDeath is ignored: the watcher is what outlives this
+// process). cmd must be made with exec.CommandContext.
+func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (containment string, err error) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	cont := newContainer(o)
+	cont.prepare(cmd, attr)
+	cmd.SysProcAttr = attr
+	cmd.Cancel = func() error { cont.kill(); return nil }
 	cmd.WaitDelay = waitDelay
-	err := cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; the group may already be gone
+	if err = cmd.Start(); err == nil {
+		cont.started(cmd.Process.Pid)
+		err = cmd.Wait()
 	}
+	cont.release() // stragglers, wherever they went
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
 		err = nil
 		if !cmd.ProcessState.Success() {
 			err = &exec.ExitError{ProcessState: cmd.ProcessState}
 		}
 	}
-	return err
+	return cont.kind, err
 }
 
 // CappedBuffer keeps the first Limit bytes written to it and notes whether

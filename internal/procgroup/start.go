@@ -1,8 +1,6 @@
 package procgroup
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -18,18 +16,21 @@ type StartOptions struct {
 	// until the command has exited: no other goroutine can run on it, and
 	// the Go runtime cannot retire it while the command lives.
 	//
-	// The signal reaches only the command itself, so Start also puts a
-	// watcher in the command's group: a shell reading a pipe whose
-	// other end only this process holds. When this process dies, however it
-	// dies, the pipe reads end-of-file and the watcher kills the whole
-	// group, so the command's own children die with it too.
+	// The signal reaches only the command itself; the rest of what it
+	// started is killed by the watcher (see watcher.go), as for every
+	// contained command. Under the sweep with the watcher up, the signal is
+	// not set: the watcher ends the command too, after reading its tree.
 	ParentDeath bool
+	// NoCgroup contains the command by the subreaper and sweep even where
+	// a cgroup could be made (as RALPH_NO_CGROUP=1 does for all).
+	NoCgroup bool
 }
 
 // Proc is a command started by Start: the leader of a process group of its
 // own. Kill and Wait may be called from any goroutine.
 type Proc struct {
 	cmd  *exec.Cmd
+	cont *container
 	done chan struct{}
 	err  error // the command's exit status; set before done closes
 
@@ -37,7 +38,8 @@ type Proc struct {
 	exited bool // the leader was reaped and its group killed
 }
 
-// Start starts cmd in a process group of its own and returns once it runs.
+// Start starts cmd in a process group of its own, contained (see
+// Containment), and returns once it runs.
 // cmd.Stdin, Stdout and Stderr should be nil or *os.File values (for
 // example the ends of os.Pipe), so that no copying goroutine of os/exec
 // stands between the command's exit and Wait: when the leader exits, the
@@ -45,11 +47,17 @@ type Proc struct {
 // Kill to end it.
 func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	if o.ParentDeath {
+	cont := newContainer(o)
+	cont.prepare(cmd, attr)
+	// Under the sweep, a watcher that is up is left to end the command when
+	// this process dies: it reads the tree while the leader still links its
+	// children to it. A parent-death signal would kill the leader first and
+	// send its children to init, losing that ancestry. A cgroup needs none.
+	if o.ParentDeath && (cont.kind != ContainSweep || !watcherUp()) {
 		setParentDeath(attr)
 	}
 	cmd.SysProcAttr = attr
-	p := &Proc{cmd: cmd, done: make(chan struct{})}
+	p := &Proc{cmd: cmd, cont: cont, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// The thread stays locked to this goroutine until the command has
@@ -57,26 +65,17 @@ func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
+			cont.release()
 			started <- err
 			return
 		}
-		var w *watcher
-		if o.ParentDeath {
-			var err error
-			if w, err = startWatcher(cmd.Process.Pid); err != nil {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				_ = cmd.Wait() // reap; the start error below is what matters
-				started <- err
-				return
-			}
-		}
+		cont.started(cmd.Process.Pid)
 		started <- nil
 		err := cmd.Wait()
 		p.mu.Lock()
 		p.exited = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers; the group may already be gone
+		cont.release() // stragglers, wherever they went
 		p.mu.Unlock()
-		w.stop()
 		p.err = err
 		close(p.done)
 	}()
@@ -89,15 +88,20 @@ func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 // Pid is the leader's process id (and the group's id).
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// Kill sends SIGKILL to the whole group. After the leader has been reaped
-// it does nothing (the group was killed then, and its id may be reused).
+// Kill sends SIGKILL to every process of the command: its group, and
+// what left the group (see Containment). After the leader has been reaped
+// it does nothing (everything was killed then, and its id may be reused).
 func (p *Proc) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.exited {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: the group is already gone
+		p.cont.kill()
 	}
 }
+
+// Containment names the mechanism that holds the command's processes:
+// ContainCgroup, ContainSweep or (not on Linux) ContainGroup.
+func (p *Proc) Containment() string { return p.cont.kind }
 
 // Done is closed once the leader has exited and its group was killed.
 func (p *Proc) Done() <-chan struct{} { return p.done }
@@ -118,42 +122,4 @@ func (p *Proc) ExitCode() int {
 	default:
 		return -1
 	}
-}
-
-// watcher is a shell in a command's process group that kills the group
-// when the pipe it reads reaches end-of-file: when this process closes its
-// end, or dies.
-type watcher struct {
-	cmd *exec.Cmd
-	w   *os.File // held open by this process only (close-on-exec)
-}
-
-// watcherScript reads until end-of-file, then kills its own process group.
-const watcherScript = "read -r _; kill -KILL 0"
-
-func startWatcher(pgid int) (*watcher, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("group watcher: %w", err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", watcherScript)
-	cmd.Stdin = r
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
-	err = cmd.Start()
-	_ = r.Close() // the watcher holds its own copy
-	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("group watcher: %w", err)
-	}
-	return &watcher{cmd: cmd, w: w}, nil
-}
-
-// stop runs after the group was killed: it closes the pipe (in case the
-// kill missed the watcher) and reaps the watcher.
-func (w *watcher) stop() {
-	if w == nil {
-		return
-	}
-	_ = w.w.Close()
-	_ = w.cmd.Wait() // killed with its group, or ended at end-of-file: both expected
 }
