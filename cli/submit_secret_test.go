@@ -42,3 +42,17 @@ func TestSubmitRefusesACredentialInTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzConfigCredential: any config text is either found clean or refused
+// with the secret masked; nothing panics.
+func FuzzConfigCredential(f *testing.F) {
+	f.Add("[model]\nbase_url = \"https://u:p@h/v1?api-key=k\"\n")
+	f.Add("[[stop]]\ncmd = [\"curl\", \"https://h/?token=t&x=1\"]\n")
+	f.Add("a = \"http://%zz?key=\"\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		key, masked, ok := configCredential(text)
+		if ok && (key == "" || !strings.Contains(masked, "xxxxx")) {
+			t.Fatalf("refused %q at %q without masking it", masked, key)
+		}
+	})
+}
