@@ -161,7 +161,8 @@ func isExecutable(p string) bool {
 type call struct {
 	proc             *procgroup.Proc
 	stdin            *os.File             // write end; nil when the prompt is in argv
-	stdout, errPipe  *os.File             // read ends
+	stdout           *spool               // standard output, followed as a file (spool.go)
+	errPipe          *os.File             // read end
 	stderr           procgroup.TailBuffer // the end of standard error
 	errText          procgroup.TailBuffer // the end of standard error less the retry notices
 	wg               sync.WaitGroup       // the reading and writing goroutines
@@ -187,7 +188,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 			_ = f.Close() // the child holds its own copies
 		}
 	}()
-	outR, outW, err := os.Pipe()
+	outW, outR, err := newSpool()
 	if err != nil {
 		return nil, err
 	}
@@ -299,10 +300,12 @@ func (c *call) stop(reason string) {
 	})
 }
 
-// finish runs after the process exited and its group was killed: the
-// outputs reach EOF at once unless a process that left the group still
-// holds them, which gets pipeGrace before they are closed.
+// finish runs after the process exited and its group was killed:
+// standard output is read to its end (nothing can write to it any more),
+// and standard error reaches EOF at once unless a process that left the
+// group still holds it, which gets pipeGrace before it is closed.
 func (c *call) finish() {
+	c.stdout.finish()
 	select {
 	case <-c.readersDone:
 	case <-time.After(pipeGrace):
@@ -317,7 +320,7 @@ func (c *call) finish() {
 
 func (c *call) closeOutputs() {
 	c.closeOutputsOnce.Do(func() {
-		_ = c.stdout.Close() // read ends: closing only ends our reads
+		_ = c.stdout.Close() // our read ends: closing only ends our reads
 		_ = c.errPipe.Close()
 	})
 }
