@@ -357,7 +357,7 @@ func TestClaudeContainment(t *testing.T) {
 	var sleeping []int
 	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		for _, p := range marked(mark) {
-			if cmdline(p) == "sleep 300" {
+			if processCmdline(p) == "sleep 300" {
 				sleeping = append(sleeping, p)
 			}
 		}
@@ -374,21 +374,8 @@ func TestClaudeContainment(t *testing.T) {
 	t.Logf("processes of the call: %v (sleep %v)", procs, sleeping)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
-	var left []int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		left = left[:0]
-		for _, p := range procs {
-			if alive(p) {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-	}
-	for _, p := range left {
-		t.Errorf("process %d (%s) outlived ralph's SIGKILL", p, cmdline(p))
-		_ = syscall.Kill(p, syscall.SIGKILL)
+	for pid, cmd := range survivors(procs) {
+		t.Errorf("process %d (%s) outlived ralph's SIGKILL", pid, cmd)
 	}
 }
 
@@ -407,24 +394,6 @@ func marked(mark string) []int {
 		}
 	}
 	return pids
-}
-
-func cmdline(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
-}
-
-// alive: pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
 }
 
 // TestClaudeRunBigPrompt: agent.Run (what ralph's agent.run calls) gives
@@ -463,12 +432,8 @@ func TestClaudeIdleTimeoutTool(t *testing.T) {
 	if r.code == 0 {
 		t.Errorf("ralph run ended done: %s", r)
 	}
-	time.Sleep(time.Second)
-	for _, p := range marked(mark) {
-		if alive(p) {
-			t.Errorf("process %d (%s) outlived the idle timeout", p, cmdline(p))
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
+	for pid, cmd := range survivors(marked(mark)) {
+		t.Errorf("process %d (%s) outlived the idle timeout", pid, cmd)
 	}
 	var bash string
 	for _, l := range strings.Split(chainText(t, dir, e), "\n") {

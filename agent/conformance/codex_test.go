@@ -441,24 +441,8 @@ func killRalphDuringSleep(t *testing.T, dir string, e []string) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	var alive []int
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		alive = alive[:0]
-		for _, pid := range all {
-			if syscall.Kill(pid, 0) == nil && !zombie(pid) {
-				alive = append(alive, pid)
-			}
-		}
-		if len(alive) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	for _, pid := range alive {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		t.Errorf("process %d (%s) of the call outlived ralph's kill -9", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		_ = syscall.Kill(pid, syscall.SIGKILL) // the test cleans up what ralph left
+	for pid, cmd := range survivors(all) {
+		t.Errorf("process %d (%s) of the call outlived ralph's kill -9", pid, cmd)
 	}
 }
 
@@ -502,14 +486,4 @@ func descendants(pid int, comm string) []int {
 		}
 	}
 	return out
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	j := strings.LastIndexByte(s, ')')
-	return j > 0 && len(s) > j+2 && s[j+2] == 'Z'
 }

@@ -70,5 +70,3 @@ func geminiAlive(p geminiProc) bool {
 	f := geminiStat(p.pid)
 	return len(f) > 19 && f[0] != "Z" && f[19] == p.start
 }
-
-func geminiKillPid(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

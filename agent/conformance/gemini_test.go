@@ -497,20 +497,13 @@ func TestGeminiContainment(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	var left []geminiProc
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		left = left[:0]
-		for _, p := range call {
-			if geminiAlive(p) {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 {
-			return
+	pids := make([]int, 0, len(call))
+	for _, p := range call {
+		if geminiAlive(p) { // the same process, not a pid used again since
+			pids = append(pids, p.pid)
 		}
 	}
-	for _, p := range left {
-		_ = geminiKillPid(p.pid)
+	if left := survivors(pids); len(left) > 0 {
+		t.Errorf("after kill -9 of ralph, processes of the call remain: %v", left)
 	}
-	t.Errorf("after kill -9 of ralph, processes of the call remain: %+v", left)
 }

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -186,4 +188,44 @@ func verifyChain(t *testing.T, dir string, e []string) {
 	if r := ralph(t, dir, e, time.Minute, "chain", "verify"); r.code != 0 {
 		t.Errorf("ralph chain verify: %s", r)
 	}
+}
+
+// survivors polls, for 10 s at most, until none of pids is alive (a zombie
+// is dead), and returns those still alive then, each killed (so a failed
+// test leaves nothing running) with its command line.
+func survivors(pids []int) map[int]string {
+	left := map[int]string{}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		clear(left)
+		for _, pid := range pids {
+			if processAlive(pid) {
+				left[pid] = processCmdline(pid)
+			}
+		}
+		if len(left) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	for pid := range left {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return left
+}
+
+// processAlive: pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+func processCmdline(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -309,16 +308,9 @@ func TestOpencodeContainment(t *testing.T) {
 	t.Logf("the call's processes: %v", before)
 	_ = cmd.Process.Signal(os.Kill)
 	_ = cmd.Wait()
-	var left map[int]string
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if left = markedProcs(mark); len(left) == 0 {
-			return
-		}
+	if left := survivors(pidsOf(markedProcs(mark))); len(left) > 0 {
+		t.Errorf("after kill -9 of ralph these processes of the call remain: %v (ralph said:\n%s)", left, out.String())
 	}
-	for pid := range left {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	t.Errorf("after kill -9 of ralph these processes of the call remain: %v (ralph said:\n%s)", left, out.String())
 }
 
 // marked returns the processes whose environment holds mark: pid → argv.
@@ -413,14 +405,16 @@ func TestOpencodeIdleTimeoutInTool(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("%d agent.run calls on the chain, want 1", calls)
 	}
-	var left map[int]string
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if left = markedProcs(mark); len(left) == 0 {
-			return
-		}
+	if left := survivors(pidsOf(markedProcs(mark))); len(left) > 0 {
+		t.Errorf("after the idle timeout these processes of the call remain: %v", left)
 	}
-	for pid := range left {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// pidsOf lists the pids of procs.
+func pidsOf(procs map[int]string) []int {
+	pids := make([]int, 0, len(procs))
+	for pid := range procs {
+		pids = append(pids, pid)
 	}
-	t.Errorf("after the idle timeout these processes of the call remain: %v", left)
+	return pids
 }
