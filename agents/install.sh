@@ -45,11 +45,13 @@ cp "$here/package.json" "$lock" "$tmp/"
 # else a pinned node from the npm registry's node package.
 node_major() { "$1" -e 'process.stdout.write(String(process.versions.node.split(".")[0]))' 2>/dev/null || echo 0; }
 node_bin="$(command -v node || true)"
-if [ -n "$node_bin" ] && [ "$(node_major "$node_bin")" -ge 20 ]; then
+node_min="${RALPH_AGENTS_NODE_MIN:-20}" # a test raises it to take the other path
+if [ -n "$node_bin" ] && [ "$(node_major "$node_bin")" -ge "$node_min" ]; then
 	ln -s "$node_bin" "$tmp/bin/node"
 else
-	say "node on PATH is missing or older than 20; installing node 22 from the npm registry"
+	say "node on PATH is missing or older than $node_min; installing node 22 from the npm registry"
 	mkdir -p "$tmp/node"
+	echo '{"private": true}' >"$tmp/node/package.json" # else npm installs into the package above
 	(cd "$tmp/node" && npm install --no-audit --no-fund --silent node@22.21.1 >&2)
 	ln -s "$tmp/node/node_modules/node/bin/node" "$tmp/bin/node"
 fi
