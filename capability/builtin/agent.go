@@ -137,10 +137,10 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 	}
 	if len(res.Denials) > 0 {
 		d := res.Denials[0]
-		rep.Denied(capability.Denial{Tool: d.Tool, Target: d.Target, Fix: denialFix(res.CLI)})
+		rep.Denied(capability.Denial{Tool: d.Tool, Target: d.Target, Fix: denialFix(res.CLI, o.Args, o.Env)})
 		out := agentResult(res)
 		out.Metadata["denied"] = deniedList(res.Denials)
-		return out, deniedError(res)
+		return out, deniedError(res, o)
 	}
 	return agentResult(res), agentFailure(res, o)
 }
@@ -156,7 +156,7 @@ func deniedList(ds []agent.Denial) string {
 
 // deniedError is the failure of a call whose CLI was refused a tool: which
 // one, on what, in the CLI's words, and the fix.
-func deniedError(r agent.Result) error {
+func deniedError(r agent.Result, o agent.Options) error {
 	d := r.Denials[0]
 	what := strings.TrimSpace(d.Tool + " " + d.Target)
 	if what == "" {
@@ -169,29 +169,60 @@ func deniedError(r agent.Result) error {
 	if w := oneLine(d.Message); w != "" {
 		msg += " (" + w + ")"
 	}
-	return errors.New(msg + "; " + denialFix(r.CLI))
+	return errors.New(msg + "; " + denialFix(r.CLI, o.Args, o.Env))
 }
 
 // denialFix says what lets cli edit in its workspace: the flags or
-// environment its backend knows, which `ralph init --agent` writes.
-func denialFix(cli string) string {
+// environment its backend knows, which `ralph init --agent` writes, less
+// those the call already had (args, env). When it had them all, the tool
+// it was refused is one they do not allow, and the fix is to allow it.
+func denialFix(cli string, args, env []string) string {
 	p := agent.PermissionsFor(cli, nil, false)
 	var fix []string
-	if len(p.Args) > 0 {
-		fix = append(fix, "add "+strings.Join(p.Args, " ")+" to [agent] args")
+	if missing := missingArgs(p.Args, args); len(missing) > 0 {
+		fix = append(fix, "add "+strings.Join(missing, " ")+" to [agent] args")
 	}
-	if len(p.Env) > 0 {
-		var names []string
-		for _, kv := range p.Env {
-			name, _, _ := strings.Cut(kv, "=")
+	var names []string
+	for _, kv := range p.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
 			names = append(names, name)
 		}
+	}
+	if len(names) > 0 {
 		fix = append(fix, "set "+strings.Join(names, ", ")+" in [agent.env]")
 	}
-	if len(fix) == 0 {
-		return "give the agent CLI permission to edit files in its workspace (docs/agents.md, Permissions)"
+	switch {
+	case len(fix) > 0:
+		return strings.Join(fix, " and ") + " (`ralph init --agent " + cli + "` writes them)"
+	case len(p.Args)+len(p.Env) > 0:
+		return "the loop's permission flags are set, so the agent asked for something they do not allow (a command other than the tests, a path outside the workspace): allow it in [agent] args if it should run (docs/agents.md, Permissions)"
 	}
-	return strings.Join(fix, " and ") + " (`ralph init --agent " + cli + "` writes them)"
+	return "give the agent CLI permission to edit files in its workspace (docs/agents.md, Permissions)"
+}
+
+// missingArgs is want's flags (a flag with the value after it) that have
+// is without.
+func missingArgs(want, have []string) []string {
+	var missing []string
+	for i := 0; i < len(want); i++ {
+		flag := want[i:min(i+1, len(want))]
+		if i+1 < len(want) && !strings.HasPrefix(want[i+1], "-") {
+			flag = want[i : i+2]
+			i++
+		}
+		found := false
+		for j := 0; j+len(flag) <= len(have); j++ {
+			if slices.Equal(have[j:j+len(flag)], flag) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, flag...)
+		}
+	}
+	return missing
 }
 
 // agentResult is the call's result map, metadata and cost.

@@ -227,7 +227,7 @@ func TestDeniedErrorNamesToolTargetAndFix(t *testing.T) {
 		{Tool: "Edit", Target: "/w/calc.go", Message: "Claude requested permissions to write to /w/calc.go, but you haven't granted it yet."},
 		{Tool: "Bash", Target: "go test ./..."},
 	}}
-	msg := deniedError(r).Error()
+	msg := deniedError(r, agent.Options{}).Error()
 	for _, want := range []string{"agent.run: permission denied: claude was refused Edit /w/calc.go", "(and 1 more: Bash go test ./...)",
 		"you haven't granted it yet", "`ralph init --agent claude` writes them"} {
 		if p := agent.PermissionsFor("claude", nil, false); len(p.Args)+len(p.Env) == 0 && strings.Contains(want, "ralph init") {
@@ -239,5 +239,26 @@ func TestDeniedErrorNamesToolTargetAndFix(t *testing.T) {
 	}
 	if got := deniedList(r.Denials); got != "Edit /w/calc.go; Bash go test ./..." {
 		t.Errorf("deniedList = %q", got)
+	}
+}
+
+func TestDenialFixNamesOnlyWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	full := agent.PermissionsFor("gemini", nil, false).Args
+	if len(full) == 0 {
+		t.Skip("gemini asks for no permission flags")
+	}
+	if got := denialFix("gemini", nil, nil); !strings.Contains(got, "add "+strings.Join(full, " ")+" to [agent] args") {
+		t.Errorf("with no args: %q", got)
+	}
+	if got := denialFix("gemini", append([]string{"--model", "m"}, full...), nil); strings.Contains(got, "add --") ||
+		!strings.Contains(got, "permission flags are set") {
+		t.Errorf("with the flags already there: %q", got)
+	}
+	if got := denialFix("gemini", full[:1], nil); strings.HasPrefix(got, "add "+full[0]+" ") || !strings.HasPrefix(got, "add ") {
+		t.Errorf("with %s already there: %q", full[0], got)
+	}
+	if got := denialFix("opencode", nil, []string{"OPENCODE_PERMISSION={}"}); strings.Contains(got, "OPENCODE_PERMISSION in [agent.env]") {
+		t.Errorf("names OPENCODE_PERMISSION, which the call had: %q", got)
 	}
 }
