@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/ralphloop/ralph/agent"
 )
 
 // WorkerPolicy is a fleet worker's own ceiling (`ralph worker --policy
@@ -84,14 +86,15 @@ func ParsePolicy(data []byte, file string) (*WorkerPolicy, error) {
 			}
 		}
 	}
-	for _, l := range []struct {
-		key   string
-		names []string
-	}{{"shell_allow", g.ShellAllow}, {"agent_allow", g.AgentAllow}} {
-		for _, s := range l.names {
-			if strings.TrimSpace(s) == "" {
-				return nil, at(l.key, "governance.%s has an empty name; list programs by the name a job runs them by, such as \"go\"", l.key)
-			}
+	for _, s := range g.ShellAllow {
+		if strings.TrimSpace(s) == "" {
+			return nil, at("shell_allow", "governance.shell_allow has an empty name; list programs by the name a job runs them by, such as \"go\"")
+		}
+	}
+	for _, s := range g.AgentAllow {
+		if !slices.Contains(agent.Known(), s) || s == "auto" {
+			return nil, at("agent_allow", "governance.agent_allow names %q, which is not an agent CLI; list some of %s", s,
+				strings.Join(slices.DeleteFunc(agent.Known(), func(n string) bool { return n == "auto" }), ", "))
 		}
 	}
 	switch {
@@ -142,6 +145,18 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 	}
 	if prog, where := c.firstProgram(g.ShellAllow); prog != "" {
 		return refuse("its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
+	}
+	if c.Agent != nil && c.Agent.CLI == "auto" {
+		// "auto" is the first CLI of the policy's on this worker's PATH;
+		// with none there, the first (the worker hands the job back, as
+		// for any missing agent CLI).
+		if cli := autoCLI(g.AgentAllow); cli != "" {
+			c.Agent.CLI = cli
+			if i := slices.Index(jg.AgentAllow, "auto"); i >= 0 {
+				jg.AgentAllow = slices.DeleteFunc(slices.Clone(jg.AgentAllow), func(a string) bool { return a == "auto" || a == cli })
+				jg.AgentAllow = append(jg.AgentAllow, cli)
+			}
+		}
 	}
 	if c.Agent != nil && !slices.Contains(g.AgentAllow, c.Agent.CLI) {
 		return refuse("its [agent] runs the agent CLI %q, which the policy's agent_allow %q does not name", c.Agent.CLI, g.AgentAllow)
@@ -207,12 +222,34 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 	return nil
 }
 
+// autoCLI is the agent CLI "auto" stands for under a policy allowing
+// allow: the first of them (but "command") on PATH, else the first of
+// them, else "".
+func autoCLI(allow []string) string {
+	first := ""
+	for _, a := range allow {
+		if a == "command" {
+			continue
+		}
+		if first == "" {
+			first = a
+		}
+		if name, _, err := agent.Resolve(a, nil); err == nil && name == a {
+			return a
+		}
+	}
+	return first
+}
+
 // firstProgram returns the first program c runs outside shell.exec (a
 // command stop condition's, a command model's) that allow does not name,
 // and where it is written, or "".
 func (c *Config) firstProgram(allow []string) (prog, where string) {
 	if c.Model.Provider == "command" && len(c.Model.Command) > 0 && !slices.Contains(allow, c.Model.Command[0]) {
 		return c.Model.Command[0], "model.command"
+	}
+	if a := c.Agent; a != nil && a.CLI == "command" && len(a.Command) > 0 && !slices.Contains(allow, a.Command[0]) {
+		return a.Command[0], "agent.command"
 	}
 	var walk func(stops []Stop) (string, string)
 	walk = func(stops []Stop) (string, string) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +19,9 @@ func TestPolicyErrors(t *testing.T) {
 		{"[governance]\n\nmax_cost_usd = -1.0\n", "worker.toml:3: governance.max_cost_usd must be more than 0, got -1"},
 		{"[governance]\nmax_iterations = 0\n", "worker.toml:2: governance.max_iterations must be at least 1"},
 		{"[governance]\nworkspaces = [\"https://git.example/[\"]\n", "worker.toml:2: governance.workspaces has a bad glob"},
-		{"[governance]\nagent_allow = [\"\"]\n", "worker.toml:2: governance.agent_allow has an empty name"},
+		{"[governance]\nagent_allow = [\"\"]\n", `worker.toml:2: governance.agent_allow names "", which is not an agent CLI; list some of claude, codex`},
+		{"[governance]\nagent_allow = [\"auto\"]\n", `worker.toml:2: governance.agent_allow names "auto", which is not an agent CLI`},
+		{"[governance]\nshell_allow = [\" \"]\n", "worker.toml:2: governance.shell_allow has an empty name"},
 		{"[governance\n", "worker.toml:2:12: "},
 	}
 	for _, c := range cases {
@@ -142,5 +146,42 @@ workspaces = ["https://git.example/org/*", "/srv/git/*.git"]
 	c = mustJob(t, "[[stop]]\nkind = \"max_cost\"\nusd = 50.0\n[[stop]]\nkind = \"max_cost\"\nusd = 2.0\n")
 	if err := p.Apply(c, ""); err != nil {
 		t.Errorf("the smaller budget is within the ceiling: %v", err)
+	}
+}
+
+// An agent loop's cli = "auto" runs the first CLI of the policy's on the
+// worker's PATH (else its first, which the worker lacks: it hands the job
+// back); cli = "command" runs agent.command, a program shell_allow must
+// name.
+func TestPolicyAgentCLI(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "codex"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := mustPolicy(t, "[governance]\nagent_allow = [\"command\", \"claude\", \"codex\"]\nshell_allow = [\"my-agent\"]\n")
+	job := func(cli string) *Config {
+		c, err := Parse([]byte("[intent]\ngoal = \"g\"\nprompt_file = \"P.md\"\n[agent]\n"+cli), "ralph.toml", noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, c := range []struct{ path, want string }{{bin, "codex"}, {t.TempDir(), "claude"}} {
+		t.Setenv("PATH", c.path)
+		cfg := job("cli = \"auto\"\n")
+		if err := p.Apply(cfg, ""); err != nil || cfg.Agent.CLI != c.want || !slices.Equal(cfg.Governance.AgentAllow, []string{c.want}) {
+			t.Errorf("PATH %s: auto became %q, agent_allow %q (%v); want %q", c.path, cfg.Agent.CLI, cfg.Governance.AgentAllow, err, c.want)
+		}
+	}
+	if err := p.Apply(job("cli = \"command\"\ncommand = [\"my-agent\", \"-p\"]\n"), ""); err != nil {
+		t.Errorf("an allowed agent.command: %v", err)
+	}
+	err := p.Apply(job("cli = \"command\"\ncommand = [\"sh\", \"-c\", \"id\"]\n"), "")
+	if err == nil || !strings.Contains(err.Error(), `its agent.command runs "sh", which the policy's shell_allow ["my-agent"] does not name`) {
+		t.Errorf("agent.command sh: %v", err)
+	}
+	if err := mustPolicy(t, "[governance]\nagent_allow = [\"command\"]\n").Apply(job("cli = \"auto\"\n"), ""); err == nil ||
+		!strings.Contains(err.Error(), `its [agent] runs the agent CLI "auto"`) {
+		t.Errorf("auto under a policy of command alone: %v", err)
 	}
 }
