@@ -47,10 +47,17 @@ kind = "max_iterations"
 max = 1
 TOML
 
+# The workers' policy lets the failover run's plan run sleep (without one a
+# worker runs no program).
+cat > "$work/worker.toml" <<'TOML'
+[governance]
+shell_allow = ["sleep"]
+TOML
+
 n=0
 while [ $n -lt "$workers" ]; do
 	n=$((n + 1))
-	"$ralph" worker --nats "$url" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" > "$work/w$n.log" 2>&1 &
+	"$ralph" worker --nats "$url" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
 	wpids="$wpids $!"
 	echo "$work/w$n $!" >> "$work/workers"
 done

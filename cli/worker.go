@@ -22,7 +22,7 @@ import (
 )
 
 func newWorkerCmd() *cobra.Command {
-	var natsFlag, dir, id string
+	var natsFlag, dir, id, policy string
 	var slots int
 	var ackWait time.Duration
 	var verbose bool
@@ -41,11 +41,19 @@ The first Ctrl-C or SIGTERM pauses every run after its current call, hands
 it back to the queue for another worker and exits 0; a second one ends the
 process at once (its runs continue elsewhere after the ack wait).
 
+--policy names this worker's own ceiling, a TOML file with a [governance]
+table (allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations,
+max_steps, workspaces): every job's governance is narrowed to it, and a job
+that needs more is refused before anything of it runs, failed with the
+reason in its state. Without --policy a worker runs no shell.exec, no
+program (command stop conditions, a command model) and no agent.
+
 --nats defaults to RALPH_NATS, then nats://127.0.0.1:4222 ('ralph fleet serve').
-Exit status: 0 stopped by a signal, 2 bad flags or no NATS server answers,
+Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS server answers,
 1 the connection to NATS was lost.`,
 		Example: `  ralph worker
-  ralph worker --nats nats://10.0.0.5:4222 --slots 4 --dir /var/lib/ralph/worker`,
+  ralph worker --nats nats://10.0.0.5:4222 --slots 4 --dir /var/lib/ralph/worker
+  ralph worker --policy /etc/ralph/worker.toml`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("worker takes no arguments; it runs what `ralph submit` queued")
@@ -59,7 +67,15 @@ Exit status: 0 stopped by a signal, 2 bad flags or no NATS server answers,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose})
+			var pol *config.WorkerPolicy
+			if policy != "" {
+				p, err := config.LoadPolicy(policy)
+				if err != nil {
+					return exitError(ExitUsage, err)
+				}
+				pol = p
+			}
+			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose, policy: pol})
 		},
 	}
 	fl := cmd.Flags()
@@ -69,6 +85,7 @@ Exit status: 0 stopped by a signal, 2 bad flags or no NATS server answers,
 	fl.DurationVar(&ackWait, "ack-wait", fleet.DefaultConfig().AckWait, "how long this worker may go silent before its runs go to another worker")
 	fl.StringVar(&id, "id", "", "this worker's `ID` in the fleet (default HOST-PID)")
 	fl.BoolVar(&verbose, "verbose", false, "also write debug log records (stderr)")
+	fl.StringVar(&policy, "policy", "", "this worker's policy `FILE`, a [governance] ceiling for every job (default: no shell.exec, no program, no agent)")
 	return cmd
 }
 
@@ -77,6 +94,7 @@ type workerOptions struct {
 	slots   int
 	ackWait time.Duration
 	verbose bool
+	policy  *config.WorkerPolicy // nil: the default policy
 }
 
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
@@ -100,12 +118,12 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 		host, _ := os.Hostname() // no host name: the pid alone names the worker
 		o.id = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	msg := fmt.Sprintf("worker %s takes runs from %s, %d at a time, in %s; Ctrl-C hands them back and stops\n", o.id, url, o.slots, dir)
+	msg := fmt.Sprintf("worker %s takes runs from %s, %d at a time, in %s, under %s; Ctrl-C hands them back and stops\n", o.id, url, o.slots, dir, o.policy.Name())
 	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
 		return err
 	}
 	err = fleet.RunWorker(ctx, fleet.WorkerOptions{NC: nc, Handles: h, ID: o.id, Slots: o.slots, Dir: dir, AckWait: o.ackWait,
-		Start: startFleetRun(cmd.ErrOrStderr()), Logger: log})
+		Start: startFleetRun(cmd.ErrOrStderr()), Policy: o.policy, Logger: log})
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("worker %s stopped: %w; start it again once NATS at %s answers", o.id, err, url))
 	}
@@ -154,6 +172,9 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 		}
 		cfg, err := config.Parse([]byte(spec.Job.Config), filepath.Join(spec.Workdir, rel), nil)
 		if err != nil {
+			return nil, &fleet.BadJobError{Err: err}
+		}
+		if err := spec.Policy.Apply(cfg, spec.Job.Workspace); err != nil {
 			return nil, &fleet.BadJobError{Err: err}
 		}
 		if cfg.Agent != nil {

@@ -79,13 +79,22 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// worker starts `ralph worker` as its own process; env, when given, is
-// added to its environment.
+// worker starts `ralph worker` as its own process, with a policy that lets
+// its jobs run sh and claude; env, when given, is added to its environment.
 func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 	f.t.Helper()
+	policy := filepath.Join(f.t.TempDir(), "worker.toml")
+	writeFile(f.t, policy, "[governance]\nshell_allow = [\"sh\"]\nagent_allow = [\"claude\"]\n")
+	return f.workerArgs(id, slots, []string{"--policy", policy}, env...)
+}
+
+// workerArgs is worker with args added to its command line in place of
+// the policy.
+func (f *e2eFleet) workerArgs(id string, slots int, args []string, env ...string) *exec.Cmd {
+	f.t.Helper()
 	dir := f.t.TempDir()
-	cmd := exec.Command(ralphBin, "worker", "--nats", f.url, "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
-		"--ack-wait", "3s", "--id", id)
+	cmd := exec.Command(ralphBin, append([]string{"worker", "--nats", f.url, "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
+		"--ack-wait", "3s", "--id", id}, args...)...)
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -115,8 +124,14 @@ func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 // submit queues cfg as a job on the shared remote.
 func (f *e2eFleet) submit(cfg string) string {
 	f.t.Helper()
+	return f.submitTo(cfg, f.bare)
+}
+
+// submitTo queues cfg as a job on the remote at workspace.
+func (f *e2eFleet) submitTo(cfg, workspace string) string {
+	f.t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	err := fleet.Submit(context.Background(), f.h, fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: f.bare, Ref: "main"})
+	err := fleet.Submit(context.Background(), f.h, fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: workspace, Ref: "main"})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -15,6 +15,12 @@ var typeErrRe = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "([^"]*)"\
 // sentence naming the key, the type it needs and the type it got, or
 // returns nil for any other error.
 func (c *Config) typeError(file string, err error) error {
+	return typeErrorIn(reflect.TypeOf(Config{}), c.lines, file, err)
+}
+
+// typeErrorIn is typeError for a file decoded into a value of type root,
+// whose keys' lines lines indexes (nil: none).
+func typeErrorIn(root reflect.Type, lines *lineIndex, file string, err error) error {
 	m := typeErrRe.FindStringSubmatch(err.Error())
 	if m == nil {
 		return nil
@@ -25,10 +31,10 @@ func (c *Config) typeError(file string, err error) error {
 	}
 	got = tomlTypeName(got)
 	line, _ := strconv.Atoi(m[1])
-	if line == 0 && c.lines != nil {
-		line = c.lines.findPath(key)
+	if line == 0 && lines != nil {
+		line = lines.findPath(key)
 	}
-	ft := fieldType(reflect.TypeOf(Config{}), strings.Split(key, "."))
+	ft := fieldType(root, strings.Split(key, "."))
 	want := goTypeName(ft)
 	if want == "" {
 		want = "a " + dst

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
@@ -48,7 +49,12 @@ type WorkerOptions struct {
 	// stop while NATS is out of reach still exits, and the job comes back
 	// after AckWait (default 15s).
 	StopGrace time.Duration
-	Logger    *slog.Logger // nil: slog.Default()
+	// Policy is this worker's ceiling: every job's config is held to it
+	// before anything of the job runs, and a job that needs more is
+	// recorded failed with the reason. nil is the default policy: no
+	// shell.exec, no program, no agent.
+	Policy *config.WorkerPolicy
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // RunSpec is one attempt at a run, as the worker prepared it.
@@ -64,7 +70,11 @@ type RunSpec struct {
 	// OnIterationEnd commits the workspace after each iteration (nil when
 	// the job has no workspace): the runner's RunnerOptions.OnIterationEnd.
 	OnIterationEnd func(ctx context.Context, iteration int) (map[string]rtfs.Value, error)
-	Logger         *slog.Logger
+	// Policy is the worker's (WorkerOptions.Policy): Start applies it to
+	// the job's config (config.WorkerPolicy.Apply), so the run gets the
+	// smaller governance of the two.
+	Policy *config.WorkerPolicy
+	Logger *slog.Logger
 }
 
 // RunHandle is a built run: *loop.Runner's controls and event bus, its

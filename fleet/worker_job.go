@@ -141,13 +141,19 @@ func (j *jobRun) run(ctx context.Context) settle {
 	if !found {
 		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
 	}
-	if cur.Goal == "" { // for the fleet's views; a config that does not parse fails when the run is built
-		if cfg, err := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" }); err == nil {
-			cur.Goal = cfg.Intent.Goal
-		}
+	// A config that does not parse fails when the run is built; one that
+	// does is held to the worker's policy before anything of it runs.
+	cfg, cfgErr := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" })
+	if cur.Goal == "" && cfgErr == nil { // for the fleet's views
+		cur.Goal = cfg.Intent.Goal
 	}
 	j.state = cur
 	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
+	if cfgErr == nil {
+		if err := j.w.o.Policy.Apply(cfg, j.job.Workspace); err != nil {
+			return j.fail(bg, err)
+		}
+	}
 	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
 		if _, err := exec.LookPath(a); err != nil {
 			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a))
@@ -160,7 +166,7 @@ func (j *jobRun) run(ctx context.Context) settle {
 	if ctx.Err() != nil { // stopping: nothing has run here yet
 		return j.handBack(bg, nil)
 	}
-	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Logger: j.log}
+	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Policy: j.w.o.Policy, Logger: j.log}
 	if p.ws != nil {
 		spec.OnIterationEnd = j.commitEach(ctx, p.ws)
 		j.state.Branch = p.ws.Branch
