@@ -206,6 +206,9 @@ func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error 
 		if r.Error != "" && reason == "" {
 			reason = r.Error
 		}
+		if r.ChainSkipped > 0 {
+			reason = strings.TrimSpace(fmt.Sprintf("%s (%d messages on its chain subject skipped: %s)", reason, r.ChainSkipped, r.ChainNote))
+		}
 		if r.State == fleet.StateRunning && r.Worker != "" && !live[r.Worker] {
 			reason = "its worker stopped heartbeating; another worker takes the run over once the job's ack wait passes"
 		}
@@ -270,6 +273,9 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 	}
 	if info.Dropped > 0 {
 		fmt.Fprintf(&b, "%d actions no checkpoint covered (a worker stopped mid-commit) are not part of the chain\n", info.Dropped)
+	}
+	if info.Skipped > 0 {
+		fmt.Fprintf(&b, "%d messages on the run's chain subject are not part of the chain and were skipped; the first: %s\n", info.Skipped, info.SkipNotes[0])
 	}
 	return writeOut(cmd.OutOrStdout(), b.String())
 }
