@@ -196,3 +196,63 @@ func TestPinnedRefusalNamesTheLine(t *testing.T) {
 }
 
 func u64(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// A message another client publishes under the id of a replicator's next
+// line is not taken for that line: the replicator skips it, the stream
+// refuses the line as its duplicate, and replication stops with why (the
+// worker hands the run back). The next store's segment drops it, and the
+// chain verifies.
+func TestReplicateRefusesAStolenLineID(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	id := "stolen"
+	st, err := ledger.Open(ledger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg(ChainSubject(id))
+	m.Data = []byte("a AAAA")
+	m.Header.Set(jetstream.MsgIDHeader, MsgID(id, st.ID(), ledger.BundleAct, 1))
+	m.Header.Set(HeaderSeq, "1")
+	if _, err := h.JS.PublishMsg(ctxT(t), m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-1", Type: ledger.CapabilityCall,
+		FunctionName: "test.charge", Success: true, Timestamp: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	err = r.Flush(ctxT(t))
+	want := "carries the id of line " + MsgID(id, st.ID(), ledger.BundleAct, 1) + " but not its bytes"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("flush after a stolen line id: %v, want %q", err, want)
+	}
+	if n, note := r.Skipped(); n != 1 || !strings.Contains(note, "is not a line of its chain") {
+		t.Errorf("the replicator skipped %d: %q", n, note)
+	}
+	r.Close(ctxT(t))
+	b, info, err := RebuildStore(ctxT(t), h.JS, id, ledger.Options{InMemory: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-1b", Type: ledger.CapabilityCall,
+		FunctionName: "test.charge", Success: true, Timestamp: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Replicate(ctxT(t), h.JS, b, id, info.Actions+1, info.LastStreamSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.End(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	rep, vinfo, err := VerifyChain(ctxT(t), h.JS, id, []string{st.VerifierKeyString(), b.VerifierKeyString()})
+	if err != nil || rep.Actions != 1 || !vinfo.Ended || vinfo.Dropped != 1 {
+		t.Fatalf("the chain after the stolen id: %+v %+v %v", rep, vinfo, err)
+	}
+}

@@ -261,7 +261,22 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 		cancel()
 		if err == nil {
 			// A duplicate's ack carries the sequence of the copy stored
-			// first (a clustered stream checks the message id first).
+			// first (a clustered stream checks the message id first): it
+			// must be this very line, not another client's message that
+			// took its id.
+			if ack.Duplicate {
+				m, gerr := r.stream.GetMsg(ctx, ack.Sequence)
+				switch {
+				case gerr != nil && !transient(gerr):
+					return fmt.Errorf("replicate run %s: read message %d of stream %s, which the stream took for line %s: %w", r.runID, ack.Sequence, StreamChains, id, gerr)
+				case gerr != nil: // a new leader: publish again, and look again
+					err = gerr
+				case m.Subject != r.subject || m.Header.Get(jetstream.MsgIDHeader) != id || !bytes.Equal(m.Data, data):
+					return fmt.Errorf("replicate run %s: message %d of stream %s carries the id of line %s but not its bytes; another client published it, and the stream refuses the line as its duplicate", r.runID, ack.Sequence, StreamChains, id)
+				}
+			}
+		}
+		if err == nil {
 			r.lastSeq = ack.Sequence
 			if r.o.onAck != nil {
 				r.o.onAck(kind, seq, time.Now())
@@ -274,14 +289,14 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 			// than acknowledged as a duplicate: look at what is there.
 			last, lerr := r.stream.GetLastMsgForSubject(ctx, r.subject)
 			switch {
-			case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id:
+			case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id && bytes.Equal(last.Data, data):
 				r.lastSeq = last.Sequence
 				if r.o.onAck != nil {
 					r.o.onAck(kind, seq, time.Now())
 				}
 				return nil
 			case lerr == nil && last.Sequence > r.lastSeq:
-				stored, fence, serr := r.scanAfter(ctx, id, last.Sequence)
+				stored, fence, serr := r.scanAfter(ctx, id, data, last.Sequence)
 				if serr != nil {
 					return fmt.Errorf("replicate %s %d of run %s: read the messages after %d of %s: %w", kind, seq, r.runID, r.lastSeq, r.subject, serr)
 				}
@@ -332,7 +347,7 @@ const maxScan = 10000
 // whose first publish was stored), fence names another store's key line
 // (that worker owns the run now; "" when there is none). Anything else is
 // not part of the chain (ChainInfo.Skipped): it is counted and noted.
-func (r *Replicator) scanAfter(ctx context.Context, id string, upto uint64) (stored bool, fence string, err error) {
+func (r *Replicator) scanAfter(ctx context.Context, id string, data []byte, upto uint64) (stored bool, fence string, err error) {
 	for next, n := r.lastSeq+1, 0; next <= upto; n++ {
 		if n == maxScan {
 			return false, "", fmt.Errorf("over %d messages follow this worker's last line", maxScan)
@@ -350,7 +365,7 @@ func (r *Replicator) scanAfter(ctx context.Context, id string, upto uint64) (sto
 		next = m.Sequence + 1
 		mid := m.Header.Get(jetstream.MsgIDHeader)
 		switch {
-		case mid == id:
+		case mid == id && bytes.Equal(m.Data, data):
 			stored = true
 		case r.isKeyLine(m.Header, mid):
 			return false, mid, nil
