@@ -75,7 +75,7 @@ func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
 	}
 
 	out, stderr, code := runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id)
-	skipped := "1 messages on the run's chain subject are not part of the chain and were skipped; the first: a message in the stream of run " +
+	skipped := "skipped 1 message on the run's chain subject, not part of its chain:\n  a message in the stream of run " +
 		id + " (message " + strconv.FormatUint(garbage.Sequence, 10) + " of stream RALPH_CHAINS): it is not a chain line"
 	if code != 0 || !strings.Contains(out, skipped) || !strings.Contains(out, "one per worker that ran it") {
 		t.Errorf("chain verify --nats: exit %d, %q %q; want it to name the skipped message", code, out, stderr)

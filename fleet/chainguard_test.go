@@ -256,3 +256,22 @@ func TestReplicateRefusesAStolenLineID(t *testing.T) {
 		t.Fatalf("the chain after the stolen id: %+v %+v %v", rep, vinfo, err)
 	}
 }
+
+// Garbage on the chain subject of a run that has not begun does not make
+// it a run to resume: the worker starts it after the garbage.
+func TestGarbageBeforeTheChainIsSkipped(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	id := fx.submit(h, limitJob(2))
+	publishGarbage(t, h, id)
+	ncA, hA := fx.connect()
+	fx.worker("A", 1, 30*time.Second, ncA, hA)
+	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 2 {
+		t.Fatalf("state %+v, want limit after 2 iterations", s)
+	}
+	if s.ChainSkipped != 1 || !strings.Contains(s.ChainNote, "it is not a chain line") {
+		t.Errorf("the run's state does not report the garbage: %d %q", s.ChainSkipped, s.ChainNote)
+	}
+	fx.checkRun(h, id, 2)
+}

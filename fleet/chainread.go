@@ -221,7 +221,7 @@ func (s *segmenter) line(m chainMsg, kind string) error {
 // covered actions of a run still going on. An uncovered tail is left out.
 func (s *segmenter) finish() error {
 	if s.store == "" {
-		return fmt.Errorf("the stream of run %s holds no chain", s.runID)
+		return fmt.Errorf("%w: the stream of run %s holds no chain (%d messages on its subject, none a chain's key line)", ErrNoChain, s.runID, s.info.Skipped)
 	}
 	s.info.Dropped += uint64(len(s.pending))
 	s.info.Actions = s.covered
@@ -230,6 +230,10 @@ func (s *segmenter) finish() error {
 	}
 	return s.w.End(s.end)
 }
+
+// ErrNoChain is ReadChain's error when the run's subject holds messages
+// but none of them begins a chain (garbage only): the run has not begun.
+var ErrNoChain = errors.New("no chain")
 
 // ReadChain writes the chain of run runID, as replicated to stream
 // RALPH_CHAINS up to the last message present when it is called, to w as a

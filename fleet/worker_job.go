@@ -287,6 +287,8 @@ func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
 		commit, p.fromSeq, p.lastStreamSeq, p.tally, ended, err = j.rebuild(bg, p.storeDir)
 		var endLine *chainEndedError
 		switch {
+		case errors.Is(err, ErrNoChain): // garbage only: a new run, after it
+			p.resume, p.fromSeq, p.tally = false, 1, tally{}
 		case errors.As(err, &endLine): // the run ended: it is never resumed
 			return p, j.fail(bg, err), false
 		case err != nil:
@@ -318,12 +320,16 @@ func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
 func (j *jobRun) rebuild(ctx context.Context, dir string) (commit string, fromSeq, lastStreamSeq uint64, t tally, ended *ledger.Action, err error) {
 	runID := j.job.RunID
 	st, info, err := RebuildStore(ctx, j.w.o.Handles.JS, runID, ledger.Options{Dir: dir, SyncWrites: true}, nil)
+	if errors.Is(err, ErrNoChain) {
+		j.noteSkipped(info.Skipped, info.SkipNotes)
+		return "", 1, info.LastStreamSeq, t, nil, err
+	}
 	if err != nil {
 		return "", 0, 0, t, nil, fmt.Errorf("the run's chain in stream %s does not rebuild: %w", StreamChains, err)
 	}
 	defer st.Close()
 	if info.Skipped > 0 {
-		j.noteSkipped(info.Skipped, info.SkipNotes[0])
+		j.noteSkipped(info.Skipped, info.SkipNotes)
 	}
 	acts, err := st.ByRun(runID)
 	if err != nil {
@@ -355,7 +361,11 @@ func (e *chainEndedError) Error() string { return e.msg }
 
 // noteSkipped reports messages on the run's chain subject that are not
 // part of its chain: in the worker's log and on the run's state.
-func (j *jobRun) noteSkipped(n uint64, first string) {
+func (j *jobRun) noteSkipped(n uint64, notes []string) {
+	first := ""
+	if len(notes) > 0 {
+		first = notes[0]
+	}
 	j.log.Warn("messages on the run's chain subject are not part of its chain; they are skipped", "skipped", n, "first", first)
 	j.state.ChainSkipped, j.state.ChainNote = n, first
 }
