@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -206,6 +207,9 @@ func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error 
 		if r.Error != "" && reason == "" {
 			reason = r.Error
 		}
+		if r.ChainSkipped > 0 {
+			reason = strings.TrimSpace(fmt.Sprintf("%s (%s on its chain subject skipped: %s)", reason, messages(r.ChainSkipped), strings.TrimSuffix(r.ChainNote, "; skipped")))
+		}
 		if r.State == fleet.StateRunning && r.Worker != "" && !live[r.Worker] {
 			reason = "its worker stopped heartbeating; another worker takes the run over once the job's ack wait passes"
 		}
@@ -271,6 +275,15 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 	if info.Dropped > 0 {
 		fmt.Fprintf(&b, "%d actions no checkpoint covered (a worker stopped mid-commit) are not part of the chain\n", info.Dropped)
 	}
+	if info.Skipped > 0 {
+		fmt.Fprintf(&b, "skipped %s on the run's chain subject, not part of its chain:\n", messages(info.Skipped))
+		for _, note := range info.SkipNotes {
+			fmt.Fprintf(&b, "  %s\n", strings.TrimSuffix(note, "; skipped"))
+		}
+		if more := info.Skipped - uint64(len(info.SkipNotes)); more > 0 {
+			fmt.Fprintf(&b, "  and %d more\n", more)
+		}
+	}
 	return writeOut(cmd.OutOrStdout(), b.String())
 }
 
@@ -329,4 +342,12 @@ func fleetNotRunning(run fleet.RunState, url string) error {
 		return exitError(ExitUsage, fmt.Errorf("run %s is %s: no worker runs it yet; start one with `ralph worker --nats %s`, then attach again", run.RunID, run.State, url))
 	}
 	return exitError(ExitUsage, fmt.Errorf("no worker answers for run %s (its last worker, %s, may have stopped; another takes the run over once its ack wait passes); `ralph runs --nats %s` shows where it is", run.RunID, run.Worker, url))
+}
+
+// messages is "1 message" or "N messages".
+func messages(n uint64) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return strconv.FormatUint(n, 10) + " messages"
 }

@@ -32,6 +32,12 @@ type ChainInfo struct {
 	// them: the tail of an attempt that died mid-commit, or of a commit
 	// still being published.
 	Dropped uint64
+	// Skipped counts the messages on the run's subject that are not part
+	// of its chain and were left out: garbage (no chain line, a wrong
+	// header or message id), a line out of its segment's order, anything
+	// after the end line. SkipNotes says why for the first few of them.
+	Skipped   uint64
+	SkipNotes []string
 
 	lines []lineRef // bundle line 2+i came from lines[i]
 }
@@ -58,6 +64,10 @@ type chainMsg struct {
 // that no checkpoint covered (the unsigned tail of the attempt before).
 // It checks the messages' order and names; the lines' content is checked
 // by whoever reads the bundle (ledger.ReadBundle).
+//
+// A message that does not fit (garbage, a line out of order, anything after
+// the end line) is skipped and counted in ChainInfo.Skipped, never fatal:
+// whoever can publish on the subject cannot stop the run with it.
 type segmenter struct {
 	runID   string
 	w       *ledger.BundleWriter
@@ -88,15 +98,41 @@ func kindName(kind string) string {
 	return ""
 }
 
+// maxSkipNotes bounds ChainInfo.SkipNotes: a flood of garbage is counted,
+// not kept.
+const maxSkipNotes = 8
+
+// skipError is why a message is not part of the chain.
+type skipError struct{ msg string }
+
+func (e *skipError) Error() string { return e.msg }
+
 func (s *segmenter) errorf(m chainMsg, kind string, seq uint64, format string, args ...any) error {
 	what := "a message"
 	if name := kindName(kind); name != "" {
 		what = name + " " + strconv.FormatUint(seq, 10)
 	}
-	return fmt.Errorf("%s in the stream of run %s (message %d of stream %s): %s", what, s.runID, m.streamSeq, StreamChains, fmt.Sprintf(format, args...))
+	return &skipError{fmt.Sprintf("%s in the stream of run %s (message %d of stream %s): %s", what, s.runID, m.streamSeq, StreamChains, fmt.Sprintf(format, args...))}
 }
 
+// add takes the next message of the run's subject: a line of the chain, or
+// one skipped (counted and noted). Its error is the bundle's writer's.
 func (s *segmenter) add(m chainMsg) error {
+	err := s.take(m)
+	var skip *skipError
+	if errors.As(err, &skip) {
+		s.info.Skipped++
+		if len(s.info.SkipNotes) < maxSkipNotes {
+			s.info.SkipNotes = append(s.info.SkipNotes, skip.msg+"; skipped")
+		}
+		return nil
+	}
+	return err
+}
+
+// take adds m to the chain, or returns a *skipError (having changed
+// nothing) when m is not part of it.
+func (s *segmenter) take(m chainMsg) error {
 	kind, _, _ := bytes.Cut(m.data, []byte(" "))
 	k := string(kind)
 	seq, err := strconv.ParseUint(m.seq, 10, 64)
@@ -157,19 +193,20 @@ func (s *segmenter) key(m chainMsg, store string, seq uint64) error {
 	if err != nil || from != seq {
 		return s.errorf(m, ledger.BundleKey, seq, "its %s header %q is not its seq", HeaderFrom, m.from)
 	}
-	kept := s.pending[:0]
-	for _, p := range s.pending {
-		if p.n < from {
-			kept = append(kept, p)
-		} else {
-			s.info.Dropped++
+	// The pending actions are covered+1, covered+2, …: the segment drops
+	// them all, and must start at covered+1.
+	if from != s.covered+1 {
+		kept := 0
+		for _, p := range s.pending {
+			if p.n < from {
+				kept++
+			}
 		}
-	}
-	s.pending = kept
-	if len(s.pending) > 0 || from != s.covered+1 {
 		return s.errorf(m, ledger.BundleKey, seq, "the chain before it has %d actions checkpointed and %d not, so a segment must start at action %d",
-			s.covered, len(s.pending), s.covered+1)
+			s.covered, kept, s.covered+1)
 	}
+	s.info.Dropped += uint64(len(s.pending))
+	s.pending = s.pending[:0]
 	s.store, s.next = store, from
 	s.info.Keys = append(s.info.Keys, strings.TrimPrefix(string(m.data), "key "))
 	return s.line(m, ledger.BundleKey)
@@ -184,7 +221,7 @@ func (s *segmenter) line(m chainMsg, kind string) error {
 // covered actions of a run still going on. An uncovered tail is left out.
 func (s *segmenter) finish() error {
 	if s.store == "" {
-		return fmt.Errorf("the stream of run %s holds no chain", s.runID)
+		return fmt.Errorf("%w: the stream of run %s holds no chain (%d messages on its subject, none a chain's key line)", ErrNoChain, s.runID, s.info.Skipped)
 	}
 	s.info.Dropped += uint64(len(s.pending))
 	s.info.Actions = s.covered
@@ -193,6 +230,10 @@ func (s *segmenter) finish() error {
 	}
 	return s.w.End(s.end)
 }
+
+// ErrNoChain is ReadChain's error when the run's subject holds messages
+// but none of them begins a chain (garbage only): the run has not begun.
+var ErrNoChain = errors.New("no chain")
 
 // ReadChain writes the chain of run runID, as replicated to stream
 // RALPH_CHAINS up to the last message present when it is called, to w as a
@@ -285,9 +326,9 @@ func (ci *ChainInfo) nameLine(runID string, err error) error {
 	ref := ci.lines[be.Line-2]
 	what := kindName(ref.kind) + " " + strconv.FormatUint(ref.seq, 10)
 	if ref.streamSeq == 0 {
-		return fmt.Errorf("the chain of run %s in stream %s does not verify at its %s: %s", runID, StreamChains, what, be.Msg)
+		return fmt.Errorf("the chain of run %s in stream %s does not verify: line %d (its %s): %s", runID, StreamChains, be.Line, what, be.Msg)
 	}
-	return fmt.Errorf("%s in the stream of run %s (message %d of stream %s) does not verify: %s", what, runID, ref.streamSeq, StreamChains, be.Msg)
+	return fmt.Errorf("the chain of run %s in stream %s does not verify: line %d (%s, message %d of the stream): %s", runID, StreamChains, be.Line, what, ref.streamSeq, be.Msg)
 }
 
 // readVerified streams ReadChain into consume (ReadBundle or
@@ -305,16 +346,21 @@ func readVerified(ctx context.Context, js jetstream.JetStream, runID string, con
 		done <- result{info, err}
 	}()
 	err := consume(pr)
-	pr.CloseWithError(errors.New("the bundle reader stopped"))
+	pr.CloseWithError(errReaderStopped)
 	res := <-done
-	if res.err != nil {
+	if res.err != nil && !errors.Is(res.err, errReaderStopped) {
 		return res.info, res.err
 	}
 	if err != nil {
+		// The reader refused a line: ReadChain stopped because of it.
 		return res.info, res.info.nameLine(runID, err)
 	}
-	return res.info, nil
+	return res.info, res.err
 }
+
+// errReaderStopped is what ReadChain's writes get once the bundle's reader
+// refused a line: the reader's error is the one to report.
+var errReaderStopped = errors.New("the bundle reader stopped")
 
 // VerifyChain reads run runID's chain from the stream and verifies it as a
 // bundle; pinned, when not empty, are the verifier keys to trust (every

@@ -58,24 +58,29 @@ func FuzzSegmenter(f *testing.F) {
 }
 
 // TestSegmentRule: a key line drops the uncovered tail before it, and
-// only that; a segment that skips or repeats actions is refused.
+// only that; a message that does not fit (a segment that skips or repeats
+// actions, garbage, anything after the end line) is skipped and noted,
+// and the chain around it is read as if it were not there.
 func TestSegmentRule(t *testing.T) {
 	t.Parallel()
 	base := "1|r/s1/key/1|1|1|key k1\n2|r/s1/a/1|1||a AA==\n3|r/s1/c/1|1||c AA\n4|r/s1/a/2|2||a AA==\n5|r/s1/a/3|3||a AA==\n"
 	for name, tc := range map[string]struct {
 		msgs    string
-		want    string // error, or "" and then dropped/actions/keys
+		note    string // the first skip's note, when one is skipped
 		dropped uint64
 		keys    int
+		actions uint64
+		ended   bool
 	}{
-		"tail dropped":   {base + "6|r/s2/key/2|2|2|key k2\n7|r/s2/a/2|2||a AA==\n8|r/s2/c/2|2||c AA", "", 2, 2},
-		"live tail":      {base, "", 2, 1},
-		"gap":            {base + "6|r/s2/key/3|3|3|key k2", "key line of the segment from action 3 in the stream of run r (message 6", 0, 0},
-		"overlap":        {base + "6|r/s2/key/1|1|1|key k2", "must start at action 2", 0, 0},
-		"stale store":    {base + "6|r/s2/key/2|2|2|key k2\n7|r/s1/a/4|4||a AA==", "comes from store s1", 0, 0},
-		"after end":      {"1|r/s1/key/1|1|1|key k1\n2|r/s1/end/0|0||end 0 a b\n3|r/s1/a/1|1||a AA==", "follows the chain's end line", 0, 0},
-		"no key first":   {"1|r/s1/a/1|1||a AA==", "does not begin with a key line", 0, 0},
-		"other run's id": {"1|q/s1/key/1|1|1|key k1", "is not r/<store id>/key/1", 0, 0},
+		"tail dropped":   {base + "6|r/s2/key/2|2|2|key k2\n7|r/s2/a/2|2||a AA==\n8|r/s2/c/2|2||c AA", "", 2, 2, 2, false},
+		"live tail":      {base, "", 2, 1, 1, false},
+		"gap":            {base + "6|r/s2/key/3|3|3|key k2", "key line of the segment from action 3 in the stream of run r (message 6", 2, 1, 1, false},
+		"overlap":        {base + "6|r/s2/key/1|1|1|key k2", "must start at action 2", 2, 1, 1, false},
+		"stale store":    {base + "6|r/s2/key/2|2|2|key k2\n7|r/s1/a/4|4||a AA==\n8|r/s2/a/2|2||a AA==\n9|r/s2/c/2|2||c AA", "comes from store s1", 2, 2, 2, false},
+		"after end":      {"1|r/s1/key/1|1|1|key k1\n2|r/s1/end/0|0||end 0 a b\n3|r/s1/a/1|1||a AA==\n4|r/s2/key/1|1|1|key k2", "follows the chain's end line", 0, 1, 0, true},
+		"no key first":   {"1|r/s1/a/1|1||a AA==\n2|r/s1/key/1|1|1|key k1", "does not begin with a key line", 0, 1, 0, false},
+		"other run's id": {"1|q/s1/key/1|1|1|key k1\n2|r/s1/key/1|1|1|key k1", "is not r/<store id>/key/1", 0, 1, 0, false},
+		"garbage":        {"1|r/s1/key/1|1|1|key k1\n2|r/s1/a/1|1||a AA==\n3|||||{\"forged\":true}\n4|r/s1/c/1|1||c AA", "a message in the stream of run r (message 3 of stream RALPH_CHAINS): it is not a chain line", 0, 1, 1, false},
 	} {
 		var info ChainInfo
 		seg := newSegmenter("r", &bytes.Buffer{}, &info)
@@ -88,11 +93,39 @@ func TestSegmentRule(t *testing.T) {
 		if err == nil {
 			err = seg.finish()
 		}
-		switch {
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: %v, want %q", name, err, tc.want)
-		case tc.want == "" && (err != nil || info.Dropped != tc.dropped || len(info.Keys) != tc.keys):
-			t.Errorf("%s: %v, %+v", name, err, info)
+		skipped := uint64(0)
+		if tc.note != "" {
+			skipped = 1
 		}
+		if name == "after end" { // an a line and a key line follow the end
+			skipped = 2
+		}
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", name, err)
+		case info.Skipped != skipped || tc.note != "" && !strings.Contains(info.SkipNotes[0], tc.note):
+			t.Errorf("%s: skipped %d %q, want %d %q", name, info.Skipped, info.SkipNotes, skipped, tc.note)
+		case info.Dropped != tc.dropped || len(info.Keys) != tc.keys || info.Actions != tc.actions || info.Ended != tc.ended:
+			t.Errorf("%s: %+v", name, info)
+		}
+	}
+}
+
+// TestSegmentSkipsBounded: a flood of garbage is counted, and only the
+// first few notes are kept.
+func TestSegmentSkipsBounded(t *testing.T) {
+	t.Parallel()
+	var info ChainInfo
+	seg := newSegmenter("r", &bytes.Buffer{}, &info)
+	if err := seg.add(chainMsg{streamSeq: 1, msgID: "r/s1/key/1", seq: "1", from: "1", data: []byte("key k1")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := seg.add(chainMsg{streamSeq: uint64(i + 2), data: []byte("garbage")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := seg.finish(); err != nil || info.Skipped != 1000 || len(info.SkipNotes) != maxSkipNotes {
+		t.Fatalf("%v: skipped %d, %d notes", err, info.Skipped, len(info.SkipNotes))
 	}
 }

@@ -43,6 +43,7 @@ type ReplicateOption func(*replicateOptions)
 type replicateOptions struct {
 	onAck          func(kind string, seq uint64, acked time.Time)
 	publishTimeout time.Duration
+	onSkip         func(note string)
 	batchBytes     int
 }
 
@@ -51,6 +52,13 @@ type replicateOptions struct {
 // Ralph-Seq. Benchmarks measure replication lag with it.
 func WithAckHook(fn func(kind string, seq uint64, acked time.Time)) ReplicateOption {
 	return func(o *replicateOptions) { o.onAck = fn }
+}
+
+// WithSkipHook calls fn, on the replicator's goroutine, for each message
+// on the run's subject that is not a line of its chain (garbage another
+// client published there), which the replicator skips.
+func WithSkipHook(fn func(note string)) ReplicateOption {
+	return func(o *replicateOptions) { o.onSkip = fn }
 }
 
 // WithPublishTimeout bounds the wait for one acknowledgement before the
@@ -82,8 +90,10 @@ type Replicator struct {
 	next    uint64 // the next action seq to publish; owned likewise
 
 	mu       sync.Mutex
-	acked    uint64        // every action up to here is in the stream with its checkpoint
-	err      error         // sticky: ErrFenced or a publish that cannot succeed
+	acked    uint64 // every action up to here is in the stream with its checkpoint
+	err      error  // sticky: ErrFenced or a publish that cannot succeed
+	skipped  uint64 // garbage found after this replicator's own lines
+	skipNote string
 	progress chan struct{} // closed and replaced when acked or err changes
 
 	cancel   context.CancelFunc
@@ -251,7 +261,22 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 		cancel()
 		if err == nil {
 			// A duplicate's ack carries the sequence of the copy stored
-			// first (a clustered stream checks the message id first).
+			// first (a clustered stream checks the message id first): it
+			// must be this very line, not another client's message that
+			// took its id.
+			if ack.Duplicate {
+				m, gerr := r.stream.GetMsg(ctx, ack.Sequence)
+				switch {
+				case gerr != nil && !transient(gerr):
+					return fmt.Errorf("replicate run %s: read message %d of stream %s, which the stream took for line %s: %w", r.runID, ack.Sequence, StreamChains, id, gerr)
+				case gerr != nil: // a new leader: publish again, and look again
+					err = gerr
+				case m.Subject != r.subject || m.Header.Get(jetstream.MsgIDHeader) != id || !bytes.Equal(m.Data, data):
+					return fmt.Errorf("replicate run %s: message %d of stream %s carries the id of line %s but not its bytes; another client published it, and the stream refuses the line as its duplicate", r.runID, ack.Sequence, StreamChains, id)
+				}
+			}
+		}
+		if err == nil {
 			r.lastSeq = ack.Sequence
 			if r.o.onAck != nil {
 				r.o.onAck(kind, seq, time.Now())
@@ -264,13 +289,30 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 			// than acknowledged as a duplicate: look at what is there.
 			last, lerr := r.stream.GetLastMsgForSubject(ctx, r.subject)
 			switch {
-			case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id:
+			case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id && bytes.Equal(last.Data, data):
 				r.lastSeq = last.Sequence
 				if r.o.onAck != nil {
 					r.o.onAck(kind, seq, time.Now())
 				}
 				return nil
 			case lerr == nil && last.Sequence > r.lastSeq:
+				stored, fence, serr := r.scanAfter(ctx, id, data, last.Sequence)
+				if serr != nil {
+					return fmt.Errorf("replicate %s %d of run %s: read the messages after %d of %s: %w", kind, seq, r.runID, r.lastSeq, r.subject, serr)
+				}
+				if fence == "" {
+					// Only garbage (and perhaps this very line) came after
+					// this replicator's last message: it is skipped, and
+					// the chain goes on after it.
+					r.lastSeq = last.Sequence
+					if stored {
+						if r.o.onAck != nil {
+							r.o.onAck(kind, seq, time.Now())
+						}
+						return nil
+					}
+					continue
+				}
 				return fmt.Errorf("%w: %w: the chain of run %s on stream %s was continued by message %d (%s), not by store %s",
 					ErrFenced, err, r.runID, StreamChains, last.Sequence, last.Header.Get(jetstream.MsgIDHeader), r.storeID)
 			case lerr != nil && !transient(lerr):
@@ -294,6 +336,74 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// maxScan bounds the messages scanAfter reads: a subject flooded past it
+// is taken as lost.
+const maxScan = 10000
+
+// scanAfter reads the run's subject after this replicator's last message,
+// up to stream sequence upto: stored reports line id among them (a retry
+// whose first publish was stored), fence names another store's key line
+// (that worker owns the run now; "" when there is none). Anything else is
+// not part of the chain (ChainInfo.Skipped): it is counted and noted.
+func (r *Replicator) scanAfter(ctx context.Context, id string, data []byte, upto uint64) (stored bool, fence string, err error) {
+	for next, n := r.lastSeq+1, 0; next <= upto; n++ {
+		if n == maxScan {
+			return false, "", fmt.Errorf("over %d messages follow this worker's last line", maxScan)
+		}
+		m, err := r.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return false, "", err
+		}
+		if m.Sequence > upto {
+			break
+		}
+		next = m.Sequence + 1
+		mid := m.Header.Get(jetstream.MsgIDHeader)
+		switch {
+		case mid == id && bytes.Equal(m.Data, data):
+			stored = true
+		case r.isKeyLine(m.Header, mid):
+			return false, mid, nil
+		default:
+			r.skip(fmt.Sprintf("message %d of stream %s on the subject of run %s (message id %q) is not a line of its chain; skipped", m.Sequence, StreamChains, r.runID, mid))
+		}
+	}
+	return stored, "", nil
+}
+
+// isKeyLine reports whether a message's headers make it another store's
+// key line for this run: the start of another worker's segment.
+func (r *Replicator) isKeyLine(h nats.Header, mid string) bool {
+	parts := strings.Split(mid, "/")
+	return len(parts) == 4 && parts[0] == r.runID && parts[1] != r.storeID && parts[1] != "" &&
+		parts[2] == ledger.BundleKey && parts[3] == h.Get(HeaderSeq) && h.Get(HeaderFrom) == h.Get(HeaderSeq)
+}
+
+// skip counts a message that is not part of the chain.
+func (r *Replicator) skip(note string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.skipped++
+	if r.skipNote == "" {
+		r.skipNote = note
+	}
+	if r.o.onSkip != nil {
+		r.o.onSkip(note)
+	}
+}
+
+// Skipped returns how many messages on the run's subject this replicator
+// found between its own lines and skipped (garbage: not a line of the
+// chain), and why for the first.
+func (r *Replicator) Skipped() (uint64, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped, r.skipNote
 }
 
 // wrongLastSequence reports the stream refusing an expected subject

@@ -243,7 +243,8 @@ func TestReplicateTwoSegments(t *testing.T) {
 		t.Fatalf("verify: %+v %+v %v", rep, info, err)
 	}
 	if _, _, err := fleet.VerifyChain(ctx, js, "run2", keys[:1]); err == nil || !strings.Contains(err.Error(), "not by the pinned key") ||
-		!strings.Contains(err.Error(), "key line of the segment from action 11 in the stream of run run2") {
+		!strings.Contains(err.Error(), "the chain of run run2 in stream RALPH_CHAINS does not verify: line ") ||
+		!strings.Contains(err.Error(), " (key line of the segment from action 11, message ") {
 		t.Fatalf("verify pinning only A's key: %v", err)
 	}
 	c, _, err := fleet.RebuildStore(ctx, js, "run2", ledger.Options{InMemory: true}, keys)
@@ -368,14 +369,24 @@ func TestReadChainNamesCorruptMessage(t *testing.T) {
 		}
 	})
 	for run, want := range map[string]string{
-		"seqflip":  "action 3 in the stream of run seqflip (message ",
-		"textflip": "checkpoint 3 in the stream of run textflip (message ",
-		"order":    "action 4 in the stream of run order (message ",
+		"seqflip":  "the chain of run seqflip in stream RALPH_CHAINS does not verify: line 7 (action 3, message ",
+		"textflip": "the chain of run textflip in stream RALPH_CHAINS does not verify: line 8 (checkpoint 3, message ",
 	} {
 		_, _, err := fleet.RebuildStore(ctx, js, run, ledger.Options{InMemory: true}, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", run, err, want)
 		}
+	}
+	// A line out of order is not part of the chain: it is skipped, and so
+	// is everything after it that cannot follow the chain before it; what
+	// is left verifies, as a chain that has not ended.
+	st2, info, err := fleet.RebuildStore(ctx, js, "order", ledger.Options{InMemory: true}, nil)
+	if err != nil {
+		t.Fatalf("order: %v", err)
+	}
+	st2.Close()
+	if info.Actions != 2 || info.Ended || info.Skipped == 0 || !strings.HasPrefix(info.SkipNotes[0], "action 4 in the stream of run order (message ") {
+		t.Errorf("order: %+v", info)
 	}
 	if _, _, err := fleet.VerifyChain(ctx, js, "nosuchrun", nil); err == nil || !strings.Contains(err.Error(), "holds no chain of run nosuchrun") {
 		t.Errorf("a run with no chain: %v", err)

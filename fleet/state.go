@@ -59,6 +59,11 @@ type RunState struct {
 	Iteration int     `json:"iteration"`
 	CostUSD   float64 `json:"cost_usd"`
 	Tokens    int64   `json:"tokens"`
+	// ChainSkipped counts the messages on the run's chain subject that are
+	// not part of its chain (garbage, lines out of order or after the end
+	// line), which its workers skipped; ChainNote says why for the first.
+	ChainSkipped uint64 `json:"chain_skipped,omitempty"`
+	ChainNote    string `json:"chain_note,omitempty"`
 	// Deliveries is the job's delivery count when the worker that wrote
 	// this state took it (JetStream's NumDelivered): it orders the workers
 	// a run has had, so a worker that lost the run cannot overwrite the

@@ -106,6 +106,7 @@ func (j *jobRun) follow(ctx context.Context, events <-chan loop.Event, t tally, 
 			return
 		}
 		j.state.Iteration, j.state.CostUSD, j.state.Tokens = t.iteration, t.cost, t.tokens
+		j.noteReplSkipped(j.repl.Load())
 		err := j.put(ctx)
 		switch {
 		case errors.Is(err, ErrStale) || errors.Is(err, ErrRunEnded):
@@ -158,6 +159,7 @@ func (j *jobRun) ended(ctx context.Context, repl *Replicator, r runResult, lost 
 	j.state.State, j.state.Error = finalState(out.Class), ""
 	j.state.Class, j.state.Condition, j.state.Reason = string(out.Class), out.TriggeredBy, out.Reason
 	j.state.Iteration, j.state.CostUSD, j.state.Tokens = out.Iterations, out.CostUSD, out.Tokens
+	j.noteReplSkipped(repl)
 	if err := j.put(ctx); err != nil {
 		return j.lost(err)
 	}

@@ -42,6 +42,20 @@ type jobRun struct {
 	dir        string                     // <worker dir>/runs/<run-id>
 	repl       atomic.Pointer[Replicator] // the run's replication, once it started
 	stopRun    context.CancelCauseFunc    // cancels the run's context (set before it starts)
+	skipBase   uint64                     // state.ChainSkipped before this attempt's replication began
+}
+
+// noteReplSkipped puts on the run's state the messages the replication
+// skipped so far.
+func (j *jobRun) noteReplSkipped(repl *Replicator) {
+	n, note := repl.Skipped()
+	if n == 0 {
+		return
+	}
+	j.state.ChainSkipped = j.skipBase + n
+	if j.state.ChainNote == "" {
+		j.state.ChainNote = note
+	}
 }
 
 // job runs one delivered job to its end, or hands it back, and settles its
@@ -180,7 +194,10 @@ func (j *jobRun) run(ctx context.Context) settle {
 			j.log.Warn("closing the run's store", "err", err)
 		}
 	}()
-	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq)
+	j.skipBase = j.state.ChainSkipped
+	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq, WithSkipHook(func(note string) {
+		j.log.Warn("a message on the run's chain subject is not part of its chain; it is skipped", "why", note)
+	}))
 	if err != nil {
 		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
 	}
@@ -274,7 +291,13 @@ func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
 		var ended *ledger.Action
 		p.resume = true
 		commit, p.fromSeq, p.lastStreamSeq, p.tally, ended, err = j.rebuild(bg, p.storeDir)
-		if err != nil {
+		var endLine *chainEndedError
+		switch {
+		case errors.Is(err, ErrNoChain): // garbage only: a new run, after it
+			p.resume, p.fromSeq, p.tally = false, 1, tally{}
+		case errors.As(err, &endLine): // the run ended: it is never resumed
+			return p, j.fail(bg, err), false
+		case err != nil:
 			return p, j.retry(bg, err), false
 		}
 		if ended != nil { // the run ended; its worker died before recording it
@@ -303,10 +326,17 @@ func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
 func (j *jobRun) rebuild(ctx context.Context, dir string) (commit string, fromSeq, lastStreamSeq uint64, t tally, ended *ledger.Action, err error) {
 	runID := j.job.RunID
 	st, info, err := RebuildStore(ctx, j.w.o.Handles.JS, runID, ledger.Options{Dir: dir, SyncWrites: true}, nil)
+	if errors.Is(err, ErrNoChain) {
+		j.noteSkipped(info.Skipped, info.SkipNotes)
+		return "", 1, info.LastStreamSeq, t, nil, err
+	}
 	if err != nil {
 		return "", 0, 0, t, nil, fmt.Errorf("the run's chain in stream %s does not rebuild: %w", StreamChains, err)
 	}
 	defer st.Close()
+	if info.Skipped > 0 {
+		j.noteSkipped(info.Skipped, info.SkipNotes)
+	}
 	acts, err := st.ByRun(runID)
 	if err != nil {
 		return "", 0, 0, t, nil, fmt.Errorf("read the rebuilt chain: %w", err)
@@ -317,12 +347,33 @@ func (j *jobRun) rebuild(ctx context.Context, dir string) (commit string, fromSe
 			ended = &acts[i]
 		}
 	}
+	if ended == nil && info.Ended {
+		return "", 0, 0, t, nil, &chainEndedError{fmt.Sprintf("the run's chain in stream %s has its end line after action %d but no closing action: the run ended there and is not resumed", StreamChains, info.Actions)}
+	}
 	if ended == nil {
 		if err := loop.RebuildKV(ctx, st, runID); err != nil {
 			return "", 0, 0, t, nil, fmt.Errorf("rebuild the run's records from its chain: %w", err)
 		}
 	}
 	return loop.LastCommit(acts), st.Head().Seq + 1, info.LastStreamSeq, t, ended, st.Close()
+}
+
+// chainEndedError is rebuild's error for a chain that has its end line but
+// no action closing the run: nothing may follow an end line, so the run
+// is not resumed.
+type chainEndedError struct{ msg string }
+
+func (e *chainEndedError) Error() string { return e.msg }
+
+// noteSkipped reports messages on the run's chain subject that are not
+// part of its chain: in the worker's log and on the run's state.
+func (j *jobRun) noteSkipped(n uint64, notes []string) {
+	first := ""
+	if len(notes) > 0 {
+		first = notes[0]
+	}
+	j.log.Warn("messages on the run's chain subject are not part of its chain; they are skipped", "skipped", n, "first", first)
+	j.state.ChainSkipped, j.state.ChainNote = n, first
 }
 
 // finalFromChain records the final state of a run whose closing action is
