@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/internal/proctest"
@@ -147,12 +148,25 @@ max = 1
 	for _, tag := range []string{"a", "b", "c"} {
 		pids = append(pids, pidIn(t, filepath.Join(marks, "plain-"+tag)), pidIn(t, filepath.Join(marks, "session-"+tag)))
 	}
-	for range 2 {
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+	// Two signals sent back to back can reach the process as one (a
+	// pending signal is not queued twice): signal until it exits, which
+	// only the second it receives makes it do while its runs hang.
+	exited := make(chan struct{})
+	go func() { _ = w.Wait(); close(exited) }()
+	for sent, deadline := 0, time.Now().Add(60*time.Second); ; sent++ {
+		if err := w.Process.Signal(syscall.SIGTERM); err != nil && sent == 0 {
 			t.Fatal(err)
 		}
+		select {
+		case <-exited:
+		case <-time.After(300 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+			t.Fatalf("the worker did not exit after %d SIGTERMs", sent+1)
+		}
+		break
 	}
-	_ = w.Wait()
 	for _, pid := range pids {
 		proctest.WaitGone(t, pid)
 	}
