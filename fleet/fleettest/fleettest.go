@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,22 +18,84 @@ import (
 	"github.com/ralphloop/ralph/fleet"
 )
 
-// Node starts a single JetStream node on a free port; it stops with the test.
+// The servers started here let in only the fleet's users (§17): each
+// test's servers get a fleet directory of their own with one member per
+// role, whose credentials Creds and Connect find by a server's URL.
+var authDirs sync.Map // client URL → fleet directory
+
+// NewAuth makes a fleet directory with one member per role (worker,
+// submitter, viewer), as `ralph fleet serve` does on first start.
+func NewAuth(t testing.TB) (dir string, members []fleet.Member) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "auth")
+	ms, err := fleet.InitAuth(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ms
+}
+
+// Register records that the server at url lets in the members of the fleet
+// directory dir (for servers a test starts itself).
+func Register(t testing.TB, url, dir string) {
+	authDirs.Store(url, dir)
+	t.Cleanup(func() { authDirs.Delete(url) })
+}
+
+// AuthDir is the fleet directory of the server(s) at url.
+func AuthDir(t testing.TB, url string) string {
+	t.Helper()
+	first, _, _ := strings.Cut(url, ",")
+	d, ok := authDirs.Load(first)
+	if !ok {
+		t.Fatalf("no fleet directory for the server at %s; start it with fleettest", url)
+	}
+	return d.(string)
+}
+
+// Creds is the credentials file of role's member on the server(s) at url.
+func Creds(t testing.TB, url string, role fleet.Role) string {
+	t.Helper()
+	return fleet.CredsPath(AuthDir(t, url), string(role))
+}
+
+// Connect connects to the server(s) at url as role's member; the
+// connection closes with the test.
+func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	o, err := fleet.CredsOption(Creds(t, url, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, append([]nats.Option{o}, opts...)...)
+	if err != nil {
+		t.Fatalf("connect to %s as %s: %v", url, role, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Node starts a single JetStream node on a free port with the roles' users;
+// it stops with the test.
 func Node(t testing.TB) *fleet.Server {
 	t.Helper()
-	s, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "n1"})
+	dir, ms := NewAuth(t)
+	s, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "n1", Members: ms})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Shutdown)
+	Register(t, s.ClientURL(), dir)
 	return s
 }
 
 // Cluster is a cluster of JetStream nodes started in process.
 type Cluster struct {
 	Nodes []*fleet.Server
-	dirs  []string
-	opts  []fleet.ServerOptions
+	// Auth is the fleet directory every node takes its users from.
+	Auth string
+	dirs []string
+	opts []fleet.ServerOptions
 }
 
 // NewCluster starts n routed JetStream nodes and waits until JetStream has
@@ -45,9 +108,11 @@ func NewCluster(t testing.TB, n int) *Cluster {
 		routes[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	}
 	root := t.TempDir()
+	var ms []fleet.Member
+	c.Auth, ms = NewAuth(t)
 	for i := range n {
 		o := fleet.ServerOptions{Dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), Listen: "127.0.0.1:0",
-			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i]}
+			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i], Members: ms}
 		for j, r := range routes {
 			if j != i {
 				o.Routes = append(o.Routes, r)
@@ -76,6 +141,9 @@ func NewCluster(t testing.TB, n int) *Cluster {
 			}
 		}
 	})
+	for _, s := range c.Nodes {
+		Register(t, s.ClientURL(), c.Auth)
+	}
 	c.WaitReady(t)
 	return c
 }
@@ -97,7 +165,11 @@ func (c *Cluster) URL() string {
 // stream of as many replicas as nodes can then be placed.
 func (c *Cluster) WaitReady(t testing.TB) {
 	t.Helper()
-	nc, err := nats.Connect(c.URL())
+	o, err := fleet.CredsOption(fleet.CredsPath(c.Auth, string(fleet.RoleViewer)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(c.URL(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +233,30 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Dial connects to the server(s) at url as role's member, for a test that
+// wants the error.
+func Dial(url string, role fleet.Role, opts ...nats.Option) (*nats.Conn, error) {
+	first, _, _ := strings.Cut(url, ",")
+	d, ok := authDirs.Load(first)
+	if !ok {
+		return nil, fmt.Errorf("no fleet directory for the server at %s; start it with fleettest", url)
+	}
+	o, err := fleet.CredsOption(fleet.CredsPath(d.(string), string(role)))
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(url, append([]nats.Option{o}, opts...)...)
+}
+
+// LookupCreds is the credentials file of role's member on the server(s) at
+// url, when fleettest started them.
+func LookupCreds(url string, role fleet.Role) (string, bool) {
+	first, _, _ := strings.Cut(url, ",")
+	d, ok := authDirs.Load(first)
+	if !ok {
+		return "", false
+	}
+	return fleet.CredsPath(d.(string), string(role)), true
 }
