@@ -23,17 +23,26 @@ import (
 // submitter's for submit and attach (which may control the run), a
 // viewer's for every reading command.
 func withCreds(args []string) []string {
-	url := ""
+	url, hasCreds, hasCA := "", false, false
 	for i, a := range args {
-		if strings.HasPrefix(a, "--creds") {
-			return args
-		}
-		if a == "--nats" && i+1 < len(args) {
+		switch {
+		case strings.HasPrefix(a, "--creds"):
+			hasCreds = true
+		case strings.HasPrefix(a, "--tls-ca"):
+			hasCA = true
+		case a == "--nats" && i+1 < len(args):
 			url = args[i+1]
 		}
 	}
 	if url == "" || len(args) == 0 {
 		return args
+	}
+	out := append([]string(nil), args...)
+	if ca, ok := fleettest.LookupCA(url); ok && !hasCA {
+		out = append(out, "--tls-ca", ca)
+	}
+	if hasCreds {
+		return out
 	}
 	role := fleet.RoleViewer
 	switch args[0] {
@@ -42,11 +51,10 @@ func withCreds(args []string) []string {
 	case "submit", "attach":
 		role = fleet.RoleSubmitter
 	}
-	creds, ok := fleettest.LookupCreds(url, role)
-	if !ok {
-		return args
+	if creds, ok := fleettest.LookupCreds(url, role); ok {
+		out = append(out, "--creds", creds)
 	}
-	return append(append([]string(nil), args...), "--creds", creds)
+	return out
 }
 
 // fleetCreds is the credentials file of role's member on the fleettest

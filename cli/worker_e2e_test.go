@@ -78,8 +78,8 @@ func git(t *testing.T, dir string, args ...string) string {
 func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 	f.t.Helper()
 	dir := f.t.TempDir()
-	cmd := exec.Command(ralphBin, "worker", "--nats", f.url, "--creds", fleetCreds(f.t, f.url, fleet.RoleWorker), "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
-		"--ack-wait", "3s", "--id", id)
+	cmd := exec.Command(ralphBin, withCreds([]string{"worker", "--nats", f.url, "--creds", fleetCreds(f.t, f.url, fleet.RoleWorker), "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
+		"--ack-wait", "3s", "--id", id})...)
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -403,7 +403,7 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 	if ralphBin == "" {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
-	c := fleettest.NewCluster(t, 3)
+	c := fleettest.NewTLSCluster(t, 3) // TLS for clients and routes, and the roles
 	cfg := fleet.DefaultConfig()
 	cfg.Replicas = 3
 	f := fleetOn(t, c.URL(), cfg)

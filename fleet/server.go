@@ -33,6 +33,10 @@ type ServerOptions struct {
 	// TLSCert and TLSKey are the server's certificate and key (PEM files);
 	// a server listening on anything but loopback needs them.
 	TLSCert, TLSKey string
+	// TLSCA is the CA that signed the other nodes' certificates: with TLS,
+	// a cluster's routes use the node's certificate both ways and accept
+	// only nodes signed by it.
+	TLSCA string
 }
 
 // Server is an embedded NATS server with JetStream.
@@ -89,6 +93,22 @@ func StartServer(o ServerOptions) (*Server, error) {
 			cp = server.RANDOM_PORT
 		}
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: ch, Port: cp}
+		if o.TLSCert != "" {
+			if o.TLSCA == "" {
+				return nil, errors.New("a cluster with TLS needs the CA that signed its nodes' certificates; pass it as well as the certificate and key")
+			}
+			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
+			if err != nil {
+				return nil, fmt.Errorf("the cluster's TLS (certificate %s, CA %s): %w", o.TLSCert, o.TLSCA, err)
+			}
+			// A node is both server and client of its routes: it checks
+			// the nodes it dials against the same CA.
+			tc.RootCAs = tc.ClientCAs
+			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
+		}
+		if o.TLSCert == "" && !loopback(ch) {
+			return nil, fmt.Errorf("cluster listen %s is reachable from other machines, which needs TLS; pass a certificate and key, or listen on 127.0.0.1", o.ClusterListen)
+		}
 		for _, r := range o.Routes {
 			u, err := url.Parse("nats-route://" + r)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 // test's servers get a fleet directory of their own with one member per
 // role, whose credentials Creds and Connect find by a server's URL.
 var authDirs sync.Map // client URL → fleet directory
+var authCAs sync.Map  // client URL → the CA of its TLS certificate, when it has one
 
 // NewAuth makes a fleet directory with one member per role (worker,
 // submitter, viewer), as `ralph fleet serve` does on first start.
@@ -40,6 +42,22 @@ func NewAuth(t testing.TB) (dir string, members []fleet.Member) {
 func Register(t testing.TB, url, dir string) {
 	authDirs.Store(url, dir)
 	t.Cleanup(func() { authDirs.Delete(url) })
+}
+
+// RegisterTLS records that the server at url presents a certificate ca
+// signed: Connect and Dial then trust it.
+func RegisterTLS(t testing.TB, url, ca string) {
+	authCAs.Store(url, ca)
+	t.Cleanup(func() { authCAs.Delete(url) })
+}
+
+// tlsOption trusts the CA of the server(s) at url, if they use TLS.
+func tlsOption(url string) []nats.Option {
+	first, _, _ := strings.Cut(url, ",")
+	if ca, ok := authCAs.Load(first); ok {
+		return []nats.Option{nats.RootCAs(ca.(string))}
+	}
+	return nil
 }
 
 // AuthDir is the fleet directory of the server(s) at url.
@@ -67,7 +85,7 @@ func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *na
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url, append([]nats.Option{o}, opts...)...)
+	nc, err := nats.Connect(url, append(append([]nats.Option{o}, tlsOption(url)...), opts...)...)
 	if err != nil {
 		t.Fatalf("connect to %s as %s: %v", url, role, err)
 	}
@@ -92,6 +110,8 @@ func Node(t testing.TB) *fleet.Server {
 // Cluster is a cluster of JetStream nodes started in process.
 type Cluster struct {
 	Nodes []*fleet.Server
+	// TLS, when the cluster was started with it, are its certificate files.
+	TLS *TLSFiles
 	// Auth is the fleet directory every node takes its users from.
 	Auth string
 	dirs []string
@@ -102,7 +122,20 @@ type Cluster struct {
 // a meta leader. They stop with the test.
 func NewCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{}
+	return newCluster(t, n, nil)
+}
+
+// NewTLSCluster is NewCluster with TLS for clients and routes, under
+// certificates a test CA signed (c.TLS).
+func NewTLSCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	f := NewTLS(t, time.Time{}, time.Time{})
+	return newCluster(t, n, &f)
+}
+
+func newCluster(t testing.TB, n int, tf *TLSFiles) *Cluster {
+	t.Helper()
+	c := &Cluster{TLS: tf}
 	routes := make([]string, n)
 	for i := range routes {
 		routes[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -112,7 +145,10 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	c.Auth, ms = NewAuth(t)
 	for i := range n {
 		o := fleet.ServerOptions{Dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), Listen: "127.0.0.1:0",
-			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i], Members: ms}
+			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i], Members: ms, Log: os.Getenv("FLEETTEST_LOG") != ""}
+		if tf != nil {
+			o.TLSCert, o.TLSKey, o.TLSCA = tf.Cert, tf.Key, tf.CA
+		}
 		for j, r := range routes {
 			if j != i {
 				o.Routes = append(o.Routes, r)
@@ -143,6 +179,9 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	})
 	for _, s := range c.Nodes {
 		Register(t, s.ClientURL(), c.Auth)
+		if tf != nil {
+			RegisterTLS(t, s.ClientURL(), tf.CA)
+		}
 	}
 	c.WaitReady(t)
 	return c
@@ -169,7 +208,7 @@ func (c *Cluster) WaitReady(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(c.URL(), o)
+	nc, err := nats.Connect(c.URL(), append([]nats.Option{o}, tlsOption(c.URL())...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +286,7 @@ func Dial(url string, role fleet.Role, opts ...nats.Option) (*nats.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return nats.Connect(url, append([]nats.Option{o}, opts...)...)
+	return nats.Connect(url, append(append([]nats.Option{o}, tlsOption(url)...), opts...)...)
 }
 
 // LookupCreds is the credentials file of role's member on the server(s) at
@@ -259,4 +298,15 @@ func LookupCreds(url string, role fleet.Role) (string, bool) {
 		return "", false
 	}
 	return fleet.CredsPath(d.(string), string(role)), true
+}
+
+// LookupCA is the CA file of the TLS server(s) at url, when fleettest
+// started them with TLS.
+func LookupCA(url string) (string, bool) {
+	first, _, _ := strings.Cut(url, ",")
+	ca, ok := authCAs.Load(first)
+	if !ok {
+		return "", false
+	}
+	return ca.(string), true
 }

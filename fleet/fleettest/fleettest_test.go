@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,29 @@ import (
 // A three-node cluster keeps its R3 streams when the jobs stream's leader
 // stops: a message published before is still there, and new ones go in.
 func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
-	c := NewCluster(t, 3)
+	t.Run("plain", func(t *testing.T) { clusterSurvivesStreamLeaderStop(t, NewCluster(t, 3)) })
+	// With TLS for clients and routes: a client must trust the cluster's
+	// CA, and the roles hold as on one node.
+	t.Run("tls", func(t *testing.T) {
+		c := NewTLSCluster(t, 3)
+		if !strings.HasPrefix(c.URL(), "tls://") {
+			t.Errorf("a TLS cluster's URL %s", c.URL())
+		}
+		o, err := fleet.CredsOption(fleet.CredsPath(c.Auth, "viewer"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nc, err := nats.Connect(c.URL(), o); err == nil {
+			nc.Close()
+			t.Error("a client that does not trust the cluster's CA connected")
+		} else if !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+			t.Errorf("a client without the CA: %v", err)
+		}
+		clusterSurvivesStreamLeaderStop(t, c)
+	})
+}
+
+func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
 	nc, err := Dial(c.URL(), fleet.RoleWorker, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
