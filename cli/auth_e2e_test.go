@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -128,7 +129,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nname = \"cap\"\nkind = \"max_iterations\"\nmax = 1\nclass = \"limit\"\n")
 	_, stderr, code = runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", filepath.Join(creds, "viewer.creds"))
-	if code == 0 || !strings.Contains(stderr, `Permissions Violation for Publish to "ralph.jobs"`) {
+	if code != 2 || !strings.Contains(stderr, `Permissions Violation for Publish to "ralph.jobs"`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("a viewer's submit: exit %d, stderr %q; want it refused", code, stderr)
 	}
 
@@ -222,5 +223,63 @@ func TestE2EFleetServeNeedsTLSBeyondLoopback(t *testing.T) {
 	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "0.0.0.0:0", "--dir", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "--listen 0.0.0.0:0 is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE") {
 		t.Errorf("fleet serve on 0.0.0.0 without TLS: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A server with TLS: a client trusts it only with --tls-ca, and an expired
+// or foreign certificate is one sentence with the fix, exit 2.
+func TestE2EFleetTLS(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	good := fleettest.NewTLS(t, time.Time{}, time.Time{})
+	other := fleettest.NewTLS(t, time.Time{}, time.Time{})
+	expired := fleettest.NewTLS(t, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	for _, tc := range []struct {
+		name   string
+		server fleettest.TLSFiles
+		ca     string
+		code   int
+		want   string
+	}{
+		{"trusted", good, good.CA, 0, ""},
+		{"no --tls-ca", good, "", 2, "is not trusted"},
+		{"another CA", good, other.CA, 2, "is not trusted"},
+		{"expired", expired, expired.CA, 2, "has expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "fleet")
+			cmd := exec.Command(ralphBin, "fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir, "--tls-cert", tc.server.Cert, "--tls-key", tc.server.Key)
+			out := filepath.Join(t.TempDir(), "serve.out")
+			f, err := os.Create(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd.Stdout, cmd.Stderr = f, f
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+			var url string
+			waitUntil(t, "fleet serve prints its URL", func() bool {
+				b, _ := os.ReadFile(out)
+				_, rest, ok := strings.Cut(string(b), "listening on ")
+				url, _, _ = strings.Cut(rest, " ")
+				return ok && strings.HasPrefix(url, "tls://")
+			})
+			args := []string{"runs", "--nats", url, "--creds", filepath.Join(dir, "creds", "viewer.creds")}
+			if tc.ca != "" {
+				args = append(args, "--tls-ca", tc.ca)
+			}
+			stdout, stderr, code := runBinary(t, ralphBin, "", args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) || (tc.code == 0 && !strings.HasPrefix(stdout, "RUN")) {
+				t.Errorf("runs: exit %d, stdout %q, stderr %q; want %d and %q", code, stdout, stderr, tc.code, tc.want)
+			}
+			if tc.code != 0 && (!strings.Contains(stderr, "--tls-ca FILE") && !strings.Contains(stderr, "renew the server's --tls-cert") || strings.Count(strings.TrimSpace(stderr), "\n") != 0) {
+				t.Errorf("runs: stderr %q; want one sentence with the fix", stderr)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,9 +60,23 @@ var natsAuth struct {
 	makes bool
 }
 
+// natsRefused is the first thing NATS refused this command's role (NATS
+// drops a refused publish and says so apart from the request, which then
+// times out): the command's error, exit 2, whatever else failed after it.
+var natsRefused atomic.Pointer[error]
+
+// natsRefusal is what NATS refused this command, or nil.
+func natsRefusal() error {
+	if e := natsRefused.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats.
 func addNATSAuthFlags(fs *pflag.FlagSet) {
 	natsAuth.creds, natsAuth.tlsCA, natsAuth.inProcess, natsAuth.makes = "", "", nil, false
+	natsRefused.Store(nil)
 	fs.StringVar(&natsAuth.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
 	fs.StringVar(&natsAuth.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
 }
@@ -87,7 +102,8 @@ func dialNATS(url, name string) (*nats.Conn, error) {
 			// NATS refuses what a role may not do by dropping it: say so
 			// once, in a sentence, instead of the library's log line.
 			if errors.Is(err, nats.ErrPermissionViolation) {
-				fmt.Fprintf(os.Stderr, "ralph: NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)\n", err, creds)
+				e := fmt.Errorf("NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)", err, creds)
+				natsRefused.CompareAndSwap(nil, &e)
 				return
 			}
 			fmt.Fprintf(os.Stderr, "ralph: NATS: %v\n", err)
