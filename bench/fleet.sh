@@ -28,6 +28,10 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 url="nats://127.0.0.1:$port"
 "$ralph" fleet serve --dir "$work/nats" --listen "127.0.0.1:$port" > "$work/serve.log" 2>&1 &
 pids="$pids $!"
+# The fleet lets in only its members (docs/fleet.md): readers sign in as its
+# viewer, workers and submitters with their own credentials.
+creds="$work/nats/creds"
+export RALPH_NATS_CREDS="$creds/viewer.creds"
 i=0
 until "$ralph" runs --nats "$url" > /dev/null 2>&1; do
 	i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/serve.log"; exit 1; }; sleep 0.1
@@ -57,7 +61,7 @@ TOML
 n=0
 while [ $n -lt "$workers" ]; do
 	n=$((n + 1))
-	"$ralph" worker --nats "$url" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
+	"$ralph" worker --nats "$url" --creds "$creds/worker.creds" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
 	wpids="$wpids $!"
 	echo "$work/w$n $!" >> "$work/workers"
 done
@@ -67,7 +71,7 @@ done
 n=0
 while [ $n -lt "$runs" ]; do
 	n=$((n + 1))
-	"$ralph" submit "$work/noop.toml" --nats "$url" >> "$work/ids" 2>> "$work/submit.log"
+	"$ralph" submit "$work/noop.toml" --nats "$url" --creds "$creds/submitter.creds" >> "$work/ids" 2>> "$work/submit.log"
 done
 python3 - "$ralph" "$url" "$work/ids" <<'PY'
 import json, subprocess, sys, time
@@ -119,7 +123,7 @@ delay = "0s"
 kind = "max_iterations"
 max = 30
 TOML
-id=$("$ralph" submit "$work/long.toml" --nats "$url" 2>> "$work/submit.log")
+id=$("$ralph" submit "$work/long.toml" --nats "$url" --creds "$creds/submitter.creds" 2>> "$work/submit.log")
 python3 - "$ralph" "$url" "$id" "$ackwait" "$work" <<'PY'
 import json, os, re, signal, subprocess, sys, time
 from datetime import datetime

@@ -60,6 +60,11 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return ExitOK
 	}
+	if refused := natsRefusal(); refused != nil {
+		// What failed after it was its consequence (a timeout).
+		fmt.Fprintf(stderr, "ralph: %s\n", refused)
+		return ExitUsage
+	}
 	return report(stderr, cmd, err)
 }
 

@@ -68,7 +68,7 @@ func runCommand(t *testing.T, bin, stdin string, env []string, args ...string) (
 	// A deadline only guards against a hang; no test measures time.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, bin, withCreds(args)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = env
 	var out, errOut bytes.Buffer

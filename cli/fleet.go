@@ -2,17 +2,23 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ralphloop/ralph/fleet"
 )
@@ -39,20 +45,115 @@ func natsURL(flag string) string {
 // command makes while it sets up.
 const dialTimeout = 5 * time.Second
 
+// natsAuth is how a fleet command signs in to NATS (§17): --creds (else
+// RALPH_NATS_CREDS), the credentials file of a fleet member, and --tls-ca,
+// the CA that signed the server's certificate. Every command that takes
+// --nats takes them too (addNATSAuthFlags); the last command built owns
+// them, as a process runs one command.
+var natsAuth struct {
+	creds, tlsCA string
+	// inProcess, when set, connects to the server in this process
+	// (ralph fleet serve making its own streams).
+	inProcess nats.InProcessConnProvider
+	// makes: this command makes or updates the fleet's streams (a worker,
+	// or the server itself), rather than using them as they are.
+	makes bool
+}
+
+// natsRefused is the first thing NATS refused this command's role (NATS
+// drops a refused publish and says so apart from the request, which then
+// times out): the command's error, exit 2, whatever else failed after it.
+var natsRefused atomic.Pointer[error]
+
+// natsRefusal is what NATS refused this command, or nil.
+func natsRefusal() error {
+	if e := natsRefused.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats.
+func addNATSAuthFlags(fs *pflag.FlagSet) {
+	natsAuth.creds, natsAuth.tlsCA, natsAuth.inProcess, natsAuth.makes = "", "", nil, false
+	natsRefused.Store(nil)
+	fs.StringVar(&natsAuth.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
+	fs.StringVar(&natsAuth.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
+}
+
+// credsFile is --creds, else RALPH_NATS_CREDS.
+func credsFile() string {
+	if natsAuth.creds != "" {
+		return natsAuth.creds
+	}
+	return os.Getenv("RALPH_NATS_CREDS")
+}
+
 // dialNATS connects to the NATS server(s) at url (comma-separated for a
-// cluster). One that does not answer is a usage error with the fix. Once
-// connected, a lost connection is re-established for as long as it takes
-// (a worker's runs go on meanwhile; their jobs move to other workers only
-// when the ack wait passes).
+// cluster) as the fleet member whose credentials --creds names. One that
+// does not answer, or refuses the credentials, is a usage error with the
+// fix. Once connected, a lost connection is re-established for as long as
+// it takes (a worker's runs go on meanwhile; their jobs move to other
+// workers only when the ack wait passes).
 func dialNATS(url, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1))
-	if err != nil {
-		if errors.Is(err, nats.ErrNoServers) || isConnRefused(err) {
-			return nil, exitError(ExitUsage, fmt.Errorf("no NATS server answers at %s; start one with `ralph fleet serve` or pass --nats URL", url))
+	creds := credsFile()
+	opts := []nats.Option{nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			// NATS refuses what a role may not do by dropping it: say so
+			// once, in a sentence, instead of the library's log line.
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				e := fmt.Errorf("NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)", err, creds)
+				natsRefused.CompareAndSwap(nil, &e)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "ralph: NATS: %v\n", err)
+		})}
+	if creds != "" {
+		o, err := fleet.CredsOption(creds)
+		if err != nil {
+			return nil, exitError(ExitUsage, err)
 		}
-		return nil, exitError(ExitUsage, fmt.Errorf("connect to NATS at %s: %w; check the URL, or start a server with `ralph fleet serve`", url, err))
+		opts = append(opts, o)
+	}
+	if natsAuth.tlsCA != "" {
+		if _, err := os.Stat(natsAuth.tlsCA); err != nil {
+			return nil, usageErrorf("cannot read the TLS CA file %s (%v); pass --tls-ca FILE with the PEM certificate of the CA that signed the server's", natsAuth.tlsCA, errors.Unwrap(err))
+		}
+		opts = append(opts, nats.RootCAs(natsAuth.tlsCA))
+	}
+	if natsAuth.inProcess != nil {
+		opts = append(opts, nats.InProcessServer(natsAuth.inProcess))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, exitError(ExitUsage, natsDialError(url, creds, err))
 	}
 	return nc, nil
+}
+
+// natsDialError is the sentence for a connection NATS refused.
+func natsDialError(url, creds string, err error) error {
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.Is(err, nats.ErrAuthorization) && creds == "":
+		return fmt.Errorf("the NATS server at %s lets in only the fleet's members; pass --creds FILE (or set RALPH_NATS_CREDS) with a credentials file from `ralph fleet serve` or `ralph fleet creds add`", url)
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAuthExpired):
+		return fmt.Errorf("the NATS server at %s refused the credentials in %s (revoked, or of another fleet); pass --creds FILE with a file `ralph fleet creds add` wrote for this fleet", url, creds)
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return fmt.Errorf("the TLS certificate of the NATS server at %s has expired (%v); renew the server's --tls-cert", url, invalid)
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("the TLS certificate of the NATS server at %s is not for that host (%v); connect with a name the certificate holds, or renew the server's --tls-cert", url, hostErr)
+	case errors.As(err, &unknownCA), errors.As(err, &certErr):
+		return fmt.Errorf("the TLS certificate of the NATS server at %s is not trusted (%v); pass --tls-ca FILE with the CA that signed it", url, err)
+	case errors.Is(err, nats.ErrSecureConnRequired):
+		return fmt.Errorf("the NATS server at %s requires TLS; connect with tls://HOST:PORT and pass --tls-ca FILE", url)
+	case errors.Is(err, nats.ErrNoServers) || isConnRefused(err):
+		return fmt.Errorf("no NATS server answers at %s; start one with `ralph fleet serve` or pass --nats URL", url)
+	}
+	return fmt.Errorf("connect to NATS at %s: %w; check the URL, or start a server with `ralph fleet serve`", url, err)
 }
 
 func isConnRefused(err error) bool {
@@ -85,6 +186,17 @@ func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handle
 	defer cancel()
 	c := fleet.DefaultConfig()
 	s, err := js.Stream(ctx, fleet.StreamJobs)
+	if err == nil && !natsAuth.makes {
+		// A fleet that exists is used as it is: only a worker may change
+		// its streams (§17), and a submitter needs none changed.
+		h, berr := fleet.Bind(ctx, js)
+		if berr == nil {
+			return h, nil
+		}
+		if !errors.Is(berr, jetstream.ErrStreamNotFound) && !errors.Is(berr, jetstream.ErrBucketNotFound) {
+			return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, berr))
+		}
+	}
 	switch {
 	case err == nil:
 		cfg := s.CachedInfo().Config
@@ -98,6 +210,9 @@ func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handle
 		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream; start it with JetStream enabled (nats-server -js), or use `ralph fleet serve`", url))
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, err))
+	case !natsAuth.makes:
+		// Only a worker may make the fleet's streams (§17).
+		return nil, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no streams yet: a worker makes them when it starts; start `ralph worker --nats %s` (or `ralph fleet serve`) first", url, url))
 	case nc.ConnectedClusterName() != "":
 		// The first to reach a cluster makes the fleet: three replicas of
 		// everything, so losing one server (even a stream's leader) loses
@@ -125,15 +240,84 @@ machine; any JetStream-enabled NATS cluster works the same way (docs/fleet.md).`
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newFleetServeCmd())
+	cmd.AddCommand(newFleetServeCmd(), newFleetCredsCmd())
+	return cmd
+}
+
+func newFleetCredsCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "creds",
+		Short: "Add or revoke a fleet member's NATS credentials (add NAME --role R | revoke NAME)",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&dir, "dir", "", "the fleet `DIR` of `ralph fleet serve` (default $XDG_STATE_HOME/ralph/fleet)")
+	fleetDir := func() (string, error) {
+		if dir != "" {
+			return dir, nil
+		}
+		d, err := defaultFleetDir()
+		if err != nil {
+			return "", exitError(ExitUsage, err)
+		}
+		return d, nil
+	}
+	var role string
+	add := &cobra.Command{
+		Use:   "add NAME --role worker|submitter|viewer",
+		Short: "Write a credentials file for one more fleet member (another machine)",
+		Long: `Make a new NATS user for the fleet with the role's permissions, write its
+credentials file (0600) to DIR/creds/NAME.creds and print its path. A running
+'ralph fleet serve' lets the new user in at once. Copy the file to the machine
+that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
+		Args: oneName("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := fleet.ParseRole(role)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			d, err := fleetDir()
+			if err != nil {
+				return err
+			}
+			if ms, err := fleet.LoadMembers(d); err != nil {
+				return exitError(ExitUsage, err)
+			} else if len(ms) == 0 {
+				return usageErrorf("%s holds no fleet; start `ralph fleet serve --dir %s` once first, or pass the --dir of the fleet", d, d)
+			}
+			m, err := fleet.AddMember(d, args[0], r)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			return writeOut(cmd.OutOrStdout(), fmt.Sprintf("%s (%s, key %s)\n", fleet.CredsPath(d, m.Name), m.Role, m.Key))
+		},
+	}
+	add.Flags().StringVar(&role, "role", "", "the member's role: worker, submitter or viewer")
+	revoke := &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "Remove a fleet member: its credentials no longer sign in, and a running server closes its connections",
+		Args:  oneName("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := fleetDir()
+			if err != nil {
+				return err
+			}
+			if err := fleet.RevokeMember(d, args[0]); err != nil {
+				return exitError(ExitUsage, err)
+			}
+			return writeOut(cmd.OutOrStdout(), fmt.Sprintf("revoked %s\n", args[0]))
+		},
+	}
+	cmd.AddCommand(add, revoke)
 	return cmd
 }
 
 func newFleetServeCmd() *cobra.Command {
-	var dir, listen string
+	var dir, listen, tlsCert, tlsKey string
 	var verbose bool
 	cmd := &cobra.Command{
-		Use:   "serve [--dir D] [--listen H:P]",
+		Use:   "serve [--dir D] [--listen H:P] [--tls-cert F --tls-key F]",
 		Short: "Run an embedded NATS server with JetStream for a fleet on this machine",
 		Long: `Run a NATS server with JetStream in this process, make the fleet's streams and
 buckets, print the URL workers and submitters use, and serve until Ctrl-C or
@@ -141,10 +325,15 @@ SIGTERM. Streams and buckets are files in --dir (default
 $XDG_STATE_HOME/ralph/fleet), so queued jobs, run states and replicated
 chains survive a restart.
 
+Only the fleet's members reach the server: on first start it makes one NATS
+user per role (worker, submitter, viewer) and writes their credentials files
+to DIR/creds; 'ralph fleet creds add' and 'revoke' change them while it runs.
+Listening on anything but loopback needs TLS (--tls-cert, --tls-key).
+
 Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
 1 the server failed.`,
 		Example: `  ralph fleet serve
-  ralph fleet serve --listen 0.0.0.0:4222 --dir /var/lib/ralph/fleet`,
+  ralph fleet serve --listen 0.0.0.0:4222 --tls-cert server.pem --tls-key server-key.pem --dir /var/lib/ralph/fleet`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
@@ -154,9 +343,11 @@ Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
 				}
 				dir = d
 			}
-			return fleetServe(cmd, dir, listen, verbose)
+			return fleetServe(cmd, serveOpts{dir: dir, listen: listen, verbose: verbose, tlsCert: tlsCert, tlsKey: tlsKey})
 		},
 	}
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "the server's TLS certificate, a PEM `FILE` (needed to listen beyond loopback)")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the TLS certificate's private key, a PEM `FILE`")
 	cmd.Flags().StringVar(&dir, "dir", "", "`DIR` for the streams and buckets (default $XDG_STATE_HOME/ralph/fleet)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4222", "client address `HOST:PORT` (port 0 picks a free one)")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "write the NATS server's own log to stderr")
@@ -177,9 +368,21 @@ func defaultFleetDir() (string, error) {
 	return filepath.Join(base, "ralph", "fleet"), nil
 }
 
-func fleetServe(cmd *cobra.Command, dir, listen string, verbose bool) error {
-	if err := checkListen(listen); err != nil {
+type serveOpts struct {
+	dir, listen, tlsCert, tlsKey string
+	verbose                      bool
+}
+
+func fleetServe(cmd *cobra.Command, o serveOpts) error {
+	dir := o.dir
+	if err := checkListen(o.listen); err != nil {
 		return err
+	}
+	if host, _, _ := net.SplitHostPort(o.listen); o.tlsCert == "" && !isLoopback(host) {
+		return usageErrorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.listen)
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErrorf("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return exitError(ExitUsage, fmt.Errorf("make the fleet directory %s: %w; pass --dir DIR", dir, err))
@@ -189,13 +392,30 @@ func fleetServe(cmd *cobra.Command, dir, listen string, verbose bool) error {
 		return err
 	}
 	defer unlock()
-	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: listen, Name: "ralph-fleet", Log: verbose})
+	made, err := fleet.InitAuth(dir)
 	if err != nil {
-		return exitError(ExitFailure, err)
+		return exitError(ExitUsage, err)
+	}
+	members, err := fleet.LoadMembers(dir)
+	if err != nil {
+		return exitError(ExitUsage, err)
+	}
+	if len(members) == 0 {
+		return usageErrorf("the fleet in %s has no members left, so no one could reach it; add one with `ralph fleet creds add NAME --role worker --dir %s`", dir, dir)
+	}
+	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: o.listen, Name: "ralph-fleet", Log: o.verbose,
+		Members: members, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
+	if err != nil {
+		return exitError(ExitUsage, err)
 	}
 	defer srv.Shutdown()
 	url := srv.ClientURL()
-	nc, err := dialNATS(url, "ralph fleet serve")
+	// The server's own connection is in process, as a worker: it makes the
+	// fleet's streams.
+	natsAuth.creds, natsAuth.tlsCA, natsAuth.inProcess, natsAuth.makes = workerCreds(dir, members), "", srv.Raw(), true
+	// (in process there is no TLS to speak: the server offers it only)
+	nc, err := dialNATS(strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
+	natsAuth.creds, natsAuth.inProcess = "", nil
 	if err != nil {
 		return err
 	}
@@ -204,17 +424,95 @@ func fleetServe(cmd *cobra.Command, dir, listen string, verbose bool) error {
 	if err != nil {
 		return err
 	}
+	creds := filepath.Join(dir, "creds")
+	tlsNote := ""
+	if o.tlsCert != "" {
+		tlsNote = " --tls-ca CA.pem"
+	}
+	status := "the fleet's members"
+	if len(made) > 0 {
+		status = "new credentials"
+	}
 	msg := fmt.Sprintf(`NATS with JetStream listening on %s (streams and buckets in %s)
+%s in %s (0600; copy one to the machine that needs it):
+  %s
 next, in other terminals or on other machines:
-  ralph worker --nats %s
-  ralph submit ralph.toml --nats %s
+  ralph worker --nats %s --creds %s%s
+  ralph submit ralph.toml --nats %s --creds %s%s
+  ralph runs --nats %s --creds %s%s
+more: ralph fleet creds add NAME --role worker|submitter|viewer --dir %s
 Ctrl-C stops the server.
-`, url, dir, url, url)
+`, url, dir, status, creds, strings.Join(memberFiles(dir, members), "\n  "),
+		url, fleet.CredsPath(dir, "worker"), tlsNote, url, fleet.CredsPath(dir, "submitter"), tlsNote,
+		url, fleet.CredsPath(dir, "viewer"), tlsNote, dir)
 	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
 		return err
 	}
-	<-cmd.Context().Done()
+	reloadMembers(cmd.Context(), srv, dir, cmd.ErrOrStderr())
 	return nil
+}
+
+func workerCreds(dir string, ms []fleet.Member) string {
+	for _, m := range ms {
+		if m.Role == fleet.RoleWorker {
+			return fleet.CredsPath(dir, m.Name)
+		}
+	}
+	return ""
+}
+
+func memberFiles(dir string, ms []fleet.Member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%-10s %s", m.Role, fleet.CredsPath(dir, m.Name)))
+	}
+	return out
+}
+
+// reloadMembers gives the running server the fleet's users whenever
+// `ralph fleet creds add|revoke` changes them, until ctx ends: a revoked
+// user's connections close at once.
+func reloadMembers(ctx context.Context, srv *fleet.Server, dir string, errOut io.Writer) {
+	users := filepath.Join(dir, "users.json")
+	stamp := func() time.Time {
+		fi, err := os.Stat(users)
+		if err != nil {
+			return time.Time{}
+		}
+		return fi.ModTime()
+	}
+	last := stamp()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := stamp()
+		if now.Equal(last) {
+			continue
+		}
+		last = now
+		ms, err := fleet.LoadMembers(dir)
+		if err == nil {
+			err = srv.SetMembers(ms)
+		}
+		if err != nil {
+			fmt.Fprintf(errOut, "ralph fleet serve: the fleet's users were not reloaded: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(errOut, "ralph fleet serve: reloaded the fleet's users (%d)\n", len(ms))
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkListen makes sure the client address can be listened on before the
@@ -243,4 +541,14 @@ func hostOrAll(h string) string {
 		return "0.0.0.0"
 	}
 	return h
+}
+
+// oneName takes exactly one positional argument, what names.
+func oneName(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErrorf("%s takes one %s, got %d arguments; e.g. `ralph fleet creds %s laptop`", cmd.Name(), what, len(args), cmd.Name())
+		}
+		return nil
+	}
 }

@@ -16,7 +16,7 @@ import (
 func startWorker(t *testing.T, url, id string) {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(ralphBin, "worker", "--nats", url, "--slots", "1", "--dir", filepath.Join(dir, "w"), "--id", id)
+	cmd := exec.Command(ralphBin, withCreds([]string{"worker", "--nats", url, "--slots", "1", "--dir", filepath.Join(dir, "w"), "--id", id})...)
 	out, err := os.Create(filepath.Join(dir, "worker.out"))
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ allow = ["ccos.*"]
 		t.Errorf("runs --nats while the run goes on:\n%s", out)
 	}
 
-	tm := newTmux(t, ralphBin+" attach --nats "+url+" "+id[:13]+"; echo EXIT $?; sleep 60")
+	tm := newTmux(t, ralphBin+" attach --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleSubmitter)+" "+id[:13]+"; echo EXIT $?; sleep 60")
 	tm.waitFor("Causal chain")
 	tm.waitFor("Stop conditions")
 	tm.send("a")

@@ -80,7 +80,11 @@ func TestE2EFleetServe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fleet")
 	cmd, url := fleetServe(t, dir)
 
-	nc, err := nats.Connect(url)
+	viewer, err := fleet.CredsOption(filepath.Join(dir, "creds", "viewer.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, viewer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
@@ -89,7 +89,7 @@ type fleetJobs struct {
 
 func openFleetJobs(t *testing.T, url string) fleetJobs {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := fleettest.Dial(url, fleet.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestE2ESubmit(t *testing.T) {
 	// directory of its repository is read from the same place in the clone.
 	repo.commit(t, map[string]string{"sub/ralph.toml": strings.Replace(submitConfig, `"plan.rtfs"`, `"../plan.rtfs"`, 1), "sub/PROMPT.md": "hi\n"})
 	cmd := exec.Command(ralphBin, "submit", filepath.Join(repo.work, "sub", "ralph.toml"), "--workspace", repo.bare)
-	cmd.Env = append(os.Environ(), "RALPH_NATS="+url)
+	cmd.Env = append(os.Environ(), "RALPH_NATS="+url, "RALPH_NATS_CREDS="+fleetCreds(t, url, fleet.RoleSubmitter))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("submit with RALPH_NATS: %v", err)
@@ -290,8 +290,31 @@ rtfs = '(do (step "Hi" (call :ccos.echo {:message "hi"})))'
 kind = "max_iterations"
 max = 1
 `)
-	var stdout, stderr string
-	code := -1
+	// A submitter may not make the fleet's streams: the first worker to
+	// reach the cluster does, with three replicas.
+	stdout, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", c.URL())
+	if code != 2 || !strings.Contains(stderr, "has no streams yet: a worker makes them when it starts") {
+		t.Errorf("submit to a cluster without a fleet: exit %d, %q", code, stderr)
+	}
+	w := exec.Command(ralphBin, "worker", "--nats", c.URL(), "--creds", fleetCreds(t, c.URL(), fleet.RoleWorker), "--dir", filepath.Join(dir, "w"))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nc0, err := fleettest.Dial(c.URL(), fleet.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js0, _ := jetstream.New(nc0)
+	waitUntil(t, "a worker makes the fleet", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.KeyValue(ctx, fleet.BucketWorkers)
+		return err == nil
+	})
+	nc0.Close()
+	w.Process.Signal(syscall.SIGTERM)
+	w.Wait()
+	code = -1
 	// A cluster may still be settling its leaders: a submit that could not
 	// reach JetStream queued nothing and can be repeated.
 	for try := 0; try < 10 && code != 0; try++ {
@@ -303,7 +326,7 @@ max = 1
 	if code != 0 {
 		t.Fatalf("submit to a cluster: exit %d, %q", code, stderr)
 	}
-	nc, err := nats.Connect(c.URL())
+	nc, err := fleettest.Dial(c.URL(), fleet.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}

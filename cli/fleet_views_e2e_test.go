@@ -150,7 +150,7 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	queued := "01a20000-0000-7000-8000-000000000001"
-	if err := fleet.Submit(context.Background(), fj.h, fleet.Job{RunID: queued, Config: "[model]\n"}); err != nil {
+	if err := fleet.Submit(context.Background(), submitterHandles(t, url), fleet.Job{RunID: queued, Config: "[model]\n"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -207,7 +207,7 @@ func TestE2EFleetViewInTerminal(t *testing.T) {
 	dir := t.TempDir()
 	id, _ := replicatedRun(t, fj, filepath.Join(dir, "store"))
 	exitFile := filepath.Join(dir, "exit")
-	tm := newTmux(t, ralphBin+" view "+id[:13]+" --nats "+url+"; echo $? > "+exitFile+"; sleep 60")
+	tm := newTmux(t, ralphBin+" view "+id[:13]+" --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleViewer)+"; echo $? > "+exitFile+"; sleep 60")
 	screen := tm.waitFor("Done by counted-to-three (success)")
 	for _, want := range []string{"Causal chain", "Iteration 3", "read-only"} {
 		if !strings.Contains(screen, want) {
@@ -220,7 +220,7 @@ func TestE2EFleetViewInTerminal(t *testing.T) {
 	}
 	// attach --nats to a run no worker runs: one sentence saying where it is.
 	exitFile = filepath.Join(dir, "exit2")
-	tm2 := newTmuxNamed(t, "attach", ralphBin+" attach --nats "+url+" "+id+"; echo $? > "+exitFile+"; sleep 60")
+	tm2 := newTmuxNamed(t, "attach", ralphBin+" attach --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleSubmitter)+" "+id+"; echo $? > "+exitFile+"; sleep 60")
 	tm2.waitFor("has ended (succeeded)")
 	if code := waitFile(t, exitFile); code != "2" {
 		t.Errorf("ralph attach --nats to an ended run exited %s, want 2", code)

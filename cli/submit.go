@@ -60,6 +60,7 @@ else nats://127.0.0.1:4222), 1 the fleet failed to queue it.`,
 		},
 	}
 	cmd.Flags().StringVar(&natsFlag, "nats", "", "NATS `URL` of the fleet, comma-separated for a cluster (default RALPH_NATS, then "+defaultNATS+")")
+	addNATSAuthFlags(cmd.Flags())
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the run's git repository `GIT_URL[@REF]`: each run gets a fresh clone on branch ralph/RUN_ID (default: an empty directory)")
 	return cmd
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
@@ -31,19 +30,14 @@ type e2eFleet struct {
 
 func newE2EFleet(t *testing.T) *e2eFleet {
 	t.Helper()
-	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	return fleetOn(t, srv.ClientURL(), fleet.DefaultConfig())
+	return fleetOn(t, fleettest.Node(t).ClientURL(), fleet.DefaultConfig())
 }
 
 // fleetOn makes the fleet's streams and buckets on the NATS at url and a
 // bare git remote with one commit on main.
 func fleetOn(t *testing.T, url string, c fleet.Config) *e2eFleet {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := fleettest.Dial(url, fleet.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +87,8 @@ func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 func (f *e2eFleet) workerArgs(id string, slots int, args []string, env ...string) *exec.Cmd {
 	f.t.Helper()
 	dir := f.t.TempDir()
-	cmd := exec.Command(ralphBin, append([]string{"worker", "--nats", f.url, "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
-		"--ack-wait", "3s", "--id", id}, args...)...)
+	cmd := exec.Command(ralphBin, withCreds(append([]string{"worker", "--nats", f.url, "--creds", fleetCreds(f.t, f.url, fleet.RoleWorker), "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
+		"--ack-wait", "3s", "--id", id}, args...))...)
 	cmd.Dir = dir
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -131,7 +125,7 @@ func (f *e2eFleet) submit(cfg string) string {
 func (f *e2eFleet) submitTo(cfg, workspace string) string {
 	f.t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	err := fleet.Submit(context.Background(), f.h, fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: workspace, Ref: "main"})
+	err := fleet.Submit(context.Background(), submitterHandles(f.t, f.url), fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: workspace, Ref: "main"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -424,7 +418,7 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 	if ralphBin == "" {
 		t.Skip("end-to-end tests build the binary; skipped under -short")
 	}
-	c := fleettest.NewCluster(t, 3)
+	c := fleettest.NewTLSCluster(t, 3) // TLS for clients and routes, and the roles
 	cfg := fleet.DefaultConfig()
 	cfg.Replicas = 3
 	f := fleetOn(t, c.URL(), cfg)

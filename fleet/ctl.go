@@ -90,10 +90,16 @@ func serveControls(nc *nats.Conn, runID string, c Controls, socketPath string, c
 	if err != nil {
 		return nil, fmt.Errorf("serve the controls of run %s on %s: %w", runID, CtlSubject(runID), err)
 	}
+	tsub, err := nc.Subscribe(TunnelSubject(runID), s.handle)
+	if err != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("serve the tunnels of run %s on %s: %w", runID, TunnelSubject(runID), err)
+	}
 	// The subscription must reach the server before anyone is told the run
 	// is here, or an early control finds no responder.
 	if err := nc.Flush(); err != nil {
 		sub.Unsubscribe()
+		tsub.Unsubscribe()
 		return nil, fmt.Errorf("serve the controls of run %s: %w", runID, err)
 	}
 	var once sync.Once
@@ -102,6 +108,7 @@ func serveControls(nc *nats.Conn, runID string, c Controls, socketPath string, c
 			// Unsubscribe fails only on a closed connection, which has
 			// ended the subscription anyway.
 			_ = sub.Unsubscribe()
+			_ = tsub.Unsubscribe()
 			// Once stop returns, the server knows: a control sent now finds
 			// no responder at once, instead of a subscriber that has gone.
 			_ = nc.Flush()
@@ -125,6 +132,10 @@ func (s *ctlServer) handle(m *nats.Msg) {
 	op, err := parseCtl(m.Data)
 	switch {
 	case err != nil:
+	case op == opTunnel && m.Subject != TunnelSubject(s.runID):
+		err = fmt.Errorf("tunnels to run %s open on %s", s.runID, TunnelSubject(s.runID))
+	case op != opTunnel && m.Subject != CtlSubject(s.runID):
+		err = fmt.Errorf("controls of run %s go to %s", s.runID, CtlSubject(s.runID))
 	case op == OpPause:
 		s.c.Pause()
 	case op == OpResume:
@@ -215,7 +226,11 @@ func request(ctx context.Context, nc *nats.Conn, runID, body string) (string, er
 		ctx, cancel = context.WithTimeout(ctx, ctlTimeout)
 		defer cancel()
 	}
-	m, err := nc.RequestWithContext(ctx, CtlSubject(runID), []byte(body))
+	subject := CtlSubject(runID)
+	if body == opTunnel {
+		subject = TunnelSubject(runID)
+	}
+	m, err := nc.RequestWithContext(ctx, subject, []byte(body))
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		url := nc.ConnectedUrlRedacted()

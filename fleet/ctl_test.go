@@ -45,18 +45,18 @@ func TestControlsReachTheRun(t *testing.T) {
 	}
 	defer stop()
 	for _, op := range []string{OpPause, OpResume, OpSkip, OpAbort} {
-		if err := Control(ctx, nc, id, op); err != nil {
+		if err := Control(ctx, submitterConn(t, nc), id, op); err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
 	}
 	if got := rc.ops(); got != "pause resume skip abort" {
 		t.Errorf("the run got %q", got)
 	}
-	if err := Control(ctx, nc, id, "approve"); err == nil || !strings.Contains(err.Error(), "not a control") {
+	if err := Control(ctx, submitterConn(t, nc), id, "approve"); err == nil || !strings.Contains(err.Error(), "not a control") {
 		t.Errorf("an unknown control: %v", err)
 	}
 	// A bad body sent by hand gets an error answer, and nothing happens.
-	m, err := nc.RequestWithContext(ctx, CtlSubject(id), []byte("explode"))
+	m, err := submitterConn(t, nc).RequestWithContext(ctx, CtlSubject(id), []byte("explode"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestControlsReachTheRun(t *testing.T) {
 		t.Errorf("answer to a bad control: %q", m.Data)
 	}
 	// A tunnel to a run without a socket is refused in a sentence.
-	if _, err := DialRun(ctx, nc, id); err == nil || !strings.Contains(err.Error(), "no live socket") {
+	if _, err := DialRun(ctx, submitterConn(t, nc), id); err == nil || !strings.Contains(err.Error(), "no live socket") {
 		t.Errorf("a tunnel to a run without a socket: %v", err)
 	}
 	if got := rc.ops(); got != "pause resume skip abort" {
@@ -72,7 +72,7 @@ func TestControlsReachTheRun(t *testing.T) {
 	}
 	stop()
 	stop() // stopping twice is harmless
-	err = Control(ctx, nc, id, OpPause)
+	err = Control(ctx, submitterConn(t, nc), id, OpPause)
 	if !errors.Is(err, ErrNoWorker) {
 		t.Fatalf("a control after stop: %v, want ErrNoWorker", err)
 	}
@@ -80,7 +80,7 @@ func TestControlsReachTheRun(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "` shows where it is") {
 		t.Errorf("error %q, want %q…", err, want)
 	}
-	if _, err := DialRun(ctx, nc, id); !errors.Is(err, ErrNoWorker) {
+	if _, err := DialRun(ctx, submitterConn(t, nc), id); !errors.Is(err, ErrNoWorker) {
 		t.Errorf("a tunnel to a run nobody serves: %v, want ErrNoWorker", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestControlOfANonRunID(t *testing.T) {
 	t.Parallel()
 	nc, _ := netFleet(t)
 	for _, id := range []string{"", "a.b", "a b", "*", ">"} {
-		if err := Control(context.Background(), nc, id, OpPause); err == nil || errors.Is(err, ErrNoWorker) {
+		if err := Control(context.Background(), submitterConn(t, nc), id, OpPause); err == nil || errors.Is(err, ErrNoWorker) {
 			t.Errorf("Control(%q): %v, want a refusal", id, err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestTunnelToASocketThatDoesNotAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	_, err = DialRun(netCtx(t), nc, id)
+	_, err = DialRun(netCtx(t), submitterConn(t, nc), id)
 	if err == nil || !strings.Contains(err.Error(), "live socket of run "+id+" does not answer") {
 		t.Errorf("a tunnel to a dead socket: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	m, err := nc.RequestWithContext(ctx, CtlSubject(id), []byte("tunnel"))
+	m, err := submitterConn(t, nc).RequestWithContext(ctx, TunnelSubject(id), []byte("tunnel"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One tunnel is all this run serves at once.
-	if _, err := DialRun(ctx, nc, id); err == nil || !strings.Contains(err.Error(), "no room for another tunnel (at most 1 at once)") {
+	if _, err := DialRun(ctx, submitterConn(t, nc), id); err == nil || !strings.Contains(err.Error(), "no room for another tunnel (at most 1 at once)") {
 		t.Errorf("a tunnel over the limit: %v", err)
 	}
 	sub, err := nc.SubscribeSync(down)

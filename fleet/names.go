@@ -25,6 +25,7 @@ const (
 	BucketRuns    = "ralph_runs"
 	BucketWorkers = "ralph_workers"
 	subjectCtl    = "ralph.ctl."
+	subjectTunnel = "ralph.tunnel."
 )
 
 // ChainSubject is the subject a run's chain is replicated on.
@@ -32,6 +33,10 @@ func ChainSubject(runID string) string { return subjectChainsPrefix + runID }
 
 // CtlSubject is the subject a run's controls travel on.
 func CtlSubject(runID string) string { return subjectCtl + runID }
+
+// TunnelSubject is the subject a run's tunnels are opened on: apart from
+// its controls, so that NATS permissions tell the two apart.
+func TunnelSubject(runID string) string { return subjectTunnel + runID }
 
 // Config is how the fleet's streams and buckets are made.
 type Config struct {
@@ -110,4 +115,26 @@ func WorkerConsumer(ctx context.Context, jobs jetstream.Stream, ackWait time.Dur
 		return nil, fmt.Errorf("make consumer %s: %w", ConsumerWorkers, err)
 	}
 	return c, nil
+}
+
+// Bind finds the fleet's streams and buckets as they are, changing
+// nothing: what a submitter or a viewer may do (only a worker may make
+// them, §17). A missing one is jetstream.ErrStreamNotFound or
+// jetstream.ErrBucketNotFound.
+func Bind(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
+	h := &Handles{JS: js}
+	var err error
+	if h.Jobs, err = js.Stream(ctx, StreamJobs); err != nil {
+		return nil, fmt.Errorf("find stream %s: %w", StreamJobs, err)
+	}
+	if h.Chains, err = js.Stream(ctx, StreamChains); err != nil {
+		return nil, fmt.Errorf("find stream %s: %w", StreamChains, err)
+	}
+	if h.Runs, err = js.KeyValue(ctx, BucketRuns); err != nil {
+		return nil, fmt.Errorf("find bucket %s: %w", BucketRuns, err)
+	}
+	if h.Workers, err = js.KeyValue(ctx, BucketWorkers); err != nil {
+		return nil, fmt.Errorf("find bucket %s: %w", BucketWorkers, err)
+	}
+	return h, nil
 }

@@ -5,17 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestEnsureIsIdempotent(t *testing.T) {
-	srv, err := StartServer(ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	srv, err := startTestServer(ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
+	nc, err := connectAs(srv.ClientURL(), RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}

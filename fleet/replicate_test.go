@@ -25,7 +25,7 @@ import (
 func newFleet(t testing.TB) (jetstream.JetStream, *fleet.Handles) {
 	t.Helper()
 	srv := fleettest.Node(t)
-	nc, err := nats.Connect(srv.ClientURL())
+	nc, err := fleettest.Dial(srv.ClientURL(), fleet.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestReplicateSurvivesStreamLeaderStop(t *testing.T) {
 	}
 	t.Parallel()
 	c := fleettest.NewCluster(t, 3)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := fleettest.Dial(c.URL(), fleet.RoleWorker, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -26,11 +27,23 @@ type ServerOptions struct {
 	Routes        []string
 	// Log writes the server's own log to stderr (ralph fleet serve --verbose).
 	Log bool
+	// Members are the only users the server lets in (§17): a server
+	// without members is refused, authentication is always on.
+	Members []Member
+	// TLSCert and TLSKey are the server's certificate and key (PEM files);
+	// a server listening on anything but loopback needs them.
+	TLSCert, TLSKey string
+	// TLSCA is the CA that signed the other nodes' certificates: with TLS,
+	// a cluster's routes use the node's certificate both ways and accept
+	// only nodes signed by it.
+	TLSCA string
 }
 
 // Server is an embedded NATS server with JetStream.
 type Server struct {
-	ns *server.Server
+	ns   *server.Server
+	opts *server.Options
+	mu   sync.Mutex
 }
 
 // StartServer starts an embedded NATS server with JetStream and waits
@@ -49,10 +62,27 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if port == 0 { // nats-server reads 0 as its default port, 4222
 		port = server.RANDOM_PORT
 	}
+	if len(o.Members) == 0 {
+		return nil, errors.New("the fleet server has no users, so no one could reach it; make them with `ralph fleet serve` (it writes them on first start) or `ralph fleet creds add NAME --role ROLE`")
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, errors.New("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
+	}
+	if o.TLSCert == "" && !loopback(host) {
+		return nil, fmt.Errorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.Listen)
+	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: host, Port: port,
 		JetStream: true, StoreDir: o.Dir,
 		NoLog: !o.Log, NoSigs: true,
+		Nkeys: NkeyUsers(o.Members),
+	}
+	if o.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("the TLS certificate %s or key %s: %w; pass a PEM certificate and its key", o.TLSCert, o.TLSKey, err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 5
 	}
 	if o.ClusterName != "" {
 		ch, cp, err := splitHostPort(o.ClusterListen)
@@ -63,6 +93,22 @@ func StartServer(o ServerOptions) (*Server, error) {
 			cp = server.RANDOM_PORT
 		}
 		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: ch, Port: cp}
+		if o.TLSCert != "" {
+			if o.TLSCA == "" {
+				return nil, errors.New("a cluster with TLS needs the CA that signed its nodes' certificates; pass it as well as the certificate and key")
+			}
+			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
+			if err != nil {
+				return nil, fmt.Errorf("the cluster's TLS (certificate %s, CA %s): %w", o.TLSCert, o.TLSCA, err)
+			}
+			// A node is both server and client of its routes: it checks
+			// the nodes it dials against the same CA.
+			tc.RootCAs = tc.ClientCAs
+			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
+		}
+		if o.TLSCert == "" && !loopback(ch) {
+			return nil, fmt.Errorf("cluster listen %s is reachable from other machines, which needs TLS; pass a certificate and key, or listen on 127.0.0.1", o.ClusterListen)
+		}
 		for _, r := range o.Routes {
 			u, err := url.Parse("nats-route://" + r)
 			if err != nil {
@@ -83,7 +129,34 @@ func StartServer(o ServerOptions) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("the NATS server on %s did not start within 30s; is the port in use? pass another --listen", o.Listen)
 	}
-	return &Server{ns: ns}, nil
+	return &Server{ns: ns, opts: opts.Clone()}, nil
+}
+
+// SetMembers replaces the server's users with ms (a NATS configuration
+// reload): the connections of a user no longer among them are closed at
+// once, and the others keep theirs.
+func (s *Server) SetMembers(ms []Member) error {
+	if len(ms) == 0 {
+		return errors.New("a fleet with no users could not be reached; keep at least one")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opts.Clone()
+	o.Nkeys = NkeyUsers(ms)
+	if err := s.ns.ReloadOptions(o); err != nil {
+		return fmt.Errorf("reload the fleet's users: %w", err)
+	}
+	s.opts = o.Clone()
+	return nil
+}
+
+// loopback says whether host is reachable from this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ClientURL is the URL workers and submitters connect to.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
@@ -40,12 +39,12 @@ func (r *clusterRun) Abort()            {}
 func TestTunnelAcrossACluster(t *testing.T) {
 	t.Parallel()
 	c := fleettest.NewCluster(t, 3)
-	worker, err := nats.Connect(c.Nodes[0].ClientURL())
+	worker, err := fleettest.Dial(c.Nodes[0].ClientURL(), fleet.RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(worker.Close)
-	viewer, err := nats.Connect(c.Nodes[2].ClientURL())
+	viewer, err := fleettest.Dial(c.Nodes[2].ClientURL(), fleet.RoleSubmitter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 func tunnelPair(t testing.TB, cfg tunnelConfig) (a, b *tunnel, ncB *nats.Conn) {
 	t.Helper()
 	nc, _ := netFleet(t)
-	ncB, err := nats.Connect(nc.ConnectedUrl())
+	ncB, err := connectAs(nc.ConnectedUrl(), RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestTunnelRefusesBadFrames(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			nc, _ := netFleet(t)
-			peer, err := nats.Connect(nc.ConnectedUrl())
+			peer, err := connectAs(nc.ConnectedUrl(), RoleWorker)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +391,7 @@ func tunnelAction(run string, i int) *ledger.Action {
 func TestServeClientThroughATunnel(t *testing.T) {
 	t.Parallel()
 	nc, _ := netFleet(t)
-	viewer, err := nats.Connect(nc.ConnectedUrl())
+	viewer, err := connectAs(nc.ConnectedUrl(), RoleSubmitter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func BenchmarkTunnel(b *testing.B) {
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "actions/s")
 	}
 	b.Run("actions-stream", func(b *testing.B) {
-		c, err := serve.DialConn(context.Background(), "run", func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, nc, id) })
+		c, err := serve.DialConn(context.Background(), "run", func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, submitterConn(b, nc), id) })
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -72,7 +72,7 @@ func newFleetFixture(t *testing.T) *fleetFixture {
 	t.Helper()
 	gitHome(t)
 	bare, _ := sharedRemote(t)
-	srv, err := StartServer(ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	srv, err := startTestServer(ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func newFleetFixture(t *testing.T) *fleetFixture {
 // connect is a fresh connection and the fleet's handles over it.
 func (fx *fleetFixture) connect(opts ...nats.Option) (*nats.Conn, *Handles) {
 	fx.t.Helper()
-	nc, err := nats.Connect(fx.url, opts...)
+	nc, err := connectAs(fx.url, RoleWorker, opts...)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func (fx *fleetFixture) connect(opts ...nats.Option) (*nats.Conn, *Handles) {
 func (fx *fleetFixture) submit(h *Handles, cfg string) string {
 	fx.t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(fx.t), h, Job{RunID: id, Config: cfg, ConfigPath: DefaultConfigPath, Workspace: fx.bare, Ref: "main"}); err != nil {
+	if err := Submit(ctxT(fx.t), submitterFor(fx.t, h), Job{RunID: id, Config: cfg, ConfigPath: DefaultConfigPath, Workspace: fx.bare, Ref: "main"}); err != nil {
 		fx.t.Fatal(err)
 	}
 	return id
@@ -552,12 +552,12 @@ func TestWorkerFailsBadJobs(t *testing.T) {
 	_, h := fx.connect()
 	missing := fx.submit(h, strings.Replace(limitJob(1), "[model]", "[intent]\ngoal = \"g\"\nprompt_file = \"PROMPT.md\"\n[model]", 1))
 	noAgentID := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(t), h, Job{RunID: noAgentID, Config: limitJob(1), ConfigPath: DefaultConfigPath, Workspace: fx.bare,
+	if err := Submit(ctxT(t), submitterFor(t, h), Job{RunID: noAgentID, Config: limitJob(1), ConfigPath: DefaultConfigPath, Workspace: fx.bare,
 		Agent: "ralph-no-such-agent-cli"}); err != nil {
 		t.Fatal(err)
 	}
 	badRemote := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(t), h, Job{RunID: badRemote, Config: limitJob(1), ConfigPath: DefaultConfigPath,
+	if err := Submit(ctxT(t), submitterFor(t, h), Job{RunID: badRemote, Config: limitJob(1), ConfigPath: DefaultConfigPath,
 		Workspace: filepath.Join(t.TempDir(), "nothing.git")}); err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +587,7 @@ func TestWorkerRunTakesControls(t *testing.T) {
 	fx.worker("w", 1, 5*time.Second, ncW, hW)
 	id := fx.submit(h, limitJob(50))
 	<-fx.holding // w/1
-	c, err := serve.DialConn(ctxT(t), id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, nc, id) })
+	c, err := serve.DialConn(ctxT(t), id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, submitterConn(t, nc), id) })
 	if err != nil {
 		t.Fatalf("tunnel to the run's store: %v", err)
 	}
@@ -599,7 +599,7 @@ func TestWorkerRunTakesControls(t *testing.T) {
 		t.Errorf("runs through the tunnel: %+v, %v", runs, err)
 	}
 	c.Close()
-	if err := Control(ctxT(t), nc, id, "abort"); err != nil {
+	if err := Control(ctxT(t), submitterConn(t, nc), id, "abort"); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	release()
@@ -632,10 +632,10 @@ func TestWorkerOutlivesANATSRestart(t *testing.T) {
 	fx.hold["w"] = nil
 	fx.mu.Unlock()
 	var err error
-	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
+	if srv, err = startTestServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
 		t.Fatal(err)
 	}
-	nc2, err := nats.Connect(srv.ClientURL())
+	nc2, err := connectAs(srv.ClientURL(), RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +662,7 @@ func restartableFleet(t *testing.T) (fx *fleetFixture, srv *Server, dir, listen 
 	gitHome(t)
 	bare, _ := sharedRemote(t)
 	dir, listen = t.TempDir(), fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	srv, err := StartServer(ServerOptions{Dir: dir, Listen: listen})
+	srv, err := startTestServer(ServerOptions{Dir: dir, Listen: listen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -772,7 +772,7 @@ func TestWorkerStopsWhileNATSIsAway(t *testing.T) {
 		t.Fatal("a worker told to stop while NATS is away did not exit within 60s")
 	}
 	var err error
-	if srv, err = StartServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
+	if srv, err = startTestServer(ServerOptions{Dir: dir, Listen: listen}); err != nil {
 		t.Fatal(err)
 	}
 	fx.mu.Lock()

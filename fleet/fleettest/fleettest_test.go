@@ -2,6 +2,7 @@ package fleettest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,30 @@ import (
 // A three-node cluster keeps its R3 streams when the jobs stream's leader
 // stops: a message published before is still there, and new ones go in.
 func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
-	c := NewCluster(t, 3)
-	nc, err := nats.Connect(c.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	t.Run("plain", func(t *testing.T) { clusterSurvivesStreamLeaderStop(t, NewCluster(t, 3)) })
+	// With TLS for clients and routes: a client must trust the cluster's
+	// CA, and the roles hold as on one node.
+	t.Run("tls", func(t *testing.T) {
+		c := NewTLSCluster(t, 3)
+		if !strings.HasPrefix(c.URL(), "tls://") {
+			t.Errorf("a TLS cluster's URL %s", c.URL())
+		}
+		o, err := fleet.CredsOption(fleet.CredsPath(c.Auth, "viewer"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nc, err := nats.Connect(c.URL(), o); err == nil {
+			nc.Close()
+			t.Error("a client that does not trust the cluster's CA connected")
+		} else if !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+			t.Errorf("a client without the CA: %v", err)
+		}
+		clusterSurvivesStreamLeaderStop(t, c)
+	})
+}
+
+func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
+	nc, err := Dial(c.URL(), fleet.RoleWorker, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +52,14 @@ func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, fleet.SubjectJobs, []byte("one"), jetstream.WithMsgID("one")); err != nil {
+	// Jobs are a submitter's to publish.
+	sc, err := Dial(c.URL(), fleet.RoleSubmitter, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sjs, _ := jetstream.New(sc)
+	if _, err := sjs.Publish(ctx, fleet.SubjectJobs, []byte("one"), jetstream.WithMsgID("one")); err != nil {
 		t.Fatal(err)
 	}
 	leader := c.StreamLeader(fleet.StreamJobs)
@@ -43,13 +73,13 @@ func TestClusterSurvivesStreamLeaderStop(t *testing.T) {
 		// Each attempt has its own deadline: a publish sent while no
 		// leader can answer is never acked.
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := js.Publish(actx, fleet.SubjectJobs, []byte("two"), jetstream.WithMsgID("two"))
+		_, err := sjs.Publish(actx, fleet.SubjectJobs, []byte("two"), jetstream.WithMsgID("two"))
 		acancel()
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("no publish after the leader stopped: %v (connected to %s, status %v)", err, nc.ConnectedUrl(), nc.Status())
+			t.Fatalf("no publish after the leader stopped: %v (connected to %s, status %v)", err, sc.ConnectedUrl(), sc.Status())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,0 +1,106 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Every server a test starts lets in only the fleet's users (§17).
+var testAuthDirs sync.Map // client URL → fleet directory
+
+// startTestServer starts a server whose users are kept beside its streams
+// (in o.Dir/.auth, so a restart on the same directory has the same ones).
+func startTestServer(o ServerOptions) (*Server, error) {
+	dir := filepath.Join(o.Dir, ".auth")
+	if _, err := InitAuth(dir); err != nil {
+		return nil, err
+	}
+	ms, err := LoadMembers(dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Members = ms
+	s, err := StartServer(o)
+	if err != nil {
+		return nil, err
+	}
+	testAuthDirs.Store(s.ClientURL(), dir)
+	return s, nil
+}
+
+// connectAs connects to the test server(s) at url as role's member.
+func connectAs(url string, role Role, opts ...nats.Option) (*nats.Conn, error) {
+	first, _, _ := strings.Cut(url, ",")
+	d, ok := testAuthDirs.Load(first)
+	if !ok {
+		return nil, fmt.Errorf("no users for the server at %s; start it with startTestServer", url)
+	}
+	o, err := CredsOption(CredsPath(d.(string), string(role)))
+	if err != nil {
+		return nil, err
+	}
+	return nats.Connect(url, append([]nats.Option{o}, opts...)...)
+}
+
+// asSubmitter is the fleet's handles over a new connection, as the
+// submitter's member, to the server nc is connected to.
+func asSubmitter(t testing.TB, nc *nats.Conn) *Handles {
+	t.Helper()
+	sc, err := connectAs(nc.ConnectedUrl(), RoleSubmitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sc.Close)
+	js, err := jetstream.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := Bind(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+var submitters sync.Map // *Handles → the submitter's *Handles
+
+// submitterFor is what a submitter has of the fleet h is a worker's
+// handles of: the same streams, over a submitter's connection.
+func submitterFor(t testing.TB, h *Handles) *Handles {
+	t.Helper()
+	if s, ok := submitters.Load(h); ok {
+		return s.(*Handles)
+	}
+	s := asSubmitter(t, h.JS.Conn())
+	submitters.Store(h, s)
+	t.Cleanup(func() { submitters.Delete(h) })
+	return s
+}
+
+var submitterConns sync.Map // a worker's *nats.Conn → a submitter's
+
+// submitterConn is a submitter's connection to the server nc is connected
+// to: the one controls and tunnels are sent over.
+func submitterConn(t testing.TB, nc *nats.Conn) *nats.Conn {
+	t.Helper()
+	if s, ok := submitterConns.Load(nc); ok {
+		return s.(*nats.Conn)
+	}
+	sc, err := connectAs(nc.ConnectedUrl(), RoleSubmitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submitterConns.Store(nc, sc)
+	t.Cleanup(func() { submitterConns.Delete(nc); sc.Close() })
+	return sc
+}
