@@ -117,8 +117,12 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 		where = fmt.Sprintf("%s at %s, on branch ralph/%s", job.Workspace, shortSHA(job.Ref), job.RunID)
 	}
 	// Best effort: the run id, what matters, is already on stdout.
-	fmt.Fprintf(errOut, "queued run %s on %s (works in %s); `ralph runs --nats %s` lists it, `ralph attach --nats %s %s` follows it once a worker takes it\n",
-		job.RunID, natsAt, where, natsAt, natsAt, job.RunID)
+	signIn := ""
+	if c := credsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
+		signIn = " --creds " + c // the submitter's credentials read states and chains too
+	}
+	fmt.Fprintf(errOut, "queued run %s on %s (works in %s); `ralph runs --nats %s%s` lists it, `ralph attach --nats %s%s %s` follows it once a worker takes it\n",
+		job.RunID, natsAt, where, natsAt, signIn, natsAt, signIn, job.RunID)
 	return nil
 }
 
