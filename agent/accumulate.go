@@ -1,7 +1,8 @@
 package agent
 
-// accumulator sums a call's events into its Result. Only the stdout
-// reader uses it while the call runs.
+// accumulator sums a call's events into its Result. The readers of
+// standard output and standard error both emit events: Run serialises
+// them (add is not safe for concurrent use).
 type accumulator struct {
 	o         *Options
 	final     *string
@@ -98,10 +99,7 @@ func (a *accumulator) result(r *Result) {
 	r.Denials, r.Retries = a.denials, a.retries
 	r.Model = a.model
 	if r.Model == "" {
-		r.Model = ArgsModel(a.o.Args)
-	}
-	if r.Model == "" {
-		r.Model = DefaultModel(a.o.CLI)
+		r.Model = ConfiguredModel(a.o.CLI, a.o.Args)
 	}
 	switch {
 	// A CLI that reports $0 for tokens it spent does not know the model's

@@ -125,6 +125,16 @@ func DefaultModel(cli string) string {
 	return ""
 }
 
+// ConfiguredModel is the model a call of cli with args runs as far as
+// ralph can know before it starts: the one args name, else the CLI's
+// default ("" when neither is known).
+func ConfiguredModel(cli string, args []string) string {
+	if m := ArgsModel(args); m != "" {
+		return m
+	}
+	return DefaultModel(cli)
+}
+
 // InitModel is the model `ralph init` names in [agent] args for a CLI that
 // reports tokens but no cost and whose default model ralph cannot know
 // before the call (codex picks it from a catalogue it fetches), so that

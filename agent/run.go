@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			res.Limit = l
 		} else if l != nil && !l.Reset.IsZero() {
 			with := *res.Limit
-			with.Reset = l.Reset
+			with.Reset, with.Exact = l.Reset, l.Exact
 			res.Limit = &with
 		}
 	}

@@ -38,7 +38,7 @@ const (
 )
 
 // newSpool makes the file: w is the write end for the child's standard
-// output (append-only), s follows it. The file has no name once both are
+// output, s follows it through an open file description of its own. The file has no name once both are
 // open, so nothing is left behind however ralph ends.
 func newSpool() (w *os.File, s *spool, err error) {
 	w, err = os.CreateTemp("", "ralph-agent-out-*")
@@ -52,8 +52,6 @@ func newSpool() (w *os.File, s *spool, err error) {
 		_ = w.Close()
 		return nil, nil, err
 	}
-	// The child appends; its offset is its own (CreateTemp opened the file
-	// O_RDWR, which a child writing at offset 0 onwards is as good as).
 	return w, &spool{r: r, done: make(chan struct{})}, nil
 }
 

@@ -38,10 +38,7 @@ func (c *Config) AgentModel(cli string) string {
 	if c.Agent == nil {
 		return ""
 	}
-	if m := agent.ArgsModel(c.Agent.Args); m != "" {
-		return m
-	}
-	return agent.DefaultModel(cli)
+	return agent.ConfiguredModel(cli, c.Agent.Args)
 }
 
 // CheckAgentBudget refuses a max_cost stop condition that can never fire:

@@ -1,7 +1,6 @@
 package mockmodel
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -31,11 +30,6 @@ func conversation(assistants int, side bool) string {
 	return string(b)
 }
 
-type sseEvent struct {
-	name string
-	data map[string]any
-}
-
 func post(t *testing.T, url, body string) (*http.Response, []sseEvent) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/messages?beta=true", strings.NewReader(body))
@@ -53,26 +47,7 @@ func post(t *testing.T, url, body string) (*http.Response, []sseEvent) {
 		}
 		return resp, []sseEvent{{name: "http-error", data: e}}
 	}
-	var evs []sseEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<24)
-	var name string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			var d map[string]any
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d); err != nil {
-				t.Fatalf("data %q: %v", line, err)
-			}
-			if d["type"] != name {
-				t.Fatalf("event %s carries type %v", name, d["type"])
-			}
-			evs = append(evs, sseEvent{name, d})
-		}
-	}
+	evs := readSSE(t, resp.Body)
 	return resp, evs
 }
 

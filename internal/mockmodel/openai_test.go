@@ -1,7 +1,6 @@
 package mockmodel
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,16 +12,10 @@ import (
 	"time"
 )
 
-// oaiSSE is one server-sent event.
-type oaiSSE struct {
-	name string
-	data map[string]any
-}
-
 // post sends a Responses request whose user message is prompt and which
 // carries outputs tool outputs; it returns the status, the body (for an
 // error) and the events (for a stream).
-func postResponses(t *testing.T, ctx context.Context, url, key, prompt string, outputs int) (int, string, []oaiSSE) {
+func postResponses(t *testing.T, ctx context.Context, url, key, prompt string, outputs int) (int, string, []sseEvent) {
 	t.Helper()
 	input := []any{
 		map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": "instructions"}}},
@@ -47,32 +40,13 @@ func postResponses(t *testing.T, ctx context.Context, url, key, prompt string, o
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}
-	var evs []oaiSSE
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	var name string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			name = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			var d map[string]any
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d); err != nil {
-				t.Fatalf("event %s: %v", name, err)
-			}
-			if d["type"] != name {
-				t.Fatalf("event %s has type %v", name, d["type"])
-			}
-			evs = append(evs, oaiSSE{name, d})
-		}
-	}
+	evs := readSSE(t, resp.Body)
 	return resp.StatusCode, "", evs
 }
 
 // items are the items of the events' response.output_item.done, as
 // "type name".
-func items(evs []oaiSSE) []string {
+func items(evs []sseEvent) []string {
 	var out []string
 	for _, e := range evs {
 		if e.name == "response.output_item.done" {
