@@ -229,10 +229,7 @@ func TestDeniedErrorNamesToolTargetAndFix(t *testing.T) {
 	}}
 	msg := deniedError(r, agent.Options{}).Error()
 	for _, want := range []string{"agent.run: permission denied: claude was refused Edit /w/calc.go", "(and 1 more: Bash go test ./...)",
-		"you haven't granted it yet", "`ralph init --agent claude` writes them"} {
-		if p := agent.PermissionsFor("claude", nil, false); len(p.Args)+len(p.Env) == 0 && strings.Contains(want, "ralph init") {
-			want = "give the agent CLI permission to edit files in its workspace"
-		}
+		"you haven't granted it yet", "add --permission-mode acceptEdits to [agent] args (`ralph init --agent claude` writes them)"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("%q\nlacks %q", msg, want)
 		}
