@@ -71,7 +71,7 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", "attach to a run of the fleet at NATS `URL`, on whichever worker runs it")
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	return cmd
 }
 

@@ -147,7 +147,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 	fl.StringVar(&since, "since", "", "prove the store consistent with the checkpoint saved in `FILE` (ralph chain checkpoint > FILE)")
 	fl.StringVar(&bundle, "bundle", "", "verify the bundle `FILE` (ralph chain export --bundle) with no store")
 	fl.StringVar(&natsURL, "nats", "", "verify a run's chain as the fleet at NATS `URL` replicated it (with --run)")
-	addNATSAuthFlags(fl)
+	addNATSAuthFlags(cmd)
 	fl.StringVar(&runID, "run", "", "with --nats: the run `ID` (or a unique prefix) whose chain to verify")
 	return cmd
 }
@@ -248,7 +248,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 	fl.StringVar(&f.IntentID, "intent", "", "only actions of intent `ID`")
 	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (the ledger's JSON form, docs/ledger.md)")
 	fl.BoolVar(&tree, "tree", false, "arrange actions by parent")
-	addNATSAuthFlags(fl)
+	addNATSAuthFlags(cmd)
 	fl.StringVar(&natsURL, "nats", "", "show a run's chain as the fleet at NATS `URL` replicated it (with --run)")
 	return cmd
 }
@@ -286,7 +286,7 @@ func newChainExportCmd(store *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&bundle, "bundle", false, "write every action's canonical bytes, every checkpoint and the verifier key (docs/ledger.md)")
 	cmd.Flags().StringVar(&natsURL, "nats", "", "export a run's chain as the fleet at NATS `URL` replicated it (with --run; --bundle: the run's bundle)")
 	return cmd

@@ -56,11 +56,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	signedIn := &signIns{}
+	cmd, err := root.ExecuteContextC(context.WithValue(ctx, signInsKey{}, signedIn))
 	if err == nil {
 		return ExitOK
 	}
-	if refused := natsRefusal(); refused != nil {
+	if refused := signedIn.refusal(); refused != nil {
 		// What failed after it was its consequence (a timeout).
 		fmt.Fprintf(stderr, "ralph: %s\n", refused)
 		return ExitUsage

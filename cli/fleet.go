@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/ralphloop/ralph/fleet"
 )
@@ -45,12 +44,13 @@ func natsURL(flag string) string {
 // command makes while it sets up.
 const dialTimeout = 5 * time.Second
 
-// natsAuth is how a fleet command signs in to NATS (§17): --creds (else
-// RALPH_NATS_CREDS), the credentials file of a fleet member, and --tls-ca,
-// the CA that signed the server's certificate. Every command that takes
-// --nats takes them too (addNATSAuthFlags); the last command built owns
-// them, as a process runs one command.
-var natsAuth struct {
+// natsSignIn is how one fleet command signs in to NATS (§17): --creds
+// (else RALPH_NATS_CREDS), the credentials file of a fleet member, and
+// --tls-ca, the CA that signed the server's certificate. Every command that
+// takes --nats takes them too (addNATSAuthFlags), each into a natsSignIn of
+// its own, which reaches the code that connects through the command's
+// context.
+type natsSignIn struct {
 	creds, tlsCA string
 	// inProcess, when set, connects to the server in this process
 	// (ralph fleet serve making its own streams).
@@ -58,33 +58,66 @@ var natsAuth struct {
 	// makes: this command makes or updates the fleet's streams (a worker,
 	// or the server itself), rather than using them as they are.
 	makes bool
+	// refused is the first thing NATS refused this command's role (NATS
+	// drops a refused publish and says so apart from the request, which
+	// then times out): the command's error, exit 2, whatever else failed
+	// after it.
+	refused atomic.Pointer[error]
 }
 
-// natsRefused is the first thing NATS refused this command's role (NATS
-// drops a refused publish and says so apart from the request, which then
-// times out): the command's error, exit 2, whatever else failed after it.
-var natsRefused atomic.Pointer[error]
+type signInKey struct{}
 
-// natsRefusal is what NATS refused this command, or nil.
-func natsRefusal() error {
-	if e := natsRefused.Load(); e != nil {
+// withSignIn returns ctx carrying s for the connections made under it.
+func withSignIn(ctx context.Context, s *natsSignIn) context.Context {
+	return context.WithValue(ctx, signInKey{}, s)
+}
+
+// signInFrom is the sign-in the command running under ctx was given (one
+// that signs in with RALPH_NATS_CREDS when it was given none).
+func signInFrom(ctx context.Context) *natsSignIn {
+	if s, ok := ctx.Value(signInKey{}).(*natsSignIn); ok {
+		return s
+	}
+	return &natsSignIn{}
+}
+
+// signIns is where Run learns what NATS refused the command it ran: the
+// command's natsSignIn, once the command has started.
+type signIns struct{ s *natsSignIn }
+
+type signInsKey struct{}
+
+// refusal is what NATS refused the command, or nil.
+func (h *signIns) refusal() error {
+	if h.s == nil {
+		return nil
+	}
+	if e := h.s.refused.Load(); e != nil {
 		return *e
 	}
 	return nil
 }
 
-// addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats.
-func addNATSAuthFlags(fs *pflag.FlagSet) {
-	natsAuth.creds, natsAuth.tlsCA, natsAuth.inProcess, natsAuth.makes = "", "", nil, false
-	natsRefused.Store(nil)
-	fs.StringVar(&natsAuth.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
-	fs.StringVar(&natsAuth.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
+// addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats,
+// and puts what they say in the command's context before it runs.
+func addNATSAuthFlags(cmd *cobra.Command) {
+	s := &natsSignIn{}
+	fs := cmd.Flags()
+	fs.StringVar(&s.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
+	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
+	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+		if h, ok := c.Context().Value(signInsKey{}).(*signIns); ok {
+			h.s = s
+		}
+		c.SetContext(withSignIn(c.Context(), s))
+		return nil
+	}
 }
 
 // credsFile is --creds, else RALPH_NATS_CREDS.
-func credsFile() string {
-	if natsAuth.creds != "" {
-		return natsAuth.creds
+func (s *natsSignIn) credsFile() string {
+	if s.creds != "" {
+		return s.creds
 	}
 	return os.Getenv("RALPH_NATS_CREDS")
 }
@@ -95,15 +128,16 @@ func credsFile() string {
 // fix. Once connected, a lost connection is re-established for as long as
 // it takes (a worker's runs go on meanwhile; their jobs move to other
 // workers only when the ack wait passes).
-func dialNATS(url, name string) (*nats.Conn, error) {
-	creds := credsFile()
+func dialNATS(ctx context.Context, url, name string) (*nats.Conn, error) {
+	auth := signInFrom(ctx)
+	creds := auth.credsFile()
 	opts := []nats.Option{nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			// NATS refuses what a role may not do by dropping it: say so
 			// once, in a sentence, instead of the library's log line.
 			if errors.Is(err, nats.ErrPermissionViolation) {
 				e := fmt.Errorf("NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)", err, creds)
-				natsRefused.CompareAndSwap(nil, &e)
+				auth.refused.CompareAndSwap(nil, &e)
 				return
 			}
 			fmt.Fprintf(os.Stderr, "ralph: NATS: %v\n", err)
@@ -115,14 +149,14 @@ func dialNATS(url, name string) (*nats.Conn, error) {
 		}
 		opts = append(opts, o)
 	}
-	if natsAuth.tlsCA != "" {
-		if _, err := os.Stat(natsAuth.tlsCA); err != nil {
-			return nil, usageErrorf("cannot read the TLS CA file %s (%v); pass --tls-ca FILE with the PEM certificate of the CA that signed the server's", natsAuth.tlsCA, errors.Unwrap(err))
+	if auth.tlsCA != "" {
+		if _, err := os.Stat(auth.tlsCA); err != nil {
+			return nil, usageErrorf("cannot read the TLS CA file %s (%v); pass --tls-ca FILE with the PEM certificate of the CA that signed the server's", auth.tlsCA, errors.Unwrap(err))
 		}
-		opts = append(opts, nats.RootCAs(natsAuth.tlsCA))
+		opts = append(opts, nats.RootCAs(auth.tlsCA))
 	}
-	if natsAuth.inProcess != nil {
-		opts = append(opts, nats.InProcessServer(natsAuth.inProcess))
+	if auth.inProcess != nil {
+		opts = append(opts, nats.InProcessServer(auth.inProcess))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -165,7 +199,7 @@ func isConnRefused(err error) bool {
 // buckets, made when missing. Existing ones keep how they were made (a
 // cluster's three replicas are never cut to the one-machine default).
 func openFleet(ctx context.Context, url, name string) (*nats.Conn, *fleet.Handles, error) {
-	nc, err := dialNATS(url, name)
+	nc, err := dialNATS(ctx, url, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,7 +220,7 @@ func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handle
 	defer cancel()
 	c := fleet.DefaultConfig()
 	s, err := js.Stream(ctx, fleet.StreamJobs)
-	if err == nil && !natsAuth.makes {
+	if err == nil && !signInFrom(ctx).makes {
 		// A fleet that exists is used as it is: only a worker may change
 		// its streams (§17), and a submitter needs none changed.
 		h, berr := fleet.Bind(ctx, js)
@@ -210,7 +244,7 @@ func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handle
 		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream; start it with JetStream enabled (nats-server -js), or use `ralph fleet serve`", url))
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, err))
-	case !natsAuth.makes:
+	case !signInFrom(ctx).makes:
 		// Only a worker may make the fleet's streams (§17).
 		return nil, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no streams yet: a worker makes them when it starts; start `ralph worker --nats %s` (or `ralph fleet serve`) first", url, url))
 	case nc.ConnectedClusterName() != "":
@@ -412,14 +446,13 @@ func fleetServe(cmd *cobra.Command, o serveOpts) error {
 	url := srv.ClientURL()
 	// The server's own connection is in process, as a worker: it makes the
 	// fleet's streams.
-	natsAuth.creds, natsAuth.tlsCA, natsAuth.inProcess, natsAuth.makes = workerCreds(dir, members), "", srv.Raw(), true
 	// (in process there is no TLS to speak: the server offers it only)
-	nc, err := dialNATS(strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
-	natsAuth.creds, natsAuth.inProcess = "", nil
+	own := withSignIn(cmd.Context(), &natsSignIn{creds: workerCreds(dir, members), inProcess: srv.Raw(), makes: true})
+	nc, err := dialNATS(own, strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
 	if err != nil {
 		return err
 	}
-	_, err = fleetHandles(cmd.Context(), nc, url)
+	_, err = fleetHandles(own, nc, url)
 	nc.Close()
 	if err != nil {
 		return err

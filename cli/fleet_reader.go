@@ -40,8 +40,8 @@ type fleetConn struct {
 	js  jetstream.JetStream
 }
 
-func dialFleet(url, name string) (*fleetConn, error) {
-	nc, err := dialNATS(url, name)
+func dialFleet(ctx context.Context, url, name string) (*fleetConn, error) {
+	nc, err := dialNATS(ctx, url, name)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts l
 	if runID == "" {
 		return nil, usageErrorf("with --nats, name the run to read with --run ID; `ralph runs --nats %s` lists them", natsURL)
 	}
-	f, err := dialFleet(natsURL, "ralph reader")
+	f, err := dialFleet(ctx, natsURL, "ralph reader")
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (f *fleetConn) rebuild(ctx context.Context, id string, pinned []string) (fl
 // fleetRuns is `ralph runs --nats URL`: every run of the fleet with its
 // state, worker, iteration, cost and why it stopped.
 func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error {
-	f, err := dialFleet(url, "ralph runs")
+	f, err := dialFleet(ctx, url, "ralph runs")
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func fleetChainRun(cmd *cobra.Command, url, id, verb string) (*fleetConn, fleet.
 	if id == "" {
 		return nil, fleet.RunState{}, usageErrorf("with --nats, name the run whose chain to %s with --run ID; `ralph runs --nats %s` lists them", verb, url)
 	}
-	f, err := dialFleet(url, "ralph chain "+verb)
+	f, err := dialFleet(cmd.Context(), url, "ralph chain "+verb)
 	if err != nil {
 		return nil, fleet.RunState{}, err
 	}
@@ -308,7 +308,7 @@ func exportFleetBundle(cmd *cobra.Command, url, id string) error {
 // socket; the same UI, keys and controls as a local attach.
 func attachFleet(cmd *cobra.Command, url, id string) error {
 	ctx := cmd.Context()
-	f, err := dialFleet(url, "ralph attach")
+	f, err := dialFleet(ctx, url, "ralph attach")
 	if err != nil {
 		return err
 	}

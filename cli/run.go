@@ -429,7 +429,7 @@ func newRunsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR`")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run")
 	return cmd
 }

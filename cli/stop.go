@@ -86,7 +86,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
@@ -160,7 +160,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per evaluation")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also print each condition's evidence")

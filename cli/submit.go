@@ -60,7 +60,7 @@ else nats://127.0.0.1:4222), 1 the fleet failed to queue it.`,
 		},
 	}
 	cmd.Flags().StringVar(&natsFlag, "nats", "", "NATS `URL` of the fleet, comma-separated for a cluster (default RALPH_NATS, then "+defaultNATS+")")
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the run's git repository `GIT_URL[@REF]`: each run gets a fresh clone on branch ralph/RUN_ID (default: an empty directory)")
 	return cmd
 }
@@ -118,7 +118,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	}
 	// Best effort: the run id, what matters, is already on stdout.
 	signIn := ""
-	if c := credsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
+	if c := signInFrom(ctx).credsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
 		signIn = " --creds " + c // the submitter's credentials read states and chains too
 	}
 	fmt.Fprintf(errOut, "queued run %s on %s (works in %s); `ralph runs --nats %s%s` lists it, `ralph attach --nats %s%s %s` follows it once a worker takes it\n",

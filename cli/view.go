@@ -76,7 +76,7 @@ needs no terminal.`,
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
-	addNATSAuthFlags(cmd.Flags())
+	addNATSAuthFlags(cmd)
 	cmd.Flags().StringVar(&outputFlag, "output", "", "print the whole output of agent call `CALL` (last, a seq or an action id) and check it against its record")
 	return cmd
 }

@@ -80,7 +80,7 @@ Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS 
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&natsFlag, "nats", "", "NATS `URL` of the fleet, comma-separated for a cluster (default RALPH_NATS, then nats://127.0.0.1:4222)")
-	addNATSAuthFlags(fl)
+	addNATSAuthFlags(cmd)
 	fl.IntVar(&slots, "slots", 1, "run up to `N` loops at once")
 	fl.StringVar(&dir, "dir", ".ralph-worker", "`DIR` for the runs' workspaces and stores")
 	fl.DurationVar(&ackWait, "ack-wait", fleet.DefaultConfig().AckWait, "how long this worker may go silent before its runs go to another worker")
@@ -101,7 +101,7 @@ type workerOptions struct {
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
 	defer forceStopOnSecondSignal()()
-	natsAuth.makes = true // a worker keeps the fleet's streams as they should be
+	signInFrom(ctx).makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")
 	if err != nil {
 		return err
