@@ -76,8 +76,11 @@ max = 1
 		s.mu.Lock()
 		queued, bytes, dropped := len(s.queue), s.bytes, s.dropped
 		s.mu.Unlock()
-		// The subscription's pump may have moved a few into its channel.
-		if bytes > subscriberQueueBytes || queued > subscriberQueueBytes/MaxStreamText || dropped < n/2 {
+		// The subscription's pump moves what it can into its channel, as
+		// fast as the machine lets it: how many were dropped depends on
+		// that, but some must have been, and the queue never holds more
+		// than its bound.
+		if bytes > subscriberQueueBytes || queued > subscriberQueueBytes/MaxStreamText || dropped == 0 {
 			t.Errorf("queued %d events holding %d bytes, dropped %d; want at most %d bytes", queued, bytes, dropped, subscriberQueueBytes)
 		}
 	}
