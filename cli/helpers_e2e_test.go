@@ -64,6 +64,23 @@ func (tm *tmux) screen() string {
 	return string(out)
 }
 
+// sendUntil sends key until the screen shows want: a key that reaches the
+// program before its UI reads input (on a loaded machine) is sent again,
+// at most 10 times, each after 3 s without want (bounded polling, not a
+// timing assertion).
+func (tm *tmux) sendUntil(key, want string) string {
+	tm.t.Helper()
+	for try := 0; try < 10; try++ {
+		tm.send(key)
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if s := tm.screen(); strings.Contains(s, want) {
+				return s
+			}
+		}
+	}
+	return tm.waitFor(want)
+}
+
 // waitFor polls the screen until it shows want (bounded; not a timing assertion).
 func (tm *tmux) waitFor(want string) string {
 	tm.t.Helper()
