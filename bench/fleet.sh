@@ -10,6 +10,12 @@
 # 2. Failover: a long run's worker is killed with -9; the time from the kill to
 #    the run's next IterationStarted on another worker, against --ack-wait.
 # Replication lag is BenchmarkFleet/replication-lag in fleet/ (make bench).
+#
+# Environment: RALPH_BIN runs that binary instead of building one;
+# FLEET_TLS=1 serves TLS on loopback (a certificate made with openssl, clients
+# trusting it with --tls-ca); FLEET_AUTH=0 drives a binary from before fleet
+# authentication (no --creds anywhere); FLEET_FAILOVER=0 skips part 2.
+# bench/fleet-auth.sh compares authentication and TLS against that baseline.
 set -eu
 runs=${1:-200}
 workers=${2:-4}
@@ -22,18 +28,41 @@ wpids=
 # Workers stop before the server (a stopping worker hands its runs back through NATS).
 trap 'st=$?; set +e; for p in $wpids; do kill "$p" 2>/dev/null; done; wait $wpids 2>/dev/null; for p in $pids; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; exit $st' EXIT
 export XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state" XDG_RUNTIME_DIR="$work/run"
-(cd "$root" && go build -o "$work/ralph" .)
-ralph="$work/ralph"
+if [ -n "${RALPH_BIN:-}" ]; then
+	ralph=$RALPH_BIN
+else
+	(cd "$root" && go build -o "$work/ralph" .)
+	ralph="$work/ralph"
+fi
+auth=${FLEET_AUTH:-1}
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url="nats://127.0.0.1:$port"
-"$ralph" fleet serve --dir "$work/nats" --listen "127.0.0.1:$port" > "$work/serve.log" 2>&1 &
+serveflags=
+tlsca=
+if [ "${FLEET_TLS:-0}" = 1 ]; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost \
+		-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
+	serveflags="--tls-cert $work/cert.pem --tls-key $work/key.pem"
+	tlsca="--tls-ca $work/cert.pem"
+	url="tls://127.0.0.1:$port"
+fi
+# shellcheck disable=SC2086
+"$ralph" fleet serve --dir "$work/nats" --listen "127.0.0.1:$port" $serveflags > "$work/serve.log" 2>&1 &
 pids="$pids $!"
 # The fleet lets in only its members (docs/fleet.md): readers sign in as its
 # viewer, workers and submitters with their own credentials.
 creds="$work/nats/creds"
-export RALPH_NATS_CREDS="$creds/viewer.creds"
+wcreds= screds=
+if [ "$auth" = 1 ]; then
+	export RALPH_NATS_CREDS="$creds/viewer.creds"
+	wcreds="--creds $creds/worker.creds"
+	screds="--creds $creds/submitter.creds"
+fi
+# Every reading command below gets $tlsca through the python parts too.
+export FLEET_TLSCA="$tlsca"
 i=0
-until "$ralph" runs --nats "$url" > /dev/null 2>&1; do
+# shellcheck disable=SC2086
+until "$ralph" runs --nats "$url" $tlsca > /dev/null 2>&1; do
 	i=$((i + 1)); [ $i -lt 100 ] || { cat "$work/serve.log"; exit 1; }; sleep 0.1
 done
 
@@ -61,7 +90,8 @@ TOML
 n=0
 while [ $n -lt "$workers" ]; do
 	n=$((n + 1))
-	"$ralph" worker --nats "$url" --creds "$creds/worker.creds" --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
+	# shellcheck disable=SC2086
+	"$ralph" worker --nats "$url" $wcreds $tlsca --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
 	wpids="$wpids $!"
 	echo "$work/w$n $!" >> "$work/workers"
 done
@@ -71,19 +101,21 @@ done
 n=0
 while [ $n -lt "$runs" ]; do
 	n=$((n + 1))
-	"$ralph" submit "$work/noop.toml" --nats "$url" --creds "$creds/submitter.creds" >> "$work/ids" 2>> "$work/submit.log"
+	# shellcheck disable=SC2086
+	"$ralph" submit "$work/noop.toml" --nats "$url" $screds $tlsca >> "$work/ids" 2>> "$work/submit.log"
 done
 python3 - "$ralph" "$url" "$work/ids" <<'PY'
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 from datetime import datetime
 ralph, url, idfile = sys.argv[1:4]
+tls = os.environ.get("FLEET_TLSCA", "").split()
 ids = [l.strip() for l in open(idfile) if l.strip()]
 ended = {"succeeded", "failed", "limit", "aborted"}
 def ts(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 deadline = time.time() + 900
 while True:
-    out = subprocess.run([ralph, "runs", "--nats", url, "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([ralph, "runs", "--nats", url, "--json"] + tls, capture_output=True, text=True, check=True).stdout
     rs = {r["run_id"]: r for r in (json.loads(l) for l in out.splitlines() if l.strip())}
     if all(rs.get(i, {}).get("state") in ended for i in ids):
         break
@@ -92,7 +124,7 @@ while True:
     time.sleep(0.2)
 lat = []
 for i in ids:
-    out = subprocess.run([ralph, "chain", "show", "--nats", url, "--run", i, "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([ralph, "chain", "show", "--nats", url, "--run", i, "--json"] + tls, capture_output=True, text=True, check=True).stdout
     first = next(json.loads(l) for l in out.splitlines() if '"IterationStarted"' in l)
     lat.append((ts(first["timestamp"]) - ts(rs[i]["submitted"])) * 1000)
 lat.sort()
@@ -106,6 +138,8 @@ print(f"runs         {len(ids)} ({', '.join(f'{v} {k}' for k, v in sorted(states
 print(f"runs/s       {len(ids) / (t1 - t0):.1f}  (first submit → last run ended: {t1 - t0:.2f}s)")
 print(f"dispatch     p50 {q(0.5):.1f} ms  p99 {q(0.99):.1f} ms  max {lat[-1]:.1f} ms  (submit → IterationStarted)")
 PY
+
+[ "${FLEET_FAILOVER:-1}" = 1 ] || exit 0
 
 # Failover: one long run; kill -9 the worker that holds it.
 cat > "$work/long.toml" <<'TOML'
@@ -123,15 +157,17 @@ delay = "0s"
 kind = "max_iterations"
 max = 30
 TOML
-id=$("$ralph" submit "$work/long.toml" --nats "$url" --creds "$creds/submitter.creds" 2>> "$work/submit.log")
+# shellcheck disable=SC2086
+id=$("$ralph" submit "$work/long.toml" --nats "$url" $screds $tlsca 2>> "$work/submit.log")
 python3 - "$ralph" "$url" "$id" "$ackwait" "$work" <<'PY'
 import json, os, re, signal, subprocess, sys, time
 from datetime import datetime
 ralph, url, rid, ackwait, work = sys.argv[1:6]
+tls = os.environ.get("FLEET_TLSCA", "").split()
 def ts(s):
     return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 def state():
-    out = subprocess.run([ralph, "runs", "--nats", url, "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([ralph, "runs", "--nats", url, "--json"] + tls, capture_output=True, text=True, check=True).stdout
     return next(r for r in (json.loads(l) for l in out.splitlines() if l.strip()) if r["run_id"] == rid)
 while True:
     r = state()
@@ -149,7 +185,7 @@ kill = time.time()
 os.kill(pid, signal.SIGKILL)
 deadline = kill + 120
 while time.time() < deadline:
-    out = subprocess.run([ralph, "chain", "show", "--nats", url, "--run", rid, "--json"], capture_output=True, text=True).stdout
+    out = subprocess.run([ralph, "chain", "show", "--nats", url, "--run", rid, "--json"] + tls, capture_output=True, text=True).stdout
     later = [ts(a["timestamp"]) for a in (json.loads(l) for l in out.splitlines() if '"IterationStarted"' in l) if ts(a["timestamp"]) > kill]
     if later:
         print(f"failover     {min(later) - kill:.2f} s  (kill -9 → next IterationStarted elsewhere; --ack-wait {ackwait}, target ≤ ack wait + 5 s)")

@@ -65,8 +65,21 @@ func fleetCreds(t *testing.T, url string, role fleet.Role) string {
 	return fleettest.Creds(t, url, role)
 }
 
-// submitterHandles is the fleet at url as its submitter has it: jobs are a
-// submitter's to queue.
+// submitJob submits j to the fleet at url as its submitter, through the
+// fleet's keeper, as `ralph submit` does.
+func submitJob(t *testing.T, url string, j fleet.Job) error {
+	t.Helper()
+	nc, err := fleettest.Dial(url, fleet.RoleSubmitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return fleet.Submit(ctx, nc, fleettest.Signer(t, url, fleet.RoleSubmitter), j)
+}
+
+// submitterHandles is the fleet at url as its submitter has it.
 func submitterHandles(t *testing.T, url string) *fleet.Handles {
 	t.Helper()
 	nc, err := fleettest.Dial(url, fleet.RoleSubmitter)
@@ -129,7 +142,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nname = \"cap\"\nkind = \"max_iterations\"\nmax = 1\nclass = \"limit\"\n")
 	_, stderr, code = runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", filepath.Join(creds, "viewer.creds"))
-	if code != 2 || !strings.Contains(stderr, `Permissions Violation for Publish to "ralph.jobs"`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+	if code != 2 || !strings.Contains(stderr, `Permissions Violation for Publish to "ralph.fleet.submit"`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("a viewer's submit: exit %d, stderr %q; want it refused", code, stderr)
 	}
 
@@ -167,6 +180,16 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	submitter, serrs := dial("submitter")
 	submitter.Publish(fleet.ChainSubject(run), []byte("{}"))
 	refused("a submitter's chain line", serrs, fleet.ChainSubject(run))
+	// Only the keeper queues jobs and records them queued: a forged state
+	// (issue 22: "succeeded … (forged)") is refused.
+	submitter.Publish(fleet.SubjectJobs, []byte("{}"))
+	refused("a submitter's job straight to the stream", serrs, fleet.SubjectJobs)
+	submitter.Publish("$KV."+fleet.BucketRuns+"."+run, []byte(`{"state":"succeeded"}`))
+	refused("a submitter's forged run state", serrs, "$KV."+fleet.BucketRuns+"."+run)
+	if _, err := submitter.SubscribeSync(fleet.SubjectMembers); err != nil {
+		t.Fatal(err)
+	}
+	refused("a submitter posing as the keeper", serrs, fleet.SubjectMembers)
 	submitter.Publish("$KV."+fleet.BucketWorkers+".w1", []byte("{}"))
 	refused("a submitter's worker state", serrs, "$KV."+fleet.BucketWorkers+".w1")
 	submitter.Publish("$JS.API.STREAM.DELETE."+fleet.StreamChains, nil)

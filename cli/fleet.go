@@ -122,6 +122,20 @@ func (s *natsSignIn) credsFile() string {
 	return os.Getenv("RALPH_NATS_CREDS")
 }
 
+// signer signs the command's fleet requests (a submit, a control, a
+// tunnel) as the member whose credentials it signed in with.
+func (s *natsSignIn) signer() (*fleet.Signer, error) {
+	c := s.credsFile()
+	if c == "" {
+		return nil, usageErrorf("this needs the credentials of a fleet member to sign it; pass --creds FILE (or set RALPH_NATS_CREDS)")
+	}
+	sg, err := fleet.LoadSigner(c)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return sg, nil
+}
+
 // dialNATS connects to the NATS server(s) at url (comma-separated for a
 // cluster) as the fleet member whose credentials --creds names. One that
 // does not answer, or refuses the credentials, is a usage error with the
@@ -438,7 +452,7 @@ func fleetServe(cmd *cobra.Command, o serveOpts) error {
 		return usageErrorf("the fleet in %s has no members left, so no one could reach it; add one with `ralph fleet creds add NAME --role worker --dir %s`", dir, dir)
 	}
 	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: o.listen, Name: "ralph-fleet", Log: o.verbose,
-		Members: members, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
+		Members: members, AuthDir: dir, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}

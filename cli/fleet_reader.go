@@ -55,6 +55,17 @@ func dialFleet(ctx context.Context, url, name string) (*fleetConn, error) {
 
 func (f *fleetConn) Close() { f.nc.Close() }
 
+// certified is the read option that accepts only segments under keys the
+// fleet key certified, the key asked of the fleet's keeper (only the
+// keeper answers on its subjects, §17).
+func (f *fleetConn) certified(ctx context.Context) (fleet.ReadOption, error) {
+	r, err := fleet.FetchRoster(ctx, f.nc)
+	if err != nil {
+		return nil, exitError(ExitFailure, fmt.Errorf("the fleet at %s: %w", f.url, err))
+	}
+	return fleet.WithFleetKey(r.FleetKey), nil
+}
+
 // states reads every run's state from the runs bucket; a fleet no one has
 // submitted to yet has none.
 func (f *fleetConn) states(ctx context.Context) ([]fleet.RunState, error) {
@@ -153,7 +164,11 @@ func (f *fleetConn) rebuild(ctx context.Context, id string, pinned []string) (fl
 	if err != nil {
 		return fleetReader{}, err
 	}
-	st, _, err := fleet.RebuildStore(ctx, f.js, run.RunID, ledger.Options{InMemory: true}, pinned)
+	cert, err := f.certified(ctx)
+	if err != nil {
+		return fleetReader{}, err
+	}
+	st, _, err := fleet.RebuildStore(ctx, f.js, run.RunID, ledger.Options{InMemory: true}, pinned, cert)
 	if err != nil {
 		if run.State == fleet.StateQueued {
 			return fleetReader{}, exitError(ExitUsage, fmt.Errorf("run %s is queued and has recorded nothing yet; `ralph runs --nats %s` shows when a worker takes it", run.RunID, f.url))
@@ -254,7 +269,11 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 		return err
 	}
 	defer f.Close()
-	rep, info, err := fleet.VerifyChain(cmd.Context(), f.js, run.RunID, pinned)
+	cert, err := f.certified(cmd.Context())
+	if err != nil {
+		return err
+	}
+	rep, info, err := fleet.VerifyChain(cmd.Context(), f.js, run.RunID, pinned, cert)
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
@@ -284,7 +303,13 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 			fmt.Fprintf(&b, "  and %d more\n", more)
 		}
 	}
-	return writeOut(cmd.OutOrStdout(), b.String())
+	if err := writeOut(cmd.OutOrStdout(), b.String()); err != nil {
+		return err
+	}
+	if info.Uncertified > 0 {
+		return exitError(ExitFailure, fmt.Errorf("the chain of run %s was written to by a key the fleet did not certify (%d segment(s), left out above): %s", run.RunID, info.Uncertified, info.UncertifiedNote))
+	}
+	return nil
 }
 
 // exportFleetBundle is `ralph chain export --nats URL --run ID --bundle`:
@@ -297,7 +322,11 @@ func exportFleetBundle(cmd *cobra.Command, url, id string) error {
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
-	if _, err := fleet.ReadChain(cmd.Context(), f.js, run.RunID, w); err != nil {
+	cert, err := f.certified(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if _, err := fleet.ReadChain(cmd.Context(), f.js, run.RunID, w, cert); err != nil {
 		return exitError(ExitFailure, err)
 	}
 	return flushOut(w)
@@ -317,13 +346,20 @@ func attachFleet(cmd *cobra.Command, url, id string) error {
 	if err != nil {
 		return err
 	}
+	signer, err := signInFrom(ctx).signer()
+	if err != nil {
+		return err
+	}
 	name := fmt.Sprintf("run %s in the fleet at %s", run.RunID, url)
 	c, err := serve.DialConn(ctx, name, func(ctx context.Context) (net.Conn, error) {
-		return fleet.DialRun(ctx, f.nc, run.RunID)
+		return fleet.DialRun(ctx, f.nc, signer, run.RunID)
 	})
+	var refused *fleet.RefusedError
 	switch {
 	case errors.Is(err, fleet.ErrNoWorker):
 		return fleetNotRunning(run, url)
+	case errors.As(err, &refused):
+		return exitError(ExitUsage, fmt.Errorf("attach to %s: %w", name, err))
 	case err != nil:
 		return exitError(ExitFailure, fmt.Errorf("attach to %s: %w", name, err))
 	}

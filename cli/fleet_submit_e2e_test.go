@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/ledger"
 )
 
 // gitIn runs git in dir for a test, with an identity of its own.
@@ -105,6 +106,18 @@ func openFleetJobs(t *testing.T, url string) fleetJobs {
 		t.Fatal(err)
 	}
 	return fleetJobs{t: t, js: js, h: h}
+}
+
+// certified is the certificate a worker of the fleet gets for st's key:
+// what lets the fleet's readers accept the segments it replicates.
+func (f fleetJobs) certified(ctx context.Context, st *ledger.Store) fleet.ReplicateOption {
+	f.t.Helper()
+	nc := f.js.Conn()
+	c, err := fleet.Certify(ctx, nc, fleettest.Signer(f.t, nc.ConnectedUrl(), fleet.RoleWorker), st.VerifierKeyString())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return fleet.WithCertificate(c)
 }
 
 // jobs returns every queued job, in order.

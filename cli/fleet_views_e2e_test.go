@@ -31,7 +31,7 @@ func replicatedRun(t *testing.T, fj fleetJobs, store string) (string, fleet.RunS
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := fleet.Replicate(ctx, fj.js, st, id, 1, 0)
+	r, err := fleet.Replicate(ctx, fj.js, st, id, 1, 0, fj.certified(ctx, st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	queued := "01a20000-0000-7000-8000-000000000001"
-	if err := fleet.Submit(context.Background(), submitterHandles(t, url), fleet.Job{RunID: queued, Config: "[model]\n"}); err != nil {
+	if err := submitJob(t, url, fleet.Job{RunID: queued, Config: "[model]\n"}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -101,12 +101,22 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	if err := checkJobConfig(ctx, cfg, job.ConfigPath, tree); err != nil {
 		return err
 	}
-	nc, h, err := openFleet(ctx, natsAt, "ralph submit")
+	// The fleet must have its streams (a worker makes them); the job goes
+	// to the keeper, signed.
+	nc, _, err := openFleet(ctx, natsAt, "ralph submit")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if err := fleet.Submit(ctx, h, job); err != nil {
+	signer, err := signInFrom(ctx).signer()
+	if err != nil {
+		return err
+	}
+	if err := fleet.Submit(ctx, nc, signer, job); err != nil {
+		var refused *fleet.RefusedError
+		if errors.As(err, &refused) {
+			return exitError(ExitUsage, fmt.Errorf("the fleet at %s refused run %s: %w", natsAt, job.RunID, err))
+		}
 		return exitError(ExitFailure, fmt.Errorf("queue run %s on the fleet at %s: %w; `ralph runs --nats %s` shows whether it was queued before you submit again", job.RunID, natsAt, err, natsAt))
 	}
 	if err := writeOut(out, job.RunID+"\n"); err != nil {

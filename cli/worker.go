@@ -124,7 +124,11 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
 		return err
 	}
-	err = fleet.RunWorker(ctx, fleet.WorkerOptions{NC: nc, Handles: h, ID: o.id, Slots: o.slots, Dir: dir, AckWait: o.ackWait,
+	signer, err := signInFrom(ctx).signer()
+	if err != nil {
+		return err
+	}
+	err = fleet.RunWorker(ctx, fleet.WorkerOptions{NC: nc, Signer: signer, Handles: h, ID: o.id, Slots: o.slots, Dir: dir, AckWait: o.ackWait,
 		Start: startFleetRun(cmd.ErrOrStderr()), Policy: o.policy, Logger: log})
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("worker %s stopped: %w; start it again once NATS at %s answers", o.id, err, url))
@@ -189,7 +193,7 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 		if err != nil {
 			return nil, jobError(err)
 		}
-		rs.Opts.OnIterationEnd, rs.Opts.Logger = spec.OnIterationEnd, spec.Logger
+		rs.Opts.OnIterationEnd, rs.Opts.Logger, rs.Opts.SubmittedBy = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy
 		runner, err := loop.NewRunner(rs.Opts)
 		if err != nil {
 			return nil, jobError(rs.discardClosed(exitError(ExitUsage, err)))

@@ -125,7 +125,7 @@ func (f *e2eFleet) submit(cfg string) string {
 func (f *e2eFleet) submitTo(cfg, workspace string) string {
 	f.t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	err := fleet.Submit(context.Background(), submitterHandles(f.t, f.url), fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: workspace, Ref: "main"})
+	err := submitJob(f.t, f.url, fleet.Job{RunID: id, Config: cfg, ConfigPath: fleet.DefaultConfigPath, Workspace: workspace, Ref: "main"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -506,5 +506,59 @@ max = 2
 	}
 	if c := f.commits(id); len(c) < 3 || c[0] != fmt.Sprintf("ralph %s iteration 2", id) {
 		t.Errorf("branch commits %q", c)
+	}
+}
+
+// Who submitted a run and who controlled it is on its chain (§17): the
+// worker takes a control only when its submitter signed it, and records it
+// as a ControlRequested action before acting on it.
+func TestE2EWorkerRecordsWhoControlledTheRun(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	f := newE2EFleet(t)
+	_, charges, marks := chargeFiles(t)
+	f.worker("w1", 1)
+	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
+	waitUntil(t, "iteration 1 reaches its slow step", func() bool {
+		_, err := os.Stat(filepath.Join(marks, id+"-1"))
+		return err == nil
+	})
+	nc, err := fleettest.Dial(f.url, fleet.RoleSubmitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = fleet.Control(ctx, nc, fleettest.Signer(t, f.url, fleet.RoleViewer), id, fleet.OpAbort)
+	if want := "member viewer (viewer) may not abort run " + id + ": only its submitter, submitter, may"; err == nil || err.Error() != want {
+		t.Errorf("a viewer's abort: %v, want %q", err, want)
+	}
+	if err := fleet.Control(ctx, nc, fleettest.Signer(t, f.url, fleet.RoleSubmitter), id, fleet.OpPause); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.Control(ctx, nc, fleettest.Signer(t, f.url, fleet.RoleSubmitter), id, fleet.OpResume); err != nil {
+		t.Fatal(err)
+	}
+	s := f.waitFinal(id)
+	if s.State != fleet.StateLimit || s.SubmittedBy != "submitter" {
+		t.Fatalf("final state %+v, want limit, submitted by submitter", s)
+	}
+	acts, _ := f.chain(id)
+	var controls []string
+	for _, a := range acts {
+		switch a.Type {
+		case ledger.RunStarted:
+			if by := a.Metadata["submitted_by"].Str(); by != "submitter" {
+				t.Errorf("RunStarted records submitted_by %q", by)
+			}
+		case ledger.ControlRequested:
+			controls = append(controls, a.Metadata["op"].Str()+" by "+a.Metadata["by"].Str()+" ("+a.Metadata["role"].Str()+", "+a.Metadata["via"].Str()+")")
+		}
+	}
+	if got := strings.Join(controls, "; "); got != "pause by submitter (submitter, control); resume by submitter (submitter, control)" {
+		t.Errorf("controls on the chain: %q", got)
 	}
 }

@@ -280,15 +280,20 @@ func RolePermissions(r Role) *server.Permissions {
 			subjectChainsPrefix+">",
 			"$KV."+BucketRuns+".>",
 			"$KV."+BucketWorkers+".>",
+			SubjectMembers, SubjectCertify,
 		)
 		sub = append(sub, subjectCtl+">", subjectTunnel+">")
 	case RoleSubmitter:
-		pub = append(pub,
-			SubjectJobs,
-			"$KV."+BucketRuns+".>", // the queued state of a run it submits
-			subjectCtl+">",
-			subjectTunnel+">",
-		)
+		// Jobs go through the keeper, which checks the submitter's
+		// signature and alone publishes them and records them as queued.
+		pub = append(pub, SubjectSubmit, SubjectMembers, subjectCtl+">", subjectTunnel+">")
+	case RoleViewer:
+		// A viewer's tunnels serve reads only (the worker checks the
+		// signature of the request that opens one).
+		pub = append(pub, SubjectMembers, subjectTunnel+">")
+	case RoleKeeper:
+		pub = append(pub, SubjectJobs, "$KV."+BucketRuns+".>")
+		sub = append(sub, subjectKeeper+">")
 	}
 	return &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: pub},

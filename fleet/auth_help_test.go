@@ -27,13 +27,55 @@ func startTestServer(o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Members = ms
+	o.Members, o.AuthDir = ms, dir
 	s, err := StartServer(o)
 	if err != nil {
 		return nil, err
 	}
 	testAuthDirs.Store(s.ClientURL(), dir)
+	testServers.Store(s.ClientURL(), s)
 	return s, nil
+}
+
+var testServers sync.Map // client URL → *Server
+
+// submitJob submits j as the fleet's submitter, through the keeper of the
+// server h is connected to, as `ralph submit` does.
+func submitJob(ctx context.Context, t testing.TB, h *Handles, j Job) error {
+	t.Helper()
+	return Submit(ctx, submitterConn(t, h.JS.Conn()), signerOf(t, h.JS.Conn(), RoleSubmitter), j)
+}
+
+// signerOf signs as role's member of the fleet nc is connected to.
+func signerOf(t testing.TB, nc *nats.Conn, role Role) *Signer {
+	t.Helper()
+	first, _, _ := strings.Cut(nc.ConnectedUrl(), ",")
+	d, ok := testAuthDirs.Load(first)
+	if !ok {
+		t.Fatalf("no users for the server at %s", first)
+	}
+	s, err := LoadSigner(CredsPath(d.(string), string(role)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// keeperHandles are the fleet's handles over the keeper's own connection
+// on the server nc is connected to: what only the keeper may do (publish
+// jobs), a test does through them.
+func keeperHandles(t testing.TB, nc *nats.Conn) *Handles {
+	t.Helper()
+	s, ok := testServers.Load(nc.ConnectedUrl())
+	if !ok {
+		t.Fatalf("no test server at %s", nc.ConnectedUrl())
+	}
+	k := s.(*Server).keeper
+	h, err := k.handles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // connectAs connects to the test server(s) at url as role's member.

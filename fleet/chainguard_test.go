@@ -86,6 +86,60 @@ func TestRebuildSkipsGarbage(t *testing.T) {
 	fx.checkRun(h, id, 3)
 }
 
+// A segment under a key the fleet key did not certify (issue 22's forged
+// segment: another store's key, a forged shell.exec, an end line) is
+// skipped by the rebuilding worker, which runs the run from what its own
+// workers wrote; the run's state and readers name the key and the fleet
+// key.
+func TestUncertifiedSegmentIsSkipped(t *testing.T) {
+	fx := newFleetFixture(t)
+	_, h := fx.connect()
+	id := fx.submit(h, limitJob(3))
+	st, err := ledger.Open(ledger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-forged", Type: ledger.CapabilityCall,
+		FunctionName: "shell.exec", Success: true, Arguments: []rtfs.Value{rtfs.String("id")}, Timestamp: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.End(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	roster, err := FetchRoster(ctxT(t), h.JS.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ncB, hB := fx.connect()
+	fx.worker("B", 1, 30*time.Second, ncB, hB)
+	s := waitState(t, h, id, "final state", func(s RunState) bool { return Final(s.State) })
+	if s.State != StateLimit || s.Iteration != 3 {
+		t.Fatalf("state %+v, want limit after 3 iterations", s)
+	}
+	want := "key line of the segment from action 1 in the stream of run " + id + " (message 1 of stream RALPH_CHAINS): key " +
+		shortKey(st.VerifierKeyString()) + " is not certified by fleet key " + shortKey(roster.FleetKey) + " (its key line carries no certificate)"
+	if !strings.HasPrefix(s.ChainNote, want) {
+		t.Errorf("the run's state notes %q, want %q", s.ChainNote, want)
+	}
+	_, info, err := VerifyChain(ctxT(t), h.JS, id, nil, WithFleetKey(roster.FleetKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Uncertified != 1 || !strings.HasPrefix(info.UncertifiedNote, want) {
+		t.Errorf("the reader left out %d uncertified segments: %q", info.Uncertified, info.UncertifiedNote)
+	}
+	for _, k := range info.Keys {
+		if k == st.VerifierKeyString() {
+			t.Errorf("the forger's key %s is among the chain's keys %v", k, info.Keys)
+		}
+	}
+}
+
 // A chain that has its end line (here a forged segment: another store's
 // actions and an end line, with no action closing the run) ends the run:
 // the next worker does not resume it, publishes nothing after the end,
@@ -104,7 +158,13 @@ func TestForgedEndIsFinal(t *testing.T) {
 		FunctionName: "shell.exec", Success: true, Arguments: []rtfs.Value{rtfs.String("id")}, Timestamp: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0)
+	// A worker's credentials certify the forger's key: what a compromised
+	// worker could do.
+	cert, err := Certify(ctxT(t), h.JS.Conn(), signerOf(t, h.JS.Conn(), RoleWorker), st.VerifierKeyString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0, WithCertificate(cert))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,11 @@ type ChainInfo struct {
 	// after the end line. SkipNotes says why for the first few of them.
 	Skipped   uint64
 	SkipNotes []string
+	// Uncertified counts the segments skipped because the fleet key did
+	// not certify their key (readers given WithFleetKey); Uncertified
+	// names the first, with its stream message.
+	Uncertified     uint64
+	UncertifiedNote string
 
 	lines []lineRef // bundle line 2+i came from lines[i]
 }
@@ -57,6 +62,8 @@ type chainMsg struct {
 	from      string // Ralph-From
 	data      []byte
 	n         uint64 // seq, parsed
+	// certWorker and certSig are a key line's certificate headers.
+	certWorker, certSig string
 }
 
 // segmenter turns a run's messages into bundle lines, applying the segment
@@ -77,6 +84,9 @@ type segmenter struct {
 	covered uint64     // the last action seq a checkpoint covered
 	pending []chainMsg // a lines no checkpoint covered yet
 	end     []byte
+	// fleetKey, when set, is the key every segment's key must be
+	// certified by (certify.go).
+	fleetKey string
 }
 
 func newSegmenter(runID string, w io.Writer, info *ChainInfo) *segmenter {
@@ -205,6 +215,16 @@ func (s *segmenter) key(m chainMsg, store string, seq uint64) error {
 		return s.errorf(m, ledger.BundleKey, seq, "the chain before it has %d actions checkpointed and %d not, so a segment must start at action %d",
 			s.covered, kept, s.covered+1)
 	}
+	if s.fleetKey != "" {
+		if err := checkCert(s.fleetKey, strings.TrimPrefix(string(m.data), "key "), m.certWorker, m.certSig); err != nil {
+			e := s.errorf(m, ledger.BundleKey, seq, "%v", err)
+			s.info.Uncertified++
+			if s.info.UncertifiedNote == "" {
+				s.info.UncertifiedNote = e.Error()
+			}
+			return e
+		}
+	}
 	s.info.Dropped += uint64(len(s.pending))
 	s.pending = s.pending[:0]
 	s.store, s.next = store, from
@@ -241,8 +261,18 @@ var ErrNoChain = errors.New("no chain")
 // bundle ends with an end line computed from its checkpointed actions. It
 // checks the messages' order but not their content: ledger.ReadBundle (or
 // VerifyChain, RebuildStore) verifies the bundle.
-func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer) (ChainInfo, error) {
-	return readChain(ctx, js, runID, w, false)
+func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer, opts ...ReadOption) (ChainInfo, error) {
+	return readChain(ctx, js, runID, w, false, opts)
+}
+
+// ReadOption configures how a run's chain is read.
+type ReadOption func(*segmenter)
+
+// WithFleetKey accepts only segments whose key the fleet key fleetKey
+// certified (§17); any other is skipped and counted in
+// ChainInfo.Uncertified, its lines with it.
+func WithFleetKey(fleetKey string) ReadOption {
+	return func(s *segmenter) { s.fleetKey = fleetKey }
 }
 
 // FollowChain writes the chain of run runID to w as ReadChain does, and
@@ -250,11 +280,11 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 // until the chain's end line — the run ended — or ctx ends (an error;
 // what was written then has no end line). A run whose chain has not begun
 // yet is waited for.
-func FollowChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer) (ChainInfo, error) {
-	return readChain(ctx, js, runID, w, true)
+func FollowChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer, opts ...ReadOption) (ChainInfo, error) {
+	return readChain(ctx, js, runID, w, true, opts)
 }
 
-func readChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer, follow bool) (ChainInfo, error) {
+func readChain(ctx context.Context, js jetstream.JetStream, runID string, w io.Writer, follow bool, opts []ReadOption) (ChainInfo, error) {
 	var info ChainInfo
 	if err := checkRunID(runID); err != nil {
 		return info, err
@@ -285,6 +315,9 @@ func readChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 	}
 	defer msgs.Stop()
 	seg := newSegmenter(runID, w, &info)
+	for _, o := range opts {
+		o(seg)
+	}
 	for follow || info.LastStreamSeq < stopAt {
 		m, err := msgs.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -300,7 +333,8 @@ func readChain(ctx context.Context, js jetstream.JetStream, runID string, w io.W
 		info.LastStreamSeq = meta.Sequence.Stream
 		h := m.Headers()
 		if err := seg.add(chainMsg{streamSeq: meta.Sequence.Stream, msgID: h.Get(jetstream.MsgIDHeader),
-			seq: h.Get(HeaderSeq), from: h.Get(HeaderFrom), data: m.Data()}); err != nil {
+			seq: h.Get(HeaderSeq), from: h.Get(HeaderFrom), data: m.Data(),
+			certWorker: h.Get(HeaderCertWorker), certSig: h.Get(HeaderCertSig)}); err != nil {
 			return info, err
 		}
 		if follow {
@@ -333,7 +367,7 @@ func (ci *ChainInfo) nameLine(runID string, err error) error {
 
 // readVerified streams ReadChain into consume (ReadBundle or
 // ImportBundle), and names the message a verification error came from.
-func readVerified(ctx context.Context, js jetstream.JetStream, runID string, consume func(io.Reader) error) (ChainInfo, error) {
+func readVerified(ctx context.Context, js jetstream.JetStream, runID string, consume func(io.Reader) error, opts []ReadOption) (ChainInfo, error) {
 	pr, pw := io.Pipe()
 	type result struct {
 		info ChainInfo
@@ -341,7 +375,7 @@ func readVerified(ctx context.Context, js jetstream.JetStream, runID string, con
 	}
 	done := make(chan result, 1)
 	go func() {
-		info, err := ReadChain(ctx, js, runID, pw)
+		info, err := ReadChain(ctx, js, runID, pw, opts...)
 		pw.CloseWithError(err)
 		done <- result{info, err}
 	}()
@@ -365,13 +399,13 @@ var errReaderStopped = errors.New("the bundle reader stopped")
 // VerifyChain reads run runID's chain from the stream and verifies it as a
 // bundle; pinned, when not empty, are the verifier keys to trust (every
 // segment's key must be one of them).
-func VerifyChain(ctx context.Context, js jetstream.JetStream, runID string, pinned []string) (ledger.BundleReport, ChainInfo, error) {
+func VerifyChain(ctx context.Context, js jetstream.JetStream, runID string, pinned []string, opts ...ReadOption) (ledger.BundleReport, ChainInfo, error) {
 	var rep ledger.BundleReport
 	info, err := readVerified(ctx, js, runID, func(r io.Reader) error {
 		var err error
 		rep, err = ledger.ReadBundle(ctx, r, pinned, nil)
 		return err
-	})
+	}, opts)
 	return rep, info, err
 }
 
@@ -381,7 +415,7 @@ func VerifyChain(ctx context.Context, js jetstream.JetStream, runID string, pinn
 // every action keeps its seq, action hash and chain hash. pinned, when not
 // empty, are the verifier keys to trust. On an error nothing is left: the
 // store is closed and its directory removed.
-func RebuildStore(ctx context.Context, js jetstream.JetStream, runID string, opts ledger.Options, pinned []string) (*ledger.Store, ChainInfo, error) {
+func RebuildStore(ctx context.Context, js jetstream.JetStream, runID string, opts ledger.Options, pinned []string, ropts ...ReadOption) (*ledger.Store, ChainInfo, error) {
 	if opts.Dir != "" {
 		if entries, err := os.ReadDir(opts.Dir); err == nil && len(entries) > 0 {
 			return nil, ChainInfo{}, fmt.Errorf("rebuild the chain of run %s into %s: the directory is not empty; a chain is rebuilt into a new store", runID, opts.Dir)
@@ -394,7 +428,7 @@ func RebuildStore(ctx context.Context, js jetstream.JetStream, runID string, opt
 	info, err := readVerified(ctx, js, runID, func(r io.Reader) error {
 		_, _, err := st.ImportBundle(ctx, r, pinned)
 		return err
-	})
+	}, ropts)
 	if err != nil {
 		keyPath := st.KeyPath()
 		st.Close()

@@ -9,14 +9,29 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ralphloop/ralph/loop"
 )
 
 // Controls are what a run's controls drive: *loop.Runner satisfies it.
+// RecordRequest records who asked for a control on the run's chain before
+// it takes effect (§17).
 type Controls interface {
 	Pause()
 	Resume()
 	SkipIteration()
 	Abort()
+	RecordRequest(ctx context.Context, op, via string, by loop.Requester) error
+}
+
+// ControlOptions say how a run's controls are served.
+type ControlOptions struct {
+	// Socket is the run's serve socket that tunnels reach ("" = the run
+	// serves none, and tunnels are refused).
+	Socket string
+	// Owner is the member who submitted the run: the only one whose
+	// signed controls change it. Every other member's tunnel reads only.
+	Owner string
 }
 
 // The bodies of a control request on CtlSubject(run id). Each is answered
@@ -64,7 +79,9 @@ type ctlServer struct {
 	runID      string
 	c          Controls
 	socketPath string
+	owner      string
 	tunnel     tunnelConfig
+	seen       nonces
 
 	mu      sync.Mutex
 	stopped bool
@@ -73,19 +90,23 @@ type ctlServer struct {
 }
 
 // ServeControls answers the controls of run runID on CtlSubject(runID)
-// until stop is called: pause, resume, skip and abort drive c; a tunnel
-// request connects a tunnel to the run's serve socket at socketPath
-// ("" = the run serves none, and tunnels are refused). stop ends the
-// subscription and every open tunnel, and waits for them.
-func ServeControls(nc *nats.Conn, runID string, c Controls, socketPath string) (stop func(), err error) {
-	return serveControls(nc, runID, c, socketPath, defaultTunnel())
+// and its tunnels on TunnelSubject(runID) until stop is called. Every
+// request must be signed by a fleet member (identity.go), checked against
+// the keeper's roster: pause, resume, skip and abort from the run's owner
+// are recorded on its chain with the owner's name, then drive c; anyone
+// else's are refused. A tunnel connects to the run's serve socket through
+// a proxy that lets the owner control the run (each control recorded) and
+// everyone else read it only. stop ends the subscriptions and every open
+// tunnel, and waits for them.
+func ServeControls(nc *nats.Conn, runID string, c Controls, o ControlOptions) (stop func(), err error) {
+	return serveControls(nc, runID, c, o, defaultTunnel())
 }
 
-func serveControls(nc *nats.Conn, runID string, c Controls, socketPath string, cfg tunnelConfig) (func(), error) {
+func serveControls(nc *nats.Conn, runID string, c Controls, o ControlOptions, cfg tunnelConfig) (func(), error) {
 	if c == nil {
 		return nil, errors.New("ServeControls needs the run's Controls")
 	}
-	s := &ctlServer{nc: nc, runID: runID, c: c, socketPath: socketPath, tunnel: cfg, tunnels: map[*tunnel]struct{}{}}
+	s := &ctlServer{nc: nc, runID: runID, c: c, socketPath: o.Socket, owner: o.Owner, tunnel: cfg, tunnels: map[*tunnel]struct{}{}}
 	sub, err := nc.Subscribe(CtlSubject(runID), s.handle)
 	if err != nil {
 		return nil, fmt.Errorf("serve the controls of run %s on %s: %w", runID, CtlSubject(runID), err)
@@ -136,19 +157,20 @@ func (s *ctlServer) handle(m *nats.Msg) {
 		err = fmt.Errorf("tunnels to run %s open on %s", s.runID, TunnelSubject(s.runID))
 	case op != opTunnel && m.Subject != CtlSubject(s.runID):
 		err = fmt.Errorf("controls of run %s go to %s", s.runID, CtlSubject(s.runID))
-	case op == OpPause:
-		s.c.Pause()
-	case op == OpResume:
-		s.c.Resume()
-	case op == OpSkip:
-		s.c.SkipIteration()
-	case op == OpAbort:
-		s.c.Abort()
+	}
+	var who Member
+	if err == nil {
+		who, err = s.signer(m)
+	}
+	switch {
+	case err != nil:
 	case op == opTunnel:
-		reply, err = s.serveTunnel()
+		reply, err = s.serveTunnel(who, s.mayControl(who, "control") == nil)
+	default:
+		err = s.do(who, op, "control")
 	}
 	if err != nil {
-		reply = "error: " + err.Error()
+		reply = answer(err)
 	}
 	if m.Reply == "" {
 		return // a publish, not a request: nobody waits for the answer
@@ -156,6 +178,55 @@ func (s *ctlServer) handle(m *nats.Msg) {
 	// A requester that gave up is gone; its tunnel, if any, ends at its
 	// dead interval.
 	_ = m.Respond([]byte(reply))
+}
+
+// signer is the member who signed m, checked against the keeper's roster.
+func (s *ctlServer) signer(m *nats.Msg) (Member, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
+	defer cancel()
+	r, err := FetchRoster(ctx, s.nc)
+	if err != nil {
+		return Member{}, fmt.Errorf("the worker cannot check who sent the request: %w", err)
+	}
+	return verifySigned(m, r, &s.seen, time.Now())
+}
+
+// mayControl says whether who may op the run: its owner alone may.
+func (s *ctlServer) mayControl(who Member, op string) error {
+	if s.owner == "" {
+		return refused(fmt.Errorf("run %s records no submitter, so no member may %s it", s.runID, op))
+	}
+	if who.Role != RoleSubmitter || who.Name != s.owner {
+		return refused(fmt.Errorf("member %s (%s) may not %s run %s: only its submitter, %s, may", who.Name, who.Role, op, s.runID, s.owner))
+	}
+	return nil
+}
+
+func requester(m Member) loop.Requester {
+	return loop.Requester{Name: m.Name, Role: string(m.Role), Key: m.Key}
+}
+
+// do records that who asked for op through via, then does it.
+func (s *ctlServer) do(who Member, op, via string) error {
+	if err := s.mayControl(who, op); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
+	defer cancel()
+	if err := s.c.RecordRequest(ctx, op, via, requester(who)); err != nil {
+		return fmt.Errorf("run %s: %w", s.runID, err)
+	}
+	switch op {
+	case OpPause:
+		s.c.Pause()
+	case OpResume:
+		s.c.Resume()
+	case OpSkip:
+		s.c.SkipIteration()
+	case OpAbort:
+		s.c.Abort()
+	}
+	return nil
 }
 
 // room says whether another tunnel may open now.
@@ -196,13 +267,13 @@ func (s *ctlServer) untrack(t *tunnel) {
 
 // Control sends op (pause, resume, skip or abort) to the worker running
 // runID and returns its answer: nil for "ok", else its sentence.
-func Control(ctx context.Context, nc *nats.Conn, runID, op string) error {
+func Control(ctx context.Context, nc *nats.Conn, signer *Signer, runID, op string) error {
 	switch op {
 	case OpPause, OpResume, OpSkip, OpAbort:
 	default:
 		return fmt.Errorf("%q is not a control; use pause, resume, skip or abort", op)
 	}
-	reply, err := request(ctx, nc, runID, op)
+	reply, err := request(ctx, nc, signer, runID, op)
 	if err != nil {
 		return err
 	}
@@ -217,7 +288,10 @@ const ctlTimeout = 10 * time.Second
 
 // request sends body to the run's control subject and returns the answer;
 // an "error: …" answer is returned as that error.
-func request(ctx context.Context, nc *nats.Conn, runID, body string) (string, error) {
+func request(ctx context.Context, nc *nats.Conn, signer *Signer, runID, body string) (string, error) {
+	if signer == nil {
+		return "", errors.New("a control must be signed by a fleet member; pass --creds FILE")
+	}
 	if !plainSubject(CtlSubject(runID)) || strings.Count(runID, ".") > 0 {
 		return "", fmt.Errorf("%q is not a run id", runID)
 	}
@@ -230,7 +304,11 @@ func request(ctx context.Context, nc *nats.Conn, runID, body string) (string, er
 	if body == opTunnel {
 		subject = TunnelSubject(runID)
 	}
-	m, err := nc.RequestWithContext(ctx, subject, []byte(body))
+	msg := &nats.Msg{Subject: subject, Data: []byte(body)}
+	if err := signer.Sign(msg); err != nil {
+		return "", err
+	}
+	m, err := nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		url := nc.ConnectedUrlRedacted()
@@ -244,8 +322,8 @@ func request(ctx context.Context, nc *nats.Conn, runID, body string) (string, er
 		return "", fmt.Errorf("send %s to run %s: %w", body, runID, err)
 	}
 	reply := string(m.Data)
-	if msg, ok := strings.CutPrefix(reply, "error: "); ok {
-		return "", errors.New(msg)
+	if err := answerError(reply); err != nil {
+		return "", err
 	}
 	return reply, nil
 }

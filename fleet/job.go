@@ -22,6 +22,10 @@ type Job struct {
 	Ref        string    `json:"ref"`         // branch/tag/sha to start from ("" = remote HEAD)
 	Submitted  time.Time `json:"submitted"`
 	Agent      string    `json:"agent,omitempty"` // the agent CLI the job needs ("" none), checked by workers
+	// SubmittedBy is the member who submitted the job, as the fleet's
+	// keeper checked its signature (§17): the keeper sets it, and only
+	// the keeper publishes jobs.
+	SubmittedBy string `json:"submitted_by,omitempty"`
 }
 
 // DefaultConfigPath is where a job's config lives in its workspace when
@@ -71,14 +75,14 @@ func ParseJob(data []byte) (Job, error) {
 	return j, nil
 }
 
-// Submit queues j: it publishes the job on the work-queue stream with the
+// queue queues j (the keeper's side of Submit): it publishes the job on the work-queue stream with the
 // run id as its message id, then records the run as queued in the runs
 // bucket. It is safe to retry: a run that already has a state was
 // submitted before and is not queued again, the stream drops a duplicate
 // publish within its deduplication window, and the queued state never
 // overwrites a state a worker has written meanwhile. The job is published
 // first so that no run is ever listed as queued without a job behind it.
-func Submit(ctx context.Context, h *Handles, j Job) error {
+func queue(ctx context.Context, h *Handles, j Job) error {
 	if j.Submitted.IsZero() {
 		j.Submitted = time.Now().UTC()
 	}
@@ -97,7 +101,7 @@ func Submit(ctx context.Context, h *Handles, j Job) error {
 	if _, err := h.JS.Publish(ctx, SubjectJobs, data, jetstream.WithMsgID(j.RunID)); err != nil {
 		return fmt.Errorf("queue job %s on stream %s: %w", j.RunID, StreamJobs, err)
 	}
-	st := RunState{RunID: j.RunID, State: StateQueued, Workspace: j.Workspace, Submitted: j.Submitted, Updated: j.Submitted}
+	st := RunState{RunID: j.RunID, State: StateQueued, Workspace: j.Workspace, Submitted: j.Submitted, Updated: j.Submitted, SubmittedBy: j.SubmittedBy}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode the state of run %s: %w", j.RunID, err)

@@ -62,7 +62,7 @@ func TestSubmitQueuesAJobAndItsState(t *testing.T) {
 	_, h := netFleet(t)
 	ctx := netCtx(t)
 	j := netJob(t)
-	if err := Submit(ctx, submitterFor(t, h), j); err != nil {
+	if err := submitJob(ctx, t, h, j); err != nil {
 		t.Fatal(err)
 	}
 	msg, err := h.Jobs.GetLastMsgForSubject(ctx, SubjectJobs)
@@ -98,7 +98,7 @@ func TestSubmitIsSafeToRetry(t *testing.T) {
 
 	j := netJob(t)
 	for range 3 {
-		if err := Submit(ctx, submitterFor(t, h), j); err != nil {
+		if err := submitJob(ctx, t, h, j); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,10 +110,10 @@ func TestSubmitIsSafeToRetry(t *testing.T) {
 	k := netJob(t)
 	k.Submitted = time.Now().UTC()
 	data, _ := json.Marshal(k)
-	if _, err := submitterFor(t, h).JS.Publish(ctx, SubjectJobs, data, jetstream.WithMsgID(k.RunID)); err != nil {
+	if _, err := keeperHandles(t, h.JS.Conn()).JS.Publish(ctx, SubjectJobs, data, jetstream.WithMsgID(k.RunID)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Submit(ctx, submitterFor(t, h), k); err != nil {
+	if err := submitJob(ctx, t, h, k); err != nil {
 		t.Fatal(err)
 	}
 	if n := jobsQueued(t, h); n != 2 {
@@ -124,7 +124,7 @@ func TestSubmitIsSafeToRetry(t *testing.T) {
 	if err := PutState(ctx, h.Runs, RunState{RunID: j.RunID, State: StateRunning, Worker: "w1", Deliveries: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Submit(ctx, submitterFor(t, h), j); err != nil {
+	if err := submitJob(ctx, t, h, j); err != nil {
 		t.Fatal(err)
 	}
 	if s, _, _ := GetState(ctx, h.Runs, j.RunID); s.State != StateRunning {
@@ -140,7 +140,7 @@ func TestSubmitRefusesABadJob(t *testing.T) {
 	_, h := netFleet(t)
 	j := netJob(t)
 	j.Config = " \n"
-	err := Submit(netCtx(t), submitterFor(t, h), j)
+	err := submitJob(netCtx(t), t, h, j)
 	if err == nil || !strings.Contains(err.Error(), "empty config") {
 		t.Fatalf("submit of an empty config: %v", err)
 	}

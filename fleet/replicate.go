@@ -45,6 +45,14 @@ type replicateOptions struct {
 	publishTimeout time.Duration
 	onSkip         func(note string)
 	batchBytes     int
+	cert           *Certificate
+}
+
+// WithCertificate puts the fleet key's certificate of the store's key on
+// the segment's key line (certify.go), so readers given the fleet key
+// accept the segment.
+func WithCertificate(c Certificate) ReplicateOption {
+	return func(o *replicateOptions) { o.cert = &c }
 }
 
 // WithAckHook calls fn, on the replicator's goroutine, each time the
@@ -252,6 +260,9 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 	m.Header.Set(HeaderSeq, strconv.FormatUint(seq, 10))
 	if kind == ledger.BundleKey {
 		m.Header.Set(HeaderFrom, strconv.FormatUint(seq, 10))
+		if r.o.cert != nil {
+			r.o.cert.headers(m.Header)
+		}
 	}
 	wait := 10 * time.Millisecond
 	behind := 0 // refusals while the subject still ends at our last message

@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // ServerOptions configure an embedded NATS server with JetStream.
@@ -30,6 +33,10 @@ type ServerOptions struct {
 	// Members are the only users the server lets in (§17): a server
 	// without members is refused, authentication is always on.
 	Members []Member
+	// AuthDir is the fleet directory Members come from: with it, the
+	// server runs the fleet's keeper (keeper.go), which reads the roster
+	// and the fleet key there.
+	AuthDir string
 	// TLSCert and TLSKey are the server's certificate and key (PEM files);
 	// a server listening on anything but loopback needs them.
 	TLSCert, TLSKey string
@@ -44,6 +51,12 @@ type Server struct {
 	ns   *server.Server
 	opts *server.Options
 	mu   sync.Mutex
+	// keeperUser is the keeper's own user, made anew at each start, and
+	// keeper the keeper on its in-process connection (nil without AuthDir).
+	keeperUser *server.NkeyUser
+	keeperKP   nkeys.KeyPair
+	keeperNC   *nats.Conn
+	keeper     *Keeper
 }
 
 // StartServer starts an embedded NATS server with JetStream and waits
@@ -71,11 +84,19 @@ func StartServer(o ServerOptions) (*Server, error) {
 	if o.TLSCert == "" && !loopback(host) {
 		return nil, fmt.Errorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.Listen)
 	}
+	srv := &Server{}
+	if o.AuthDir != "" {
+		if srv.keeperKP, err = nkeys.CreateUser(); err != nil {
+			return nil, err
+		}
+		pub, _ := srv.keeperKP.PublicKey()
+		srv.keeperUser = &server.NkeyUser{Nkey: pub, Permissions: RolePermissions(RoleKeeper)}
+	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: host, Port: port,
 		JetStream: true, StoreDir: o.Dir,
 		NoLog: !o.Log, NoSigs: true,
-		Nkeys: NkeyUsers(o.Members),
+		Nkeys: srv.users(o.Members),
 	}
 	if o.TLSCert != "" {
 		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey})
@@ -129,7 +150,42 @@ func StartServer(o ServerOptions) (*Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("the NATS server on %s did not start within 30s; is the port in use? pass another --listen", o.Listen)
 	}
-	return &Server{ns: ns, opts: opts.Clone()}, nil
+	srv.ns, srv.opts = ns, opts.Clone()
+	if o.AuthDir != "" {
+		if err := srv.startKeeper(o.AuthDir); err != nil {
+			ns.Shutdown()
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// users are the server's nkey users: the members', and the keeper's.
+func (s *Server) users(ms []Member) []*server.NkeyUser {
+	us := NkeyUsers(ms)
+	if s.keeperUser != nil {
+		us = append(us, s.keeperUser)
+	}
+	return us
+}
+
+// startKeeper runs the fleet's keeper on an in-process connection as the
+// keeper's user.
+func (s *Server) startKeeper(dir string) error {
+	// In process there is no TLS to speak: the server offers it to
+	// connections from the network only.
+	nc, err := nats.Connect(strings.Replace(s.ns.ClientURL(), "tls://", "nats://", 1), nats.InProcessServer(s.ns), nats.Name("ralph fleet keeper"),
+		nats.Nkey(s.keeperUser.Nkey, s.keeperKP.Sign), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("connect the fleet's keeper: %w", err)
+	}
+	k, err := StartKeeper(nc, dir)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	s.keeperNC, s.keeper = nc, k
+	return nil
 }
 
 // SetMembers replaces the server's users with ms (a NATS configuration
@@ -142,7 +198,7 @@ func (s *Server) SetMembers(ms []Member) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.opts.Clone()
-	o.Nkeys = NkeyUsers(ms)
+	o.Nkeys = s.users(ms)
 	if err := s.ns.ReloadOptions(o); err != nil {
 		return fmt.Errorf("reload the fleet's users: %w", err)
 	}
@@ -172,6 +228,10 @@ func (s *Server) ClusterURL() string {
 
 // Shutdown stops the server and waits until it has.
 func (s *Server) Shutdown() {
+	if s.keeper != nil {
+		s.keeper.Stop()
+		s.keeperNC.Close()
+	}
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 }

@@ -50,6 +50,8 @@ type RunState struct {
 	Goal      string `json:"goal,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
 	Branch    string `json:"branch,omitempty"`
+	// SubmittedBy is the member who submitted the run (Job.SubmittedBy).
+	SubmittedBy string `json:"submitted_by,omitempty"`
 	// Class and Condition name the stop that ended the run, Reason says it
 	// in words; Error is the failure that ended it, if one did.
 	Class     string  `json:"class,omitempty"`

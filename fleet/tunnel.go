@@ -565,12 +565,12 @@ func plainSubject(s string) bool {
 // DialRun opens a tunnel to the serve socket of run runID on the worker
 // running it: a net.Conn over NATS that serve.DialConn speaks HTTP
 // through. When no worker serves the run the error is ErrNoWorker.
-func DialRun(ctx context.Context, nc *nats.Conn, runID string) (net.Conn, error) {
-	return dialRun(ctx, nc, runID, defaultTunnel())
+func DialRun(ctx context.Context, nc *nats.Conn, signer *Signer, runID string) (net.Conn, error) {
+	return dialRun(ctx, nc, signer, runID, defaultTunnel())
 }
 
-func dialRun(ctx context.Context, nc *nats.Conn, runID string, cfg tunnelConfig) (net.Conn, error) {
-	reply, err := request(ctx, nc, runID, opTunnel)
+func dialRun(ctx context.Context, nc *nats.Conn, signer *Signer, runID string, cfg tunnelConfig) (net.Conn, error) {
+	reply, err := request(ctx, nc, signer, runID, opTunnel)
 	if err != nil {
 		return nil, err
 	}
@@ -598,64 +598,4 @@ func dialRun(ctx context.Context, nc *nats.Conn, runID string, cfg tunnelConfig)
 		return nil, err
 	}
 	return t, nil
-}
-
-// serveTunnel connects a new tunnel to the unix socket at socketPath and
-// carries bytes both ways until either side ends; it returns the tunnel's
-// subjects for the reply ("ok UP DOWN"), or the error to reply.
-func (s *ctlServer) serveTunnel() (string, error) {
-	if s.socketPath == "" {
-		return "", fmt.Errorf("run %s has no live socket on this worker", s.runID)
-	}
-	if err := s.room(); err != nil {
-		return "", err
-	}
-	sock, err := net.DialTimeout("unix", s.socketPath, 5*time.Second)
-	if err != nil {
-		return "", fmt.Errorf("the live socket of run %s does not answer on this worker: %v", s.runID, err)
-	}
-	up, down := s.nc.NewInbox(), s.nc.NewInbox()
-	t, err := newTunnel(s.nc, s.tunnel, up, down, false)
-	if err != nil {
-		sock.Close()
-		return "", err
-	}
-	if err := s.track(t); err != nil {
-		t.Close()
-		sock.Close()
-		return "", err
-	}
-	go func() {
-		defer s.untrack(t)
-		splice(t, sock.(*net.UnixConn))
-	}()
-	return "ok " + up + " " + down, nil
-}
-
-// splice copies both ways, passing each side's end on as a half-close,
-// and closes both once both directions ended (or either failed).
-func splice(t *tunnel, sock *net.UnixConn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if _, err := io.Copy(sock, t); err != nil {
-			sock.Close() // ends the other direction too
-			return
-		}
-		_ = sock.CloseWrite() // fails only on a socket already closed by the other direction
-	}()
-	go func() {
-		defer wg.Done()
-		if _, err := io.Copy(t, sock); err != nil {
-			if !errors.Is(err, ErrPeerClosed) { // a closed peer wants nothing more
-				t.fail(fmt.Errorf("the run's live socket: %w", err))
-			}
-			return
-		}
-		_ = t.CloseWrite() // fails only on a tunnel that already failed or was closed
-	}()
-	wg.Wait()
-	t.Close()
-	sock.Close()
 }

@@ -32,6 +32,9 @@ func (r *clusterRun) Pause()            { close(r.paused) }
 func (r *clusterRun) Resume()           {}
 func (r *clusterRun) SkipIteration()    {}
 func (r *clusterRun) Abort()            {}
+func (r *clusterRun) RecordRequest(context.Context, string, string, loop.Requester) error {
+	return nil
+}
 
 // A viewer on one node of a cluster reaches a run whose worker is
 // connected to another: the tunnel's subjects are known on every node
@@ -73,7 +76,7 @@ func TestTunnelAcrossACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	stop, err := fleet.ServeControls(worker, id, run, srv.Path())
+	stop, err := fleet.ServeControls(worker, id, run, fleet.ControlOptions{Socket: srv.Path(), Owner: string(fleet.RoleSubmitter)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +85,9 @@ func TestTunnelAcrossACluster(t *testing.T) {
 	// The control subscription reaches the viewer's node in its own time.
 	var cl *serve.Client
 	for {
-		cl, err = serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) { return fleet.DialRun(ctx, viewer, id) })
+		cl, err = serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) {
+			return fleet.DialRun(ctx, viewer, fleettest.Signer(t, c.URL(), fleet.RoleSubmitter), id)
+		})
 		if !errors.Is(err, fleet.ErrNoWorker) || ctx.Err() != nil {
 			break
 		}
@@ -101,7 +106,7 @@ func TestTunnelAcrossACluster(t *testing.T) {
 		}
 		cl.Close()
 	}
-	if err := fleet.Control(ctx, viewer, id, fleet.OpPause); err != nil {
+	if err := fleet.Control(ctx, viewer, fleettest.Signer(t, c.URL(), fleet.RoleSubmitter), id, fleet.OpPause); err != nil {
 		t.Fatal(err)
 	}
 	<-run.paused

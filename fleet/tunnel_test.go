@@ -423,13 +423,15 @@ func TestServeClientThroughATunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	stop, err := ServeControls(nc, id, run, srv.Path())
+	stop, err := ServeControls(nc, id, run, ControlOptions{Socket: srv.Path(), Owner: string(RoleSubmitter)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 
-	c, err := serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, viewer, id) })
+	c, err := serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) {
+		return DialRun(ctx, viewer, signerOf(t, viewer, RoleSubmitter), id)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,8 +496,36 @@ func TestServeClientThroughATunnel(t *testing.T) {
 	if got := run.ops(); got != "pause" {
 		t.Errorf("controls through the tunnel drove %q, want pause", got)
 	}
+	if got := run.records(); got != "pause tunnel submitter" {
+		t.Errorf("the tunnel's control was recorded as %q, want the submitter's pause", got)
+	}
 	c.Close()
-	raw, err := DialRun(ctx, viewer, id)
+
+	// A viewer's tunnel reads only: its control is refused in a sentence
+	// and reaches nothing.
+	vc, err := connectAs(nc.ConnectedUrl(), RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vc.Close)
+	ro, err := serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) {
+		return DialRun(ctx, vc, signerOf(t, vc, RoleViewer), id)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := ro.ListRuns(); err != nil || len(runs) != 1 {
+		t.Errorf("a viewer's read through its tunnel: %v, %v", runs, err)
+	}
+	err = ro.Control(ctx, "abort", 0)
+	if err == nil || !strings.Contains(err.Error(), "member viewer (viewer) may not control run "+id+": only its submitter, submitter, may; this tunnel reads only") {
+		t.Errorf("a viewer's abort through its tunnel: %v", err)
+	}
+	if got := run.ops(); got != "pause" {
+		t.Errorf("a viewer's tunnel drove %q", got)
+	}
+	ro.Close()
+	raw, err := DialRun(ctx, viewer, signerOf(t, viewer, RoleSubmitter), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +534,9 @@ func TestServeClientThroughATunnel(t *testing.T) {
 	if _, err := io.ReadAll(raw); err == nil || !strings.Contains(err.Error(), "the worker stopped serving run "+id) {
 		t.Errorf("a tunnel open when the worker stopped: %v", err)
 	}
-	if _, err := serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, viewer, id) }); !errors.Is(err, ErrNoWorker) ||
+	if _, err := serve.DialConn(ctx, "run "+id, func(ctx context.Context) (net.Conn, error) {
+		return DialRun(ctx, viewer, signerOf(t, viewer, RoleSubmitter), id)
+	}); !errors.Is(err, ErrNoWorker) ||
 		!strings.HasPrefix(err.Error(), "no worker is running run "+id) {
 		t.Errorf("attach to a run no worker serves: %v", err)
 	}
@@ -557,7 +589,7 @@ func BenchmarkTunnel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	stop, err := ServeControls(nc, id, run, srv.Path())
+	stop, err := ServeControls(nc, id, run, ControlOptions{Socket: srv.Path(), Owner: string(RoleSubmitter)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -574,7 +606,9 @@ func BenchmarkTunnel(b *testing.B) {
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "actions/s")
 	}
 	b.Run("actions-stream", func(b *testing.B) {
-		c, err := serve.DialConn(context.Background(), "run", func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, submitterConn(b, nc), id) })
+		c, err := serve.DialConn(context.Background(), "run", func(ctx context.Context) (net.Conn, error) {
+			return DialRun(ctx, submitterConn(b, nc), signerOf(b, nc, RoleSubmitter), id)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,7 +22,10 @@ import (
 
 // WorkerOptions configure RunWorker.
 type WorkerOptions struct {
-	NC      *nats.Conn
+	NC *nats.Conn
+	// Signer signs as the worker's fleet member: the chain key's
+	// certificate is asked for with it (certify.go).
+	Signer  *Signer
 	Handles *Handles // from Ensure
 	// ID names this worker in run states and the workers bucket; "" is
 	// <host>-<pid>.
@@ -81,6 +84,7 @@ type RunSpec struct {
 // store, and Close, which releases what Start opened (the store).
 type RunHandle interface {
 	serve.Runner
+	RecordRequest(ctx context.Context, op, via string, by loop.Requester) error
 	Run(ctx context.Context) (*loop.Outcome, error)
 	Store() *ledger.Store
 	Close() error
@@ -109,6 +113,10 @@ func (e *MissingAgentError) Unwrap() error { return e.Err }
 type worker struct {
 	o   WorkerOptions
 	log *slog.Logger
+	// fleetKey certifies the chain keys of the segments the worker
+	// rebuilds runs from; certs are its own keys' certificates.
+	fleetKey string
+	certs    certCache
 
 	mu   sync.Mutex
 	runs []string // the run ids it drives now, for its WorkerState
@@ -121,8 +129,8 @@ type worker struct {
 // current call, its chain flushed to the stream, its state set handed-back
 // and its job given back to the queue; then RunWorker returns nil.
 func RunWorker(ctx context.Context, o WorkerOptions) error {
-	if o.NC == nil || o.Handles == nil || o.Start == nil || o.Dir == "" {
-		return errors.New("a worker needs a NATS connection, the fleet's handles, a Start function and a directory")
+	if o.NC == nil || o.Handles == nil || o.Start == nil || o.Dir == "" || o.Signer == nil {
+		return errors.New("a worker needs a NATS connection, the fleet's handles, a Start function, a directory and its member's signer")
 	}
 	if o.Slots < 1 {
 		o.Slots = 1
@@ -143,7 +151,16 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		host, _ := os.Hostname() // "" names the worker by its pid alone
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	w := &worker{o: o, log: o.Logger}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	roster, err := FetchRoster(rctx, o.NC)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the worker cannot learn the fleet's key: %w", err)
+	}
+	if m, ok := roster.Member(o.Signer.Key()); !ok || m.Role != RoleWorker {
+		return fmt.Errorf("the credentials the worker signs with (key %s) are not a worker's of this fleet; pass --creds FILE with a worker's credentials", shortKey(o.Signer.Key()))
+	}
+	w := &worker{o: o, log: o.Logger, fleetKey: roster.FleetKey}
 	if w.log == nil {
 		w.log = slog.Default()
 	}

@@ -31,7 +31,7 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 		defer srv.Close()
 		socket = srv.Path()
 	}
-	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, socket); err != nil {
+	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy}); err != nil {
 		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
 	} else {
 		defer stopCtl()

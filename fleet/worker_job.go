@@ -155,6 +155,9 @@ func (j *jobRun) run(ctx context.Context) settle {
 	if !found {
 		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
 	}
+	if cur.SubmittedBy == "" {
+		cur.SubmittedBy = j.job.SubmittedBy
+	}
 	// A config that does not parse fails when the run is built; one that
 	// does is held to the worker's policy before anything of it runs.
 	cfg, cfgErr := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" })
@@ -195,9 +198,13 @@ func (j *jobRun) run(ctx context.Context) settle {
 		}
 	}()
 	j.skipBase = j.state.ChainSkipped
+	cert, err := j.w.certs.get(bg, j.w.o.NC, j.w.o.Signer, h.Store().VerifierKeyString())
+	if err != nil {
+		return j.retry(bg, fmt.Errorf("worker %s: %w", j.w.o.ID, err))
+	}
 	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq, WithSkipHook(func(note string) {
 		j.log.Warn("a message on the run's chain subject is not part of its chain; it is skipped", "why", note)
-	}))
+	}), WithCertificate(cert))
 	if err != nil {
 		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
 	}
@@ -325,7 +332,7 @@ func (j *jobRun) prepare(ctx context.Context) (p prepared, s settle, ok bool) {
 // verified, and rebuilds the store's run record and kv from it.
 func (j *jobRun) rebuild(ctx context.Context, dir string) (commit string, fromSeq, lastStreamSeq uint64, t tally, ended *ledger.Action, err error) {
 	runID := j.job.RunID
-	st, info, err := RebuildStore(ctx, j.w.o.Handles.JS, runID, ledger.Options{Dir: dir, SyncWrites: true}, nil)
+	st, info, err := RebuildStore(ctx, j.w.o.Handles.JS, runID, ledger.Options{Dir: dir, SyncWrites: true}, nil, WithFleetKey(j.w.fleetKey))
 	if errors.Is(err, ErrNoChain) {
 		j.noteSkipped(info.Skipped, info.SkipNotes)
 		return "", 1, info.LastStreamSeq, t, nil, err

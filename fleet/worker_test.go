@@ -104,7 +104,7 @@ func (fx *fleetFixture) connect(opts ...nats.Option) (*nats.Conn, *Handles) {
 func (fx *fleetFixture) submit(h *Handles, cfg string) string {
 	fx.t.Helper()
 	id := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(fx.t), submitterFor(fx.t, h), Job{RunID: id, Config: cfg, ConfigPath: DefaultConfigPath, Workspace: fx.bare, Ref: "main"}); err != nil {
+	if err := submitJob(ctxT(fx.t), fx.t, h, Job{RunID: id, Config: cfg, ConfigPath: DefaultConfigPath, Workspace: fx.bare, Ref: "main"}); err != nil {
 		fx.t.Fatal(err)
 	}
 	return id
@@ -119,8 +119,9 @@ func (fx *fleetFixture) worker(id string, slots int, ackWait time.Duration, nc *
 	fx.mu.Lock()
 	fx.dirs = append(fx.dirs, dir)
 	fx.mu.Unlock()
+	signer := signerOf(fx.t, nc, RoleWorker)
 	go func() {
-		done <- RunWorker(ctx, WorkerOptions{NC: nc, Handles: h, ID: id, Slots: slots, Dir: dir, AckWait: ackWait,
+		done <- RunWorker(ctx, WorkerOptions{NC: nc, Signer: signer, Handles: h, ID: id, Slots: slots, Dir: dir, AckWait: ackWait,
 			Start: fx.start(id), GiveUpAfter: 3, RetryDelay: 100 * time.Millisecond})
 	}()
 	var once sync.Once
@@ -552,12 +553,12 @@ func TestWorkerFailsBadJobs(t *testing.T) {
 	_, h := fx.connect()
 	missing := fx.submit(h, strings.Replace(limitJob(1), "[model]", "[intent]\ngoal = \"g\"\nprompt_file = \"PROMPT.md\"\n[model]", 1))
 	noAgentID := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(t), submitterFor(t, h), Job{RunID: noAgentID, Config: limitJob(1), ConfigPath: DefaultConfigPath, Workspace: fx.bare,
+	if err := submitJob(ctxT(t), t, h, Job{RunID: noAgentID, Config: limitJob(1), ConfigPath: DefaultConfigPath, Workspace: fx.bare,
 		Agent: "ralph-no-such-agent-cli"}); err != nil {
 		t.Fatal(err)
 	}
 	badRemote := uuid.Must(uuid.NewV7()).String()
-	if err := Submit(ctxT(t), submitterFor(t, h), Job{RunID: badRemote, Config: limitJob(1), ConfigPath: DefaultConfigPath,
+	if err := submitJob(ctxT(t), t, h, Job{RunID: badRemote, Config: limitJob(1), ConfigPath: DefaultConfigPath,
 		Workspace: filepath.Join(t.TempDir(), "nothing.git")}); err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +588,9 @@ func TestWorkerRunTakesControls(t *testing.T) {
 	fx.worker("w", 1, 5*time.Second, ncW, hW)
 	id := fx.submit(h, limitJob(50))
 	<-fx.holding // w/1
-	c, err := serve.DialConn(ctxT(t), id, func(ctx context.Context) (net.Conn, error) { return DialRun(ctx, submitterConn(t, nc), id) })
+	c, err := serve.DialConn(ctxT(t), id, func(ctx context.Context) (net.Conn, error) {
+		return DialRun(ctx, submitterConn(t, nc), signerOf(t, nc, RoleSubmitter), id)
+	})
 	if err != nil {
 		t.Fatalf("tunnel to the run's store: %v", err)
 	}
@@ -599,7 +602,7 @@ func TestWorkerRunTakesControls(t *testing.T) {
 		t.Errorf("runs through the tunnel: %+v, %v", runs, err)
 	}
 	c.Close()
-	if err := Control(ctxT(t), submitterConn(t, nc), id, "abort"); err != nil {
+	if err := Control(ctxT(t), submitterConn(t, nc), signerOf(t, nc, RoleSubmitter), id, "abort"); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	release()
@@ -755,7 +758,7 @@ func TestWorkerStopsWhileNATSIsAway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- RunWorker(ctx, WorkerOptions{NC: ncW, Handles: hW, ID: "w", Slots: 1, Dir: t.TempDir(), AckWait: 3 * time.Second,
+		done <- RunWorker(ctx, WorkerOptions{NC: ncW, Signer: signerOf(t, ncW, RoleWorker), Handles: hW, ID: "w", Slots: 1, Dir: t.TempDir(), AckWait: 3 * time.Second,
 			Start: fx.start("w"), StopGrace: time.Second, RetryDelay: 100 * time.Millisecond})
 	}()
 	id := fx.submit(h, limitJob(3))

@@ -60,6 +60,9 @@ const (
 	AgentToolUse  // one tool an agent used during an agent.run call; a child of that CapabilityCall
 	RateLimitWait // the runner waited for an account limit to lift before running the iteration again
 
+	// Fleets (DESIGN §17).
+	ControlRequested // a fleet member asked for a control (pause, resume, skip, abort, approve, decline); who is on it
+
 	numActionTypes
 )
 
@@ -95,6 +98,7 @@ var actionTypeNames = [numActionTypes]string{
 	CapabilityDeduplicated:  "CapabilityDeduplicated",
 	AgentToolUse:            "AgentToolUse",
 	RateLimitWait:           "RateLimitWait",
+	ControlRequested:        "ControlRequested",
 }
 
 var actionTypeByName = func() map[string]ActionType {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ralphloop/ralph/arbiter"
@@ -60,6 +62,9 @@ type RunnerOptions struct {
 	// iteration stopped at an agent's usage limit, which is not counted and
 	// runs again under its number.
 	OnIterationEnd func(ctx context.Context, iteration int) (map[string]rtfs.Value, error)
+	// SubmittedBy names who submitted the run (a fleet member, §17); it is
+	// recorded on RunStarted as submitted_by.
+	SubmittedBy string
 	// Resume continues RunID from its last completed iteration.
 	RunID  string
 	Resume bool
@@ -113,6 +118,14 @@ type Runner struct {
 	bus  *Bus
 	log  *slog.Logger
 	ctl  control
+	// started is the run's state once RunStarted is recorded (or found),
+	// for the requests recorded from other goroutines (RecordRequest).
+	started atomic.Pointer[runState]
+	// reqMu orders recorded requests with the closing action: ended is
+	// set under it once the closing action is recorded, after which no
+	// request is recorded.
+	reqMu sync.Mutex
+	ended bool
 }
 
 // NewRunner checks the options and builds the evaluator.
@@ -182,6 +195,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.started.Store(st)
 	out, err := r.loop(ctx, st)
 	if err != nil {
 		return r.closeOnError(ctx, st, err)
@@ -356,13 +370,17 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 	}
 	st.intentID = st.id
 	cfg := r.o.Config
-	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true,
+	started := &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true,
 		Metadata: map[string]rtfs.Value{
 			"config":   rtfs.String(cfg.Snapshot()),
 			"provider": rtfs.String(cfg.Model.Provider),
 			"model":    rtfs.String(cfg.Model.Model),
 			"goal":     rtfs.String(cfg.Intent.Goal),
-		}})
+		}}
+	if r.o.SubmittedBy != "" {
+		started.Metadata["submitted_by"] = rtfs.String(r.o.SubmittedBy)
+	}
+	id, err := r.record(ctx, st, started)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +659,11 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 			a.Metadata[stop.MetaTriggerActionID] = rtfs.String(t.ActionID)
 			a.Metadata[stop.MetaTriggerSeq] = rtfs.Int(int64(t.Seq))
 		}
-		if _, err := r.record(ctx, st, a); err != nil {
+		r.reqMu.Lock()
+		_, err := r.record(ctx, st, a)
+		r.ended = err == nil
+		r.reqMu.Unlock()
+		if err != nil {
 			return nil, err
 		}
 		st.closed = true

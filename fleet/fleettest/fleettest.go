@@ -77,6 +77,16 @@ func Creds(t testing.TB, url string, role fleet.Role) string {
 	return fleet.CredsPath(AuthDir(t, url), string(role))
 }
 
+// Signer signs requests as role's member of the fleet at url.
+func Signer(t testing.TB, url string, role fleet.Role) *fleet.Signer {
+	t.Helper()
+	s, err := fleet.LoadSigner(Creds(t, url, role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Connect connects to the server(s) at url as role's member; the
 // connection closes with the test.
 func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *nats.Conn {
@@ -98,7 +108,7 @@ func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *na
 func Node(t testing.TB) *fleet.Server {
 	t.Helper()
 	dir, ms := NewAuth(t)
-	s, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "n1", Members: ms})
+	s, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", Name: "n1", Members: ms, AuthDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +155,7 @@ func newCluster(t testing.TB, n int, tf *TLSFiles) *Cluster {
 	c.Auth, ms = NewAuth(t)
 	for i := range n {
 		o := fleet.ServerOptions{Dir: filepath.Join(root, fmt.Sprintf("n%d", i+1)), Listen: "127.0.0.1:0",
-			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i], Members: ms, Log: os.Getenv("FLEETTEST_LOG") != ""}
+			Name: fmt.Sprintf("n%d", i+1), ClusterName: "ralph-test", ClusterListen: routes[i], Members: ms, AuthDir: c.Auth, Log: os.Getenv("FLEETTEST_LOG") != ""}
 		if tf != nil {
 			o.TLSCert, o.TLSKey, o.TLSCA = tf.Cert, tf.Key, tf.CA
 		}

@@ -52,19 +52,15 @@ func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Jobs are a submitter's to publish.
-	sc, err := Dial(c.URL(), fleet.RoleSubmitter, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
+	// Chain lines are a worker's to publish.
+	sc, sjs := nc, js
+	subject := fleet.ChainSubject("01a215b5-0000-7000-8000-000000000001")
+	if _, err := sjs.Publish(ctx, subject, []byte("one"), jetstream.WithMsgID("one")); err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Close()
-	sjs, _ := jetstream.New(sc)
-	if _, err := sjs.Publish(ctx, fleet.SubjectJobs, []byte("one"), jetstream.WithMsgID("one")); err != nil {
-		t.Fatal(err)
-	}
-	leader := c.StreamLeader(fleet.StreamJobs)
+	leader := c.StreamLeader(fleet.StreamChains)
 	if leader < 0 {
-		t.Fatal("no leader for the jobs stream")
+		t.Fatal("no leader for the chains stream")
 	}
 	c.Stop(leader)
 	for {
@@ -73,7 +69,7 @@ func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
 		// Each attempt has its own deadline: a publish sent while no
 		// leader can answer is never acked.
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := sjs.Publish(actx, fleet.SubjectJobs, []byte("two"), jetstream.WithMsgID("two"))
+		_, err := sjs.Publish(actx, subject, []byte("two"), jetstream.WithMsgID("two"))
 		acancel()
 		if err == nil {
 			break
@@ -86,7 +82,7 @@ func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
 	var info *jetstream.StreamInfo
 	for { // the stream's new leader answers once elected
 		ictx, icancel := context.WithTimeout(ctx, 2*time.Second)
-		info, err = h.Jobs.Info(ictx)
+		info, err = h.Chains.Info(ictx)
 		icancel()
 		if err == nil || ctx.Err() != nil {
 			break
@@ -97,6 +93,6 @@ func clusterSurvivesStreamLeaderStop(t *testing.T, c *Cluster) {
 		t.Fatal(err)
 	}
 	if info.State.Msgs != 2 {
-		t.Errorf("the jobs stream holds %d messages after a leader change, want 2", info.State.Msgs)
+		t.Errorf("the chains stream holds %d messages after a leader change, want 2", info.State.Msgs)
 	}
 }
