@@ -60,6 +60,10 @@ const (
 	AgentToolUse  // one tool an agent used during an agent.run call; a child of that CapabilityCall
 	RateLimitWait // the runner waited for an account limit to lift before running the iteration again
 
+	// Reach (DESIGN §20).
+	HookRan      // a [[hook]] command ran: its exit and output tail
+	NotifyFailed // a [[notify]] sink could not deliver a notification
+
 	numActionTypes
 )
 
@@ -95,6 +99,8 @@ var actionTypeNames = [numActionTypes]string{
 	CapabilityDeduplicated:  "CapabilityDeduplicated",
 	AgentToolUse:            "AgentToolUse",
 	RateLimitWait:           "RateLimitWait",
+	HookRan:                 "HookRan",
+	NotifyFailed:            "NotifyFailed",
 }
 
 var actionTypeByName = func() map[string]ActionType {
