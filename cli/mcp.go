@@ -352,7 +352,7 @@ type chainArg struct {
 
 type chainOut struct {
 	Actions []any `json:"actions" jsonschema:"the actions, as ralph chain show --json writes them"`
-	More    bool              `json:"more" jsonschema:"more actions match: ask again from the seq after the last"`
+	More    bool  `json:"more" jsonschema:"more actions match: ask again from the seq after the last"`
 }
 
 var errEnough = errors.New("enough actions")

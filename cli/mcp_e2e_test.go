@@ -180,8 +180,8 @@ cmd = ["true"]
 		{"run_state", map[string]any{"run_id": "0000dead"}, "no run 0000dead in store " + store + "; list_runs gives the ids"},
 		{"iteration_history", map[string]any{"run_id": id, "iteration": 9}, "run " + id + " has no iteration 9; it has 2"},
 		{"chain_query", map[string]any{"type": "Bogus"}, `type "Bogus" is not an action type`},
-		{"run_state", map[string]any{}, "run_id"},                             // missing: the schema refuses it
-		{"iteration_history", map[string]any{"run_id": 7}, "run_id"},          // a number for a string
+		{"run_state", map[string]any{}, "run_id"},                    // missing: the schema refuses it
+		{"iteration_history", map[string]any{"run_id": 7}, "run_id"}, // a number for a string
 		{"no_such_tool", nil, "no_such_tool"},
 	} {
 		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
