@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
@@ -23,13 +25,18 @@ import (
 func newMCPCmd() *cobra.Command {
 	var m mcpServer
 	cmd := &cobra.Command{
-		Use:   "mcp [--store DIR] [--allow-control]",
+		Use:   "mcp [--store DIR | --nats URL] [--allow-control]",
 		Short: "Serve the store's runs to MCP clients (Claude Code, Codex, Gemini CLI) over stdio; read-only unless --allow-control",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m.errOut = cmd.ErrOrStderr()
-			if _, err := existingStoreDir(m.store); err != nil {
-				return err
+			m.errOut, m.signIn = cmd.ErrOrStderr(), signInFrom(cmd.Context())
+			switch {
+			case m.nats != "" && m.store != "":
+				return usageErrorf("--store and --nats name two places to read; pass one")
+			case m.nats == "":
+				if _, err := existingStoreDir(m.store); err != nil {
+					return err
+				}
 			}
 			srv := m.server()
 			t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}
@@ -40,6 +47,8 @@ func newMCPCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&m.store, "store", "", "the store `DIR` to serve (default: RALPH_STORE, else ./.ralph)")
+	cmd.Flags().StringVar(&m.nats, "nats", "", "serve the runs of the fleet at NATS `URL` instead of a store")
+	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&m.allowControl, "allow-control", false, "let clients pause, resume, skip an iteration of and abort the running loop")
 	return cmd
 }
@@ -54,8 +63,10 @@ func (nopWriteCloser) Close() error { return nil }
 // starting.
 type mcpServer struct {
 	store        string
+	nats         string // a fleet instead of a store: each run's chain is rebuilt from its stream per call
 	allowControl bool
 	errOut       io.Writer
+	signIn       *natsSignIn // --creds and --tls-ca, for the fleet's connections
 }
 
 // mcpReadOnly is the answer to a control without --allow-control.
@@ -97,8 +108,11 @@ func (m *mcpServer) server() *mcp.Server {
 
 func ptr[T any](v T) *T { return &v }
 
-// read opens the store for one call.
+// read opens the store for one call; a fleet is read a run at a time.
 func (m *mcpServer) read(ctx context.Context) (storeReader, error) {
+	if m.nats != "" {
+		return nil, errors.New("with --nats, name the run with run_id: a fleet's chains are kept one per run")
+	}
 	return openReader(ctx, m.store, ledger.Options{}, m.errOut)
 }
 
@@ -107,7 +121,13 @@ func (m *mcpServer) resolve(ctx context.Context, id string) (storeReader, string
 	if strings.TrimSpace(id) == "" {
 		return nil, "", errors.New("run_id is empty; list_runs gives the ids")
 	}
-	st, err := m.read(ctx)
+	var st storeReader
+	var err error
+	if m.nats != "" {
+		st, err = openRunReader(withSignIn(ctx, m.signIn), "", m.nats, id, ledger.Options{}, m.errOut)
+	} else {
+		st, err = m.read(ctx)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -131,6 +151,9 @@ type listRunsOut struct {
 }
 
 func (m *mcpServer) listRuns(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, listRunsOut, error) {
+	if m.nats != "" {
+		return m.fleetRuns(ctx)
+	}
 	st, err := m.read(ctx)
 	if err != nil {
 		return nil, listRunsOut{}, err
@@ -185,6 +208,9 @@ func (m *mcpServer) runState(ctx context.Context, _ *mcp.CallToolRequest, in run
 	out := runStateOut{Run: runRecord(st, id), Conditions: []verdict{}}
 	if info := st.Served(); info != nil && info.RunID == id {
 		out.Live, out.Run.State = true, info.State
+	}
+	if fr, ok := st.(fleetReader); ok {
+		out.Run, out.Live = fleetRecord(fr.run), fr.run.State == fleet.StateRunning
 	}
 	acts, err := st.ByRun(id)
 	if err != nil {
@@ -247,6 +273,9 @@ func (m *mcpServer) whyStopped(ctx context.Context, _ *mcp.CallToolRequest, in r
 		return nil, whyStoppedOut{}, err
 	}
 	out := whyStoppedOut{RunID: id, State: runRecord(st, id).State}
+	if fr, ok := st.(fleetReader); ok {
+		out.State = fr.run.State
+	}
 	for i := len(acts) - 1; i >= 0; i-- {
 		a := &acts[i]
 		if !loop.IsRunEnd(a.Type) {
@@ -424,8 +453,18 @@ type problemLine struct {
 	Reason string `json:"reason"`
 }
 
-func (m *mcpServer) verifyChain(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, verifyOut, error) {
-	st, err := m.read(ctx)
+type verifyArg struct {
+	RunID string `json:"run_id,omitempty" jsonschema:"with --nats: the run whose replicated chain to verify; a store is verified whole"`
+}
+
+func (m *mcpServer) verifyChain(ctx context.Context, _ *mcp.CallToolRequest, in verifyArg) (*mcp.CallToolResult, verifyOut, error) {
+	var st storeReader
+	var err error
+	if m.nats != "" {
+		st, _, err = m.resolve(ctx, in.RunID)
+	} else {
+		st, err = m.read(ctx)
+	}
 	if err != nil {
 		return nil, verifyOut{}, err
 	}
@@ -459,6 +498,15 @@ func (m *mcpServer) control(ctx context.Context, in runArg, do string) (*mcp.Cal
 		return nil, controlOut{}, err
 	}
 	defer st.Close()
+	if fr, ok := st.(fleetReader); ok {
+		if fr.run.State != fleet.StateRunning {
+			return nil, controlOut{}, fmt.Errorf("run %s is not running (its state in the fleet is %s); only a run a worker runs now can be steered", id, fr.run.State)
+		}
+		if err := fleet.Control(ctx, fr.conn.nc, id, do); err != nil {
+			return nil, controlOut{}, err
+		}
+		return nil, controlOut{RunID: id, Done: do + " requested"}, nil
+	}
 	info := st.Served()
 	if info == nil || info.RunID != id {
 		return nil, controlOut{}, fmt.Errorf("run %s is not running (its state is %s); only the loop a ralph process runs now can be steered", id, runRecord(st, id).State)
@@ -472,4 +520,33 @@ func (m *mcpServer) control(ctx context.Context, in runArg, do string) (*mcp.Cal
 		return nil, controlOut{}, err
 	}
 	return nil, controlOut{RunID: id, Done: do + " requested"}, nil
+}
+
+// fleetRuns is list_runs for a fleet: every run's state as its workers
+// recorded it.
+func (m *mcpServer) fleetRuns(ctx context.Context) (*mcp.CallToolResult, listRunsOut, error) {
+	f, err := dialFleet(withSignIn(ctx, m.signIn), m.nats, "ralph mcp")
+	if err != nil {
+		return nil, listRunsOut{}, err
+	}
+	defer f.Close()
+	states, err := f.states(ctx)
+	if err != nil {
+		return nil, listRunsOut{}, err
+	}
+	out := listRunsOut{Runs: []loop.RunRecord{}}
+	for _, s := range states {
+		out.Runs = append(out.Runs, fleetRecord(s))
+	}
+	return nil, out, nil
+}
+
+// fleetRecord is a fleet run's state as a run record.
+func fleetRecord(s fleet.RunState) loop.RunRecord {
+	r := loop.RunRecord{ID: s.RunID, State: s.State, Goal: s.Goal, Class: s.Class, Condition: s.Condition, Reason: s.Reason,
+		Iterations: s.Iteration, CostUSD: s.CostUSD, Tokens: s.Tokens}
+	if !s.Started.IsZero() {
+		r.Started = s.Started.UTC().Format(time.RFC3339)
+	}
+	return r
 }

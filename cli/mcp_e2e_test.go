@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ralphloop/ralph/fleet/fleettest"
 )
 
 // mcpSession starts `ralph mcp args...` and connects the SDK's own client
 // to it over stdio.
 func mcpSession(t *testing.T, env []string, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(ralphBin, append([]string{"mcp"}, args...)...)
+	cmd := exec.Command(ralphBin, withCreds(append([]string{"mcp"}, args...))...)
 	cmd.Env = env
 	client := mcp.NewClient(&mcp.Implementation{Name: "ralph-e2e", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -245,5 +247,62 @@ max = 1000
 	}
 	if e := call(t, s, "pause_run", id, nil); !strings.Contains(e, "is not running (its state is aborted)") {
 		t.Errorf("pause of an ended run: %q", e)
+	}
+}
+
+// With --nats the tools read the fleet: its runs' states, and each run's
+// chain as the fleet replicated it.
+func TestE2EMCPFleet(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	url := fleettest.Node(t).ClientURL()
+	id, state := replicatedRun(t, openFleetJobs(t, url), filepath.Join(t.TempDir(), "store"))
+	s := mcpSession(t, nil, "--nats", url, "--allow-control")
+	var runs struct {
+		Runs []struct {
+			ID, State, Condition string
+			Iterations           int
+		}
+	}
+	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 || runs.Runs[0].ID != id ||
+		runs.Runs[0].State != "succeeded" || runs.Runs[0].Iterations != state.Iteration {
+		t.Fatalf("list_runs: %q %+v", e, runs)
+	}
+	prefix := map[string]any{"run_id": id[:13]}
+	var why struct {
+		Ended            bool
+		State, Condition string
+	}
+	if e := call(t, s, "why_stopped", prefix, &why); e != "" || !why.Ended || why.State != "succeeded" || why.Condition != state.Condition {
+		t.Fatalf("why_stopped: %q %+v", e, why)
+	}
+	var st struct {
+		Live       bool
+		Conditions []struct{ Name string }
+	}
+	if e := call(t, s, "run_state", prefix, &st); e != "" || st.Live || len(st.Conditions) == 0 {
+		t.Fatalf("run_state: %q %+v", e, st)
+	}
+	var hist struct{ Iteration int }
+	if e := call(t, s, "iteration_history", prefix, &hist); e != "" || hist.Iteration != state.Iteration {
+		t.Fatalf("iteration_history: %q %+v", e, hist)
+	}
+	var ver struct{ OK bool }
+	if e := call(t, s, "verify_chain", prefix, &ver); e != "" || !ver.OK {
+		t.Fatalf("verify_chain: %q %+v", e, ver)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"chain_query", nil, "with --nats, name the run with run_id"},
+		{"run_state", map[string]any{"run_id": "0000dead"}, "the fleet at " + url + " has no run 0000dead"},
+		{"pause_run", prefix, "run " + id + " is not running (its state in the fleet is succeeded)"},
+	} {
+		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
+			t.Errorf("%s: got %q, want %q", c.tool, e, c.want)
+		}
 	}
 }
