@@ -146,7 +146,7 @@ func CheckWebhookURL(raw string, inConfig bool) error {
 		}
 	}
 	if strings.EqualFold(u.Hostname(), "hooks.slack.com") {
-		return fmt.Errorf("a Slack webhook URL is a credential in clear%s", fix)
+		return fmt.Errorf("%s://%s/… is a Slack webhook URL, which is itself a credential in clear%s", u.Scheme, u.Host, fix)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func TestReachErrors(t *testing.T) {
 		{"url does not parse", head + "[[notify]]\nkind = \"webhook\"\nurl = \"example.com/hook\"\n", `is not an http(s) URL`},
 		{"url with userinfo", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://me:pw@example.com/hook\"\n", `https://REDACTED@example.com/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead`},
 		{"url with token", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://example.com/hook?token=abc\"\n", `(query parameter token)`},
-		{"slack url", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://hooks.slack.com/services/T/B/x\"\n", `a Slack webhook URL is a credential in clear`},
+		{"slack url", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://hooks.slack.com/services/T/B/x\"\n", `url https://hooks.slack.com/… is a Slack webhook URL, which is itself a credential in clear; put the URL in an environment variable`},
 		{"command without cmd", head + "[[notify]]\nkind = \"command\"\n", `a command sink needs cmd`},
 		{"cmd on terminal", head + "[[notify]]\nkind = \"terminal\"\ncmd = [\"x\"]\n", `cmd is for kind = "command"`},
 		{"hook bad point", head + "[[hook]]\nat = \"before_all\"\ncmd = [\"x\"]\n", `ralph.toml:3: [[hook]] 1: at "before_all" is not one of before_iteration`},
