@@ -41,16 +41,18 @@ type Options struct {
 	Grace  time.Duration // the longest the run's end waits for the last notifications (default DefaultGrace)
 }
 
-// Notifier sends a run's notifications to its sinks.
+// Notifier sends a run's notifications to its sinks. Each Follow (one per
+// run) has queues of its own.
 type Notifier struct {
 	o     Options
 	sinks []*sink
 }
 
+// sink is one configured sink and, within a Follow, its queue.
 type sink struct {
 	cfg     config.Notify
 	send    Sender
-	q       chan Event
+	q       chan Event   // made by Follow
 	dropped atomic.Int64 // dropped (queue full) since the last delivered notification
 	lost    atomic.Int64 // still queued when the grace ran out
 }
@@ -73,7 +75,7 @@ func New(o Options) (*Notifier, error) {
 		if err != nil {
 			return nil, &config.Error{File: o.File, Line: c.Line, Msg: fmt.Sprintf("[[notify]] %s: %v", c.Name, err)}
 		}
-		n.sinks = append(n.sinks, &sink{cfg: c, send: s, q: make(chan Event, o.Queue)})
+		n.sinks = append(n.sinks, &sink{cfg: c, send: s})
 	}
 	return n, nil
 }
@@ -99,15 +101,18 @@ func newSender(c config.Notify, o Options) (Sender, error) {
 func (n *Notifier) Follow(ctx context.Context, events <-chan loop.Event) <-chan struct{} {
 	done := make(chan struct{})
 	sendCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sinks := make([]*sink, len(n.sinks))
 	var wg sync.WaitGroup
-	for _, s := range n.sinks {
+	for i, c := range n.sinks {
+		s := &sink{cfg: c.cfg, send: c.send, q: make(chan Event, n.o.Queue)}
+		sinks[i] = s
 		wg.Go(func() { n.deliver(sendCtx, s) })
 	}
 	go func() {
 		defer close(done)
 		defer cancel()
-		runID := n.read(ctx, events)
-		for _, s := range n.sinks {
+		runID := n.read(ctx, events, sinks)
+		for _, s := range sinks {
 			close(s.q)
 		}
 		drained := make(chan struct{})
@@ -119,7 +124,7 @@ func (n *Notifier) Follow(ctx context.Context, events <-chan loop.Event) <-chan 
 			<-drained
 		}
 		end := Event{RunID: runID, Time: time.Now()}
-		for _, s := range n.sinks {
+		for _, s := range sinks {
 			if d := s.dropped.Load(); d > 0 {
 				n.failed(context.WithoutCancel(ctx), s, runID, end,
 					fmt.Errorf("%d notification(s) were dropped because the sink's queue of %d was full", d, n.o.Queue))
@@ -135,7 +140,7 @@ func (n *Notifier) Follow(ctx context.Context, events <-chan loop.Event) <-chan 
 
 // read translates events into notifications until the run's closing
 // action, and returns the run's id.
-func (n *Notifier) read(ctx context.Context, events <-chan loop.Event) string {
+func (n *Notifier) read(ctx context.Context, events <-chan loop.Event, sinks []*sink) string {
 	var t translator
 	runID := ""
 	for {
@@ -151,7 +156,7 @@ func (n *Notifier) read(ctx context.Context, events <-chan loop.Event) string {
 		}
 		runID = e.RunID
 		for _, ne := range t.next(&e) {
-			n.enqueue(ne)
+			enqueue(n.log(), sinks, n.o.Queue, ne)
 		}
 		if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
 			return runID
@@ -160,8 +165,8 @@ func (n *Notifier) read(ctx context.Context, events <-chan loop.Event) string {
 }
 
 // enqueue offers e to every sink that takes it; a full queue drops it.
-func (n *Notifier) enqueue(e Event) {
-	for _, s := range n.sinks {
+func enqueue(log *slog.Logger, sinks []*sink, size int, e Event) {
+	for _, s := range sinks {
 		if len(s.cfg.On) > 0 && !slices.Contains(s.cfg.On, e.Event) {
 			continue
 		}
@@ -169,7 +174,7 @@ func (n *Notifier) enqueue(e Event) {
 		case s.q <- e:
 		default:
 			if s.dropped.Add(1) == 1 {
-				n.log().Warn("notification dropped: the sink is behind", "sink", s.cfg.Name, "event", e.Event, "queue", n.o.Queue)
+				log.Warn("notification dropped: the sink is behind", "sink", s.cfg.Name, "event", e.Event, "queue", size)
 			}
 		}
 	}

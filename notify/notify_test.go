@@ -197,7 +197,7 @@ func TestQueueDropsWhenFull(t *testing.T) {
 		got = append(got, e)
 		mu.Unlock()
 		return nil
-	}), q: make(chan Event, 2)}
+	})}
 	var recorded []*ledger.Action
 	n := &Notifier{o: Options{Queue: 2, Grace: 5 * time.Second, Logger: discardLogger(),
 		Record: func(_ context.Context, a *ledger.Action) error { recorded = append(recorded, a); return nil }}, sinks: []*sink{s}}
@@ -214,6 +214,9 @@ func TestQueueDropsWhenFull(t *testing.T) {
 	total := 0
 	for _, e := range got {
 		total += 1 + e.Dropped
+	}
+	if s.q != nil {
+		t.Error("Follow used the Notifier's sink, not a queue of its own")
 	}
 	var last int
 	if len(recorded) == 1 {
