@@ -30,13 +30,10 @@ func newMCPCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m.errOut, m.signIn = cmd.ErrOrStderr(), signInFrom(cmd.Context())
-			switch {
-			case m.nats != "" && m.store != "":
+			// A store that does not exist yet is no error: the server is
+			// often registered before the first run, and each call says so.
+			if m.nats != "" && m.store != "" {
 				return usageErrorf("--store and --nats name two places to read; pass one")
-			case m.nats == "":
-				if _, err := existingStoreDir(m.store); err != nil {
-					return err
-				}
 			}
 			srv := m.server()
 			t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}

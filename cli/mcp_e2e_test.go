@@ -210,9 +210,13 @@ delay = "300ms"
 kind = "max_iterations"
 max = 1000
 `)
-	run := startRalph(t, dir, "run", "--no-tui")
 	store := filepath.Join(dir, ".ralph")
+	// Started before the run made its store: calls say so until it exists.
 	s := mcpSession(t, nil, "--store", store, "--allow-control")
+	if e := call(t, s, "list_runs", nil, nil); e != "no store at "+store+"; run a plan first or pass --store DIR" {
+		t.Errorf("list_runs before the store exists: %q", e)
+	}
+	run := startRalph(t, dir, "run", "--no-tui")
 	var runs struct{ Runs []struct{ ID string } }
 	waitUntil(t, "the run is listed", func() bool { return call(t, s, "list_runs", nil, &runs) == "" && len(runs.Runs) == 1 })
 	id := map[string]any{"run_id": runs.Runs[0].ID}
