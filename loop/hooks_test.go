@@ -185,3 +185,32 @@ func parseConfig(t *testing.T, src string) *config.Config {
 	}
 	return cfg
 }
+
+// A before_stop_check hook runs before the conditions are checked: what it
+// does is what they see, in the same iteration.
+func TestHookBeforeStopCheck(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
+[[stop]]
+name = "done"
+kind = "file_exists"
+path = "DONE"
+[[stop]]
+kind = "max_iterations"
+max = 5
+[[hook]]
+at = "before_stop_check"
+cmd = ["sh", "-c", "if [ $RALPH_ITERATION -eq 2 ]; then touch DONE; fi"]
+`, nil)
+	out, err := r.Run(context.Background())
+	if err != nil || out.TriggeredBy != "done" || out.Iterations != 2 || out.ExitCode != ExitSuccess {
+		t.Fatalf("outcome %+v, %v", out, err)
+	}
+	ran := runTypes(t, fx, out.RunID, ledger.HookRan)
+	evals := runTypes(t, fx, out.RunID, ledger.StopConditionsEvaluated)
+	if len(ran) != 2 || len(evals) != 2 || ran[1].Seq > evals[1].Seq || ran[1].Metadata["at"].Str() != "before_stop_check" {
+		t.Fatalf("HookRan %+v, evaluations %d", ran, len(evals))
+	}
+}

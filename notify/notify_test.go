@@ -264,3 +264,37 @@ func TestTranslatorConditions(t *testing.T) {
 		}
 	}
 }
+
+// A usage-limit wait is notified once, from the RateLimitWait action or
+// from the provider's wait event, and its end with the first action after it.
+func TestTranslatorRateLimit(t *testing.T) {
+	t.Parallel()
+	var tr translator
+	until := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	wait := &ledger.Action{Type: ledger.RateLimitWait, FunctionName: "usage_limit", Metadata: map[string]rtfs.Value{
+		"until": rtfs.String(until.Format(time.RFC3339Nano)), "message": rtfs.String("5-hour limit reached"), "iteration": rtfs.Int(3)}}
+	steps := []struct {
+		e    loop.Event
+		want string
+	}{
+		{loop.Event{Kind: loop.EventAction, RunID: "r", Action: wait}, RateLimitWait},
+		{loop.Event{Kind: loop.EventWait, RunID: "r", Until: until, Text: "agent usage_limit"}, ""}, // the same wait
+		{loop.Event{Kind: loop.EventAction, RunID: "r", Action: &ledger.Action{Type: ledger.StopConditionsEvaluated, Timestamp: until.Add(-time.Minute)}}, ""},
+		{loop.Event{Kind: loop.EventAction, RunID: "r", Action: &ledger.Action{Type: ledger.IterationStarted, Timestamp: until.Add(time.Second)}}, RateLimitOver},
+		{loop.Event{Kind: loop.EventWait, RunID: "r", Until: until.Add(time.Hour), Text: "429 Too Many Requests"}, RateLimitWait},
+		{runEnd("r"), RateLimitOver + "," + RunEnded}, // a run that ends during a wait
+	}
+	for i, s := range steps {
+		var got []string
+		for _, n := range tr.next(&s.e) {
+			got = append(got, n.Event)
+			if n.Event == RateLimitWait && i == 0 && (n.Iteration != 3 || !n.Until.Equal(until) || n.Reason != "5-hour limit reached" ||
+				!strings.Contains(n.Text, "waits for the agent's usage_limit until")) {
+				t.Errorf("wait notification %+v", n)
+			}
+		}
+		if g := strings.Join(got, ","); g != s.want {
+			t.Errorf("step %d: got %q, want %q", i, g, s.want)
+		}
+	}
+}

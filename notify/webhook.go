@@ -108,8 +108,11 @@ func (w *webhook) post(ctx context.Context, event string, body []byte) error {
 	resp, err := w.client.Do(req)
 	if err != nil {
 		// The URL may be a secret (a Slack webhook): say where without it.
-		if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 			return retryable{fmt.Errorf("webhook %s did not answer within %s", req.URL.Host, w.timeout)}
+		}
+		if ctx.Err() != nil { // the run's end gave up waiting for this sink
+			return fmt.Errorf("webhook %s: cancelled before it answered", req.URL.Host)
 		}
 		return retryable{fmt.Errorf("webhook %s: %v", req.URL.Host, errors.Unwrap(err))}
 	}
