@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/godbus/dbus/v5"
 
 	"github.com/ralphloop/ralph/notify"
 )
@@ -143,5 +146,67 @@ func TestE2EReachBadInput(t *testing.T) {
 				t.Error("a refused run left a store behind")
 			}
 		})
+	}
+}
+
+// desktopDaemon owns org.freedesktop.Notifications on a private session
+// bus (a real dbus-daemon) and keeps the summaries it is sent.
+type desktopDaemon struct {
+	mu        sync.Mutex
+	summaries []string
+}
+
+func (d *desktopDaemon) Notify(app string, replaces uint32, icon, summary, body string, actions []string,
+	hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.summaries = append(d.summaries, app+"|"+summary+"|"+body)
+	return uint32(len(d.summaries)), nil
+}
+
+// The desktop sink reaches the notification service on the session bus
+// DBUS_SESSION_BUS_ADDRESS names.
+func TestE2ENotifyDesktop(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	if _, err := exec.LookPath("dbus-daemon"); err != nil {
+		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
+	}
+	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1", "--address=unix:dir="+t.TempDir())
+	out, err := bus.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = bus.Process.Kill(); _ = bus.Wait() }()
+	addr, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = strings.TrimSpace(addr)
+	conn, err := dbus.Connect(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	d := &desktopDaemon{}
+	if err := conn.Export(d, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue); err != nil {
+		t.Fatal(err)
+	}
+	dir := writeConfig(t, notifyLoop+"[[notify]]\nkind = \"desktop\"\n")
+	env := append(isolatedEnv(dir), "DBUS_SESSION_BUS_ADDRESS="+addr)
+	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 || strings.Contains(stderr, "notification failed") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.summaries) != 1 || !strings.HasPrefix(d.summaries[0], "ralph|ralph: run stopped|ralph: run ") {
+		t.Errorf("notifications %q", d.summaries)
 	}
 }
