@@ -52,3 +52,26 @@ func TestReachDefaults(t *testing.T) {
 		t.Errorf("hook defaults: %+v", h)
 	}
 }
+
+// The run's config snapshot (what resume reads back) keeps the sinks and
+// hooks as written.
+func TestReachSnapshotRoundTrip(t *testing.T) {
+	t.Parallel()
+	src := "[plan]\nrtfs = \"1\"\n[[notify]]\nkind = \"webhook\"\nurl_env = \"HOOK\"\nsecret_env = \"KEY\"\non = [\"run_ended\"]\nretries = 0\n" +
+		"[[notify]]\nkind = \"command\"\ncmd = [\"./n.sh\"]\n[[hook]]\nat = \"before_iteration\"\ncmd = [\"./h.sh\", \"x\"]\non_failure = \"pause\"\ntimeout = \"5s\"\n"
+	c, err := Parse([]byte(src), "ralph.toml", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse([]byte(c.Snapshot()), "snap.toml", noEnv)
+	if err != nil {
+		t.Fatalf("snapshot does not parse: %v\n%s", err, c.Snapshot())
+	}
+	n, h := back.Notify, back.Hook
+	if len(n) != 2 || n[0].URLEnv != "HOOK" || n[0].SecretEnv != "KEY" || *n[0].Retries != 0 || n[0].On[0] != "run_ended" || n[1].Cmd[0] != "./n.sh" {
+		t.Errorf("notify back %+v", n)
+	}
+	if len(h) != 1 || h[0].OnFailure != "pause" || h[0].Timeout.Duration != 5*time.Second || h[0].Cmd[1] != "x" {
+		t.Errorf("hook back %+v", h)
+	}
+}
