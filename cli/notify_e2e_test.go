@@ -210,3 +210,48 @@ func TestE2ENotifyDesktop(t *testing.T) {
 		t.Errorf("notifications %q", d.summaries)
 	}
 }
+
+// A terminal attached to a detached run (which has no terminal of its own)
+// gets the run's terminal notifications: here its end, after the attached
+// UI aborted it.
+func TestE2ENotifyAttachedTerminal(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	dir := writeConfig(t, `[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
+[loop]
+delay = "300ms"
+[[stop]]
+kind = "max_iterations"
+max = 1000
+[[notify]]
+kind = "terminal"
+`)
+	store := filepath.Join(dir, ".ralph")
+	out, errOut, code := runBinary(t, ralphBin, "", "run", filepath.Join(dir, "ralph.toml"), "--detach", "--store", store)
+	m := startedRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("run --detach: exit %d\n%s%s", code, out, errOut)
+	}
+	raw, start := filepath.Join(dir, "raw.out"), filepath.Join(dir, "go")
+	a := newTmux(t, "while [ ! -e "+start+" ]; do sleep 0.05; done; "+ralphBin+" attach "+m[1]+" --store "+store+"; sleep 60")
+	if out, err := exec.Command("tmux", "pipe-pane", "-o", "-t", a.session, "cat >> "+raw).CombinedOutput(); err != nil {
+		t.Fatalf("tmux pipe-pane: %v %s", err, out)
+	}
+	writeFile(t, start, "")
+	a.waitFor("Running")
+	a.send("a")
+	a.waitFor("Abort the run?")
+	a.send("y")
+	want := "\x1bPtmux;\x1b\x1b]9;ralph: run " + m[1] + " aborted after "
+	waitUntil(t, "the attached terminal's notification", func() bool {
+		b, _ := os.ReadFile(raw)
+		return strings.Contains(string(b), want)
+	})
+	// The detached run has no terminal: its own terminal sink failed, on the record.
+	waitUntil(t, "the detached run's terminal sink failing on the record", func() bool {
+		chain, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--store", store)
+		return strings.Contains(chain, "NotifyFailed terminal-1 FAILED (no terminal to notify (a detached run has none)")
+	})
+}
