@@ -128,7 +128,7 @@ func TestE2EReachBadInput(t *testing.T) {
 	}
 	cases := []struct{ name, src, want string }{
 		{"credential in clear", notifyLoop + "[[notify]]\nkind = \"webhook\"\nurl = \"https://bot:pw@chat.example/hook\"\n",
-			"ralph.toml:7: [[notify]] 1: url https://REDACTED@chat.example/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead\n"},
+			"ralph.toml:7: [[notify]] webhook-1: url https://REDACTED@chat.example/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead\n"},
 		{"url does not parse", notifyLoop + "[[notify]]\nkind = \"webhook\"\nurl_env = \"HOOK_URL\"\n",
 			"ralph.toml:7: [[notify]] webhook-1: HOOK_URL holds \"ftp//x\" is not an http(s) URL; write it like https://example.com/hook\n"},
 		{"hook not found", notifyLoop + "[[hook]]\nat = \"before_iteration\"\ncmd = [\"ralph-no-such-hook\"]\n",

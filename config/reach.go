@@ -74,8 +74,11 @@ func (c *Config) validateReach(file string) error {
 }
 
 func validateNotify(n *Notify, file string, i int) error {
+	if n.Name == "" {
+		n.Name = fmt.Sprintf("%s-%d", n.Kind, i+1)
+	}
 	bad := func(format string, args ...any) error {
-		return &Error{File: file, Line: n.Line, Msg: fmt.Sprintf("[[notify]] %d: ", i+1) + fmt.Sprintf(format, args...)}
+		return &Error{File: file, Line: n.Line, Msg: "[[notify]] " + n.Name + ": " + fmt.Sprintf(format, args...)}
 	}
 	if !slices.Contains(NotifyKinds, n.Kind) {
 		return bad("kind %q is not one of %s", n.Kind, strings.Join(NotifyKinds, ", "))
@@ -84,9 +87,6 @@ func validateNotify(n *Notify, file string, i int) error {
 		if !slices.Contains(NotifyEvents, e) {
 			return bad("on names %q, which is not one of %s", e, strings.Join(NotifyEvents, ", "))
 		}
-	}
-	if n.Name == "" {
-		n.Name = fmt.Sprintf("%s-%d", n.Kind, i+1)
 	}
 	if n.Timeout.Duration == 0 {
 		n.Timeout.Duration = DefaultNotifyTimeout
@@ -152,8 +152,11 @@ func CheckWebhookURL(raw string, inConfig bool) error {
 }
 
 func validateHook(h *Hook, file string, i int) error {
+	if h.Name == "" {
+		h.Name = fmt.Sprintf("%s-%d", h.At, i+1)
+	}
 	bad := func(format string, args ...any) error {
-		return &Error{File: file, Line: h.Line, Msg: fmt.Sprintf("[[hook]] %d: ", i+1) + fmt.Sprintf(format, args...)}
+		return &Error{File: file, Line: h.Line, Msg: "[[hook]] " + h.Name + ": " + fmt.Sprintf(format, args...)}
 	}
 	if !slices.Contains(HookPoints, h.At) {
 		return bad("at %q is not one of %s", h.At, strings.Join(HookPoints, ", "))
@@ -172,9 +175,6 @@ func validateHook(h *Hook, file string, i int) error {
 		return bad("on_failure = \"fail_iteration\" applies at before_iteration and after_iteration only (at %s the iteration is already closed); use warn or pause", h.At)
 	case h.OnFailure == "pause" && h.At == "on_stop":
 		return bad("on_failure = \"pause\" cannot apply at on_stop (the run is ending); use warn")
-	}
-	if h.Name == "" {
-		h.Name = fmt.Sprintf("%s-%d", h.At, i+1)
 	}
 	if h.Timeout.Duration == 0 {
 		h.Timeout.Duration = DefaultHookTimeout
