@@ -26,11 +26,6 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 	if _, err := r.runHooks(ctx, st, st.startedID, HookEvent{At: "before_stop_check"}); err != nil {
 		return nil, err
 	}
-	if len(r.o.Config.Hook) > 0 {
-		if err := r.durable(ctx); err != nil {
-			return nil, err
-		}
-	}
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
 		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})

@@ -59,7 +59,8 @@ func hookPath(cfg *config.Config, name string) string {
 }
 
 // runHooks runs the hooks at ev.At, in config order, each recorded as a
-// HookRan action under parent. A failing hook's on_failure decides: warn
+// HookRan action under parent; what the run recorded is durable before
+// the first and after the last. A failing hook's on_failure decides: warn
 // logs it; pause pauses the run (it takes effect at the next gate); and
 // fail_iteration makes runHooks return the failure, which fails the
 // iteration. err is a recording failure.
@@ -107,6 +108,11 @@ func (r *Runner) runHooks(ctx context.Context, st *runState, parent string, ev H
 			}
 		default:
 			r.log.Warn("hook failed", "hook", h.Name, "at", h.At, "err", herr)
+		}
+	}
+	if synced { // the HookRan actions are on disk before whatever comes next (a stop check's command)
+		if err := r.durable(ctx); err != nil {
+			return "", err
 		}
 	}
 	return fail, nil
@@ -215,17 +221,15 @@ func (r *Runner) onError(ctx context.Context, st *runState, done *ledger.Action)
 		return nil
 	}
 	_, err := r.runHooks(ctx, st, done.ParentActionID, HookEvent{At: "on_error", Status: done.Metadata["status"].Str(), Error: done.ErrorMessage})
-	if err == nil {
-		err = r.durable(ctx)
-	}
 	return err
 }
 
 // hookFailedIteration closes an iteration a before_iteration hook failed
 // (on_failure = "fail_iteration"): no plan is asked for; the iteration
-// counts as failed, with the hook's error as its feedback.
+// counts as failed, with the hook's error as its feedback. It spent
+// nothing, so the budget projection (the mean of iterations that ran) leaves
+// it out.
 func (r *Runner) hookFailedIteration(ctx context.Context, st *runState, iterID string, begin uint64, t0 time.Time, fail string) (uint64, error) {
-	st.doneIters++
 	st.failures++
 	st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: "failed", Failures: []string{arbiter.Redact(fail, r.o.Orchestrator.o.Secrets)}}
 	dur := r.o.Now().Sub(t0).Milliseconds()
