@@ -65,6 +65,7 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 			if in.RunID == "" || !strings.HasPrefix(in.RunID, id) {
 				return notRunning(remoteReader{c, dir}, id, in.RunID) // c: closed by the defer above
 			}
+			defer attachNotify(cmd.Context(), c, in.RunID)()
 			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, StoreDir: dir, Input: cmd.InOrStdin(), Output: out})
 			return attachEnded(cmd, err, fmt.Sprintf("detached from run %s; it goes on in process %d (`ralph attach %s` reopens it)\n", in.RunID, in.PID, in.RunID))
 		},

@@ -100,6 +100,9 @@ func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*runS
 		}
 	}
 	rs.Opts.Provider = provider
+	if rs.Opts.Follow, err = notifyFollower(cfg, eng.store); err != nil {
+		return nil, rs.discardClosed(exitError(ExitUsage, err))
+	}
 	return rs, nil
 }
 

@@ -27,6 +27,8 @@ type Config struct {
 	Governance Governance `toml:"governance"`
 	Store      Store      `toml:"store"`
 	Agent      *Agent     `toml:"agent"` // nil without an [agent] section
+	Notify     []Notify   `toml:"notify"`
+	Hook       []Hook     `toml:"hook"`
 
 	lines    *lineIndex
 	name     string // the path as given, for messages
@@ -359,7 +361,10 @@ func (c *Config) validate(file string) error {
 		c.modelErr = err
 		return &modelError{err: err, cfg: c, rest: c.validateRest(file)}
 	}
-	return c.validateRest(file)
+	if err := c.validateRest(file); err != nil {
+		return err
+	}
+	return c.validateReach(file)
 }
 
 // validateModel checks [model] and [plan], what planning needs.

@@ -13,6 +13,7 @@ import (
 type lineIndex struct {
 	keys      map[string]int
 	stopLines []int
+	arrays    map[string][]int // the line of each [[table]], by table name
 }
 
 var (
@@ -31,7 +32,7 @@ func cleanKey(k string) string {
 }
 
 func indexLines(data []byte) *lineIndex {
-	ix := &lineIndex{keys: map[string]int{}}
+	ix := &lineIndex{keys: map[string]int{}, arrays: map[string][]int{}}
 	table := ""
 	inMulti := ""
 	for n, line := range strings.Split(string(data), "\n") {
@@ -47,6 +48,7 @@ func indexLines(data []byte) *lineIndex {
 			if table == "stop" {
 				ix.stopLines = append(ix.stopLines, lineNo)
 			}
+			ix.arrays[table] = append(ix.arrays[table], lineNo)
 			ix.add(table, lineNo)
 			continue
 		}
@@ -111,4 +113,12 @@ func (ix *lineIndex) stopLine(i int) int {
 		return 0
 	}
 	return ix.stopLines[i]
+}
+
+// arrayLine is the line of the i-th [[table]] named name, or 0.
+func (ix *lineIndex) arrayLine(name string, i int) int {
+	if ix == nil || i >= len(ix.arrays[name]) {
+		return 0
+	}
+	return ix.arrays[name][i]
 }

@@ -63,6 +63,10 @@ const (
 	// Fleets (DESIGN §17).
 	ControlRequested // a fleet member asked for a control (pause, resume, skip, abort, approve, decline); who is on it
 
+	// Reach (DESIGN §20).
+	HookRan      // a [[hook]] command ran: its exit and output tail
+	NotifyFailed // a [[notify]] sink could not deliver a notification
+
 	numActionTypes
 )
 
@@ -99,6 +103,8 @@ var actionTypeNames = [numActionTypes]string{
 	AgentToolUse:            "AgentToolUse",
 	RateLimitWait:           "RateLimitWait",
 	ControlRequested:        "ControlRequested",
+	HookRan:                 "HookRan",
+	NotifyFailed:            "NotifyFailed",
 }
 
 var actionTypeByName = func() map[string]ActionType {

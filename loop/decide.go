@@ -23,6 +23,9 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 	// actions are on disk and resume records nothing before this).
 	// Checks run under the run's deadline too: a slow command check
 	// cannot carry the run past max_duration.
+	if _, err := r.runHooks(ctx, st, st.startedID, HookEvent{At: "before_stop_check"}); err != nil {
+		return nil, err
+	}
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
 		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})

@@ -65,6 +65,11 @@ type RunnerOptions struct {
 	// SubmittedBy names who submitted the run (a fleet member, §17); it is
 	// recorded on RunStarted as submitted_by.
 	SubmittedBy string
+	// Follow, when set, is given the run's events from its start
+	// ([[notify]]); it must end by itself after the run's closing action,
+	// or when its context ends. Run returns once the channel it returned
+	// is closed.
+	Follow func(ctx context.Context, events <-chan Event) <-chan struct{}
 	// Resume continues RunID from its last completed iteration.
 	RunID  string
 	Resume bool
@@ -148,6 +153,9 @@ func NewRunner(o RunnerOptions) (*Runner, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if err := CheckHooks(o.Config); err != nil {
+		return nil, err
+	}
 	return &Runner{o: o, bus: NewBus(o.Store, o.RunID), log: o.Logger.With("run", o.RunID),
 		ctl: control{pauseReq: make(chan struct{}, 1)}}, nil
 }
@@ -182,7 +190,9 @@ type runState struct {
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
 // ctx is cancelled (an abort: the running plan's compensations run).
-func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
+func (r *Runner) Run(ctx context.Context) (out *Outcome, err error) {
+	endFollow := r.follow(ctx)
+	defer func() { endFollow(err == nil && out != nil) }()
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	r.ctl.mu.Lock()
@@ -196,7 +206,7 @@ func (r *Runner) Run(ctx context.Context) (*Outcome, error) {
 		return nil, err
 	}
 	r.started.Store(st)
-	out, err := r.loop(ctx, st)
+	out, err = r.loop(ctx, st)
 	if err != nil {
 		return r.closeOnError(ctx, st, err)
 	}
@@ -448,6 +458,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 
 	status, planCost, planTokens := "ok", 0.0, int64(0)
 	var failures []string
+	if fail, err := r.runHooks(ctx, st, iterID, HookEvent{At: "before_iteration"}); err != nil {
+		return 0, err
+	} else if fail != "" { // on_failure = "fail_iteration": the plan is not asked for
+		return r.hookFailedIteration(ctx, st, iterID, begin, t0, fail)
+	}
 	obs := &observer{r: r, ctx: ctx, st: st, parent: iterID, iteration: st.iteration}
 	resp, perr := r.o.Provider.Plan(ictx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback, Observer: obs})
 	if obs.err != nil {
@@ -512,6 +527,14 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 			status, failures = "failed", []string{res.Err.Error()}
 		}
 	}
+	if st.limited == nil {
+		ev := HookEvent{At: "after_iteration", Status: status, Error: strings.Join(failures, "; ")}
+		if fail, err := r.runHooks(ctx, st, iterID, ev); err != nil {
+			return 0, err
+		} else if fail != "" && (status == "ok" || status == "skipped") {
+			status, failures = "failed", append(failures, fail)
+		}
+	}
 	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
 	st.cost += cost
 	st.tokens += tokens
@@ -552,6 +575,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		return 0, err
 	}
 	if err := r.durable(ctx); err != nil { // the completion feed, the stop conditions and readers see it all
+		return 0, err
+	}
+	if err := r.onError(ctx, st, done); err != nil {
 		return 0, err
 	}
 	if st.limited != nil {
@@ -644,6 +670,9 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		out.ExitCode = ExitUsage
 	}
 	out.State = state
+	if _, err := r.runHooks(ctx, st, st.startedID, HookEvent{At: "on_stop", Class: string(out.Class), Condition: out.TriggeredBy, Reason: out.Reason}); err != nil {
+		return nil, err
+	}
 	{
 		a := &ledger.Action{Type: typ, FunctionName: out.TriggeredBy, Success: out.Class == stop.ClassSuccess,
 			Cost: st.cost, Metadata: map[string]rtfs.Value{

@@ -1,0 +1,312 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ralphloop/ralph/fleet/fleettest"
+)
+
+// mcpSession starts `ralph mcp args...` and connects the SDK's own client
+// to it over stdio.
+func mcpSession(t *testing.T, env []string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(ralphBin, withCreds(append([]string{"mcp"}, args...))...)
+	cmd.Env = env
+	client := mcp.NewClient(&mcp.Implementation{Name: "ralph-e2e", Version: "v0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to ralph mcp: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// call calls a tool and returns its structured result, or its error text
+// when the tool failed.
+func call(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any, out any) (errText string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return err.Error()
+	}
+	if res.IsError {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: %v in %s", tool, err, b)
+		}
+	}
+	return ""
+}
+
+// Every read-only tool, driven by the SDK's client over stdio against the
+// real binary, on a store with one ended run; controls are refused without
+// --allow-control; an unknown run and a bad request are one sentence each.
+func TestE2EMCPReadOnly(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	dir := writeConfig(t, `[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
+[[stop]]
+name = "tests"
+kind = "file_exists"
+path = "DONE"
+[[stop]]
+name = "two"
+kind = "max_iterations"
+max = 2
+[[hook]]
+at = "after_iteration"
+cmd = ["true"]
+`)
+	store := filepath.Join(dir, ".ralph")
+	env := isolatedEnv(dir)
+	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	s := mcpSession(t, env, "--store", store)
+	ctx := context.Background()
+	tools, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if got := strings.Join(names, " "); got != "abort_run chain_query iteration_history list_runs pause_run resume_run run_state skip_iteration verify_chain why_stopped" {
+		t.Errorf("tools: %s", got)
+	}
+
+	var runs struct {
+		Runs []struct {
+			ID, State, Condition string
+			Iterations           int
+		} `json:"runs"`
+	}
+	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 || runs.Runs[0].State != "stopped" || runs.Runs[0].Iterations != 2 {
+		t.Fatalf("list_runs: %q %+v", e, runs)
+	}
+	id := runs.Runs[0].ID
+	prefix := map[string]any{"run_id": id[:13]}
+
+	var state struct {
+		Run                     struct{ ID, State string }
+		EvaluatedAfterIteration int `json:"evaluated_after_iteration"`
+		Conditions              []struct {
+			Name, Detail, Evidence string
+			Met                    bool
+		}
+	}
+	if e := call(t, s, "run_state", prefix, &state); e != "" || state.Run.ID != id || state.EvaluatedAfterIteration != 2 || len(state.Conditions) != 2 {
+		t.Fatalf("run_state: %q %+v", e, state)
+	}
+	for _, c := range state.Conditions {
+		if c.Name == "tests" && (c.Met || !strings.Contains(c.Evidence, "DONE")) {
+			t.Errorf("the failing condition's verdict: %+v", c)
+		}
+	}
+
+	var why struct {
+		Ended                     bool
+		Condition, Class, Summary string
+		Trigger                   *struct{ Name string }
+	}
+	if e := call(t, s, "why_stopped", prefix, &why); e != "" || !why.Ended || why.Condition != "two" || why.Class != "limit" ||
+		why.Trigger == nil || why.Trigger.Name != "two" || !strings.Contains(why.Summary, "after 2 iteration(s): limit by two") {
+		t.Fatalf("why_stopped: %q %+v", e, why)
+	}
+
+	var hist struct {
+		Iteration int
+		Status    string
+		Actions   []struct{ Type, Function string }
+	}
+	if e := call(t, s, "iteration_history", map[string]any{"run_id": id, "iteration": 1}, &hist); e != "" || hist.Iteration != 1 || hist.Status != "ok" {
+		t.Fatalf("iteration_history: %q %+v", e, hist)
+	}
+	var types []string
+	for _, a := range hist.Actions {
+		types = append(types, a.Type)
+	}
+	if got := strings.Join(types, " "); !strings.HasPrefix(got, "IterationStarted PlanGenerated") || !strings.Contains(got, "CapabilityCall") ||
+		!strings.HasSuffix(got, "HookRan IterationCompleted") {
+		t.Errorf("iteration 1's actions: %s", got)
+	}
+
+	var chain struct {
+		Actions []map[string]any
+		More    bool
+	}
+	if e := call(t, s, "chain_query", map[string]any{"run_id": id, "type": "HookRan", "limit": 1}, &chain); e != "" || len(chain.Actions) != 1 || !chain.More ||
+		chain.Actions[0]["action_type"] != "HookRan" || chain.Actions[0]["run_id"] != id {
+		t.Fatalf("chain_query: %q %+v", e, chain)
+	}
+
+	var ver struct {
+		OK      bool
+		Actions int
+	}
+	if e := call(t, s, "verify_chain", nil, &ver); e != "" || !ver.OK || ver.Actions == 0 {
+		t.Fatalf("verify_chain: %q %+v", e, ver)
+	}
+
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"pause_run", prefix, "ralph mcp is read-only; start it with --allow-control to pause, resume, skip or abort runs"},
+		{"abort_run", prefix, "ralph mcp is read-only; start it with --allow-control"},
+		{"run_state", map[string]any{"run_id": "0000dead"}, "no run 0000dead in store " + store + "; list_runs gives the ids"},
+		{"iteration_history", map[string]any{"run_id": id, "iteration": 9}, "run " + id + " has no iteration 9; it has 2"},
+		{"chain_query", map[string]any{"type": "Bogus"}, `type "Bogus" is not an action type`},
+		{"run_state", map[string]any{}, "run_id"},                    // missing: the schema refuses it
+		{"iteration_history", map[string]any{"run_id": 7}, "run_id"}, // a number for a string
+		{"no_such_tool", nil, "no_such_tool"},
+	} {
+		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
+			t.Errorf("%s %v: got %q, want it to contain %q", c.tool, c.args, e, c.want)
+		}
+	}
+	// The session survives every refusal.
+	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 {
+		t.Errorf("list_runs after the refusals: %q", e)
+	}
+}
+
+// With --allow-control the tools steer the running loop through its
+// store's socket: pause, resume, skip, abort.
+func TestE2EMCPControl(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	dir := writeConfig(t, `[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
+[loop]
+delay = "300ms"
+[[stop]]
+kind = "max_iterations"
+max = 1000
+`)
+	store := filepath.Join(dir, ".ralph")
+	// Started before the run made its store: calls say so until it exists.
+	s := mcpSession(t, nil, "--store", store, "--allow-control")
+	if e := call(t, s, "list_runs", nil, nil); e != "no store at "+store+"; run a plan first or pass --store DIR" {
+		t.Errorf("list_runs before the store exists: %q", e)
+	}
+	run := startRalph(t, dir, "run", "--no-tui")
+	var runs struct{ Runs []struct{ ID string } }
+	waitUntil(t, "the run is listed", func() bool { return call(t, s, "list_runs", nil, &runs) == "" && len(runs.Runs) == 1 })
+	id := map[string]any{"run_id": runs.Runs[0].ID}
+	state := func() string {
+		var st struct {
+			Live bool
+			Run  struct{ State string }
+		}
+		if e := call(t, s, "run_state", id, &st); e != "" || !st.Live {
+			t.Fatalf("run_state: %q %+v", e, st)
+		}
+		return st.Run.State
+	}
+	var done struct{ Done string }
+	if e := call(t, s, "pause_run", id, &done); e != "" || done.Done != "pause requested" {
+		t.Fatalf("pause_run: %q %+v", e, done)
+	}
+	waitUntil(t, "the run is paused", func() bool { return state() == "paused" })
+	if e := call(t, s, "resume_run", id, nil); e != "" {
+		t.Fatalf("resume_run: %q", e)
+	}
+	waitUntil(t, "the run runs again", func() bool { return state() == "running" })
+	if e := call(t, s, "skip_iteration", id, nil); e != "" {
+		t.Fatalf("skip_iteration: %q", e)
+	}
+	if e := call(t, s, "abort_run", id, nil); e != "" {
+		t.Fatalf("abort_run: %q", e)
+	}
+	err := run.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Fatalf("run ended with %v, want exit 4 (aborted)", err)
+	}
+	if e := call(t, s, "pause_run", id, nil); !strings.Contains(e, "is not running (its state is aborted)") {
+		t.Errorf("pause of an ended run: %q", e)
+	}
+}
+
+// With --nats the tools read the fleet: its runs' states, and each run's
+// chain as the fleet replicated it.
+func TestE2EMCPFleet(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	url := fleettest.Node(t).ClientURL()
+	id, state := replicatedRun(t, openFleetJobs(t, url), filepath.Join(t.TempDir(), "store"))
+	s := mcpSession(t, nil, "--nats", url, "--allow-control")
+	var runs struct {
+		Runs []struct {
+			ID, State, Condition string
+			Iterations           int
+		}
+	}
+	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 || runs.Runs[0].ID != id ||
+		runs.Runs[0].State != "succeeded" || runs.Runs[0].Iterations != state.Iteration {
+		t.Fatalf("list_runs: %q %+v", e, runs)
+	}
+	prefix := map[string]any{"run_id": id[:13]}
+	var why struct {
+		Ended            bool
+		State, Condition string
+	}
+	if e := call(t, s, "why_stopped", prefix, &why); e != "" || !why.Ended || why.State != "succeeded" || why.Condition != state.Condition {
+		t.Fatalf("why_stopped: %q %+v", e, why)
+	}
+	var st struct {
+		Live       bool
+		Conditions []struct{ Name string }
+	}
+	if e := call(t, s, "run_state", prefix, &st); e != "" || st.Live || len(st.Conditions) == 0 {
+		t.Fatalf("run_state: %q %+v", e, st)
+	}
+	var hist struct{ Iteration int }
+	if e := call(t, s, "iteration_history", prefix, &hist); e != "" || hist.Iteration != state.Iteration {
+		t.Fatalf("iteration_history: %q %+v", e, hist)
+	}
+	var ver struct{ OK bool }
+	if e := call(t, s, "verify_chain", prefix, &ver); e != "" || !ver.OK {
+		t.Fatalf("verify_chain: %q %+v", e, ver)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"chain_query", nil, "with --nats, name the run with run_id"},
+		{"run_state", map[string]any{"run_id": "0000dead"}, "the fleet at " + url + " has no run 0000dead"},
+		{"pause_run", prefix, "run " + id + " is not running (its state in the fleet is succeeded)"},
+	} {
+		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
+			t.Errorf("%s: got %q, want %q", c.tool, e, c.want)
+		}
+	}
+}
