@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,33 +75,67 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	}
 	h := &Handles{JS: js}
 	var err error
-	h.Jobs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	h.Jobs, err = ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: StreamJobs, Subjects: []string{SubjectJobs}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make stream %s: %w", StreamJobs, err)
 	}
-	h.Chains, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	h.Chains, err = ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: StreamChains, Subjects: []string{subjectChainsPrefix + ">"}, Retention: jetstream.LimitsPolicy,
 		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make stream %s: %w", StreamChains, err)
 	}
-	h.Runs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	h.Runs, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: BucketRuns, History: 8, Storage: jetstream.FileStorage, Replicas: c.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make bucket %s: %w", BucketRuns, err)
 	}
-	h.Workers, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	h.Workers, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket: BucketWorkers, TTL: c.WorkerTTL, Storage: jetstream.FileStorage, Replicas: c.Replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make bucket %s: %w", BucketWorkers, err)
 	}
 	return h, nil
+}
+
+// ensureStream makes stream c.Name, or updates it when it differs from c.
+// A stream that is as c says is left alone: workers starting together
+// then do not update it at once (nats-server's file store races with
+// itself when an update meets a consumer being made).
+func ensureStream(ctx context.Context, js jetstream.JetStream, c jetstream.StreamConfig) (jetstream.Stream, error) {
+	if s, err := js.Stream(ctx, c.Name); err == nil {
+		have := s.CachedInfo().Config
+		if slices.Equal(have.Subjects, c.Subjects) && have.Retention == c.Retention && have.Storage == c.Storage &&
+			have.Replicas == c.Replicas && (c.Duplicates == 0 || have.Duplicates == c.Duplicates) {
+			return s, nil
+		}
+	}
+	return js.CreateOrUpdateStream(ctx, c)
+}
+
+// ensureBucket makes bucket c.Bucket, or updates it when it differs from
+// c, as ensureStream does for a stream.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, c jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if kv, err := js.KeyValue(ctx, c.Bucket); err == nil {
+		if st, err := kv.Status(ctx); err == nil {
+			hist := c.History
+			if hist == 0 {
+				hist = 1
+			}
+			if st.History() == int64(hist) && st.TTL() == c.TTL && st.BackingStore() == "JetStream" {
+				if info, ok := st.(*jetstream.KeyValueBucketStatus); ok && info.StreamInfo().Config.Replicas == c.Replicas {
+					return kv, nil
+				}
+			}
+		}
+	}
+	return js.CreateOrUpdateKeyValue(ctx, c)
 }
 
 // WorkerConsumer makes (or updates) the workers' shared pull consumer.
