@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -67,18 +66,8 @@ func checkCert(fleetKey, key string, worker, sig string) error {
 
 // certify answers a worker's request for its chain key's certificate.
 func (k *Keeper) certify(m *nats.Msg) {
-	r, err := ReadRoster(k.dir)
-	if err != nil {
-		respond(m, nil, err)
-		return
-	}
-	who, err := verifySigned(m, r, nil, time.Now())
-	if err != nil {
-		respond(m, nil, err)
-		return
-	}
-	if who.Role != RoleWorker {
-		respond(m, nil, roleError(who, "have a chain key certified", RoleWorker))
+	who, r, ok := k.signedBy(m, RoleWorker, "have a chain key certified")
+	if !ok {
 		return
 	}
 	key := strings.TrimSpace(string(m.Data))

@@ -24,6 +24,38 @@ func publishGarbage(t *testing.T, h *Handles, id string) uint64 {
 	return ack.Sequence
 }
 
+// forgeEndedSegment publishes a forger's segment on run id's chain: its own
+// key (certified with the credentials of certifiedAs, when given), one
+// forged shell.exec action, an end line.
+func forgeEndedSegment(t *testing.T, h *Handles, id string, certifiedAs ...Role) *ledger.Store {
+	t.Helper()
+	st, err := ledger.Open(ledger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-forged", Type: ledger.CapabilityCall,
+		FunctionName: "shell.exec", Success: true, Arguments: []rtfs.Value{rtfs.String("id")}, Timestamp: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	var opts []ReplicateOption
+	for _, role := range certifiedAs {
+		cert, err := Certify(ctxT(t), h.JS.Conn(), signerOf(t, h.JS.Conn(), role), st.VerifierKeyString())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, WithCertificate(cert))
+	}
+	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.End(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // One garbage message on a running run's chain subject is skipped: the
 // worker that runs it goes on after it (its next line is not fenced by
 // it), the run ends as it would have, its state reports the message, and
@@ -95,22 +127,7 @@ func TestUncertifiedSegmentIsSkipped(t *testing.T) {
 	fx := newFleetFixture(t)
 	_, h := fx.connect()
 	id := fx.submit(h, limitJob(3))
-	st, err := ledger.Open(ledger.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-forged", Type: ledger.CapabilityCall,
-		FunctionName: "shell.exec", Success: true, Arguments: []rtfs.Value{rtfs.String("id")}, Timestamp: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.End(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	st := forgeEndedSegment(t, h, id)
 	roster, err := FetchRoster(ctxT(t), h.JS.Conn())
 	if err != nil {
 		t.Fatal(err)
@@ -148,29 +165,9 @@ func TestForgedEndIsFinal(t *testing.T) {
 	fx := newFleetFixture(t)
 	_, h := fx.connect()
 	id := fx.submit(h, limitJob(3))
-	// The forger's segment: its own key, one action, an end line.
-	st, err := ledger.Open(ledger.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := st.Append(ctxT(t), &ledger.Action{RunID: id, ActionID: id + "-forged", Type: ledger.CapabilityCall,
-		FunctionName: "shell.exec", Success: true, Arguments: []rtfs.Value{rtfs.String("id")}, Timestamp: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	// A worker's credentials certify the forger's key: what a compromised
-	// worker could do.
-	cert, err := Certify(ctxT(t), h.JS.Conn(), signerOf(t, h.JS.Conn(), RoleWorker), st.VerifierKeyString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Replicate(ctxT(t), h.JS, st, id, 1, 0, WithCertificate(cert))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.End(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	// The forger's segment, certified with a worker's credentials: what a
+	// compromised worker could do.
+	forgeEndedSegment(t, h, id, RoleWorker)
 	last, err := h.Chains.GetLastMsgForSubject(ctxT(t), ChainSubject(id))
 	if err != nil {
 		t.Fatal(err)

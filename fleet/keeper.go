@@ -120,20 +120,29 @@ func respond(m *nats.Msg, b []byte, err error) {
 	_ = m.Respond(b) // a requester that gave up is gone
 }
 
-// submit queues a job a submitter signed.
-func (k *Keeper) submit(m *nats.Msg) {
+// signedBy is the member of role who signed m for op, with the roster;
+// when m is not that, it answers m with why and returns false.
+func (k *Keeper) signedBy(m *nats.Msg, role Role, op string) (Member, Roster, bool) {
 	r, err := ReadRoster(k.dir)
 	if err != nil {
 		respond(m, nil, err)
-		return
+		return Member{}, r, false
 	}
 	who, err := verifySigned(m, r, nil, time.Now())
+	if err == nil && who.Role != role {
+		err = roleError(who, op, role)
+	}
 	if err != nil {
 		respond(m, nil, err)
-		return
+		return Member{}, r, false
 	}
-	if who.Role != RoleSubmitter {
-		respond(m, nil, roleError(who, "submit a job", RoleSubmitter))
+	return who, r, true
+}
+
+// submit queues a job a submitter signed.
+func (k *Keeper) submit(m *nats.Msg) {
+	who, _, ok := k.signedBy(m, RoleSubmitter, "submit a job")
+	if !ok {
 		return
 	}
 	j, err := ParseJob(m.Data)
