@@ -113,6 +113,7 @@ type Runner struct {
 	bus  *Bus
 	log  *slog.Logger
 	ctl  control
+	ckpt checkpoints
 }
 
 // NewRunner checks the options and builds the evaluator.
@@ -356,13 +357,14 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 	}
 	st.intentID = st.id
 	cfg := r.o.Config
-	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true,
-		Metadata: map[string]rtfs.Value{
-			"config":   rtfs.String(cfg.Snapshot()),
-			"provider": rtfs.String(cfg.Model.Provider),
-			"model":    rtfs.String(cfg.Model.Model),
-			"goal":     rtfs.String(cfg.Intent.Goal),
-		}})
+	meta := map[string]rtfs.Value{
+		"config":   rtfs.String(cfg.Snapshot()),
+		"provider": rtfs.String(cfg.Model.Provider),
+		"model":    rtfs.String(cfg.Model.Model),
+		"goal":     rtfs.String(cfg.Intent.Goal),
+	}
+	r.checkpoint(ctx, st.id, 0, meta)
+	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true, Metadata: meta})
 	if err != nil {
 		return nil, err
 	}
@@ -530,6 +532,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if err := r.endIteration(ctx, st, done); err != nil {
 		return 0, err
 	}
+	if st.limited == nil {
+		r.checkpoint(ctx, st.id, st.iteration, done.Metadata)
+	}
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
 	}
@@ -626,6 +631,7 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		out.ExitCode = ExitUsage
 	}
 	out.State = state
+	r.closeCheckpoints()
 	{
 		a := &ledger.Action{Type: typ, FunctionName: out.TriggeredBy, Success: out.Class == stop.ClassSuccess,
 			Cost: st.cost, Metadata: map[string]rtfs.Value{
