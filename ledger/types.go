@@ -60,6 +60,9 @@ const (
 	AgentToolUse  // one tool an agent used during an agent.run call; a child of that CapabilityCall
 	RateLimitWait // the runner waited for an account limit to lift before running the iteration again
 
+	// Checkpoints (DESIGN §19).
+	WorkspaceRestored // ralph rollback put the run's work tree back to a checkpoint; after the run's closing action
+
 	numActionTypes
 )
 
@@ -95,6 +98,7 @@ var actionTypeNames = [numActionTypes]string{
 	CapabilityDeduplicated:  "CapabilityDeduplicated",
 	AgentToolUse:            "AgentToolUse",
 	RateLimitWait:           "RateLimitWait",
+	WorkspaceRestored:       "WorkspaceRestored",
 }
 
 var actionTypeByName = func() map[string]ActionType {
