@@ -115,6 +115,29 @@ type Snapshotter struct {
 	// Exclude are paths relative to the top (slash-separated) left out of
 	// every snapshot: ralph's store.
 	Exclude []string
+
+	excludes []string // the pathspecs of Exclude not already ignored, once known
+	checked  bool
+}
+
+// pathspecs are the exclusions git add needs: those of Exclude that
+// .gitignore does not already leave out (git add refuses a pathspec, even
+// an excluding one, that names an ignored path).
+func (s *Snapshotter) pathspecs(ctx context.Context) []string {
+	if s.checked {
+		return s.excludes
+	}
+	s.checked = true
+	for _, x := range s.Exclude {
+		if x == "" || x == "." {
+			continue
+		}
+		if _, err := Run(ctx, s.Repo.Top, "check-ignore", "-q", "--no-index", "--", x); err == nil {
+			continue // ignored already
+		}
+		s.excludes = append(s.excludes, ":(exclude,top,literal)"+x)
+	}
+	return s.excludes
 }
 
 // Snapshot writes a commit of the work tree, every file git would list as
@@ -125,12 +148,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, parent, message string) (str
 		return "", err
 	}
 	env := []string{"GIT_INDEX_FILE=" + s.Index}
-	args := []string{"add", "--all", "--", "."}
-	for _, x := range s.Exclude {
-		if x != "" && x != "." {
-			args = append(args, ":(exclude,top,literal)"+x)
-		}
-	}
+	args := append([]string{"add", "--all", "--", "."}, s.pathspecs(ctx)...)
 	if _, err := (Cmd{Dir: s.Repo.Top, Args: args, Env: env}).Run(ctx); err != nil {
 		return "", fmt.Errorf("record the work tree in ralph's index: %s", Message(err))
 	}

@@ -136,6 +136,23 @@ func mustRun(t *testing.T, r *Repo, args ...string) string {
 	return out
 }
 
+func TestCheckpointIgnoredStore(t *testing.T) {
+	r := newRepo(t)
+	write(t, r.Top, ".gitignore", "ignored.txt\n.ralph/\n")
+	write(t, r.Top, ".ralph/store.db", "ledger")
+	c, err := NewCheckpointer(r, "run-3", filepath.Join(r.Top, ".ralph"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := c.Checkpoint(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := files(t, r, c0), []string{".gitignore", "a.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("checkpoint holds %q, want %q", got, want)
+	}
+}
+
 func TestRestore(t *testing.T) {
 	r := newRepo(t)
 	ctx := context.Background()
