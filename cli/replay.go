@@ -80,14 +80,14 @@ iterations, 2 for bad input.`,
 			if rc.cfg != nil {
 				o.RecordedSpecs = rc.cfg.Stop
 			}
-			repo, rel := rc.repo(ctx)
+			repo := rc.repo(ctx)
 			if repo != nil {
 				o.Workspace = func(n int) string {
 					c, ok := rc.commits[n]
 					if !ok {
 						return ""
 					}
-					t, err := repo.Tree(ctx, c, rel)
+					t, err := repo.Tree(ctx, c, "")
 					if err != nil {
 						return ""
 					}
@@ -98,11 +98,7 @@ iterations, 2 for bad input.`,
 				if repo == nil {
 					return exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
 				}
-				newRel := rel
-				if r, ok := repo.Rel(cfg.Loop.Workdir); ok {
-					newRel = r
-				}
-				wt := &worktrees{repo: repo, rc: rc, rel: newRel}
+				wt := &worktrees{repo: repo, rc: rc}
 				o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
 			}
 			res, err := stop.Replay(ctx, acts, o)
@@ -144,28 +140,25 @@ iterations, 2 for bad input.`,
 	return cmd
 }
 
-// repo is the git work tree of the run's checkpoints and the workdir's
-// path inside it, or nil when the run has none there.
-func (rc *runCheckpoints) repo(ctx context.Context) (*gitx.Repo, string) {
+// repo is the git work tree of the run's checkpoints, or nil when the run
+// has none there.
+func (rc *runCheckpoints) repo(ctx context.Context) *gitx.Repo {
 	if len(rc.commits) == 0 || rc.workdir == "" {
-		return nil, ""
+		return nil
 	}
 	repo, err := gitx.Open(ctx, rc.workdir)
 	if err != nil {
-		return nil, ""
+		return nil
 	}
-	rel, ok := repo.Rel(rc.workdir)
-	if !ok {
-		return nil, ""
-	}
-	return repo, rel
+	return repo
 }
 
-// worktrees checks iterations' checkpoints out in temporary git worktrees.
+// worktrees checks iterations' checkpoints out in temporary git worktrees:
+// a checkpoint's root is the run's workdir, so the worktree is the workdir
+// as it was.
 type worktrees struct {
 	repo *gitx.Repo
 	rc   *runCheckpoints
-	rel  string     // the workdir inside the work tree
 	mu   sync.Mutex // git worktree add and remove, one at a time
 }
 
@@ -193,7 +186,7 @@ func (w *worktrees) dir(ctx context.Context, n int) (string, func(), error) {
 		_, _ = gitx.Run(context.WithoutCancel(ctx), w.repo.Top, "worktree", "remove", "--force", tree)
 		os.RemoveAll(tmp)
 	}
-	return filepath.Join(tree, filepath.FromSlash(w.rel)), release, nil
+	return tree, release, nil
 }
 
 func replayExit(res *stop.ReplayResult) int {

@@ -84,7 +84,8 @@ func rollback(cmd *cobra.Command, st *ledger.Store, runID string, n int, force b
 		return err
 	}
 	target := cs[0]
-	snap := gitx.Snapshotter{Repo: repo, Index: filepath.Join(repo.GitDir, "ralph", "index-rollback-"+runID)}
+	dirRel, _ := repo.Rel(rc.workdir) // need opened repo from the workdir, so it is inside
+	snap := gitx.Snapshotter{Repo: repo, Dir: dirRel, Index: filepath.Join(repo.GitDir, "ralph", "index-rollback-"+runID)}
 	if rel, ok := repo.Rel(st.Dir()); ok {
 		snap.Exclude = []string{rel}
 	}
@@ -110,7 +111,7 @@ func rollback(cmd *cobra.Command, st *ledger.Store, runID string, n int, force b
 	if err := repo.UpdateRef(ctx, saved, now); err != nil {
 		return exitError(ExitFailure, err)
 	}
-	if err := repo.Restore(ctx, now, target); err != nil {
+	if err := repo.Restore(ctx, rc.workdir, now, target); err != nil {
 		return exitError(ExitFailure, fmt.Errorf("%w; the state before is saved on %s", err, saved))
 	}
 	a := &ledger.Action{Type: ledger.WorkspaceRestored, RunID: runID, IntentID: rc.started.IntentID,

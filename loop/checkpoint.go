@@ -55,7 +55,7 @@ func (r *Runner) openCheckpoints(ctx context.Context, runID string) *gitx.Checkp
 	}
 	if err == nil {
 		var c *gitx.Checkpointer
-		if c, err = gitx.NewCheckpointer(repo, runID, r.o.Store.Dir()); err == nil {
+		if c, err = gitx.NewCheckpointer(repo, runID, loopCfg.Workdir, r.o.Store.Dir()); err == nil {
 			return c
 		}
 	}

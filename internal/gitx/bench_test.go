@@ -61,7 +61,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	r := benchTree(b)
 	ctx := context.Background()
 	b.Run("ralph", func(b *testing.B) {
-		c, err := NewCheckpointer(r, "bench")
+		c, err := NewCheckpointer(r, "bench", r.Top)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -112,6 +112,11 @@ type Snapshotter struct {
 	// it starts as a copy of the user's index, whose stat data lets the
 	// first snapshot skip every file the user has not changed.
 	Index string
+	// Dir is the directory snapshotted, relative to the top
+	// (slash-separated; "" is the whole work tree): a snapshot's root tree
+	// is Dir's tree, so a run in a sub-directory of a larger repository
+	// records, diffs and restores only its own directory.
+	Dir string
 	// Exclude are paths relative to the top (slash-separated) left out of
 	// every snapshot: ralph's store.
 	Exclude []string
@@ -148,11 +153,19 @@ func (s *Snapshotter) Snapshot(ctx context.Context, parent, message string) (str
 		return "", err
 	}
 	env := []string{"GIT_INDEX_FILE=" + s.Index}
-	args := append([]string{"add", "--all", "--", "."}, s.pathspecs(ctx)...)
+	scope := "."
+	if s.Dir != "" && s.Dir != "." {
+		scope = ":(top,literal)" + s.Dir
+	}
+	args := append([]string{"add", "--all", "--", scope}, s.pathspecs(ctx)...)
 	if _, err := (Cmd{Dir: s.Repo.Top, Args: args, Env: env}).Run(ctx); err != nil {
 		return "", fmt.Errorf("record the work tree in ralph's index: %s", Message(err))
 	}
-	tree, err := Cmd{Dir: s.Repo.Top, Args: []string{"write-tree"}, Env: env}.Run(ctx)
+	wt := []string{"write-tree"}
+	if s.Dir != "" && s.Dir != "." {
+		wt = append(wt, "--prefix="+s.Dir+"/")
+	}
+	tree, err := Cmd{Dir: s.Repo.Top, Args: wt, Env: env}.Run(ctx)
 	if err != nil {
 		return "", fmt.Errorf("write the work tree's tree: %s", Message(err))
 	}
@@ -211,12 +224,17 @@ type Checkpointer struct {
 	last  string // the previous checkpoint, once known
 }
 
-// NewCheckpointer returns the checkpointer of run runID in repo; exclude
-// are paths left out of its checkpoints (the store), absolute or relative
-// to the current directory; those outside the work tree are ignored.
-func NewCheckpointer(repo *Repo, runID string, exclude ...string) (*Checkpointer, error) {
+// NewCheckpointer returns the checkpointer of run runID whose workdir is
+// dir, in repo; exclude are paths left out of its checkpoints (the store),
+// absolute or relative to the current directory; those outside the work
+// tree are ignored.
+func NewCheckpointer(repo *Repo, runID, dir string, exclude ...string) (*Checkpointer, error) {
 	if runID == "" || strings.ContainsAny(runID, " ~^:?*[\\/") || strings.Contains(runID, "..") || strings.HasPrefix(runID, "-") {
 		return nil, fmt.Errorf("run id %q cannot name a git ref", runID)
+	}
+	rel, ok := repo.Rel(dir)
+	if !ok {
+		return nil, fmt.Errorf("%s is not inside the work tree %s", dir, repo.Top)
 	}
 	var rels []string
 	for _, x := range exclude {
@@ -224,7 +242,7 @@ func NewCheckpointer(repo *Repo, runID string, exclude ...string) (*Checkpointer
 			rels = append(rels, rel)
 		}
 	}
-	return &Checkpointer{runID: runID, snap: Snapshotter{Repo: repo, Exclude: rels,
+	return &Checkpointer{runID: runID, snap: Snapshotter{Repo: repo, Dir: rel, Exclude: rels,
 		Index: filepath.Join(repo.GitDir, "ralph", "index-"+runID)}}, nil
 }
 
@@ -234,19 +252,15 @@ func (c *Checkpointer) Repo() *Repo { return c.snap.Repo }
 // Checkpoint writes the checkpoint after iteration n and returns its hash.
 func (c *Checkpointer) Checkpoint(ctx context.Context, n int) (string, error) {
 	parent := c.last
-	if parent == "" {
-		ref := "HEAD"
+	whole := c.snap.Dir == "" || c.snap.Dir == "."
+	if parent == "" && (n > 0 || whole) {
+		ref := "HEAD" // a checkpoint of the whole work tree follows the user's commit
 		if n > 0 {
 			ref = Ref(c.runID, n-1) // a resumed run carries on from its last checkpoint
 		}
 		var err error
 		if parent, err = c.snap.Repo.Resolve(ctx, ref); err != nil {
 			return "", err
-		}
-		if parent == "" && n > 0 {
-			if parent, err = c.snap.Repo.Resolve(ctx, "HEAD"); err != nil {
-				return "", err
-			}
 		}
 	}
 	commit, err := c.snap.Snapshot(ctx, parent, fmt.Sprintf("ralph %s iteration %d", c.runID, n))

@@ -79,7 +79,7 @@ func TestCheckpointLeavesUserStateAlone(t *testing.T) {
 	r := newRepo(t)
 	ctx := context.Background()
 	before := userState(t, r)
-	c, err := NewCheckpointer(r, "run-1", filepath.Join(r.Top, ".ralph"))
+	c, err := NewCheckpointer(r, "run-1", r.Top, filepath.Join(r.Top, ".ralph"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestCheckpointIgnoredStore(t *testing.T) {
 	r := newRepo(t)
 	write(t, r.Top, ".gitignore", "ignored.txt\n.ralph/\n")
 	write(t, r.Top, ".ralph/store.db", "ledger")
-	c, err := NewCheckpointer(r, "run-3", filepath.Join(r.Top, ".ralph"))
+	c, err := NewCheckpointer(r, "run-3", r.Top, filepath.Join(r.Top, ".ralph"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestCheckpointIgnoredStore(t *testing.T) {
 func TestRestore(t *testing.T) {
 	r := newRepo(t)
 	ctx := context.Background()
-	c, err := NewCheckpointer(r, "run-2")
+	c, err := NewCheckpointer(r, "run-2", r.Top)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := userState(t, r)
-	if err := r.Restore(ctx, c1, c0); err != nil {
+	if err := r.Restore(ctx, r.Top, c1, c0); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(r.Top, "a.txt")); string(b) != "staged\n" {
@@ -184,7 +184,7 @@ func TestRestore(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(r.Top, "ignored.txt")); string(b) != "keep me\n" {
 		t.Fatal("an ignored file was touched")
 	}
-	if err := r.Restore(ctx, c0, c1); err != nil {
+	if err := r.Restore(ctx, r.Top, c0, c1); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(r.Top, "b.txt")); string(b) != "added\n" {
@@ -212,5 +212,45 @@ func TestEnvDropsInheritedGit(t *testing.T) {
 	r := newRepo(t) // git runs despite the bad GIT_DIR
 	if r.Top == "" {
 		t.Fatal("no top")
+	}
+}
+
+// A run in a sub-directory checkpoints, diffs and restores that directory
+// only: its siblings are neither recorded nor touched.
+func TestCheckpointSubdirectory(t *testing.T) {
+	r := newRepo(t)
+	ctx := context.Background()
+	sub := filepath.Join(r.Top, "svc")
+	write(t, r.Top, "svc/main.txt", "v0\n")
+	write(t, r.Top, "sibling.txt", "s0\n")
+	c, err := NewCheckpointer(r, "run-4", sub, filepath.Join(sub, ".ralph"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r.Top, "svc/.ralph/x", "store")
+	c0, err := c.Checkpoint(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := files(t, r, c0), []string{"main.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("checkpoint of svc holds %q, want %q", got, want)
+	}
+	write(t, r.Top, "svc/main.txt", "v1\n")
+	write(t, r.Top, "svc/new.txt", "n\n")
+	c1, err := c.Checkpoint(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, r.Top, "sibling.txt", "s1\n")
+	if err := r.Restore(ctx, sub, c1, c0); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"svc/main.txt": "v0\n", "sibling.txt": "s1\n", "svc/.ralph/x": "store"} {
+		if b, _ := os.ReadFile(filepath.Join(r.Top, name)); string(b) != want {
+			t.Errorf("%s = %q after restoring svc to 0, want %q", name, b, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(sub, "new.txt")); !os.IsNotExist(err) {
+		t.Errorf("svc/new.txt is still there: %v", err)
 	}
 }

@@ -80,12 +80,13 @@ func (r *Repo) ChangedPaths(ctx context.Context, from, to string) ([]string, err
 	return paths, nil
 }
 
-// Restore makes the work tree's files those of commit to, from the state
-// commit from holds (which must be the work tree's present content, as a
-// snapshot just taken): files changed since are written back, files added
-// since are removed. The user's index and HEAD are not used: the switch
-// goes through a temporary index of its own.
-func (r *Repo) Restore(ctx context.Context, from, to string) error {
+// Restore makes the files of dir (a directory of the work tree, whose
+// snapshots from and to are) those of commit to, from the state commit
+// from holds (which must be dir's present content, as a snapshot just
+// taken): files changed since are written back, files added since are
+// removed. The user's index and HEAD are not used: the switch goes
+// through a temporary index of its own.
+func (r *Repo) Restore(ctx context.Context, dir, from, to string) error {
 	f, err := os.CreateTemp(r.GitDir, "ralph-restore-index-*")
 	if err != nil {
 		return fmt.Errorf("create a temporary index: %w", err)
@@ -101,7 +102,8 @@ func (r *Repo) Restore(ctx context.Context, from, to string) error {
 		{"read-tree", "-m", "-u", from, to},
 	}
 	for i, args := range steps {
-		_, err := Cmd{Dir: r.Top, Args: args, Env: env}.Run(ctx)
+		args = append([]string{"--git-dir=" + r.GitDir, "--work-tree=" + dir}, args...)
+		_, err := Cmd{Dir: dir, Args: args, Env: env}.Run(ctx)
 		if err != nil && i != 1 { // refresh exits 1 when files differ; read-tree -m then names them
 			return fmt.Errorf("restore the work tree to %s: %s", short(to), Message(err))
 		}
