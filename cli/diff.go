@@ -48,6 +48,9 @@ iteration, the files and their line counts.`,
 			if err != nil {
 				return err
 			}
+			if _, _, err := rc.need(ctx); err != nil { // no checkpoints, no work tree
+				return err
+			}
 			var iters []int
 			if len(args) == 2 {
 				n, err := parseIteration(args[1])
