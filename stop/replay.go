@@ -136,7 +136,6 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 			return nil, err
 		}
 	}
-	tracker := &rs.u
 	ev := NewEvaluator(conds, Options{NoCache: true})
 	index := NewIndex()
 	var preds []namedBound
@@ -184,7 +183,6 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 		if len(failed) == 0 {
 			failed = nil
 		}
-		tracker.begin(it.n)
 		in := Input{RunID: runID, Iteration: it.n, Started: started, Now: it.at, CostUSD: it.spent.Cost,
 			Tokens: it.spent.Tokens, ConsecutiveFailures: it.failures, LastActions: it.last, Audit: index,
 			Workdir: o.Workdir, HeadSeq: it.endSeq, Failed: failed, Workspace: workspaceOf(o, it)}
@@ -192,7 +190,7 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 		if err != nil {
 			return nil, err
 		}
-		step := ReplayStep{Iteration: it.n, Evaluation: evaluation, Recorded: it.recorded, Unknown: tracker.names(it.n)}
+		step := ReplayStep{Iteration: it.n, Evaluation: evaluation, Recorded: it.recorded, Unknown: rs.u.names(it.n)}
 		strong := evaluation.ShouldStop && (evaluation.Class == ClassAbort || evaluation.Class == ClassFailure)
 		switch {
 		case trig != nil && !strong:
@@ -299,15 +297,8 @@ func workspaceOf(o ReplayOptions, it recordedIteration) string {
 
 // unknowns collects, per iteration, the conditions nothing could answer.
 type unknowns struct {
-	mu  sync.Mutex
-	cur int
-	by  map[int]map[string]bool
-}
-
-func (u *unknowns) begin(n int) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.cur = n
+	mu sync.Mutex
+	by map[int]map[string]bool
 }
 
 func (u *unknowns) add(n int, name string) {
