@@ -348,12 +348,22 @@ func worldLeaves(c *Condition) bool {
 // SpecKey is a [[stop]] table's identity for a replay: every field but
 // its line.
 func SpecKey(s config.Stop) string {
-	s.Line = 0
-	for i := range s.Conditions {
-		s.Conditions[i].Line = 0
-	}
-	b, _ := json.Marshal(s) // plain fields: cannot fail
+	b, _ := json.Marshal(withoutLines(s)) // plain fields: cannot fail
 	return string(b)
+}
+
+// withoutLines is s with every line number zeroed, its own and its
+// children's (copied: s's are left alone).
+func withoutLines(s config.Stop) config.Stop {
+	s.Line = 0
+	if len(s.Conditions) > 0 {
+		kids := make([]config.Stop, len(s.Conditions))
+		for i, k := range s.Conditions {
+			kids[i] = withoutLines(k)
+		}
+		s.Conditions = kids
+	}
+	return s
 }
 
 // replayConditions are o's conditions with every world-reading check
