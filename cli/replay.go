@@ -173,7 +173,8 @@ func (w *worktrees) dir(ctx context.Context, n int) (string, func(), error) {
 	}
 	tree := filepath.Join(tmp, "tree")
 	w.mu.Lock()
-	_, err = gitx.Run(ctx, w.repo.Top, "worktree", "add", "--detach", "--quiet", tree, c)
+	// No hook of the repository runs for it (post-checkout): only the checks.
+	_, err = gitx.Run(ctx, w.repo.Top, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", tree, c)
 	w.mu.Unlock()
 	if err != nil {
 		os.RemoveAll(tmp)
