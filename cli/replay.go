@@ -59,13 +59,17 @@ iterations, 2 for bad input.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(cfgFile, nil)
+			// Only [[stop]] and [loop] matter here: a file of stop tables will do.
+			cfg, err := config.LoadForExec(cfgFile, nil)
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
 			conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 			if err != nil {
 				return exitError(ExitUsage, err)
+			}
+			if len(conds) == 0 {
+				return exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
 			}
 			ctx := cmd.Context()
 			acts, err := runActions(ctx, storeFlag, "", args[0], cmd.ErrOrStderr())

@@ -210,9 +210,11 @@ func TestE2EReplayChangedConfig(t *testing.T) {
 
 	// Bad input: exit 2, one sentence naming the fix.
 	bad := variant("bad.toml", "[[stop]]\nkind = \"max_iterations\"\nmax = \n")
+	none := variant("none.toml", "[intent]\ngoal = \"x\"\n")
 	other := t.TempDir()
 	for _, args := range [][]string{
 		{"replay", run, "--config", bad},
+		{"replay", run, "--config", none},
 		{"replay", run},
 		{"replay", run, "--config", tight, "--store", other},
 		{"replay", "no-such-run", "--config", tight},
