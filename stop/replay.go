@@ -99,6 +99,10 @@ type ReplayResult struct {
 	Recorded           Decision `json:"recorded"`
 }
 
+// UsageLimitStatus is the status of an IterationCompleted that an agent's
+// usage limit stopped (loop.StatusUsageLimit): not counted, it runs again.
+const UsageLimitStatus = "usage-limit"
+
 // recordedIteration is one counted iteration as the chain holds it.
 type recordedIteration struct {
 	n         int
@@ -218,17 +222,25 @@ type namedBound struct {
 }
 
 // splitIterations reads the counted iterations of a run and its closing
-// action, if it has one.
+// action, if it has one. The actions of an attempt a crash interrupted (an
+// IterationStarted followed by another with no IterationCompleted between)
+// are left out of every iteration's preceding actions: the resumed runner's
+// audit index never saw them.
 func splitIterations(acts []ledger.Action) ([]recordedIteration, *ledger.Action) {
 	var out []recordedIteration
 	var closing *ledger.Action
 	var sp Spent
-	failures, lastStart, from := 0, -1, 0
+	var interrupted []ledger.Action // the preceding actions so far, without interrupted attempts
+	failures, lastStart, from, open := 0, -1, 0, false
 	for i := range acts {
 		a := &acts[i]
 		switch a.Type {
 		case ledger.IterationStarted:
-			lastStart = i
+			if open { // the attempt that started at lastStart never completed
+				interrupted = append(interrupted, acts[from:lastStart]...)
+				from = i
+			}
+			lastStart, open = i, true
 		case ledger.IterationCompleted:
 			sum := a.Result.AsMap()
 			var tokens int64
@@ -237,8 +249,9 @@ func splitIterations(acts []ledger.Action) ([]recordedIteration, *ledger.Action)
 			}
 			sp.Cost += a.Cost
 			sp.Tokens += tokens
+			open = false
 			status := a.Metadata["status"].Str()
-			if status == "usage_limit" { // spent, not counted: the iteration runs again under its number
+			if status == UsageLimitStatus { // spent, not counted: the iteration runs again under its number
 				continue
 			}
 			sp.Iteration++
@@ -248,8 +261,13 @@ func splitIterations(acts []ledger.Action) ([]recordedIteration, *ledger.Action)
 			} else {
 				failures++
 			}
+			preceding := acts[from : i+1]
+			if len(interrupted) > 0 {
+				preceding = append(interrupted, preceding...)
+				interrupted = nil
+			}
 			it := recordedIteration{n: int(a.Metadata["iteration"].AsInt()), endSeq: a.Seq, at: a.Timestamp,
-				spent: sp, failures: failures, preceding: acts[from : i+1]}
+				spent: sp, failures: failures, preceding: preceding}
 			if lastStart >= 0 {
 				it.last = acts[lastStart : i+1]
 			}
