@@ -171,6 +171,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 	root.AddCommand(newIRCmd())
 	root.AddCommand(newFleetCmd(), newSubmitCmd())
 	root.AddCommand(newWorkerCmd())
+	root.AddCommand(newDiffCmd(), newRollbackCmd(), newReplayCmd())
 	return root
 }
 

@@ -75,7 +75,14 @@ type Loop struct {
 	Workdir       string   `toml:"workdir"`
 	Approve       bool     `toml:"approve"`
 	MaxIterations int      `toml:"max_iterations"`
+	// Checkpoints, on by default, commits the work tree after every
+	// iteration on hidden refs when the workdir is in a git work tree
+	// (DESIGN §19); false turns it off.
+	Checkpoints *bool `toml:"checkpoints"`
 }
+
+// CheckpointsOn reports whether [loop] checkpoints is on (the default).
+func (l Loop) CheckpointsOn() bool { return l.Checkpoints == nil || *l.Checkpoints }
 
 // Stop is one [[stop]] condition; which fields apply depends on Kind.
 type Stop struct {

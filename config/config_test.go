@@ -153,3 +153,31 @@ func TestMaxRepairsZeroIsKept(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopCheckpoints(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"", true},
+		{"[loop]\ncheckpoints = true\n", true},
+		{"[loop]\ncheckpoints = false\n", false},
+	} {
+		c, err := Parse([]byte(tc.src+"[plan]\nrtfs = \"(do 1)\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"), filepath.Join(t.TempDir(), "ralph.toml"), noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Loop.CheckpointsOn(); got != tc.want {
+			t.Errorf("%q: CheckpointsOn = %t, want %t", tc.src, got, tc.want)
+		}
+		back, err := Parse([]byte(c.Snapshot()), "snap.toml", noEnv)
+		if err != nil || back.Loop.CheckpointsOn() != tc.want {
+			t.Errorf("%q: the snapshot does not keep checkpoints: %v", tc.src, err)
+		}
+	}
+	_, err := Parse([]byte("[loop]\ncheckpoints = \"no\"\n"), "bad.toml", noEnv)
+	if err == nil || !strings.Contains(err.Error(), "bad.toml:2") {
+		t.Errorf("a string checkpoints gave %v, want an error at bad.toml:2", err)
+	}
+}

@@ -146,6 +146,8 @@ idle_timeout = "5m"                   # no output for this long kills the agent'
 %[5]s
 [loop]
 workdir = "."
+# checkpoints = true                  # in a git work tree, a commit of the workdir after each iteration on
+#                                     # refs/ralph/<run>/<n>: ralph diff, rollback and replay read them
 
 # Green means green: the test command passes, and "no tests ran" is not a pass.
 [[stop]]

@@ -67,6 +67,9 @@ const (
 	HookRan      // a [[hook]] command ran: its exit and output tail
 	NotifyFailed // a [[notify]] sink could not deliver a notification
 
+	// Checkpoints (DESIGN §19).
+	WorkspaceRestored // ralph rollback put the run's work tree back to a checkpoint; after the run's closing action
+
 	numActionTypes
 )
 
@@ -105,6 +108,7 @@ var actionTypeNames = [numActionTypes]string{
 	ControlRequested:        "ControlRequested",
 	HookRan:                 "HookRan",
 	NotifyFailed:            "NotifyFailed",
+	WorkspaceRestored:       "WorkspaceRestored",
 }
 
 var actionTypeByName = func() map[string]ActionType {

@@ -76,30 +76,12 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	if runCtx.Err() != nil {
 		return r.durationOutcome()
 	}
-	for _, s := range r.o.Config.Stop { // a resumed run may already be at its limit
-		if s.Kind == "max_iterations" && st.iteration >= s.Max {
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name, Reason: fmt.Sprintf("max_iterations %d reached", s.Max),
-				Evidence: fmt.Sprintf("%d iterations completed", st.iteration)}
-		}
-	}
-	n := st.doneIters
-	if n == 0 {
+	f := stop.BeforeIteration(r.o.Config.Stop, stop.Spent{Iteration: st.iteration, Cost: st.cost, Tokens: st.tokens,
+		DoneIters: st.doneIters, DoneCost: st.doneCost, DoneTokens: st.doneTokens})
+	if f == nil {
 		return nil
 	}
-	meanCost, meanTok := st.doneCost/float64(n), (st.doneTokens+int64(n)-1)/int64(n) // tokens rounded up: never overshoot
-	for _, s := range r.o.Config.Stop {
-		switch {
-		case s.Kind == "max_cost" && st.cost+meanCost > s.USD:
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
-				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, st.cost, s.USD),
-				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, st.cost)}
-		case s.Kind == "max_tokens" && st.tokens+meanTok > s.Tokens:
-			return &Outcome{Class: classOf(s), TriggeredBy: s.Name,
-				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, st.tokens, s.Tokens),
-				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, st.tokens)}
-		}
-	}
-	return nil
+	return &Outcome{Class: f.Class, TriggeredBy: f.Spec.Name, Reason: f.Reason, Evidence: f.Evidence}
 }
 
 // classOf is a budget condition's class: limit unless the config says otherwise.

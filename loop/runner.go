@@ -131,6 +131,7 @@ type Runner struct {
 	// request is recorded.
 	reqMu sync.Mutex
 	ended bool
+	ckpt checkpoints
 }
 
 // NewRunner checks the options and builds the evaluator.
@@ -380,17 +381,17 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 	}
 	st.intentID = st.id
 	cfg := r.o.Config
-	started := &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true,
-		Metadata: map[string]rtfs.Value{
-			"config":   rtfs.String(cfg.Snapshot()),
-			"provider": rtfs.String(cfg.Model.Provider),
-			"model":    rtfs.String(cfg.Model.Model),
-			"goal":     rtfs.String(cfg.Intent.Goal),
-		}}
-	if r.o.SubmittedBy != "" {
-		started.Metadata["submitted_by"] = rtfs.String(r.o.SubmittedBy)
+	meta := map[string]rtfs.Value{
+		"config":   rtfs.String(cfg.Snapshot()),
+		"provider": rtfs.String(cfg.Model.Provider),
+		"model":    rtfs.String(cfg.Model.Model),
+		"goal":     rtfs.String(cfg.Intent.Goal),
 	}
-	id, err := r.record(ctx, st, started)
+	if r.o.SubmittedBy != "" {
+		meta["submitted_by"] = rtfs.String(r.o.SubmittedBy)
+	}
+	r.checkpoint(ctx, st.id, 0, meta)
+	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true, Metadata: meta})
 	if err != nil {
 		return nil, err
 	}
@@ -571,6 +572,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if err := r.endIteration(ctx, st, done); err != nil {
 		return 0, err
 	}
+	if st.limited == nil {
+		r.checkpoint(ctx, st.id, st.iteration, done.Metadata)
+	}
 	if _, err := r.record(ctx, st, done); err != nil {
 		return 0, err
 	}
@@ -673,6 +677,7 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 	if _, err := r.runHooks(ctx, st, st.startedID, HookEvent{At: "on_stop", Class: string(out.Class), Condition: out.TriggeredBy, Reason: out.Reason}); err != nil {
 		return nil, err
 	}
+	r.closeCheckpoints()
 	{
 		a := &ledger.Action{Type: typ, FunctionName: out.TriggeredBy, Success: out.Class == stop.ClassSuccess,
 			Cost: st.cost, Metadata: map[string]rtfs.Value{

@@ -56,6 +56,9 @@ type Input struct {
 	StoreDir            string          // the ledger's directory; no_progress never reads it (default .ralph)
 	HeadSeq             uint64          // the ledger head when the snapshot was taken
 	UserSignal          bool            // the user asked to stop (first Ctrl-C, a stop key)
+	// Workspace, when set (a replay), identifies the workdir's content (a
+	// checkpoint's tree): no_progress takes it instead of hashing Workdir.
+	Workspace string
 	// Failed holds, by condition name, the errors of conditions that could
 	// not be evaluated since the last evaluation (a completion predicate
 	// watched after every action): their result is that error, not a new check.

@@ -108,7 +108,9 @@ func (c *noProgress) check(ctx context.Context, in *Input) outcome {
 func (c *noProgress) fingerprintIteration(ctx context.Context, in *Input) (progressFingerprint, error) {
 	f := newFP()
 	var p progressFingerprint
-	if in.Workdir != "" {
+	if in.Workspace != "" {
+		f.str(in.Workspace)
+	} else if in.Workdir != "" {
 		t, err := c.ws.hash(ctx, in.Workdir, in.StoreDir, &f)
 		if err != nil {
 			return p, err

@@ -12,6 +12,7 @@ type keyMap struct {
 	History, Log, Help, Filter, Quit        key.Binding
 	Next, Prev                              key.Binding // filter matches
 	Output                                  key.Binding // the agent's output or the plan
+	Diff                                    key.Binding // the selected iteration's diff
 
 	// Display-only bindings: one help entry for a pair of keys.
 	move, fold key.Binding
@@ -45,6 +46,7 @@ func newKeyMap() keyMap {
 		Help:     b("?", "help", "?"),
 		Filter:   b("/", "filter", "/"),
 		Output:   b("o", "output/plan", "o"),
+		Diff:     b("D", "iteration diff", "D"),
 		Next:     b("n", "next match", "n"),
 		Prev:     b("N", "prev match", "N"),
 		Quit:     b("q", "quit", "q", "ctrl+c"),
@@ -88,7 +90,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Fold, k.Unfold},
-		{k.Focus, k.Follow, k.Output, k.Detail, k.Filter, k.Next, k.Prev, k.Back, k.Verify},
+		{k.Focus, k.Follow, k.Output, k.Detail, k.Diff, k.Filter, k.Next, k.Prev, k.Back, k.Verify},
 		{k.Pause, k.Abort, k.Skip, k.Yes, k.No},
 		{k.History, k.Log, k.Help, k.Quit},
 	}

@@ -24,6 +24,7 @@ const (
 	viewMain view = iota
 	viewHistory
 	viewDetail
+	viewDiff
 	viewLog
 	viewHelp
 )
@@ -68,6 +69,8 @@ type model struct {
 	outputShown int
 	history     *historyView
 	detail      *detailView
+	diff        *diffView    // D: an iteration's diff
+	checkpoints *checkpoints // the run's checkpoints, for D and the rows' +added −deleted
 	logs        *logView
 	helpV       *helpView
 	filtering   bool
@@ -147,6 +150,7 @@ func newModel(o *Options, st *styles) *model {
 	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
+	m.diff, m.checkpoints = newDiffView(st), newCheckpoints()
 	m.keys.live(m.live)
 	m.keys.filtered(false)
 	m.keys.Output.SetEnabled(false)
@@ -215,6 +219,7 @@ func (m *model) ingest(a *ledger.Action) {
 	if a.RunID != m.runID && m.runID != "" {
 		return
 	}
+	m.checkpoints.observe(a, m.tree)
 	m.tree.add(a)
 	m.lastTime = a.Timestamp
 	switch a.Type {

@@ -80,6 +80,8 @@ func (m *model) body() []string {
 	case viewDetail:
 		m.detail.verify = m.verify
 		return m.detail.lines(m.w, h)
+	case viewDiff:
+		return m.diff.render(m.w, h)
 	case viewLog:
 		return m.logs.render(m.w, h)
 	case viewHelp:

@@ -73,6 +73,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = waitApproval(m.approver)
 	case detailMsg:
 		m.detail.set(msg)
+	case diffMsg:
+		m.diff.set(msg)
+	case diffStatMsg:
+		m.setSummary(msg)
 	case historyMsg:
 		m.history.set(msg)
 	case controlErrMsg:
@@ -125,10 +129,11 @@ func (m *model) afterEvents() tea.Cmd {
 	if m.quitting && m.ended() {
 		return tea.Quit
 	}
+	sums := m.checkpoints.summaries(m.ctx)
 	if m.view == viewHistory && m.historyStale && !m.history.loading {
-		return m.openHistory()
+		return tea.Batch(m.openHistory(), sums)
 	}
-	return nil
+	return sums
 }
 
 // tick drives the header's clock and the rate-limit countdown while a
@@ -209,6 +214,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.scrollKey(k, m.detail)
 	case viewHistory:
 		m.scrollKey(k, m.history)
+	case viewDiff:
+		m.scrollKey(k, m.diff)
 	case viewLog:
 		m.scrollKey(k, m.logs)
 	case viewHelp:
@@ -261,6 +268,8 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		m.chain.toggleFollow()
 	case key.Matches(k, ks.Detail):
 		return m.openDetail()
+	case key.Matches(k, ks.Diff):
+		return m.openDiff()
 	case key.Matches(k, ks.Filter):
 		m.filtering = true
 		m.input.SetValue("") // a new search; the applied one stays until typing replaces it
@@ -379,6 +388,8 @@ func (m *model) mouse(msg tea.MouseMsg) {
 		m.history.scrollBy(d)
 	case viewDetail:
 		m.detail.scrollBy(d)
+	case viewDiff:
+		m.diff.scrollBy(d)
 	case viewLog:
 		m.logs.scrollBy(d)
 	case viewHelp:

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/internal/gitx"
+)
+
+// iterationDiff is one iteration's change, as ralph diff --json prints it.
+type iterationDiff struct {
+	RunID     string          `json:"run_id"`
+	Iteration int             `json:"iteration"`
+	From      string          `json:"from"` // the checkpoint before it
+	To        string          `json:"to"`   // its own checkpoint
+	Added     int             `json:"added"`
+	Deleted   int             `json:"deleted"`
+	Files     []gitx.FileStat `json:"files"`
+}
+
+func newDiffCmd() *cobra.Command {
+	var storeFlag string
+	var stat, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "diff RUN_ID [ITERATION]",
+		Short: "Show what an iteration changed in the work tree",
+		Long: `Show what iteration ITERATION of a run changed in its work tree: git's diff
+between the checkpoints before and after it (refs/ralph/RUN_ID/N). Without
+ITERATION, one line per iteration with its files and +added −deleted lines.
+--stat prints git's diffstat instead of the patch; --json prints, per
+iteration, the files and their line counts.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErrorf("diff takes RUN_ID and an optional ITERATION, got %d argument(s)", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			acts, err := runActions(ctx, storeFlag, "", args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rc, err := readCheckpoints(args[0], acts)
+			if err != nil {
+				return err
+			}
+			if _, _, err := rc.need(ctx); err != nil { // no checkpoints, no work tree
+				return err
+			}
+			var iters []int
+			if len(args) == 2 {
+				n, err := parseIteration(args[1])
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return usageErrorf("iteration 0 is the state before the run and changed nothing; diff iterations 1 to %d", max(rc.last, 1))
+				}
+				iters = []int{n}
+			} else {
+				for n := 1; n <= rc.last; n++ {
+					iters = append(iters, n)
+				}
+			}
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			defer w.Flush()
+			for _, n := range iters {
+				repo, cs, err := rc.need(ctx, n-1, n)
+				if err != nil {
+					return err
+				}
+				if len(args) == 2 && !asJSON {
+					if err := repo.Diff(ctx, w, cs[0], cs[1], stat, false); err != nil {
+						return exitError(ExitFailure, err)
+					}
+					continue
+				}
+				d, err := diffOf(cmd, repo, rc.runID, n, cs[0], cs[1])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					b, _ := json.Marshal(d) // strings and numbers cannot fail to marshal
+					w.Write(append(b, '\n'))
+					continue
+				}
+				fmt.Fprintf(w, "iteration %-3d %s  +%d −%d  %d file(s)", n, short(d.To), d.Added, d.Deleted, len(d.Files))
+				for i, f := range d.Files {
+					if i == 4 {
+						fmt.Fprintf(w, " …")
+						break
+					}
+					fmt.Fprintf(w, " %s", f.Path)
+				}
+				fmt.Fprintln(w)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().BoolVar(&stat, "stat", false, "git's diffstat instead of the patch")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per iteration: files and line counts")
+	return cmd
+}
+
+func diffOf(cmd *cobra.Command, repo *gitx.Repo, runID string, n int, from, to string) (iterationDiff, error) {
+	files, err := repo.DiffStat(cmd.Context(), from, to)
+	if err != nil {
+		return iterationDiff{}, exitError(ExitFailure, err)
+	}
+	d := iterationDiff{RunID: runID, Iteration: n, From: from, To: to, Files: files}
+	if d.Files == nil {
+		d.Files = []gitx.FileStat{}
+	}
+	for _, f := range files {
+		d.Added += f.Added
+		d.Deleted += f.Deleted
+	}
+	return d, nil
+}
+
+func short(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}

@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/gitx"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// ExitNotStopped is ralph replay's exit status when the configuration
+// would not have stopped within the recorded iterations.
+const ExitNotStopped = 5
+
+func newReplayCmd() *cobra.Command {
+	var storeFlag, cfgFile string
+	var rerun, asJSON bool
+	var jobs int
+	cmd := &cobra.Command{
+		Use:   "replay RUN_ID --config FILE",
+		Short: "Ask where another stop configuration would have stopped a recorded run",
+		Long: `Evaluate the [[stop]] conditions of FILE against a recorded run, iteration by
+iteration, through the same evaluator the runner uses, fed from the chain, and
+print where they would have stopped and why, beside where the run really
+stopped.
+
+Budgets, predicates, on_error, output_pattern, consecutive_failures and
+no_progress (on each iteration's checkpoint, else the recorded fingerprint)
+are exact. command, file_exists and file_contains take the recorded verdict
+when the condition and its workdir are the run's; otherwise --rerun checks
+them against each iteration's checkpoint in a temporary git worktree (never
+your work tree), --jobs at a time, and without --rerun they are unknown.
+
+Exit status: what the configuration would have exited with (0 success,
+1 failure, 3 limit), 5 when it would not have stopped within the recorded
+iterations, 2 for bad input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("replay takes one RUN_ID, got %d argument(s)", len(args))
+			}
+			if cfgFile == "" {
+				return usageErrorf("replay needs --config FILE, the ralph.toml whose [[stop]] conditions to replay")
+			}
+			if jobs < 1 {
+				return usageErrorf("--jobs must be 1 or more, got %d", jobs)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// Only [[stop]] and [loop] matter here: a file of stop tables will do.
+			cfg, err := config.LoadForExec(cfgFile, nil)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+			if err != nil {
+				return exitError(ExitUsage, err)
+			}
+			if len(conds) == 0 {
+				return exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
+			}
+			ctx := cmd.Context()
+			acts, err := runActions(ctx, storeFlag, "", args[0], cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rc, err := readCheckpoints(args[0], acts)
+			if err != nil {
+				return err
+			}
+			o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir}
+			if rc.cfg != nil {
+				o.RecordedSpecs = rc.cfg.Stop
+			}
+			repo := rc.repo(ctx)
+			if repo != nil {
+				o.Workspace = func(n int) string {
+					c, ok := rc.commits[n]
+					if !ok {
+						return ""
+					}
+					t, err := repo.Tree(ctx, c, "")
+					if err != nil {
+						return ""
+					}
+					return t
+				}
+			}
+			if rerun {
+				if repo == nil {
+					return exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
+				}
+				wt := &worktrees{repo: repo, rc: rc}
+				o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
+			}
+			res, err := stop.Replay(ctx, acts, o)
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			if n := rc.closing; n != nil {
+				res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
+			}
+			code := replayExit(res)
+			w := bufio.NewWriter(cmd.OutOrStdout())
+			if asJSON {
+				b, err := json.Marshal(struct {
+					*stop.ReplayResult
+					Summary  string `json:"summary"`
+					ExitCode int    `json:"exit_code"`
+				}{res, replaySummary(res), code})
+				if err != nil {
+					return exitError(ExitFailure, err)
+				}
+				w.Write(append(b, '\n'))
+			} else {
+				writeReplay(w, res)
+			}
+			if err := w.Flush(); err != nil {
+				return exitError(ExitFailure, fmt.Errorf("write output: %w", err))
+			}
+			if code != 0 {
+				return exitError(code, silentError{})
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	cmd.Flags().StringVar(&cfgFile, "config", "", "the ralph.toml `FILE` whose [[stop]] conditions to replay")
+	cmd.Flags().BoolVar(&rerun, "rerun", false, "check changed command and file conditions against each iteration's checkpoint")
+	cmd.Flags().IntVar(&jobs, "jobs", runtime.NumCPU(), "iterations rerun at once")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object: every iteration's verdicts and the decision")
+	return cmd
+}
+
+// repo is the git work tree of the run's checkpoints, or nil when the run
+// has none there.
+func (rc *runCheckpoints) repo(ctx context.Context) *gitx.Repo {
+	if len(rc.commits) == 0 || rc.workdir == "" {
+		return nil
+	}
+	repo, err := gitx.Open(ctx, rc.workdir)
+	if err != nil {
+		return nil
+	}
+	return repo
+}
+
+// worktrees checks iterations' checkpoints out in temporary git worktrees:
+// a checkpoint's root is the run's workdir, so the worktree is the workdir
+// as it was.
+type worktrees struct {
+	repo *gitx.Repo
+	rc   *runCheckpoints
+	mu   sync.Mutex // git worktree add and remove, one at a time
+}
+
+func (w *worktrees) dir(ctx context.Context, n int) (string, func(), error) {
+	c, ok := w.rc.commits[n]
+	if !ok {
+		return "", nil, exitError(ExitUsage, fmt.Errorf("run %s has no checkpoint of iteration %d to rerun its checks on; replay without --rerun", w.rc.runID, n))
+	}
+	tmp, err := os.MkdirTemp("", fmt.Sprintf("ralph-replay-%d-*", n))
+	if err != nil {
+		return "", nil, err
+	}
+	tree := filepath.Join(tmp, "tree")
+	w.mu.Lock()
+	// No hook of the repository runs for it (post-checkout): only the checks.
+	_, err = gitx.Run(ctx, w.repo.Top, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", tree, c)
+	w.mu.Unlock()
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("check out iteration %d's checkpoint: %s", n, gitx.Message(err))
+	}
+	release := func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		// The worktree is ralph's own: removing it forgets its metadata too.
+		_, _ = gitx.Run(context.WithoutCancel(ctx), w.repo.Top, "worktree", "remove", "--force", tree)
+		os.RemoveAll(tmp)
+	}
+	return tree, release, nil
+}
+
+func replayExit(res *stop.ReplayResult) int {
+	if !res.Stopped {
+		return ExitNotStopped
+	}
+	switch res.Decision.Class {
+	case stop.ClassSuccess:
+		return ExitOK
+	case stop.ClassFailure:
+		return ExitFailure
+	case stop.ClassAbort:
+		return ExitCancelled
+	}
+	return loop.ExitLimit
+}
+
+// replaySummary is the one-line answer: where the configuration would
+// have stopped, beside where the run did.
+func replaySummary(res *stop.ReplayResult) string {
+	var b strings.Builder
+	if res.Stopped {
+		d := res.Decision
+		fmt.Fprintf(&b, "would have stopped after iteration %d by %s (%s)", res.Iteration, d.TriggeredBy, d.Class)
+		if d.Before {
+			fmt.Fprintf(&b, ", before iteration %d", res.Iteration+1)
+		}
+	} else {
+		fmt.Fprintf(&b, "would not have stopped within the %d recorded iterations", len(res.Steps))
+	}
+	if r := res.Recorded; r.Stop {
+		fmt.Fprintf(&b, " — the recorded run stopped after %d by %s (%s)", res.RecordedIterations, r.TriggeredBy, r.Class)
+	} else {
+		b.WriteString(" — the recorded run has not ended")
+	}
+	return b.String()
+}
+
+func writeReplay(w io.Writer, res *stop.ReplayResult) {
+	for _, s := range res.Steps {
+		fmt.Fprintf(w, "iteration %d  %s", s.Iteration, decisionText(s.Decision))
+		if s.Recorded != nil {
+			rec := stop.Decision{Stop: s.Recorded.ShouldStop, Class: s.Recorded.Class, TriggeredBy: s.Recorded.TriggeredBy}
+			fmt.Fprintf(w, "   (recorded: %s)", decisionText(rec))
+		}
+		fmt.Fprintln(w)
+		for _, r := range s.Evaluation.Results {
+			mark, pct := "·", fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
+			switch {
+			case r.Detail == "unknown":
+				mark, pct = "?", "   ?"
+			case r.Err != "":
+				mark, pct = "!", "   —"
+			case r.Met:
+				mark = "✓"
+			}
+			fmt.Fprintf(w, "  %s %-20s %-20s %-7s %s %-16s %s\n", mark, r.Name, r.Kind, r.Class, pct, r.Detail, r.Reason)
+		}
+	}
+	fmt.Fprintln(w, replaySummary(res))
+}
+
+func decisionText(d stop.Decision) string {
+	if !d.Stop {
+		return "continue"
+	}
+	s := fmt.Sprintf("STOP by %s (%s)", d.TriggeredBy, d.Class)
+	if d.Before {
+		s += " before the next iteration"
+	}
+	return s
+}
