@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
@@ -284,17 +284,17 @@ func fetchWorkspace(ctx context.Context, gitURL, ref string) (*workspaceClone, e
 		c.remove()
 		return nil, err
 	}
-	if _, err := git(ctx, dir, "init", "--quiet"); err != nil {
+	if _, err := gitx.Run(ctx, dir, "init", "--quiet"); err != nil {
 		return fail(exitError(ExitFailure, fmt.Errorf("git init: %w; is git installed?", err)))
 	}
 	want := ref
 	if want == "" {
 		want = "HEAD"
 	}
-	_, err = git(ctx, dir, "fetch", "--quiet", "--depth", "1", "--end-of-options", gitURL, want)
+	_, err = gitx.Run(ctx, dir, "fetch", "--quiet", "--depth", "1", "--end-of-options", gitURL, want)
 	if err != nil && isHexRef(ref) { // a commit: some servers serve it only with its history
-		if _, ferr := git(ctx, dir, "fetch", "--quiet", "--end-of-options", gitURL, "+refs/heads/*:refs/remotes/ws/*", "+refs/tags/*:refs/tags/*"); ferr == nil {
-			if _, verr := git(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}"); verr == nil {
+		if _, ferr := gitx.Run(ctx, dir, "fetch", "--quiet", "--end-of-options", gitURL, "+refs/heads/*:refs/remotes/ws/*", "+refs/tags/*:refs/tags/*"); ferr == nil {
+			if _, verr := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}"); verr == nil {
 				err = nil
 				want = ref
 			}
@@ -309,11 +309,11 @@ func fetchWorkspace(ctx context.Context, gitURL, ref string) (*workspaceClone, e
 		}
 		return fail(exitError(ExitUsage, fmt.Errorf("cannot fetch %s of workspace %s (%s); check the URL and the branch, tag or commit after @, and that this machine can reach it", what, gitURL, gitMessage(err))))
 	}
-	sha, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", want+"^{commit}")
+	sha, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", want+"^{commit}")
 	if err != nil {
 		return fail(exitError(ExitUsage, fmt.Errorf("%s of workspace %s is not a commit; give a branch, tag or commit after @", want, gitURL)))
 	}
-	if _, err := git(ctx, dir, "checkout", "--quiet", "--detach", sha); err != nil {
+	if _, err := gitx.Run(ctx, dir, "checkout", "--quiet", "--detach", sha); err != nil {
 		return fail(exitError(ExitFailure, fmt.Errorf("check out %s of workspace %s: %s", sha, gitURL, gitMessage(err))))
 	}
 	c.sha = sha
@@ -327,42 +327,8 @@ func isHexRef(s string) bool {
 	return strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
 }
 
-// git runs git in dir without prompting for credentials and returns its
-// trimmed output; an error carries git's own message.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=true")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", &gitError{err: err, stderr: stderr.String()}
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
-type gitError struct {
-	err    error
-	stderr string
-}
-
-func (e *gitError) Error() string { return e.err.Error() + ": " + e.stderr }
-
-// gitMessage is git's last line of complaint, for a one-sentence error.
-func gitMessage(err error) string {
-	var ge *gitError
-	if !errors.As(err, &ge) {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(ge.stderr), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(l, "fatal: "), "error: "), ".")
-		}
-	}
-	return ge.err.Error()
-}
+// gitMessage is git's complaint in one clause, for a sentence of ours.
+func gitMessage(err error) string { return strings.TrimSuffix(gitx.Message(err), ".") }
 
 // checkJobConfig checks what ralph run checks before it opens a store, for
 // a run whose config sits at cfgRel in tree: stop conditions, intent

@@ -21,6 +21,7 @@ import (
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
@@ -739,7 +740,7 @@ func TestWorkerFencedStopsAtOnce(t *testing.T) {
 	if after, _, _ := GetState(ctxT(t), h.Runs, id); after.Updated != before.Updated || after.State != StateRunning {
 		t.Errorf("the fenced worker wrote the run's state: %+v, was %+v", after, before)
 	}
-	if _, err := runGit(ctxT(t), fx.bare, "rev-parse", "--verify", "refs/heads/"+BranchName(id)); err == nil {
+	if _, err := gitx.Run(ctxT(t), fx.bare, "rev-parse", "--verify", "refs/heads/"+BranchName(id)); err == nil {
 		t.Error("the fenced worker pushed its iteration to the run's branch")
 	}
 	if info, err := h.Jobs.Info(ctxT(t)); err != nil || info.State.Msgs != 1 {

@@ -1,18 +1,15 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/ralphloop/ralph/internal/procgroup"
+	"github.com/ralphloop/ralph/internal/gitx"
 )
 
 // Workspace is a run's git clone: its working tree is where the loop runs,
@@ -74,8 +71,8 @@ func PrepareWorkspace(ctx context.Context, url, ref, dir, runID, commit string) 
 			_ = os.RemoveAll(tmp) // a failed clone leaves nothing behind; an error here changes no outcome
 		}
 	}()
-	if _, err := runGit(ctx, parent, "clone", "--quiet", "--end-of-options", url, tmp); err != nil {
-		return nil, fmt.Errorf("cannot clone workspace URL: %s; check the URL and that this worker can reach it", redact(url, gitMessage(err)))
+	if _, err := gitx.Run(ctx, parent, "clone", "--quiet", "--end-of-options", url, tmp); err != nil {
+		return nil, fmt.Errorf("cannot clone workspace URL: %s; check the URL and that this worker can reach it", redact(url, gitx.Message(err)))
 	}
 	if err := w.checkout(ctx, tmp, ref, commit); err != nil {
 		return nil, err
@@ -97,12 +94,12 @@ func PrepareWorkspace(ctx context.Context, url, ref, dir, runID, commit string) 
 // and records the remote branch's current value as the lease.
 func (w *Workspace) checkout(ctx context.Context, dir, ref, commit string) error {
 	remoteRef := "refs/remotes/origin/" + w.Branch
-	tip, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
+	tip, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
 	onRemote := err == nil
 	var target string
 	switch {
 	case onRemote && commit != "":
-		if _, err := runGit(ctx, dir, "merge-base", "--is-ancestor", commit, remoteRef); err != nil {
+		if _, err := gitx.Run(ctx, dir, "merge-base", "--is-ancestor", commit, remoteRef); err != nil {
 			return fmt.Errorf("cannot resume the workspace: commit %s, recorded by the run's last completed iteration, is not on branch %s of %s; the branch was rewritten outside ralph: restore it or submit the run again", commit, w.Branch, w.Remote)
 		}
 		target = commit
@@ -124,12 +121,12 @@ func (w *Workspace) checkout(ctx context.Context, dir, ref, commit string) error
 	}
 	if target == "" {
 		// An empty repository: the first commit starts the branch.
-		_, err = runGit(ctx, dir, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch)
+		_, err = gitx.Run(ctx, dir, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch)
 	} else {
-		_, err = runGit(ctx, dir, "checkout", "--quiet", "-B", w.Branch, target)
+		_, err = gitx.Run(ctx, dir, "checkout", "--quiet", "-B", w.Branch, target)
 	}
 	if err != nil {
-		return fmt.Errorf("check out branch %s in the workspace: %s", w.Branch, gitMessage(err))
+		return fmt.Errorf("check out branch %s in the workspace: %s", w.Branch, gitx.Message(err))
 	}
 	return nil
 }
@@ -138,10 +135,10 @@ func (w *Workspace) checkout(ctx context.Context, dir, ref, commit string) error
 // first-parent ancestor of its tip that is not one of the run's iteration
 // commits ("" when the branch started in an empty repository).
 func (w *Workspace) branchBase(ctx context.Context, dir, remoteRef string) (string, error) {
-	sha, err := runGit(ctx, dir, "log", "--first-parent", "--invert-grep", "--fixed-strings",
+	sha, err := gitx.Run(ctx, dir, "log", "--first-parent", "--invert-grep", "--fixed-strings",
 		"--grep=ralph "+w.runID+" iteration ", "--max-count=1", "--format=%H", remoteRef)
 	if err != nil {
-		return "", fmt.Errorf("read branch %s in the workspace: %s", w.Branch, gitMessage(err))
+		return "", fmt.Errorf("read branch %s in the workspace: %s", w.Branch, gitx.Message(err))
 	}
 	return sha, nil
 }
@@ -151,7 +148,7 @@ func (w *Workspace) branchBase(ctx context.Context, dir, remoteRef string) (stri
 // repository).
 func (w *Workspace) startPoint(ctx context.Context, dir, ref string) (string, error) {
 	if ref == "" {
-		sha, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+		sha, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 		if err != nil {
 			return "", nil // the remote's HEAD names no commit: an empty repository
 		}
@@ -159,14 +156,14 @@ func (w *Workspace) startPoint(ctx context.Context, dir, ref string) (string, er
 	}
 	if !strings.HasPrefix(ref, "-") {
 		for _, c := range []string{"refs/remotes/origin/" + ref, "refs/tags/" + ref, ref} {
-			if sha, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", c+"^{commit}"); err == nil {
+			if sha, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", c+"^{commit}"); err == nil {
 				return sha, nil
 			}
 		}
 		// A commit no branch or tag reaches was not cloned; ask for it.
 		if isHex(ref) {
-			if _, err := runGit(ctx, dir, "fetch", "--quiet", "origin", ref); err == nil {
-				if sha, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}"); err == nil {
+			if _, err := gitx.Run(ctx, dir, "fetch", "--quiet", "origin", ref); err == nil {
+				if sha, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", "FETCH_HEAD^{commit}"); err == nil {
 					return sha, nil
 				}
 			}
@@ -180,20 +177,20 @@ func (w *Workspace) startPoint(ctx context.Context, dir, ref string) (string, er
 // changed, and pushes it to the run's branch. It returns the commit's sha,
 // which is on the remote when Commit returns without error.
 func (w *Workspace) Commit(ctx context.Context, iteration int) (string, error) {
-	if _, err := runGit(ctx, w.Dir, "add", "--all"); err != nil {
-		return "", fmt.Errorf("stage the workspace's changes: %s", gitMessage(err))
+	if _, err := gitx.Run(ctx, w.Dir, "add", "--all"); err != nil {
+		return "", fmt.Errorf("stage the workspace's changes: %s", gitx.Message(err))
 	}
 	msg := fmt.Sprintf("ralph %s iteration %d", w.runID, iteration)
-	if _, err := runGit(ctx, w.Dir, "-c", "commit.gpgsign=false", "commit", "--quiet", "--allow-empty", "--no-verify", "-m", msg); err != nil {
-		return "", fmt.Errorf("commit the workspace: %s", gitMessage(err))
+	if _, err := gitx.Run(ctx, w.Dir, "-c", "commit.gpgsign=false", "commit", "--quiet", "--allow-empty", "--no-verify", "-m", msg); err != nil {
+		return "", fmt.Errorf("commit the workspace: %s", gitx.Message(err))
 	}
-	sha, err := runGit(ctx, w.Dir, "rev-parse", "--verify", "HEAD^{commit}")
+	sha, err := gitx.Run(ctx, w.Dir, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
-		return "", fmt.Errorf("read the workspace's commit: %s", gitMessage(err))
+		return "", fmt.Errorf("read the workspace's commit: %s", gitx.Message(err))
 	}
 	dst := "refs/heads/" + w.Branch
 	lease := "--force-with-lease=" + dst + ":" + w.lease
-	if _, err := runGit(ctx, w.Dir, "push", "--quiet", "--no-verify", lease, "origin", "HEAD:"+dst); err != nil {
+	if _, err := gitx.Run(ctx, w.Dir, "push", "--quiet", "--no-verify", lease, "origin", "HEAD:"+dst); err != nil {
 		return "", fmt.Errorf("push rejected for branch %s: %s; another worker may own this run, or the remote refuses pushes to ralph/* branches", w.Branch, redact(w.Remote, pushMessage(err)))
 	}
 	w.lease = sha
@@ -204,107 +201,29 @@ func (w *Workspace) Commit(ctx context.Context, iteration int) (string, error) {
 // the clone's own config: the user's global config is never written.
 func setIdentity(ctx context.Context, dir string) error {
 	for key, val := range map[string]string{"user.name": "ralph", "user.email": "ralph@localhost"} {
-		if v, err := runGit(ctx, dir, "config", "--get", key); err == nil && v != "" {
+		if v, err := gitx.Run(ctx, dir, "config", "--get", key); err == nil && v != "" {
 			continue
 		}
-		if _, err := runGit(ctx, dir, "config", "--local", key, val); err != nil {
-			return fmt.Errorf("set %s in the workspace: %s", key, gitMessage(err))
+		if _, err := gitx.Run(ctx, dir, "config", "--local", key, val); err != nil {
+			return fmt.Errorf("set %s in the workspace: %s", key, gitx.Message(err))
 		}
 	}
 	return nil
-}
-
-// gitError is a failed git command with what it said on stderr.
-type gitError struct {
-	args   []string
-	stderr string
-	err    error
-}
-
-func (e *gitError) Error() string {
-	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), gitMessage(e))
-}
-
-func (e *gitError) Unwrap() error { return e.err }
-
-// gitMessage is the last line git labelled "fatal:" or "error:" on stderr,
-// without its label (or its last line when none is labelled, or the error
-// itself when git said nothing). Behind git's generic "Could not read from
-// remote repository." it gives the transport's own reason, the line before.
-func gitMessage(err error) string {
-	var ge *gitError
-	if !errors.As(err, &ge) {
-		return err.Error()
-	}
-	var lines []string
-	for _, l := range strings.Split(ge.stderr, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) == 0 {
-		return ge.err.Error()
-	}
-	pick := len(lines) - 1
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "fatal: ") || strings.HasPrefix(lines[i], "error: ") {
-			pick = i
-			break
-		}
-	}
-	msg := strings.TrimPrefix(strings.TrimPrefix(lines[pick], "fatal: "), "error: ")
-	if msg == "Could not read from remote repository." && pick > 0 {
-		msg = lines[pick-1]
-	}
-	return msg
 }
 
 // pushMessage is the line in which git push names the ref it could not
 // update and why ("! [rejected] HEAD -> ralph/x (stale info)"), or
 // gitMessage when there is none.
 func pushMessage(err error) string {
-	var ge *gitError
+	var ge *gitx.Error
 	if errors.As(err, &ge) {
-		for _, l := range strings.Split(ge.stderr, "\n") {
+		for _, l := range strings.Split(ge.Stderr, "\n") {
 			if l = strings.TrimSpace(l); strings.HasPrefix(l, "! ") {
 				return strings.Join(strings.Fields(l), " ")
 			}
 		}
 	}
-	return gitMessage(err)
-}
-
-// runGit runs git in dir and returns its trimmed stdout. git never prompts
-// (there is no one to answer), speaks the C locale, and ignores any
-// repository the caller's environment points at.
-func runGit(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	var stdout bytes.Buffer
-	stderr := &procgroup.TailBuffer{Limit: 8 << 10}
-	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	if err := procgroup.Run(cmd, 5*time.Second); err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return "", &gitError{args: args, stderr: stderr.String(), err: err}
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
-
-func gitEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-			"GIT_TERMINAL_PROMPT", "LC_ALL", "LANGUAGE":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	return gitx.Message(err)
 }
 
 // redact hides the credentials of a URL wherever msg repeats them (the

@@ -2,16 +2,19 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/gitx"
 )
 
-// gitHome points git's user and system config away from the machine's, so
-// the tests see git as a fresh worker would: no identity configured.
+// gitHome points git's user config away from the machine's, so the tests
+// see git as a fresh worker would: no identity configured. (The workers'
+// git runs without any inherited GIT_* variable, so GIT_CONFIG_NOSYSTEM
+// reaches only the tests' own git commands.)
 func gitHome(t *testing.T) {
 	t.Helper()
 	home := t.TempDir()
@@ -25,7 +28,7 @@ func gitHome(t *testing.T) {
 // mustGit runs git in dir for a test's setup or checks.
 func mustGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := runGit(context.Background(), dir, args...)
+	out, err := gitx.Run(context.Background(), dir, args...)
 	if err != nil {
 		t.Fatalf("git %v: %v", args, err)
 	}
@@ -183,7 +186,7 @@ func TestWorkspaceResumeDropsUnrecordedCommits(t *testing.T) {
 	if again == lost {
 		t.Fatal("the redone iteration reused the lost commit")
 	}
-	if _, err := runGit(ctx, bare, "merge-base", "--is-ancestor", lost, "ralph/r2"); err == nil {
+	if _, err := gitx.Run(ctx, bare, "merge-base", "--is-ancestor", lost, "ralph/r2"); err == nil {
 		t.Fatal("the unrecorded commit is still on the branch")
 	}
 
@@ -306,23 +309,6 @@ func TestWorkspaceErrors(t *testing.T) {
 	})
 }
 
-func TestGitMessage(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ stderr, want string }{
-		{"fatal: repository '/x' does not exist\n", "repository '/x' does not exist"},
-		{"ssh: Could not resolve hostname h: Name or service not known\r\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n",
-			"ssh: Could not resolve hostname h: Name or service not known"},
-		{"warning: w\nerror: pathspec 'x' did not match\nhint: h\n", "pathspec 'x' did not match"},
-		{"just a line\n", "just a line"},
-		{"", "exit status 128"},
-	} {
-		err := &gitError{args: []string{"x"}, stderr: tc.stderr, err: errors.New("exit status 128")}
-		if got := gitMessage(err); got != tc.want {
-			t.Errorf("gitMessage(%q) = %q, want %q", tc.stderr, got, tc.want)
-		}
-	}
-}
-
 // A run that started in an empty repository and completed no iteration
 // resumes with no commit again.
 func TestWorkspaceResumeOfAnEmptyStart(t *testing.T) {
@@ -343,7 +329,7 @@ func TestWorkspaceResumeOfAnEmptyStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runGit(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
+	if _, err := gitx.Run(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD"); err == nil {
 		t.Fatal("the resumed workspace has a commit; want none")
 	}
 	if _, err := w2.Commit(ctx, 1); err != nil {

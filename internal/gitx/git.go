@@ -83,7 +83,8 @@ func Env() []string {
 
 // Message is the last line git labelled "fatal:" or "error:" on stderr,
 // without its label (or its last line when none is labelled, or the error
-// itself when git said nothing).
+// itself when git said nothing). Behind git's generic "Could not read from
+// remote repository." it gives the transport's own reason, the line before.
 func Message(err error) string {
 	var ge *Error
 	if !errors.As(err, &ge) {
@@ -105,7 +106,9 @@ func Message(err error) string {
 			break
 		}
 	}
-	l := lines[pick]
-	l = strings.TrimPrefix(strings.TrimPrefix(l, "fatal: "), "error: ")
-	return l
+	msg := strings.TrimPrefix(strings.TrimPrefix(lines[pick], "fatal: "), "error: ")
+	if msg == "Could not read from remote repository." && pick > 0 {
+		msg = lines[pick-1]
+	}
+	return msg
 }
