@@ -21,4 +21,3 @@ func TestGitMessage(t *testing.T) {
 		}
 	}
 }
-
