@@ -87,11 +87,13 @@ cat > "$work/worker.toml" <<'TOML'
 shell_allow = ["sleep"]
 TOML
 
+policy="--policy $work/worker.toml"
+"$ralph" worker --help 2>&1 | grep -q -- --policy || policy= # a binary from before worker policies
 n=0
 while [ $n -lt "$workers" ]; do
 	n=$((n + 1))
 	# shellcheck disable=SC2086
-	"$ralph" worker --nats "$url" $wcreds $tlsca --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" --policy "$work/worker.toml" > "$work/w$n.log" 2>&1 &
+	"$ralph" worker --nats "$url" $wcreds $tlsca --slots "$slots" --dir "$work/w$n" --ack-wait "$ackwait" $policy > "$work/w$n.log" 2>&1 &
 	wpids="$wpids $!"
 	echo "$work/w$n $!" >> "$work/workers"
 done

@@ -45,7 +45,7 @@ func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*runS
 		cfg.Model.Model = o.Model
 	}
 	if o.MaxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
-		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: "max_iterations", Max: o.MaxIterations})
+		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: config.KindMaxIterations, Max: o.MaxIterations})
 	}
 	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 	if err != nil {

@@ -122,7 +122,7 @@ func (a *Agent) EnvList() []string {
 func (c *Config) MaxIterations() int {
 	n := 0
 	for _, s := range c.Stop {
-		if s.Kind == "max_iterations" && (n == 0 || s.Max < n) {
+		if s.Kind == KindMaxIterations && (n == 0 || s.Max < n) {
 			n = s.Max
 		}
 	}

@@ -488,35 +488,8 @@ func (c *Config) CheckPaths() error {
 
 func filepathMatch(glob string) (bool, error) { return filepath.Match(glob, "") }
 
-// stopKinds lists, for each kind, its required fields.
-var stopKinds = map[string][]string{
-	"on_error": {"pattern"}, "user_signal": nil, "max_iterations": {"max"}, "max_duration": {"duration"},
-	"max_cost": {"usd"}, "max_tokens": {"tokens"}, "consecutive_failures": {"count"},
-	"no_progress": {"iterations"}, "command": {"cmd"}, "predicate": nil, "output_pattern": {"pattern"},
-	"file_exists": {"path"}, "file_contains": {"path", "pattern"}, "all": {"conditions"},
-	"any": {"conditions"}, "not": {"conditions"}, "never": nil,
-}
-
-// StopKinds returns every stop condition kind, sorted.
-func StopKinds() []string {
-	out := make([]string, 0, len(stopKinds))
-	for k := range stopKinds {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// stopOptional lists, for each kind, the fields it may take beyond its
-// required ones and those every kind takes (name, kind, class, priority,
-// timeout, timeout_class, error_class).
-var stopOptional = map[string][]string{
-	"command": {"expect_exit", "must_match", "must_not_match"}, "predicate": {"rtfs", "json"},
-	"output_pattern": {"regex"},
-}
-
 // strayStopFields names the fields set on s that its kind does not read.
-func strayStopFields(s *Stop, req []string) []string {
+func strayStopFields(s *Stop, k StopKind) []string {
 	set := map[string]bool{
 		"max": s.Max != 0, "duration": s.Duration.Duration != 0, "usd": s.USD != 0, "tokens": s.Tokens != 0,
 		"count": s.Count != 0, "iterations": s.Iterations != 0, "cmd": len(s.Cmd) > 0, "expect_exit": s.ExpectExit != nil,
@@ -525,7 +498,7 @@ func strayStopFields(s *Stop, req []string) []string {
 	}
 	var out []string
 	for _, f := range slices.Sorted(maps.Keys(set)) {
-		if set[f] && !slices.Contains(req, f) && !slices.Contains(stopOptional[s.Kind], f) {
+		if set[f] && !slices.Contains(k.Required, f) && !slices.Contains(k.Optional, f) {
 			out = append(out, f)
 		}
 	}
@@ -536,11 +509,11 @@ func validateStop(s *Stop, file string, line int) error {
 	fail := func(format string, args ...any) error {
 		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
 	}
-	req, ok := stopKinds[s.Kind]
+	k, ok := LookupStopKind(s.Kind)
 	if !ok {
-		return fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(StopKinds(), ", "))
+		return fail("%s", UnknownStopKind(s.Kind))
 	}
-	for _, f := range req {
+	for _, f := range k.Required {
 		missing := false
 		switch f {
 		case "pattern":
@@ -568,16 +541,16 @@ func validateStop(s *Stop, file string, line int) error {
 			return fail("kind %q needs a positive %s", s.Kind, f)
 		}
 	}
-	if extra := strayStopFields(s, req); len(extra) > 0 {
+	if extra := strayStopFields(s, k); len(extra) > 0 {
 		return fail("%s does not apply to kind %q and would be ignored; remove it", strings.Join(extra, ", "), s.Kind)
 	}
 	if s.ExpectExit != nil && (*s.ExpectExit < 0 || *s.ExpectExit > 255) {
 		return fail("expect_exit %d is not an exit status; use 0 to 255", *s.ExpectExit)
 	}
-	if s.Kind == "not" && len(s.Conditions) != 1 {
+	if s.Kind == KindNot && len(s.Conditions) != 1 {
 		return fail("kind \"not\" takes exactly one condition")
 	}
-	if s.Kind == "predicate" && (s.RTFS == "") == (s.JSON == "") {
+	if s.Kind == KindPredicate && (s.RTFS == "") == (s.JSON == "") {
 		return fail("kind \"predicate\" needs exactly one of rtfs or json")
 	}
 	switch s.Class {
@@ -603,8 +576,8 @@ func validateStop(s *Stop, file string, line int) error {
 			return fail("%s is not a valid regex: %v", name, err)
 		}
 	}
-	if (s.Kind == "output_pattern" && s.Regex) || s.Kind == "on_error" || s.Kind == "file_contains" {
-		if _, err := regexp.Compile(s.Pattern); err != nil && (s.Regex || s.Kind != "output_pattern") {
+	if (s.Kind == KindOutputPattern && s.Regex) || s.Kind == KindOnError || s.Kind == KindFileContains {
+		if _, err := regexp.Compile(s.Pattern); err != nil {
 			return fail("pattern is not a valid regex: %v", err)
 		}
 	}

@@ -216,7 +216,7 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 		case n > ceiling:
 			return refuse("its max_iterations stop condition allows %d iterations, above the policy's max_iterations %d", n, ceiling)
 		case n == 0:
-			c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-iterations", Kind: "max_iterations", Max: ceiling})
+			c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-iterations", Kind: KindMaxIterations, Max: ceiling})
 		}
 	}
 	return nil

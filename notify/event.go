@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
@@ -111,7 +112,7 @@ func (t *translator) conditions(base Event, ev *stop.Evaluation) []Event {
 	var out []Event
 	for _, r := range ev.Results {
 		switch r.Kind {
-		case "no_progress":
+		case config.KindNoProgress:
 			var k, n int
 			if _, err := fmt.Sscanf(r.Detail, "no progress %d/%d", &k, &n); err != nil {
 				continue
@@ -126,7 +127,7 @@ func (t *translator) conditions(base Event, ev *stop.Evaluation) []Event {
 				w.Text = fmt.Sprintf("ralph: run %s made no progress for %d of %d iterations; one more and %s stops it", w.RunID, k, n, r.Name)
 				out = append(out, w)
 			}
-		case "max_cost":
+		case config.KindMaxCost:
 			pct := int(r.Progress*100 + 1e-9)
 			for _, step := range budgetSteps {
 				if pct >= step && step > t.budgetShown {

@@ -37,7 +37,7 @@ func BeforeIteration(specs []config.Stop, s Spent) *Forbidden {
 		return ClassLimit
 	}
 	for i := range specs {
-		if sp := &specs[i]; sp.Kind == "max_iterations" && s.Iteration >= sp.Max {
+		if sp := &specs[i]; sp.Kind == config.KindMaxIterations && s.Iteration >= sp.Max {
 			return &Forbidden{Spec: sp, Class: classOf(sp), Reason: fmt.Sprintf("max_iterations %d reached", sp.Max),
 				Evidence: fmt.Sprintf("%d iterations completed", s.Iteration)}
 		}

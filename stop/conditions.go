@@ -145,19 +145,6 @@ type checker interface {
 	inputs(in *Input) string
 }
 
-// kindDefaults are the default priority and class of each kind (DESIGN §8).
-var kindDefaults = map[string]struct {
-	priority int
-	class    Class
-}{
-	"on_error": {100, ClassFailure}, "user_signal": {90, ClassAbort},
-	"max_iterations": {80, ClassLimit}, "max_duration": {80, ClassLimit}, "max_cost": {80, ClassLimit},
-	"max_tokens": {80, ClassLimit}, "consecutive_failures": {70, ClassFailure}, "no_progress": {70, ClassFailure},
-	"command": {60, ClassSuccess}, "predicate": {55, ClassSuccess}, "output_pattern": {50, ClassSuccess},
-	"file_exists": {40, ClassSuccess}, "file_contains": {40, ClassSuccess}, "all": {20, ClassSuccess},
-	"any": {20, ClassSuccess}, "not": {10, ClassSuccess}, "never": {0, ClassSuccess},
-}
-
 // FromConfig builds conditions from [[stop]] tables, validating what the
 // config package cannot: predicates compile (RTFS) or parse (JSON), regexes
 // compile, commands can be found, classes make sense. Every error is a
@@ -205,16 +192,17 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 		}
 		return &config.Error{File: file, Line: line, Msg: "[[stop]] " + what + ": " + fmt.Sprintf(format, args...)}
 	}
-	def, ok := kindDefaults[s.Kind]
-	if !ok {
-		return nil, fail("kind %q is unknown; use one of %s", s.Kind, strings.Join(config.StopKinds(), ", "))
+	kind, ok := config.LookupStopKind(s.Kind)
+	b, built := builders[s.Kind]
+	if !ok || !built {
+		return nil, fail("%s", config.UnknownStopKind(s.Kind))
 	}
-	c := &Condition{Name: s.Name, Kind: s.Kind, Class: def.class, Priority: def.priority,
+	c := &Condition{Name: s.Name, Kind: s.Kind, Class: Class(kind.Class), Priority: kind.Priority,
 		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, ErrorClass: s.ErrorClass, File: file, Line: line}
 	if s.Priority != nil {
 		c.Priority = *s.Priority
 	}
-	if s.Kind == "user_signal" && s.Class != "" {
+	if s.Kind == config.KindUserSignal && s.Class != "" {
 		return nil, fail("user_signal always aborts the run (exit 4); remove class %q", s.Class)
 	}
 	switch Class(s.Class) {
@@ -235,68 +223,65 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 		return nil, fail("error_class %q must be not_met, success, failure or limit", s.ErrorClass)
 	}
 	var err error
-	c.check, err = buildChecker(s, file, line)
+	c.check, err = b(s, file, line)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
 	return c, nil
 }
 
-func buildChecker(s *config.Stop, file string, line int) (checker, error) {
-	need := func(ok bool, field string) error {
-		if !ok {
-			return fmt.Errorf("kind %q needs a positive %s", s.Kind, field)
-		}
-		return nil
+// builder makes the checker of one kind from its [[stop]] table, which
+// config has checked against the kind's declaration (config.StopKind).
+type builder func(s *config.Stop, file string, line int) (checker, error)
+
+// builders are the checkers of the kinds config declares, one per kind
+// (TestEveryKindHasABuilder keeps the two tables in step). It is filled
+// in init: the composites' builder builds their parts through it.
+var builders map[string]builder
+
+func init() {
+	builders = map[string]builder{
+		config.KindMaxIterations: func(s *config.Stop, _ string, _ int) (checker, error) { return maxIterations{s.Max}, nil },
+		config.KindMaxDuration: func(s *config.Stop, _ string, _ int) (checker, error) {
+			return maxDuration{s.Duration.Duration}, nil
+		},
+		config.KindMaxCost:   func(s *config.Stop, _ string, _ int) (checker, error) { return maxCost{s.USD}, nil },
+		config.KindMaxTokens: func(s *config.Stop, _ string, _ int) (checker, error) { return maxTokens{s.Tokens}, nil },
+		config.KindConsecutiveFailures: func(s *config.Stop, _ string, _ int) (checker, error) {
+			return consecutiveFailures{s.Count}, nil
+		},
+		config.KindNoProgress: func(s *config.Stop, _ string, _ int) (checker, error) {
+			return &noProgress{n: s.Iterations}, nil
+		},
+		config.KindUserSignal: func(*config.Stop, string, int) (checker, error) { return userSignal{}, nil },
+		config.KindNever:      func(*config.Stop, string, int) (checker, error) { return never{}, nil },
+		config.KindOnError: func(s *config.Stop, _ string, _ int) (checker, error) {
+			re, err := compileRe("pattern", s.Pattern, true)
+			return onError{re}, err
+		},
+		config.KindOutputPattern: buildOutputPattern,
+		config.KindFileExists:    func(s *config.Stop, _ string, _ int) (checker, error) { return fileExists{s.Path}, nil },
+		config.KindFileContains: func(s *config.Stop, _ string, _ int) (checker, error) {
+			re, err := compileRe("pattern", s.Pattern, true)
+			return fileContains{path: s.Path, re: re}, err
+		},
+		config.KindCommand:   func(s *config.Stop, _ string, _ int) (checker, error) { return buildCommand(s) },
+		config.KindPredicate: func(s *config.Stop, _ string, _ int) (checker, error) { return buildPredicate(s) },
+		config.KindAll:       buildComposite,
+		config.KindAny:       buildComposite,
+		config.KindNot:       buildComposite,
 	}
-	switch s.Kind {
-	case "max_iterations":
-		return maxIterations{s.Max}, need(s.Max > 0, "max")
-	case "max_duration":
-		return maxDuration{s.Duration.Duration}, need(s.Duration.Duration > 0, "duration")
-	case "max_cost":
-		return maxCost{s.USD}, need(s.USD > 0, "usd")
-	case "max_tokens":
-		return maxTokens{s.Tokens}, need(s.Tokens > 0, "tokens")
-	case "consecutive_failures":
-		return consecutiveFailures{s.Count}, need(s.Count > 0, "count")
-	case "no_progress":
-		return &noProgress{n: s.Iterations}, need(s.Iterations > 0, "iterations")
-	case "user_signal":
-		return userSignal{}, nil
-	case "never":
-		return never{}, nil
-	case "on_error":
-		re, err := compileRe("pattern", s.Pattern, true)
-		return onError{re}, err
-	case "output_pattern":
-		if s.Pattern == "" {
-			return nil, errors.New(`kind "output_pattern" needs a pattern, e.g. "<promise>DONE</promise>"`)
-		}
-		if !s.Regex {
-			return outputPattern{text: s.Pattern}, nil
-		}
-		re, err := compileRe("pattern", s.Pattern, true)
-		if err == nil && re.MatchString("") {
-			return nil, fmt.Errorf("pattern %q matches empty output, so it would always be met; make it require some text", s.Pattern)
-		}
-		return outputPattern{text: s.Pattern, re: re}, err
-	case "file_exists":
-		return fileExists{s.Path}, need(s.Path != "", "path")
-	case "file_contains":
-		re, err := compileRe("pattern", s.Pattern, true)
-		if err != nil {
-			return nil, err
-		}
-		return fileContains{path: s.Path, re: re}, need(s.Path != "", "path")
-	case "command":
-		return buildCommand(s)
-	case "predicate":
-		return buildPredicate(s)
-	case "all", "any", "not":
-		return buildComposite(s, file, line)
+}
+
+func buildOutputPattern(s *config.Stop, _ string, _ int) (checker, error) {
+	if !s.Regex {
+		return outputPattern{text: s.Pattern}, nil
 	}
-	return nil, fmt.Errorf("kind %q is unknown", s.Kind)
+	re, err := compileRe("pattern", s.Pattern, true)
+	if err == nil && re.MatchString("") {
+		return nil, fmt.Errorf("pattern %q matches empty output, so it would always be met; make it require some text", s.Pattern)
+	}
+	return outputPattern{text: s.Pattern, re: re}, err
 }
 
 // Predicate is the completion predicate of a predicate condition, nil for

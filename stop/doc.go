@@ -23,4 +23,19 @@
 //     one consistent index state per evaluation.
 //   - Malformed conditions and predicates are refused by FromConfig with
 //     file:line; they never become "never met".
+//
+// # Adding a stop-condition kind
+//
+// A kind is two entries, one per package, and nothing else:
+//  1. its declaration in config's one table (config/stopkinds.go,
+//     builtinStopKinds): its name (with a Kind* constant), the [[stop]]
+//     fields it needs and may take, and its default priority and class.
+//     config then decodes and checks it (required fields, stray fields,
+//     file:line errors, "did you mean" the kinds listed).
+//  2. its builder here (builders in conditions.go): a func from the
+//     checked *config.Stop to a checker (check, fingerprint, inputs).
+//
+// TestEveryKindHasABuilder keeps the two tables in step, and
+// TestAKindIsOneEntryInEachTable adds a kind with nothing but those two
+// entries and runs it.
 package stop

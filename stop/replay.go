@@ -303,7 +303,7 @@ func workspaceOf(o ReplayOptions, it recordedIteration) string {
 	if it.recorded != nil {
 		for _, r := range it.recorded.Results {
 			var sum uint64
-			if r.Kind == "no_progress" {
+			if r.Kind == config.KindNoProgress {
 				if _, err := fmt.Sscanf(r.Evidence, "fingerprint %x", &sum); err == nil {
 					return fmt.Sprintf("recorded %016x", sum)
 				}
@@ -345,7 +345,7 @@ func (u *unknowns) names(n int) []string {
 // readsWorld reports kinds whose answer depends on the files or on a
 // command, not on the chain.
 func readsWorld(kind string) bool {
-	return kind == "command" || kind == "file_exists" || kind == "file_contains"
+	return kind == config.KindCommand || kind == config.KindFileExists || kind == config.KindFileContains
 }
 
 // worldLeaves reports whether c or any condition inside it reads the world.
