@@ -220,19 +220,7 @@ var (
 
 // Known reports the CLI names Resolve accepts (for config validation).
 func Known() []string {
-	return append(append([]string{"auto"}, autoOrder()...), "command")
-}
-
-// autoOrder is the order "auto" tries the CLIs in: those with a backend,
-// of claude, codex, gemini, opencode.
-func autoOrder() []string {
-	var order []string
-	for _, c := range []string{"claude", "codex", "gemini", "opencode"} {
-		if backendFor(c).name != "" {
-			order = append(order, c)
-		}
-	}
-	return order
+	return append(append([]string{"auto"}, CLIs()...), "command")
 }
 
 // Resolve names the backend and binary path for cli ("auto": the first of claude, codex, gemini, opencode on PATH).
@@ -248,13 +236,13 @@ func Resolve(cli string, lookPath func(string) (string, error)) (name, path stri
 	case "command":
 		return cli, "", nil
 	case "auto":
-		for _, c := range autoOrder() {
+		for _, c := range CLIs() {
 			if p, err := lookPath(backendFor(c).bin); err == nil {
 				return c, p, nil
 			}
 		}
 		return "", "", fmt.Errorf("%w: cli \"auto\" found none of %s on PATH; install one of them or set [agent] cli to a command",
-			ErrNotFound, strings.Join(autoOrder(), ", "))
+			ErrNotFound, strings.Join(CLIs(), ", "))
 	}
 	b := backendFor(cli)
 	if b.name == "" {

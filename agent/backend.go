@@ -64,19 +64,48 @@ func PermissionsFor(cli string, test []string, full bool) Permissions {
 	return b.permissions(test, full)
 }
 
+// cliBackends is the one table of the coding agent CLIs ralph runs itself,
+// in the order "auto" tries them. Adding a CLI is one entry here and its
+// backend (argv, parser, permissions): see doc.go.
+var cliBackends = []struct {
+	name string
+	make func() backend
+}{
+	{"claude", claudeBackend},
+	{"codex", codexBackend},
+	{"gemini", geminiBackend},
+	{"opencode", opencodeBackend},
+}
+
+// CLIs are the names of the agent CLIs ralph runs itself, in the order
+// "auto" tries them ("command" runs any other program).
+func CLIs() []string {
+	out := make([]string, len(cliBackends))
+	for i, c := range cliBackends {
+		out[i] = c.name
+	}
+	return out
+}
+
+// IsCLI says whether name is one of CLIs.
+func IsCLI(name string) bool {
+	for _, c := range cliBackends {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // backendFor returns the backend called name; the zero backend when there
 // is none.
 func backendFor(name string) backend {
-	switch name {
-	case "claude":
-		return claudeBackend()
-	case "codex":
-		return codexBackend()
-	case "gemini":
-		return geminiBackend()
-	case "opencode":
-		return opencodeBackend()
-	case "command":
+	for _, c := range cliBackends {
+		if c.name == name {
+			return c.make()
+		}
+	}
+	if name == "command" {
 		return commandBackend()
 	}
 	return backend{}

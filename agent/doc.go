@@ -22,4 +22,15 @@
 // Each parser reads only fields its CLI documents; docs/agents.md lists
 // them with their sources. The package imports nothing of ralph's but
 // internal/.
+//
+// # Adding an agent CLI
+//
+// A CLI is one entry in cliBackends (backend.go) and its backend, in a file
+// of its own as claude.go is: the binary, the argv for a prompt (args,
+// model, resume), the stream parser (output line → events, usage, cost,
+// limits, denials), and its permissions for `ralph init`. Everything else
+// (config's [agent] cli values and a worker policy's agent_allow, "auto",
+// `ralph init --agent`, the command provider's [agent] hint) reads CLIs.
+// TestCLIsAreTheBackends checks the table; the conformance suite
+// (agent/conformance) runs each CLI for real.
 package agent

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/ralphloop/ralph/agent"
 )
 
 // agentAnswerer is a model that may be a coding agent rather than a
@@ -19,8 +21,7 @@ type agentAnswerer interface {
 func (m *commandModel) agentConfig() (shown, config string) {
 	// The coding agents ralph runs itself with [agent] (DESIGN §12); any
 	// other program runs there as cli = "command".
-	switch prog := filepath.Base(m.argv[0]); prog {
-	case "claude", "codex", "gemini", "opencode":
+	if prog := filepath.Base(m.argv[0]); agent.IsCLI(prog) {
 		return m.shown(), fmt.Sprintf("[agent] cli = %q", prog)
 	}
 	return m.shown(), `[agent] cli = "command"`

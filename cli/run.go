@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
@@ -550,7 +551,7 @@ func newInitCmd() *cobra.Command {
 	var agentCLI, test string
 	var fullAccess bool
 	cmd := &cobra.Command{
-		Use:   "init [DIR] [--agent claude|codex|gemini|opencode] [--test CMD] [--full-access]",
+		Use:   "init [DIR] [--agent " + strings.Join(agent.CLIs(), "|") + "] [--test CMD] [--full-access]",
 		Short: "Write a commented ralph.toml and PROMPT.md starter (with --agent: a working agent loop)",
 		Long: `Write a commented ralph.toml and PROMPT.md into DIR (default .).
 
@@ -570,10 +571,10 @@ writes the CLI's bypass of every check instead, with a warning.`,
 				return usageErrorf("init takes at most one DIR")
 			}
 			if test != "" && agentCLI == "" {
-				return usageErrorf("--test applies to an agent loop; add --agent claude (or codex, gemini, opencode)")
+				return usageErrorf("--test applies to an agent loop; add --agent %s", agentChoices())
 			}
 			if fullAccess && agentCLI == "" {
-				return usageErrorf("--full-access applies to an agent loop; add --agent claude (or codex, gemini, opencode)")
+				return usageErrorf("--full-access applies to an agent loop; add --agent %s", agentChoices())
 			}
 			return nil
 		},
@@ -601,8 +602,15 @@ writes the CLI's bypass of every check instead, with a warning.`,
 			return writeOut(cmd.OutOrStdout(), "wrote "+strings.Join(files, ", ")+"; try `ralph run`\n")
 		},
 	}
-	cmd.Flags().StringVar(&agentCLI, "agent", "", "write an agent loop for `CLI` (claude, codex, gemini, opencode)")
+	cmd.Flags().StringVar(&agentCLI, "agent", "", "write an agent loop for `CLI` ("+strings.Join(agent.CLIs(), ", ")+")")
 	cmd.Flags().StringVar(&test, "test", "", "the test `CMD` that decides when the agent is done (default: guessed from the project)")
 	cmd.Flags().BoolVar(&fullAccess, "full-access", false, "let the agent run any command and edit any file, with no prompt and no sandbox (the CLI's bypass flag; for a throwaway container or VM)")
 	return cmd
+}
+
+// agentChoices names the agent CLIs as init's errors offer them: "claude
+// (or codex, gemini, opencode)".
+func agentChoices() string {
+	clis := agent.CLIs()
+	return clis[0] + " (or " + strings.Join(clis[1:], ", ") + ")"
 }

@@ -15,9 +15,7 @@ import (
 
 // InitAgents are the CLIs `ralph init --agent` writes a loop for: every
 // agent backend but "auto" and "command".
-func InitAgents() []string {
-	return slices.DeleteFunc(agent.Known(), func(n string) bool { return n == "auto" || n == "command" })
-}
+func InitAgents() []string { return agent.CLIs() }
 
 // AgentStarter is what `ralph init --agent` writes.
 type AgentStarter struct {
