@@ -62,9 +62,9 @@ func (c *canon) walk(n *rtfs.Node, deps []string, owner int) []string {
 		return c.seq(n.Items, deps, owner)
 	}
 	switch head := n.Head(); head {
-	case "step", "step-loop":
+	case rtfs.FormStep, rtfs.FormStepLoop:
 		return []string{c.step(n, deps, owner)}
-	case "step-parallel":
+	case rtfs.FormStepParallel:
 		var out []string
 		for _, b := range n.Items[1:] {
 			out = appendNew(out, c.walk(b, deps, owner)...)
@@ -73,7 +73,7 @@ func (c *canon) walk(n *rtfs.Node, deps []string, owner int) []string {
 			return deps
 		}
 		return out
-	case "step.with-compensation":
+	case rtfs.FormWithCompensation:
 		if len(n.Items) != 3 {
 			return c.seq(n.Items[1:], deps, owner)
 		}
@@ -140,7 +140,7 @@ func (c *canon) step(n *rtfs.Node, deps []string, owner int) string {
 	}
 	var body []*rtfs.Node
 	var meta *rtfs.Node
-	if n.Head() == "step-loop" {
+	if n.Head() == rtfs.FormStepLoop {
 		s.Kind = "loop"
 		if len(n.Items) > 1 {
 			meta = n.Items[1].Meta

@@ -123,7 +123,7 @@ func (w *formWalker) walk(n *rtfs.Node, steps int) {
 		return
 	}
 	switch head {
-	case "step", "step-loop":
+	case rtfs.FormStep, rtfs.FormStepLoop:
 		if rtfs.StepName(n) == "" {
 			w.add("forms", n.Pos, head+" needs a literal name", fmt.Sprintf(`write (%s "Name" …)`, head))
 		}

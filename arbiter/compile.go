@@ -222,7 +222,7 @@ func compileSteps(steps []*checkedStep, ls [][]int) *rtfs.Node {
 			do.Items = append(do.Items, stepNode(steps[layer[0]]))
 			continue
 		}
-		par := list(symbol("step-parallel"))
+		par := list(symbol(rtfs.FormStepParallel))
 		for _, i := range layer {
 			par.Items = append(par.Items, stepNode(steps[i]))
 		}
@@ -234,7 +234,7 @@ func compileSteps(steps []*checkedStep, ls [][]int) *rtfs.Node {
 func stepNode(s *checkedStep) *rtfs.Node {
 	call := list(append([]*rtfs.Node{symbol("call"), atom(rtfs.Keyword(s.spec.ID))}, s.args...)...)
 	call.Meta = s.meta
-	return list(symbol("step"), atom(rtfs.String(s.name)), call)
+	return list(symbol(rtfs.FormStep), atom(rtfs.String(s.name)), call)
 }
 
 // optionsMeta validates a step's options and returns its metadata map

@@ -25,11 +25,11 @@ func FormatPlan(forms []*rtfs.Node) string {
 }
 
 // structural forms always put their children on separate lines.
-var structural = map[string]bool{"do": true, "plan": true, "step-parallel": true, "step.with-compensation": true}
+var structural = map[string]bool{"do": true, "plan": true, rtfs.FormStepParallel: true, rtfs.FormWithCompensation: true}
 
 // headerArgs is how many items after the head stay on the first line when
 // a form breaks: (step "Name" …), (let [bindings] …), (if test …).
-var headerArgs = map[string]int{"step": 1, "step-loop": 2, "let": 1, "if": 1, "when": 1, "when-not": 1, "fn": 1,
+var headerArgs = map[string]int{rtfs.FormStep: 1, rtfs.FormStepLoop: 2, "let": 1, "if": 1, "when": 1, "when-not": 1, "fn": 1,
 	"loop": 1, "doseq": 1, "dotimes": 1, "for": 1, "if-let": 1, "when-let": 1, "if-some": 1, "when-some": 1,
 	"letfn": 1, "case": 1, "condp": 2, "match": 1}
 
@@ -88,7 +88,7 @@ func planHeader(items []*rtfs.Node) int {
 func holdsSteps(n *rtfs.Node) bool {
 	for _, it := range n.Items {
 		switch it.Head() {
-		case "step", "step-loop", "step-parallel", "step.with-compensation", "plan", "do":
+		case rtfs.FormStep, rtfs.FormStepLoop, rtfs.FormStepParallel, rtfs.FormWithCompensation, "plan", "do":
 			return true
 		}
 		if it.Kind == rtfs.NodeList || it.Kind == rtfs.NodeVector || it.Kind == rtfs.NodeMap {

@@ -141,7 +141,7 @@ func rtfsNode(obj map[string]any, src any, path string) (*rtfs.Node, error) {
 // planForm names the first call, step or plan form inside n, or "".
 func planForm(n *rtfs.Node) string {
 	switch h := n.Head(); h {
-	case "call", "step", "step-loop", "step-parallel", "step.with-compensation", "plan":
+	case "call", rtfs.FormStep, rtfs.FormStepLoop, rtfs.FormStepParallel, rtfs.FormWithCompensation, "plan":
 		return h
 	}
 	if n.Meta != nil {

@@ -273,10 +273,10 @@ func (w *walker) walk(n *rtfs.Node, step *rtfs.Node, compensated, primary bool) 
 	switch n.Head() {
 	case "quote":
 		return
-	case "step":
+	case rtfs.FormStep:
 		w.steps++
 		step, compensated = n, primary
-	case "step-loop":
+	case rtfs.FormStepLoop:
 		w.steps++
 		if len(n.Items) > 2 {
 			if mx := n.Items[2].Value().AsMap().GetKey("max"); mx.Kind() == rtfs.KindInt {
@@ -284,7 +284,7 @@ func (w *walker) walk(n *rtfs.Node, step *rtfs.Node, compensated, primary bool) 
 			}
 		}
 		step, compensated = n, false
-	case "step.with-compensation":
+	case rtfs.FormWithCompensation:
 		if len(n.Items) == 3 {
 			w.walk(n.Items[1], step, compensated, true)
 			w.walk(n.Items[2], step, compensated, false)

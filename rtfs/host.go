@@ -157,10 +157,10 @@ func (pureHost) Step(_ context.Context, req *StepRequest) (Value, error) {
 	return Nil, impure("running step " + strconv.Quote(req.Name))
 }
 func (pureHost) Parallel(context.Context, *ParallelRequest) ([]Value, error) {
-	return nil, impure("step-parallel")
+	return nil, impure(FormStepParallel)
 }
 func (pureHost) Compensated(context.Context, *CompensationRequest) (Value, error) {
-	return Nil, impure("step.with-compensation")
+	return Nil, impure(FormWithCompensation)
 }
 func (pureHost) Plan(context.Context, *PlanRequest) (Value, error) { return Nil, impure("plan") }
 

@@ -12,13 +12,13 @@ func (c *compiler) planForm(name string, n *Node) (code, error) {
 	switch name {
 	case "call":
 		return c.callForm(n)
-	case "step":
+	case FormStep:
 		return c.step(n)
-	case "step-parallel":
+	case FormStepParallel:
 		return c.parallel(n)
-	case "step-loop":
+	case FormStepLoop:
 		return c.stepLoop(n)
-	case "step.with-compensation":
+	case FormWithCompensation:
 		return c.compensated(n)
 	case "plan":
 		return c.plan(n)
@@ -96,7 +96,7 @@ func (c *compiler) metaCode(meta *Node) (func(m *Machine, f *frame) (*Map, error
 
 // StepName returns the literal name of a (step "Name" …) node, or "".
 func StepName(n *Node) string {
-	if (n.Head() != "step" && n.Head() != "step-loop") || len(n.Items) < 2 {
+	if (n.Head() != FormStep && n.Head() != FormStepLoop) || len(n.Items) < 2 {
 		return ""
 	}
 	if nm := n.Items[1]; nm.Kind == NodeAtom && nm.Val.Kind() == KindString {
@@ -328,7 +328,7 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 
 // compensated: (step.with-compensation (step "Do" …) (step "Undo" …)).
 func (c *compiler) compensated(n *Node) (code, error) {
-	if len(n.Items) != 3 || n.Items[1].Head() != "step" || n.Items[2].Head() != "step" {
+	if len(n.Items) != 3 || n.Items[1].Head() != FormStep || n.Items[2].Head() != FormStep {
 		return nil, c.errf(n.Pos, "step.with-compensation needs two steps: (step.with-compensation (step \"Do\" …) (step \"Undo\" …))")
 	}
 	primary, err := c.expr(n.Items[1])

@@ -4,8 +4,8 @@ import "strings"
 
 // planForms need a host and are refused in pure code.
 var planForms = map[string]bool{
-	"plan": true, "step": true, "call": true, "step-parallel": true, "step-loop": true,
-	"step.with-compensation": true,
+	FormPlan: true, FormStep: true, FormCall: true, FormStepParallel: true, FormStepLoop: true,
+	FormWithCompensation: true,
 }
 
 // specialForms are the names the compiler handles itself: the plan forms

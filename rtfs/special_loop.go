@@ -269,7 +269,7 @@ func (c *compiler) passesAreSteps(bodyNodes []*Node) bool {
 
 // stepForms are the forms whose presence in a plan's loop body makes each
 // pass a step of its own.
-var stepForms = map[string]bool{"step": true, "step-loop": true, "step-parallel": true, "step.with-compensation": true, "call": true}
+var stepForms = map[string]bool{FormStep: true, FormStepLoop: true, FormStepParallel: true, FormWithCompensation: true, FormCall: true}
 
 func hasStepForm(nodes []*Node) bool {
 	for _, n := range nodes {
