@@ -492,7 +492,7 @@ func (t *tally) add(a *ledger.Action) bool {
 	if m := a.Result.AsMap(); m != nil {
 		t.tokens += m.GetKey("tokens").AsInt()
 	}
-	if a.Metadata["status"].Str() != loop.StatusUsageLimit {
+	if ledger.StatusOf(a) != ledger.StatusUsageLimit {
 		t.iteration = int(a.Metadata["iteration"].AsInt())
 	}
 	return true

@@ -8,16 +8,7 @@ import (
 
 	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
-	"github.com/ralphloop/ralph/stop"
 )
-
-// A replay leaves out what the runner does not count: both must name the
-// usage-limit status alike.
-func TestReplayKnowsTheUsageLimitStatus(t *testing.T) {
-	if StatusUsageLimit != stop.UsageLimitStatus {
-		t.Fatalf("loop.StatusUsageLimit %q, stop.UsageLimitStatus %q", StatusUsageLimit, stop.UsageLimitStatus)
-	}
-}
 
 func gitInit(t *testing.T) string {
 	t.Helper()

@@ -196,7 +196,7 @@ func TestLastCommit(t *testing.T) {
 	}{
 		{"none", nil, ""},
 		{"last counted", []ledger.Action{done("ok", "a"), done("failed", "b"), other}, "b"},
-		{"a limited iteration does not count", []ledger.Action{done("ok", "a"), done(StatusUsageLimit, "")}, "a"},
+		{"a limited iteration does not count", []ledger.Action{done("ok", "a"), done(string(ledger.StatusUsageLimit), "")}, "a"},
 		{"the last counted recorded none", []ledger.Action{done("ok", "a"), done("ok", "")}, ""},
 	} {
 		if got := LastCommit(tc.acts); got != tc.want {

@@ -15,10 +15,6 @@ import (
 	"github.com/ralphloop/ralph/stop"
 )
 
-// StatusUsageLimit is the status of an iteration a call stopped at an
-// account limit: it is not counted, and runs again once the limit lifts.
-const StatusUsageLimit = "usage-limit"
-
 // limitWait is an account limit the last iteration stopped at.
 type limitWait struct {
 	limit  capability.Limit

@@ -143,7 +143,7 @@ func kvWritten(a *ledger.Action) (string, rtfs.Value, bool) {
 func LastCommit(acts []ledger.Action) string {
 	for i := len(acts) - 1; i >= 0; i-- {
 		a := &acts[i]
-		if a.Type != ledger.IterationCompleted || a.Metadata["status"].Str() == StatusUsageLimit {
+		if a.Type != ledger.IterationCompleted || ledger.StatusOf(a) == ledger.StatusUsageLimit {
 			continue
 		}
 		return a.Metadata["commit"].Str()

@@ -131,7 +131,7 @@ type Runner struct {
 	// request is recorded.
 	reqMu sync.Mutex
 	ended bool
-	ckpt checkpoints
+	ckpt  checkpoints
 }
 
 // NewRunner checks the options and builds the evaluator.
@@ -457,7 +457,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	}()
 	skipped := func() bool { c := cancelledBy(ictx); return c != nil && c.By == CancelSkip }
 
-	status, planCost, planTokens := "ok", 0.0, int64(0)
+	status, planCost, planTokens := ledger.StatusOK, 0.0, int64(0)
 	var failures []string
 	if fail, err := r.runHooks(ctx, st, iterID, HookEvent{At: "before_iteration"}); err != nil {
 		return 0, err
@@ -475,11 +475,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	}
 	switch {
 	case skipped():
-		status = "skipped"
+		status = ledger.StatusSkipped
 	case perr != nil && cancelledBy(ictx) != nil: // an abort or a signal while the plan was asked for
-		status, failures = "cancelled", []string{perr.Error()}
+		status, failures = ledger.StatusCancelled, []string{perr.Error()}
 	case perr != nil:
-		status, failures = "provider-error", []string{perr.Error()}
+		status, failures = ledger.StatusProviderError, []string{perr.Error()}
 		if errors.Is(perr, arbiter.ErrFatal) {
 			st.fatal = perr.Error()
 		}
@@ -494,14 +494,14 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		r.bus.awaitApproval(Event{})
 		switch {
 		case skipped():
-			status = "skipped"
+			status = ledger.StatusSkipped
 		case err != nil: // nobody can approve any more: close the iteration, then the run
-			status, failures, st.abort = "skipped", []string{err.Error()}, err.Error()
+			status, failures, st.abort = ledger.StatusSkipped, []string{err.Error()}, err.Error()
 		case !ok:
-			status = "skipped"
+			status = ledger.StatusSkipped
 		}
 	}
-	if status == "ok" {
+	if status == ledger.StatusOK {
 		res, err := r.o.Orchestrator.Execute(ictx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
 			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st), Deferred: true,
 			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }, Stream: r.streamAgent(st.iteration)})
@@ -516,24 +516,24 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		}
 		switch {
 		case err != nil && errors.Is(err, ErrRefused):
-			status, failures = "refused", []string{err.Error()}
+			status, failures = ledger.StatusRefused, []string{err.Error()}
 		case err != nil:
 			return 0, err
 		case res.Err == nil: // completed: a skip that came after the last step undoes nothing
 		case skipped():
-			status = "skipped"
+			status = ledger.StatusSkipped
 		case cancelledBy(ictx) != nil: // an abort, a signal, max_duration
-			status, failures = "cancelled", []string{res.Err.Error()}
+			status, failures = ledger.StatusCancelled, []string{res.Err.Error()}
 		default:
-			status, failures = "failed", []string{res.Err.Error()}
+			status, failures = ledger.StatusFailed, []string{res.Err.Error()}
 		}
 	}
 	if st.limited == nil {
-		ev := HookEvent{At: "after_iteration", Status: status, Error: strings.Join(failures, "; ")}
+		ev := HookEvent{At: "after_iteration", Status: string(status), Error: strings.Join(failures, "; ")}
 		if fail, err := r.runHooks(ctx, st, iterID, ev); err != nil {
 			return 0, err
-		} else if fail != "" && (status == "ok" || status == "skipped") {
-			status, failures = "failed", append(failures, fail)
+		} else if fail != "" && status.Succeeded() {
+			status, failures = ledger.StatusFailed, append(failures, fail)
 		}
 	}
 	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
@@ -542,11 +542,11 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if st.limited != nil {
 		// Spent, but not an iteration: it runs again once the limit lifts, and
 		// its feedback, failure count and budget projection stay as they were.
-		status = StatusUsageLimit
+		status = ledger.StatusUsageLimit
 	} else {
 		st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+cost, st.doneTokens+tokens
 		st.limitWaits = 0
-		if status == "ok" || status == "skipped" {
+		if status.Succeeded() {
 			st.failures = 0
 		} else {
 			st.failures++
@@ -555,18 +555,18 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		for i, f := range failures {
 			fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
 		}
-		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: status, LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
+		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: string(status), LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
 	}
 	dur := r.o.Now().Sub(t0).Milliseconds()
-	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(status), rtfs.Keyword("cost"), rtfs.Float(cost),
+	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(string(status)), rtfs.Keyword("cost"), rtfs.Float(cost),
 		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(dur)))
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
-		Success: status == "ok" || status == "skipped", Result: summary, Cost: cost, DurationMS: dur,
-		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(status)}}
+		Success: status.Succeeded(), Result: summary, Cost: cost, DurationMS: dur,
+		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(string(status))}}
 	if len(failures) > 0 {
 		done.ErrorMessage = strings.Join(failures, "; ")
 	}
-	if c := cancelledBy(ictx); c != nil && (status == "skipped" || status == "cancelled") {
+	if c := cancelledBy(ictx); c != nil && (status == ledger.StatusSkipped || status == ledger.StatusCancelled) {
 		done.Metadata["stopped"], done.Metadata["cancelled_by"] = rtfs.String("cancelled"), rtfs.String(c.By)
 	}
 	if err := r.endIteration(ctx, st, done); err != nil {

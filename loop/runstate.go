@@ -118,7 +118,7 @@ func tally(st *runState, acts []ledger.Action) (lastFrom, lastTo int) {
 				st.lastEval = &ev
 			}
 		case ledger.IterationCompleted:
-			if a.Metadata["status"].Str() == StatusUsageLimit {
+			if ledger.StatusOf(a) == ledger.StatusUsageLimit {
 				continue // not counted: it runs again once the limit lifts
 			}
 			st.iteration = int(a.Metadata["iteration"].AsInt())

@@ -99,10 +99,6 @@ type ReplayResult struct {
 	Recorded           Decision `json:"recorded"`
 }
 
-// UsageLimitStatus is the status of an IterationCompleted that an agent's
-// usage limit stopped (loop.StatusUsageLimit): not counted, it runs again.
-const UsageLimitStatus = "usage-limit"
-
 // recordedIteration is one counted iteration as the chain holds it.
 type recordedIteration struct {
 	n         int
@@ -250,13 +246,13 @@ func splitIterations(acts []ledger.Action) ([]recordedIteration, *ledger.Action)
 			sp.Cost += a.Cost
 			sp.Tokens += tokens
 			open = false
-			status := a.Metadata["status"].Str()
-			if status == UsageLimitStatus { // spent, not counted: the iteration runs again under its number
+			status := ledger.StatusOf(a)
+			if status == ledger.StatusUsageLimit { // spent, not counted: the iteration runs again under its number
 				continue
 			}
 			sp.Iteration++
 			sp.DoneIters, sp.DoneCost, sp.DoneTokens = sp.DoneIters+1, sp.DoneCost+a.Cost, sp.DoneTokens+tokens
-			if status == "ok" || status == "skipped" {
+			if status.Succeeded() {
 				failures = 0
 			} else {
 				failures++

@@ -65,7 +65,7 @@ func TestReplayFromTheChain(t *testing.T) {
 	c.call("done") // the process died here
 	c.iterStart(2)
 	c.call("work")
-	c.iterEnd(2, UsageLimitStatus, 0.5)
+	c.iterEnd(2, string(ledger.StatusUsageLimit), 0.5)
 	c.iterStart(2)
 	c.call("work")
 	c.iterEnd(2, "failed", 0.1)
