@@ -110,7 +110,13 @@ type Store struct {
 	witnessDir string
 	wrote      atomic.Bool // a commit was made since Open
 	importing  atomic.Bool // an import's mark stands: no witness is written
-	rolledBack uint64      // actions of an interrupted import Open removed
+	// The writer's witness state (witness.go): checked once the existing
+	// witness was compared with this store; stuck when it is not extended
+	// by it (then it is kept as evidence); due is the checkpoint note of a
+	// commit that ended an iteration or a run, not yet witnessed.
+	witnessChecked, witnessStuck bool
+	witnessDue                   []byte
+	rolledBack                   uint64 // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -127,6 +133,12 @@ type Store struct {
 	// damaged is set at Open when the head and the stored actions disagree;
 	// every append is then refused with it.
 	damaged error
+	// scratch is the scratch directory a read-only store reads a crashed
+	// store through (view.go); nil when Badger reads the store itself.
+	scratch *view
+	// behind is set when the store holds fewer actions than its witness:
+	// it is then open read-only and every append is refused with it.
+	behind *BehindError
 
 	// The writer: Append sends requests on reqCh while holding sendMu for
 	// reading; Close takes it for writing before closing reqCh.
@@ -221,25 +233,30 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
-	if s.db, err = openBadger(bopts, s.dir); err != nil {
-		var locked *LockedError
-		if !opts.ReadOnly || opts.InMemory || errors.As(err, &locked) {
-			return nil, err
+	switch {
+	case opts.InMemory:
+		s.db, err = openBadger(bopts, s.dir)
+	case opts.ReadOnly:
+		// Never Badger's writer here: it would cut the logs a crash left.
+		s.db, s.scratch, err = openView(bopts, s.dir, filepath.Join(s.dir, dataDir))
+	default:
+		if opts.WitnessDir != "" {
+			behind, err := checkWitnessBeforeWrite(opts, s.dir)
+			if err != nil || behind != nil {
+				return behind, err
+			}
 		}
-		// Badger's read-only mode cannot open a store that a crash left
-		// needing recovery (a memtable log to truncate): recover it as a
-		// writer would. The store stays read-only: no key is read or made.
-		if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
-			return nil, err
-		}
-		if s.db, err = openBadger(bopts.WithReadOnly(false), s.dir); err != nil {
-			return nil, err
-		}
+		s.db, err = openBadger(bopts, s.dir)
+	}
+	if err != nil {
+		s.scratch.close()
+		return nil, err
 	}
 	if err := s.initSafe(opts); err != nil {
 		if cerr := s.db.Close(); cerr != nil {
 			log.Error("close ledger after failed open", "err", cerr)
 		}
+		s.scratch.close()
 		return nil, err
 	}
 	s.bgWG.Add(1)
@@ -697,8 +714,8 @@ func (s *Store) Close() error {
 		<-s.writerDone
 		// A witness that cannot be updated is kept as it is; the next
 		// verify reports why (truncation, rollback, rewrite).
-		if err := s.witness(); err != nil {
-			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		if s.wrote.Load() {
+			s.advanceWitness(nil)
 		}
 		close(s.done)
 		s.subWG.Wait()
@@ -708,6 +725,9 @@ func (s *Store) Close() error {
 		s.readMu.Unlock()
 		if err := s.db.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+		}
+		if err := s.scratch.close(); err != nil {
+			s.log.Warn("remove the ledger's read-only view", "store", s.describe(), "err", err)
 		}
 	})
 	return s.closeErr

@@ -7,14 +7,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
-// The witness: when a store that was written closes, its latest checkpoint
-// is copied to a directory outside it ($XDG_STATE_HOME/ralph/witness/<store
-// id>, a signed note). `ralph chain verify` proves the store consistent
-// with it, so a store cut back to fewer actions (truncated, or replaced by
-// an older copy) or rewritten below it is named, even though the store on
-// its own still verifies.
+// The witness: the latest checkpoint of a store, copied to a directory
+// outside it ($XDG_STATE_HOME/ralph/witness/<store id>, a signed note)
+// whenever a commit holds the end of an iteration or of a run, and when a
+// store that was written closes. It is written whole and fsynced (a
+// temporary file renamed into place), so it never runs ahead of what was
+// committed and survives a kill. `ralph chain verify` proves the store
+// consistent with it, so a store cut back to fewer actions (truncated,
+// replaced by an older copy, or a log Badger discarded after damage) or
+// rewritten below it is named, even though the store on its own still
+// verifies. Open compares a store with its witness before Badger may cut
+// anything (view.go): a store behind its witness is opened read-only.
 
 // DefaultWitnessDir returns $XDG_STATE_HOME/ralph/witness (default
 // ~/.local/state/ralph/witness).
@@ -84,4 +91,117 @@ func (s *Store) witness() error {
 		return fmt.Errorf("create the witness directory: %w", err)
 	}
 	return writeFileAtomic(WitnessPath(s.witnessDir, s.id), cp.Note, 0o600)
+}
+
+// BehindError reports a store that holds fewer actions than its witness
+// says it held: actions that were committed are gone.
+type BehindError struct {
+	Store     string    // the store directory
+	Witness   string    // the witness file
+	Stored    uint64    // actions the store holds
+	Witnessed uint64    // actions the witness signs
+	Signed    time.Time // when the witnessed checkpoint was signed
+	// Cut names the memtable logs Badger cannot read whole, whose entries
+	// after the damage a writer would discard.
+	Cut []string
+}
+
+func (e *BehindError) Error() string {
+	return behindSentence(e.Stored, e.Witness, e.Witnessed, e.Signed, e.Cut)
+}
+
+// behindSentence says that a store holds stored actions where the witness
+// saw more, and why when the logs tell.
+func behindSentence(stored uint64, witness string, witnessed uint64, signed time.Time, cut []string) string {
+	why := "the store was truncated or rolled back to an older copy"
+	if len(cut) > 0 {
+		why = "Badger discarded its log after damage (" + strings.Join(cut, "; ") + "); restore a copy"
+	}
+	return fmt.Sprintf("the store holds %s actions but checkpoint %s witnessed %s (signed %s): %s",
+		thousands(stored), witness, thousands(witnessed), signed.Format("2006-01-02T15:04:05Z07:00"), why)
+}
+
+// checkWitnessBeforeWrite opens the store at opts.Dir read-only, before a
+// writer's open could cut a log, and compares it with its witness. A store
+// behind it is returned, read-only, refusing every append; otherwise it is
+// closed and the writer's open goes on.
+func checkWitnessBeforeWrite(opts Options, dir string) (*Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, dataDir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // a new store: nothing was committed
+	}
+	ro := opts
+	ro.Dir, ro.ReadOnly, ro.WitnessDir = dir, true, ""
+	st, err := Open(ro)
+	var ie *ImportInterruptedError
+	if errors.As(err, &ie) {
+		return nil, nil // the writer rolls the import back; an import writes no witness
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := st.behindWitness(opts.WitnessDir)
+	if b == nil {
+		return nil, st.Close()
+	}
+	st.behind = b
+	st.log.Error("ledger store is behind its witness; it is open read-only", "store", st.describe(), "err", b)
+	return st, nil
+}
+
+// behindWitness compares the store with the checkpoint witnessed in dir.
+// A witness that cannot be read or does not verify is left to chain
+// verify, which names it.
+func (s *Store) behindWitness(dir string) *BehindError {
+	w, err := ReadWitness(dir, s.id)
+	if err != nil || w == nil || s.vkey == "" {
+		return nil
+	}
+	nv, _, err := ParseVerifierKey(s.vkey)
+	if err != nil {
+		return nil
+	}
+	cp, err := OpenCheckpoint(w, nv)
+	if err != nil || cp.Seq <= s.Head().Seq {
+		return nil
+	}
+	var cut []string
+	if s.scratch != nil {
+		cut = s.scratch.cut
+	}
+	return &BehindError{Store: s.describe(), Witness: WitnessPath(dir, s.id), Stored: s.Head().Seq,
+		Witnessed: cp.Seq, Signed: cp.Time, Cut: cut}
+}
+
+// witnessWorthy reports whether items end an iteration or a run: the
+// commits after which the witness advances.
+func witnessWorthy(items []*pending) bool {
+	for _, p := range items {
+		switch p.a.Type {
+		case IterationCompleted, RunCompleted, RunFailed, RunStopped, RunAborted:
+			return true
+		}
+	}
+	return false
+}
+
+// advanceWitness writes note, the checkpoint the writer just committed,
+// as the store's witness. The first time, the witness already there is
+// checked first (witness); a witness that this store does not extend is
+// kept, and not advanced again. It runs in the writer goroutine (or in
+// Close, after it ended), before the commit's appends are answered.
+func (s *Store) advanceWitness(note []byte) {
+	if s.witnessDir == "" || s.importing.Load() || s.witnessStuck {
+		return
+	}
+	if !s.witnessChecked || note == nil {
+		s.witnessChecked = true
+		if err := s.witness(); err != nil {
+			s.witnessStuck = true
+			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		}
+		return
+	}
+	if err := writeFileAtomic(WitnessPath(s.witnessDir, s.id), note, 0o600); err != nil {
+		s.log.Warn("ledger witness not advanced", "store", s.describe(), "err", err)
+	}
 }

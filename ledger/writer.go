@@ -185,6 +185,9 @@ func (s *Store) send(ctx context.Context, req *request) error {
 	if s.sendClosed {
 		return ErrClosed
 	}
+	if s.behind != nil {
+		return fmt.Errorf("ledger store %s is open read-only and refuses to write, because %w", s.describe(), s.behind)
+	}
 	if s.readOnly {
 		return fmt.Errorf("ledger store %s is open read-only", s.describe())
 	}
@@ -298,6 +301,10 @@ func (s *Store) commitBatch(batch []*request) {
 		}
 		if err := s.commitTxn(txnItems); err != nil {
 			return err
+		}
+		if note := s.witnessDue; note != nil {
+			s.witnessDue = nil
+			s.advanceWitness(note)
 		}
 		for _, p := range txnItems {
 			p.req.res[p.idx] = Receipt{Seq: p.a.Seq, ActionHash: p.a.ActionHash, ChainHash: p.a.ChainHash, CheckpointSeq: p.a.CheckpointSeq}
@@ -519,6 +526,9 @@ func (s *Store) commitTxn(items []*pending) error {
 	}
 	s.tree = tree
 	s.wrote.Store(true)
+	if s.witnessDir != "" && witnessWorthy(items) {
+		s.witnessDue = cp.Note
+	}
 	s.head.Store(&newHead)
 	s.recent.add(items)
 	s.commitMu.Lock()
