@@ -56,10 +56,11 @@ func treeBytes(n int64) int64 {
 
 // pending is an action on its way to the writer.
 type pending struct {
-	a     *Action // the store's own copy
-	rec   []byte  // record header (filled by the writer) + canonical encoding
-	bytes int64   // what its entries take in a transaction
-	count int64   // how many entries it writes
+	a     *Action     // the store's own copy
+	rec   []byte      // record header (filled by the writer) + canonical encoding
+	bytes int64       // what its entries take in a transaction
+	count int64       // how many entries it writes
+	kv    [][2][]byte // the action's kv writes: key (with prefixKV), value text
 	req   *request
 	idx   int // position in req.items
 	// fresh is set when Append generated the action_id: a new UUIDv7
@@ -89,6 +90,14 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	rec := make([]byte, recordHeaderLen, recordHeaderLen+256)
 	rec = AppendCanonical(rec, c)
 	p := &pending{a: c, rec: rec}
+	for _, w := range c.KV {
+		text, err := kvText(w.Key, w.Value)
+		if err != nil {
+			return nil, fmt.Errorf("action %s: kv %q: %w", c.ActionID, w.Key, err)
+		}
+		p.kv = append(p.kv, [2][]byte{[]byte(prefixKV + w.Key), []byte(text)})
+	}
+	c.KV = nil // not part of the record, nor of what is read back
 	s.size(p)
 	if p.bytes+treeBytes(1) >= s.txnBytes || p.count+treeCount(1) >= s.txnCount {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
@@ -120,6 +129,10 @@ func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
 func (s *Store) size(p *pending) {
 	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead
 	p.count = 1
+	for _, kv := range p.kv {
+		p.bytes += int64(len(kv[0])+len(kv[1])) + entryOverhead
+		p.count++
+	}
 	for i, v := range p.a.indexIDs() {
 		if v != "" {
 			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
@@ -179,20 +192,25 @@ func (s *Store) submit(ctx context.Context, req *request) error {
 	return req.err
 }
 
-func (s *Store) send(ctx context.Context, req *request) error {
-	s.sendMu.RLock()
-	defer s.sendMu.RUnlock()
-	if s.sendClosed {
-		return ErrClosed
-	}
+// writable refuses a write to a store open read-only or damaged.
+func (s *Store) writable() error {
 	if s.behind != nil {
 		return fmt.Errorf("ledger store %s is open read-only and refuses to write, because %w", s.describe(), s.behind)
 	}
 	if s.readOnly {
 		return fmt.Errorf("ledger store %s is open read-only", s.describe())
 	}
-	if s.damaged != nil {
-		return s.damaged
+	return s.damaged
+}
+
+func (s *Store) send(ctx context.Context, req *request) error {
+	s.sendMu.RLock()
+	defer s.sendMu.RUnlock()
+	if s.sendClosed {
+		return ErrClosed
+	}
+	if err := s.writable(); err != nil {
+		return err
 	}
 	select {
 	case s.reqCh <- req:
@@ -477,6 +495,11 @@ func (s *Store) commitTxn(items []*pending) error {
 		binary.BigEndian.PutUint64(p.rec[65:73], last)
 		if err := txn.SetEntry(badger.NewEntry(actionKey(seq), p.rec)); err != nil {
 			return s.txnErr(err)
+		}
+		for _, kv := range p.kv {
+			if err := txn.SetEntry(badger.NewEntry(kv[0], kv[1])); err != nil {
+				return s.txnErr(err)
+			}
 		}
 		keys = appendIndexKeys(keys[:0], p.a, seq)
 		for _, k := range keys {
