@@ -42,3 +42,9 @@ func lockShared(dataPath string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// processAlive reports whether process pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

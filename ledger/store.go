@@ -365,6 +365,15 @@ func openBadger(opts badger.Options, dir string) (db *badger.DB, err error) {
 			db, err = nil, fmt.Errorf("ledger store %s is corrupted and cannot be opened (%v); restore it from a backup or export", dir, r)
 		}
 	}()
+	if !opts.InMemory {
+		if err := precheck(opts, dir); err != nil {
+			// A table a live writer's compaction just removed is not damage.
+			if pid := lockPID(filepath.Join(opts.Dir, "LOCK")); pid > 0 && pid != os.Getpid() && processAlive(pid) {
+				return nil, &LockedError{Dir: dir, PID: pid}
+			}
+			return nil, err
+		}
+	}
 	// Badger locks the directory with flock on a descriptor it closes on
 	// Close, and a child this process is forking at that moment (shell.exec,
 	// a stop command, a test's helper) shares the descriptor until it execs.

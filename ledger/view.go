@@ -58,10 +58,14 @@ var truncateNeeded = regexp.MustCompile(`fid: (\d+)\b.*end offset: (\d+) < size:
 // openView opens the store in dataPath read-only, through a view when a
 // log needs cutting. The caller closes the view after the DB.
 func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, error) {
-	db, err := openBadger(bopts, dir)
-	if err == nil || !strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
-		return db, nil, err
+	if !hasEmptyLog(dataPath) {
+		db, err := openBadger(bopts, dir)
+		if err == nil || !strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
+			return db, nil, err
+		}
 	}
+	var db *badger.DB
+	var err error
 	v := &view{}
 	if v.lock, err = lockShared(dataPath); err != nil {
 		return nil, nil, err
@@ -112,7 +116,8 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 		}
 	}
 	v.close()
-	return nil, nil, err
+	// Name the store's files, not their links in the scratch directory.
+	return nil, nil, errors.New(strings.ReplaceAll(err.Error(), v.dir, dataPath))
 }
 
 // copyPrefix replaces the link dst with a copy of src's first n bytes.
@@ -162,4 +167,20 @@ func nonZeroTail(path string, off int64) (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// hasEmptyLog reports whether dataPath holds a log of zero bytes, which a
+// process killed between creating and sizing it leaves, and which Badger's
+// read-only mode cannot open.
+func hasEmptyLog(dataPath string) bool {
+	entries, _ := os.ReadDir(dataPath)
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); ext != ".mem" && ext != ".vlog" {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+			return true
+		}
+	}
+	return false
 }
