@@ -74,6 +74,11 @@ func (k *KV) Put(ctx context.Context, key string, v rtfs.Value) error {
 	if err := k.s.writable(); err != nil {
 		return err
 	}
+	// A record written on its own (a run's state) may use the room kept
+	// for closing a run.
+	if err := k.s.checkSpace(int64(len(key)+len(text)), true); err != nil {
+		return err
+	}
 	return k.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Set([]byte(prefixKV+key), []byte(text))
 	})

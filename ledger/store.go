@@ -116,7 +116,11 @@ type Store struct {
 	// commit that ended an iteration or a run, not yet witnessed.
 	witnessChecked, witnessStuck bool
 	witnessDue                   []byte
-	rolledBack                   uint64 // actions of an interrupted import Open removed
+
+	// Free space (diskspace.go).
+	spaceMu    sync.Mutex
+	space      spaceState
+	rolledBack uint64 // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -245,6 +249,9 @@ func Open(opts Options) (*Store, error) {
 			if err != nil || behind != nil {
 				return behind, err
 			}
+		}
+		if err := checkSpaceToOpen(s.dir); err != nil {
+			return nil, err
 		}
 		s.db, err = openBadger(bopts, s.dir)
 	}
@@ -732,7 +739,15 @@ func (s *Store) Close() error {
 		s.readMu.Lock()
 		s.closed = true
 		s.readMu.Unlock()
-		if err := s.db.Close(); err != nil && s.closeErr == nil {
+		if !s.canFlush() {
+			// Badger would flush the memtable into a table it cannot
+			// write, and die of SIGBUS: leave it in its log, which the
+			// next writer flushes, and release the lock file.
+			s.log.Error("the disk is too full to flush the ledger store; its memtable stays in its log", "store", s.describe())
+			if err := os.Remove(filepath.Join(s.dir, dataDir, "LOCK")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+			}
+		} else if err := s.db.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
 		}
 		if err := s.scratch.close(); err != nil {

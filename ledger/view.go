@@ -58,7 +58,7 @@ var truncateNeeded = regexp.MustCompile(`fid: (\d+)\b.*end offset: (\d+) < size:
 // openView opens the store in dataPath read-only, through a view when a
 // log needs cutting. The caller closes the view after the DB.
 func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, error) {
-	if !hasEmptyLog(dataPath) {
+	if !hasLog(dataPath) {
 		db, err := openBadger(bopts, dir)
 		if err == nil || !strings.Contains(err.Error(), badger.ErrTruncateNeeded.Error()) {
 			return db, nil, err
@@ -88,7 +88,21 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 		if fi.Size() == 0 && (ext == ".mem" || ext == ".vlog") {
 			continue // a log a crash left before sizing it: it holds nothing
 		}
-		if err := os.Symlink(filepath.Join(dataPath, e.Name()), filepath.Join(v.dir, e.Name())); err != nil {
+		src, dst := filepath.Join(dataPath, e.Name()), filepath.Join(v.dir, e.Name())
+		if ext == ".mem" {
+			// A copy of the part written, so that Badger maps no file of
+			// the store that it may fail to open (it leaves such maps).
+			n, err := lastNonZero(src)
+			if err == nil {
+				err = copyPrefix(src, dst, n)
+			}
+			if err != nil {
+				v.close()
+				return nil, nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
+			}
+			continue
+		}
+		if err := os.Symlink(src, dst); err != nil {
 			v.close()
 			return nil, nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
 		}
@@ -169,18 +183,50 @@ func nonZeroTail(path string, off int64) (bool, error) {
 	}
 }
 
-// hasEmptyLog reports whether dataPath holds a log of zero bytes, which a
-// process killed between creating and sizing it leaves, and which Badger's
-// read-only mode cannot open.
-func hasEmptyLog(dataPath string) bool {
+// hasLog reports whether dataPath holds a memtable log (.mem) or an empty
+// value log: what a killed process leaves, and what Badger's read-only mode
+// cannot open (a log that needs cutting, an empty file it would size).
+// A store closed cleanly has neither.
+func hasLog(dataPath string) bool {
 	entries, _ := os.ReadDir(dataPath)
 	for _, e := range entries {
-		if ext := filepath.Ext(e.Name()); ext != ".mem" && ext != ".vlog" {
-			continue
+		ext := filepath.Ext(e.Name())
+		if ext == ".mem" {
+			return true
 		}
-		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+		if fi, err := e.Info(); err == nil && ext == ".vlog" && fi.Size() == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// lastNonZero returns one past the last byte of path that is not zero:
+// the part of a log Badger wrote (it creates logs sparse and writes them
+// from the start).
+func lastNonZero(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 1<<20)
+	for end := fi.Size(); end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for j := len(b) - 1; j >= 0; j-- {
+			if b[j] != 0 {
+				return start + int64(j) + 1, nil
+			}
+		}
+		end = start
+	}
+	return 0, nil
 }

@@ -317,6 +317,9 @@ func (s *Store) commitBatch(batch []*request) {
 		if len(txnItems) == 0 {
 			return nil
 		}
+		if err := s.checkSpace(bytes+treeBytes(int64(len(txnItems))), closingOnly(txnItems)); err != nil {
+			return err
+		}
 		if err := s.commitTxn(txnItems); err != nil {
 			return err
 		}
@@ -568,4 +571,17 @@ func (s *Store) txnErr(err error) error {
 		return fmt.Errorf("ledger transaction exceeded Badger's limit (%d bytes, %d entries): %w", s.txnBytes, s.txnCount, err)
 	}
 	return fmt.Errorf("write to ledger store %s: %w", s.describe(), err)
+}
+
+// closingOnly reports whether items are all actions that close a run,
+// which may use the room ordinary commits leave (diskspace.go).
+func closingOnly(items []*pending) bool {
+	for _, p := range items {
+		switch p.a.Type {
+		case RunCompleted, RunFailed, RunStopped, RunAborted:
+		default:
+			return false
+		}
+	}
+	return true
 }
