@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -64,7 +65,7 @@ func damagedFileError(dir, file string, err error) error {
 func replayManifest(f *os.File, bopts badger.Options) (m badger.Manifest, end int64, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			err = fmt.Errorf("%s", strings.Join(strings.Fields(fmt.Sprint(r)), " "))
 		}
 	}()
 	return badger.ReplayManifestFile(f, bopts.ExternalMagicVersion, bopts)
@@ -74,7 +75,7 @@ func replayManifest(f *os.File, bopts badger.Options) (m badger.Manifest, end in
 func checkKeyRegistry(dataPath string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			err = fmt.Errorf("%s", strings.Join(strings.Fields(fmt.Sprint(r)), " "))
 		}
 	}()
 	kr, err := badger.OpenKeyRegistry(badger.KeyRegistryOptions{Dir: dataPath, ReadOnly: true})
@@ -95,7 +96,8 @@ func checkTableOpens(path string, c options.CompressionType, bopts badger.Option
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
+			// Badger's panic text spans lines and says little more.
+			err = errors.New("its index is cut or damaged")
 			mf.Close(-1)
 		}
 	}()

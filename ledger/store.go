@@ -110,12 +110,17 @@ type Store struct {
 	witnessDir string
 	wrote      atomic.Bool // a commit was made since Open
 	importing  atomic.Bool // an import's mark stands: no witness is written
-	// The writer's witness state (witness.go): checked once the existing
-	// witness was compared with this store; stuck when it is not extended
-	// by it (then it is kept as evidence); due is the checkpoint note of a
-	// commit that ended an iteration or a run, not yet witnessed.
-	witnessChecked, witnessStuck bool
-	witnessDue                   []byte
+	// The witness (witness.go). witnessMu serializes its writes and guards
+	// checked (the existing witness was compared with this store), stuck
+	// (this store does not extend it: it is kept as evidence) and seq (the
+	// checkpoint last written). The writer sets due to the checkpoint of a
+	// commit that ended an iteration or a run; next is the one the witness
+	// goroutine writes when kicked.
+	witnessMu   sync.Mutex
+	witness     witnessState
+	witnessDue  *witnessNote
+	witnessNext atomic.Pointer[witnessNote]
+	witnessKick chan struct{}
 
 	// Free space (diskspace.go).
 	spaceMu    sync.Mutex
@@ -268,6 +273,11 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.bgWG.Add(1)
 	go s.writeLoop()
+	if s.witnessDir != "" && !s.readOnly {
+		s.witnessKick = make(chan struct{}, 1)
+		s.bgWG.Add(1)
+		go s.witnessLoop()
+	}
 	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory && !opts.ReadOnly {
 		if gc == 0 {
 			gc = defaultGCInterval

@@ -52,45 +52,46 @@ func ReadWitness(dir, id string) ([]byte, error) {
 	return b, err
 }
 
-// witness writes the store's latest checkpoint to the witness directory,
-// unless the checkpoint witnessed there is not an earlier state of this
-// store (then it is kept, so the next verify names the problem).
-func (s *Store) witness() error {
+// witnessChecked writes the store's latest checkpoint to the witness
+// directory and returns its seq, unless the checkpoint witnessed there is
+// not an earlier state of this store (then it is kept, so the next verify
+// names the problem).
+func (s *Store) witnessChecked() (uint64, error) {
 	if s.witnessDir == "" || !s.wrote.Load() || s.importing.Load() {
-		return nil
+		return 0, nil
 	}
 	cp, err := s.LatestCheckpoint()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	old, err := ReadWitness(s.witnessDir, s.id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if old != nil {
 		nv, _, err := ParseVerifierKey(s.vkey)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		prev, err := OpenCheckpoint(old, nv)
 		if err != nil {
-			return fmt.Errorf("the witnessed checkpoint %s does not verify with this store's key (%v); it is kept", WitnessPath(s.witnessDir, s.id), err)
+			return 0, fmt.Errorf("the witnessed checkpoint %s does not verify with this store's key (%v); it is kept", WitnessPath(s.witnessDir, s.id), err)
 		}
 		if prev.Seq > cp.Seq {
-			return fmt.Errorf("the store holds %s actions but checkpoint %s witnessed %s: the store was truncated or rolled back; the witness is kept", thousands(cp.Seq), WitnessPath(s.witnessDir, s.id), thousands(prev.Seq))
+			return 0, fmt.Errorf("the store holds %s actions but checkpoint %s witnessed %s: the store was truncated or rolled back; the witness is kept", thousands(cp.Seq), WitnessPath(s.witnessDir, s.id), thousands(prev.Seq))
 		}
 		hs, err := s.ProveConsistency(context.Background(), prev.Seq, cp.Seq)
 		if err == nil {
 			err = VerifyConsistency(prev.Seq, cp.Seq, hs, prev.Root, cp.Root)
 		}
 		if err != nil {
-			return fmt.Errorf("the store is not consistent with checkpoint %s (%v); the witness is kept", WitnessPath(s.witnessDir, s.id), err)
+			return 0, fmt.Errorf("the store is not consistent with checkpoint %s (%v); the witness is kept", WitnessPath(s.witnessDir, s.id), err)
 		}
 	}
 	if err := os.MkdirAll(s.witnessDir, 0o700); err != nil {
-		return fmt.Errorf("create the witness directory: %w", err)
+		return 0, fmt.Errorf("create the witness directory: %w", err)
 	}
-	return writeFileAtomic(WitnessPath(s.witnessDir, s.id), cp.Note, 0o600)
+	return cp.Seq, writeFileAtomic(WitnessPath(s.witnessDir, s.id), cp.Note, 0o600)
 }
 
 // BehindError reports a store that holds fewer actions than its witness
@@ -172,36 +173,92 @@ func (s *Store) behindWitness(dir string) *BehindError {
 		Witnessed: cp.Seq, Signed: cp.Time, Cut: cut}
 }
 
-// witnessWorthy reports whether items end an iteration or a run: the
-// commits after which the witness advances.
-func witnessWorthy(items []*pending) bool {
+// witnessWorthy reports whether items end an iteration or a run (runEnd):
+// the commits after which the witness advances.
+func witnessWorthy(items []*pending) (runEnd, ok bool) {
 	for _, p := range items {
 		switch p.a.Type {
-		case IterationCompleted, RunCompleted, RunFailed, RunStopped, RunAborted:
-			return true
+		case RunCompleted, RunFailed, RunStopped, RunAborted:
+			return true, true
+		case IterationCompleted:
+			ok = true
 		}
 	}
-	return false
+	return false, ok
 }
 
-// advanceWitness writes note, the checkpoint the writer just committed,
-// as the store's witness. The first time, the witness already there is
-// checked first (witness); a witness that this store does not extend is
-// kept, and not advanced again. It runs in the writer goroutine (or in
-// Close, after it ended), before the commit's appends are answered.
-func (s *Store) advanceWitness(note []byte) {
-	if s.witnessDir == "" || s.importing.Load() || s.witnessStuck {
+// witnessNote is a committed checkpoint on its way to the witness.
+type witnessNote struct {
+	seq    uint64
+	note   []byte
+	runEnd bool
+}
+
+// witnessState is what witnessMu guards.
+type witnessState struct {
+	checked, stuck bool
+	seq            uint64
+}
+
+// queueWitness hands n to the witness: the end of a run is written before
+// the commit is answered; the end of an iteration by the witness goroutine,
+// so that the fsyncs do not hold up the loop (a later note replaces one
+// not yet written).
+func (s *Store) queueWitness(n *witnessNote) {
+	if n.runEnd || s.witnessKick == nil {
+		s.advanceWitness(n)
 		return
 	}
-	if !s.witnessChecked || note == nil {
-		s.witnessChecked = true
-		if err := s.witness(); err != nil {
-			s.witnessStuck = true
+	s.witnessNext.Store(n)
+	select {
+	case s.witnessKick <- struct{}{}:
+	default:
+	}
+}
+
+// witnessLoop writes the notes queueWitness hands it until Close.
+func (s *Store) witnessLoop() {
+	defer s.bgWG.Done()
+	defer s.recoverBackground("witness")
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.witnessKick:
+			if n := s.witnessNext.Swap(nil); n != nil {
+				s.advanceWitness(n)
+			}
+		}
+	}
+}
+
+// advanceWitness writes n (nil: the store's latest checkpoint, at Close)
+// as the store's witness, unless a later one is written already. The
+// first time, the witness already there is checked first (witness); a
+// witness that this store does not extend is kept, and not advanced again.
+func (s *Store) advanceWitness(n *witnessNote) {
+	if s.witnessDir == "" || s.importing.Load() {
+		return
+	}
+	s.witnessMu.Lock()
+	defer s.witnessMu.Unlock()
+	w := &s.witness
+	if w.stuck || n != nil && n.seq <= w.seq {
+		return
+	}
+	if !w.checked || n == nil {
+		w.checked = true
+		seq, err := s.witnessChecked()
+		if err != nil {
+			w.stuck = true
 			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
 		}
+		w.seq = max(w.seq, seq)
 		return
 	}
-	if err := writeFileAtomic(WitnessPath(s.witnessDir, s.id), note, 0o600); err != nil {
+	if err := writeFileAtomic(WitnessPath(s.witnessDir, s.id), n.note, 0o600); err != nil {
 		s.log.Warn("ledger witness not advanced", "store", s.describe(), "err", err)
+		return
 	}
+	w.seq = n.seq
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const loopChildEnv = "RALPH_LEDGER_LOOP_CHILD_DIR"
@@ -43,6 +44,11 @@ func TestLoopChild(t *testing.T) {
 				os.Exit(2)
 			}
 			if typ == IterationCompleted {
+				// As a run's iteration takes longer than the witness's
+				// fsyncs: ack once the witness has caught up.
+				for witnessedSeq(s, os.Getenv(loopChildEnv+"_WITNESS")) < r.Seq {
+					time.Sleep(time.Millisecond)
+				}
 				fmt.Fprintf(acks, "%d\n", r.Seq)
 			}
 		}
@@ -172,7 +178,7 @@ func usedEnd(t *testing.T, path string) int64 {
 }
 
 // TestWitnessAdvancesAtIterationEnd: the witness follows every commit that
-// ends an iteration or a run, not only Close.
+// ends an iteration or a run, not only Close, and no other.
 func TestWitnessAdvancesAtIterationEnd(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -206,7 +212,13 @@ func TestWitnessAdvancesAtIterationEnd(t *testing.T) {
 		if _, err := s.Append(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
-		if got := witnessed(); got != tc.want {
+		// The end of a run is witnessed before Append returns; the end of an
+		// iteration just after, by the witness goroutine.
+		got := witnessed()
+		for deadline := time.Now().Add(10 * time.Second); tc.typ == IterationCompleted && got != tc.want && time.Now().Before(deadline); got = witnessed() {
+			time.Sleep(time.Millisecond)
+		}
+		if got != tc.want {
 			t.Fatalf("after appending %s (seq %d) the witness signs seq %d, want %d", tc.typ, i+1, got, tc.want)
 		}
 	}
@@ -456,4 +468,21 @@ func flipByte(path string, off int64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// witnessedSeq is the seq of the checkpoint witnessed for s in dir (0: none).
+func witnessedSeq(s *Store, dir string) uint64 {
+	b, err := ReadWitness(dir, s.ID())
+	if err != nil || b == nil {
+		return 0
+	}
+	nv, _, err := ParseVerifierKey(s.VerifierKeyString())
+	if err != nil {
+		return 0
+	}
+	cp, err := OpenCheckpoint(b, nv)
+	if err != nil {
+		return 0
+	}
+	return cp.Seq
 }

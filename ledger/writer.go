@@ -323,9 +323,9 @@ func (s *Store) commitBatch(batch []*request) {
 		if err := s.commitTxn(txnItems); err != nil {
 			return err
 		}
-		if note := s.witnessDue; note != nil {
+		if n := s.witnessDue; n != nil {
 			s.witnessDue = nil
-			s.advanceWitness(note)
+			s.queueWitness(n)
 		}
 		for _, p := range txnItems {
 			p.req.res[p.idx] = Receipt{Seq: p.a.Seq, ActionHash: p.a.ActionHash, ChainHash: p.a.ChainHash, CheckpointSeq: p.a.CheckpointSeq}
@@ -552,8 +552,10 @@ func (s *Store) commitTxn(items []*pending) error {
 	}
 	s.tree = tree
 	s.wrote.Store(true)
-	if s.witnessDir != "" && witnessWorthy(items) {
-		s.witnessDue = cp.Note
+	if s.witnessDir != "" {
+		if end, ok := witnessWorthy(items); ok {
+			s.witnessDue = &witnessNote{seq: last, note: cp.Note, runEnd: end}
+		}
 	}
 	s.head.Store(&newHead)
 	s.recent.add(items)
