@@ -94,7 +94,9 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 			// the store that it may fail to open (it leaves such maps).
 			n, err := lastNonZero(src)
 			if err == nil {
-				err = copyPrefix(src, dst, n)
+				// At least the header: a process killed before writing it
+				// leaves zeros, which read as an empty log.
+				err = copyPrefix(src, dst, min(max(n, logHeaderLen), fi.Size()))
 			}
 			if err != nil {
 				v.close()
