@@ -34,6 +34,13 @@ type Action struct {
 	ActionHash    Hash
 	ChainHash     Hash
 	CheckpointSeq uint64
+
+	// KV holds the writes to the store's key/value table that are this
+	// action's effect (a kv.put, an idempotency record set or cleared):
+	// they commit in the same transaction as the action, or not at all. They
+	// are not part of the record or its hash, and an action read back has
+	// none; the action itself says what they were (loop.RebuildKV).
+	KV []KVWrite
 }
 
 // Metadata keys that link an action to the reasoning behind it (seed 001 §5).
@@ -100,6 +107,9 @@ func (a *Action) clone() *Action {
 	c := *a
 	if a.Arguments != nil {
 		c.Arguments = append([]rtfs.Value(nil), a.Arguments...)
+	}
+	if a.KV != nil {
+		c.KV = append([]KVWrite(nil), a.KV...)
 	}
 	if a.Metadata != nil {
 		c.Metadata = make(map[string]rtfs.Value, len(a.Metadata))

@@ -232,3 +232,29 @@ func TestOpenAfterCrashLeftAnEmptyLogFile(t *testing.T) {
 		})
 	}
 }
+
+// A process killed after sizing a memtable log but before writing its
+// header leaves a log of zeros: a reader opens the store and sees every
+// action, and so does a writer.
+func TestOpenAfterCrashLeftALogOfZeros(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openDir(t, dir, true)
+	appendN(t, s, 0, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, dataDir, "00009.mem"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{true, false} {
+		s, err := Open(Options{Dir: dir, ReadOnly: ro, MemTableSize: 8 << 20})
+		if err != nil {
+			t.Fatalf("open (read-only %v) with a log of zeros: %v", ro, err)
+		}
+		if r := mustVerify(t, s); r.Actions != 10 {
+			t.Errorf("read-only %v: verified %d actions, want 10", ro, r.Actions)
+		}
+		s.Close()
+	}
+}

@@ -21,4 +21,10 @@
 //     the store instead of the writer waiting or dropping actions.
 //   - Stored actions are never rewritten or deleted by this package; Verify
 //     reports the first seq where the stored chain disagrees with itself.
+//   - The kv writes that are an action's effect (Action.KV) commit in its
+//     transaction or not at all.
+//   - No open lets Badger cut a log before the store was compared with its
+//     witness (view.go), no Badger file is opened before it was read here
+//     with panics recovered (precheck.go), and no commit starts without the
+//     free space Badger may need for it (diskspace.go).
 package ledger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -12,7 +13,10 @@ import (
 
 // prefixKV holds the key/value table beside the chain: values kept by the
 // kv.* capabilities and idempotency records. It is durable like the chain
-// but not part of it, so Verify does not read it.
+// but not part of it, so Verify does not read it. A write that is an
+// action's effect rides on the action (Action.KV, often gathered by a
+// KVStage) and commits in its transaction, so the table never holds an
+// effect the chain does not record.
 const prefixKV = "k/"
 
 // maxKVValue bounds one stored value's canonical text.
@@ -48,29 +52,84 @@ func (k *KV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
 	return v, true, nil
 }
 
-// Put stores v under key, durably when the store syncs writes.
-func (k *KV) Put(_ context.Context, key string, v rtfs.Value) error {
-	if key == "" {
-		return errors.New("key is empty")
-	}
-	if err := checkData(v); err != nil {
+// Put stores v under key, durably when the store syncs writes. When ctx
+// carries a KVStage (StageKV), the write is checked and kept there instead,
+// to commit with the action that records it.
+func (k *KV) Put(ctx context.Context, key string, v rtfs.Value) error {
+	text, err := kvText(key, v)
+	if err != nil {
 		return err
 	}
-	if n, ok := rtfs.Size(v, rtfs.MaxPrintNodes); !ok {
-		return fmt.Errorf("value has more than %d nodes (at least %d); store something smaller", rtfs.MaxPrintNodes, n)
-	}
-	text := rtfs.Print(v)
-	if len(text) > maxKVValue {
-		return fmt.Errorf("value is %d bytes; at most %d can be stored", len(text), maxKVValue)
+	if st, ok := ctx.Value(stageKey{}).(*KVStage); ok {
+		st.mu.Lock()
+		st.writes = append(st.writes, KVWrite{Key: key, Value: v})
+		st.mu.Unlock()
+		return nil
 	}
 	k.s.readMu.RLock()
 	defer k.s.readMu.RUnlock()
 	if k.s.closed {
 		return ErrClosed
 	}
+	if err := k.s.writable(); err != nil {
+		return err
+	}
+	// A record written on its own (a run's state) may use the room kept
+	// for closing a run.
+	if err := k.s.checkSpace(int64(len(key)+len(text)), true); err != nil {
+		return err
+	}
 	return k.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Set([]byte(prefixKV+key), []byte(text))
 	})
+}
+
+// kvText checks a write and returns the value's stored text.
+func kvText(key string, v rtfs.Value) (string, error) {
+	if key == "" {
+		return "", errors.New("key is empty")
+	}
+	if err := checkData(v); err != nil {
+		return "", err
+	}
+	if n, ok := rtfs.Size(v, rtfs.MaxPrintNodes); !ok {
+		return "", fmt.Errorf("value has more than %d nodes (at least %d); store something smaller", rtfs.MaxPrintNodes, n)
+	}
+	text := rtfs.Print(v)
+	if len(text) > maxKVValue {
+		return "", fmt.Errorf("value is %d bytes; at most %d can be stored", len(text), maxKVValue)
+	}
+	return text, nil
+}
+
+// KVWrite is one write to the key/value table (Action.KV); a Nil value
+// is stored as nil, which Get returns as present.
+type KVWrite struct {
+	Key   string
+	Value rtfs.Value
+}
+
+// KVStage gathers the kv writes a capability makes, so that they commit
+// with the action that records the call instead of on their own.
+type KVStage struct {
+	mu     sync.Mutex
+	writes []KVWrite
+}
+
+type stageKey struct{}
+
+// StageKV returns a context whose kv writes (KV.Put) are kept in the
+// returned stage instead of being written.
+func StageKV(ctx context.Context) (context.Context, *KVStage) {
+	st := &KVStage{}
+	return context.WithValue(ctx, stageKey{}, st), st
+}
+
+// Writes returns the writes staged so far, in order.
+func (st *KVStage) Writes() []KVWrite {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return append([]KVWrite(nil), st.writes...)
 }
 
 // Scan calls fn for every key starting with prefix, in key order, until fn

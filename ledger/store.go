@@ -110,7 +110,22 @@ type Store struct {
 	witnessDir string
 	wrote      atomic.Bool // a commit was made since Open
 	importing  atomic.Bool // an import's mark stands: no witness is written
-	rolledBack uint64      // actions of an interrupted import Open removed
+	// The witness (witness.go). witnessMu serializes its writes and guards
+	// checked (the existing witness was compared with this store), stuck
+	// (this store does not extend it: it is kept as evidence) and seq (the
+	// checkpoint last written). The writer sets due to the checkpoint of a
+	// commit that ended an iteration or a run; next is the one the witness
+	// goroutine writes when kicked.
+	witnessMu   sync.Mutex
+	witness     witnessState
+	witnessDue  *witnessNote
+	witnessNext atomic.Pointer[witnessNote]
+	witnessKick chan struct{}
+
+	// Free space (diskspace.go).
+	spaceMu    sync.Mutex
+	space      spaceState
+	rolledBack uint64 // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -127,6 +142,12 @@ type Store struct {
 	// damaged is set at Open when the head and the stored actions disagree;
 	// every append is then refused with it.
 	damaged error
+	// scratch is the scratch directory a read-only store reads a crashed
+	// store through (view.go); nil when Badger reads the store itself.
+	scratch *view
+	// behind is set when the store holds fewer actions than its witness:
+	// it is then open read-only and every append is refused with it.
+	behind *BehindError
 
 	// The writer: Append sends requests on reqCh while holding sendMu for
 	// reading; Close takes it for writing before closing reqCh.
@@ -221,29 +242,42 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
-	if s.db, err = openBadger(bopts, s.dir); err != nil {
-		var locked *LockedError
-		if !opts.ReadOnly || opts.InMemory || errors.As(err, &locked) {
+	switch {
+	case opts.InMemory:
+		s.db, err = openBadger(bopts, s.dir)
+	case opts.ReadOnly:
+		// Never Badger's writer here: it would cut the logs a crash left.
+		s.db, s.scratch, err = openView(bopts, s.dir, filepath.Join(s.dir, dataDir))
+	default:
+		if opts.WitnessDir != "" {
+			behind, err := checkWitnessBeforeWrite(opts, s.dir)
+			if err != nil || behind != nil {
+				return behind, err
+			}
+		}
+		if err := checkSpaceToOpen(s.dir); err != nil {
 			return nil, err
 		}
-		// Badger's read-only mode cannot open a store that a crash left
-		// needing recovery (a memtable log to truncate): recover it as a
-		// writer would. The store stays read-only: no key is read or made.
-		if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
-			return nil, err
-		}
-		if s.db, err = openBadger(bopts.WithReadOnly(false), s.dir); err != nil {
-			return nil, err
-		}
+		s.db, err = openBadger(bopts, s.dir)
+	}
+	if err != nil {
+		s.scratch.close()
+		return nil, err
 	}
 	if err := s.initSafe(opts); err != nil {
 		if cerr := s.db.Close(); cerr != nil {
 			log.Error("close ledger after failed open", "err", cerr)
 		}
+		s.scratch.close()
 		return nil, err
 	}
 	s.bgWG.Add(1)
 	go s.writeLoop()
+	if s.witnessDir != "" && !s.readOnly {
+		s.witnessKick = make(chan struct{}, 1)
+		s.bgWG.Add(1)
+		go s.witnessLoop()
+	}
 	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory && !opts.ReadOnly {
 		if gc == 0 {
 			gc = defaultGCInterval
@@ -348,6 +382,15 @@ func openBadger(opts badger.Options, dir string) (db *badger.DB, err error) {
 			db, err = nil, fmt.Errorf("ledger store %s is corrupted and cannot be opened (%v); restore it from a backup or export", dir, r)
 		}
 	}()
+	if !opts.InMemory {
+		if err := precheck(opts, dir); err != nil {
+			// A table a live writer's compaction just removed is not damage.
+			if pid := lockPID(filepath.Join(opts.Dir, "LOCK")); pid > 0 && pid != os.Getpid() && processAlive(pid) {
+				return nil, &LockedError{Dir: dir, PID: pid}
+			}
+			return nil, err
+		}
+	}
 	// Badger locks the directory with flock on a descriptor it closes on
 	// Close, and a child this process is forking at that moment (shell.exec,
 	// a stop command, a test's helper) shares the descriptor until it execs.
@@ -697,8 +740,8 @@ func (s *Store) Close() error {
 		<-s.writerDone
 		// A witness that cannot be updated is kept as it is; the next
 		// verify reports why (truncation, rollback, rewrite).
-		if err := s.witness(); err != nil {
-			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		if s.wrote.Load() {
+			s.advanceWitness(nil)
 		}
 		close(s.done)
 		s.subWG.Wait()
@@ -706,8 +749,19 @@ func (s *Store) Close() error {
 		s.readMu.Lock()
 		s.closed = true
 		s.readMu.Unlock()
-		if err := s.db.Close(); err != nil && s.closeErr == nil {
+		if !s.canFlush() {
+			// Badger would flush the memtable into a table it cannot
+			// write, and die of SIGBUS: leave it in its log, which the
+			// next writer flushes, and release the lock file.
+			s.log.Error("the disk is too full to flush the ledger store; its memtable stays in its log", "store", s.describe())
+			if err := os.Remove(filepath.Join(s.dir, dataDir, "LOCK")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+			}
+		} else if err := s.db.Close(); err != nil && s.closeErr == nil {
 			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+		}
+		if err := s.scratch.close(); err != nil {
+			s.log.Warn("remove the ledger's read-only view", "store", s.describe(), "err", err)
 		}
 	})
 	return s.closeErr

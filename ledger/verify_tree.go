@@ -164,8 +164,11 @@ func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stor
 			continue
 		}
 		if cp.Seq > stored {
-			v.add(stored+1, rankRecord, "the store holds %s actions but checkpoint %s witnessed %s (signed %s): the store was truncated or rolled back to an older copy",
-				thousands(stored), sc.Name, thousands(cp.Seq), cp.Time.Format("2006-01-02T15:04:05Z07:00"))
+			var cut []string
+			if v.pub.scratch != nil {
+				cut = v.pub.scratch.cut
+			}
+			v.add(stored+1, rankRecord, "%s", behindSentence(stored, sc.Name, cp.Seq, cp.Time, cut))
 			continue
 		}
 		if v.report.Root.IsZero() {

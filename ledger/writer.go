@@ -56,10 +56,11 @@ func treeBytes(n int64) int64 {
 
 // pending is an action on its way to the writer.
 type pending struct {
-	a     *Action // the store's own copy
-	rec   []byte  // record header (filled by the writer) + canonical encoding
-	bytes int64   // what its entries take in a transaction
-	count int64   // how many entries it writes
+	a     *Action     // the store's own copy
+	rec   []byte      // record header (filled by the writer) + canonical encoding
+	bytes int64       // what its entries take in a transaction
+	count int64       // how many entries it writes
+	kv    [][2][]byte // the action's kv writes: key (with prefixKV), value text
 	req   *request
 	idx   int // position in req.items
 	// fresh is set when Append generated the action_id: a new UUIDv7
@@ -89,6 +90,14 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	rec := make([]byte, recordHeaderLen, recordHeaderLen+256)
 	rec = AppendCanonical(rec, c)
 	p := &pending{a: c, rec: rec}
+	for _, w := range c.KV {
+		text, err := kvText(w.Key, w.Value)
+		if err != nil {
+			return nil, fmt.Errorf("action %s: kv %q: %w", c.ActionID, w.Key, err)
+		}
+		p.kv = append(p.kv, [2][]byte{[]byte(prefixKV + w.Key), []byte(text)})
+	}
+	c.KV = nil // not part of the record, nor of what is read back
 	s.size(p)
 	if p.bytes+treeBytes(1) >= s.txnBytes || p.count+treeCount(1) >= s.txnCount {
 		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
@@ -120,6 +129,10 @@ func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
 func (s *Store) size(p *pending) {
 	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead
 	p.count = 1
+	for _, kv := range p.kv {
+		p.bytes += int64(len(kv[0])+len(kv[1])) + entryOverhead
+		p.count++
+	}
 	for i, v := range p.a.indexIDs() {
 		if v != "" {
 			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
@@ -179,17 +192,25 @@ func (s *Store) submit(ctx context.Context, req *request) error {
 	return req.err
 }
 
+// writable refuses a write to a store open read-only or damaged.
+func (s *Store) writable() error {
+	if s.behind != nil {
+		return fmt.Errorf("ledger store %s is open read-only and refuses to write, because %w", s.describe(), s.behind)
+	}
+	if s.readOnly {
+		return fmt.Errorf("ledger store %s is open read-only", s.describe())
+	}
+	return s.damaged
+}
+
 func (s *Store) send(ctx context.Context, req *request) error {
 	s.sendMu.RLock()
 	defer s.sendMu.RUnlock()
 	if s.sendClosed {
 		return ErrClosed
 	}
-	if s.readOnly {
-		return fmt.Errorf("ledger store %s is open read-only", s.describe())
-	}
-	if s.damaged != nil {
-		return s.damaged
+	if err := s.writable(); err != nil {
+		return err
 	}
 	select {
 	case s.reqCh <- req:
@@ -296,8 +317,15 @@ func (s *Store) commitBatch(batch []*request) {
 		if len(txnItems) == 0 {
 			return nil
 		}
+		if err := s.checkSpace(bytes+treeBytes(int64(len(txnItems))), closingOnly(txnItems)); err != nil {
+			return err
+		}
 		if err := s.commitTxn(txnItems); err != nil {
 			return err
+		}
+		if n := s.witnessDue; n != nil {
+			s.witnessDue = nil
+			s.queueWitness(n)
 		}
 		for _, p := range txnItems {
 			p.req.res[p.idx] = Receipt{Seq: p.a.Seq, ActionHash: p.a.ActionHash, ChainHash: p.a.ChainHash, CheckpointSeq: p.a.CheckpointSeq}
@@ -471,6 +499,11 @@ func (s *Store) commitTxn(items []*pending) error {
 		if err := txn.SetEntry(badger.NewEntry(actionKey(seq), p.rec)); err != nil {
 			return s.txnErr(err)
 		}
+		for _, kv := range p.kv {
+			if err := txn.SetEntry(badger.NewEntry(kv[0], kv[1])); err != nil {
+				return s.txnErr(err)
+			}
+		}
 		keys = appendIndexKeys(keys[:0], p.a, seq)
 		for _, k := range keys {
 			if err := txn.SetEntry(badger.NewEntry(k, nil)); err != nil {
@@ -519,6 +552,11 @@ func (s *Store) commitTxn(items []*pending) error {
 	}
 	s.tree = tree
 	s.wrote.Store(true)
+	if s.witnessDir != "" {
+		if end, ok := witnessWorthy(items); ok {
+			s.witnessDue = &witnessNote{seq: last, note: cp.Note, runEnd: end}
+		}
+	}
 	s.head.Store(&newHead)
 	s.recent.add(items)
 	s.commitMu.Lock()
@@ -535,4 +573,17 @@ func (s *Store) txnErr(err error) error {
 		return fmt.Errorf("ledger transaction exceeded Badger's limit (%d bytes, %d entries): %w", s.txnBytes, s.txnCount, err)
 	}
 	return fmt.Errorf("write to ledger store %s: %w", s.describe(), err)
+}
+
+// closingOnly reports whether items are all actions that close a run,
+// which may use the room ordinary commits leave (diskspace.go).
+func closingOnly(items []*pending) bool {
+	for _, p := range items {
+		switch p.a.Type {
+		case RunCompleted, RunFailed, RunStopped, RunAborted:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -118,10 +118,13 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
 		if e.idemKey != "" && r.o.o.KV != nil {
 			// The primary's effect is undone: a rerun must perform it again.
-			if err := r.o.o.KV.Put(base, e.idemKey, rtfs.Nil); err != nil {
+			// The record is cleared with the CompensationCompleted that says so.
+			sctx, staged := ledger.StageKV(base)
+			if err := r.o.o.KV.Put(sctx, e.idemKey, rtfs.Nil); err != nil {
 				end.ErrorMessage = "compensated, but clearing the idempotency record failed: " + err.Error()
 			} else {
 				end.Metadata[MetaIdempotencyCleared] = rtfs.String(e.idemKey)
+				end.KV = staged.Writes()
 			}
 		}
 	}
@@ -244,10 +247,16 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	if err := r.durable(ctx); err != nil {
 		return rtfs.Nil, err
 	}
+	// The call's writes to ralph's kv commit with its CapabilityCall, so a
+	// kill between the two leaves neither (DESIGN §18).
+	hctx, staged := ledger.StageKV(hctx)
 	start := r.o.o.Now()
 	res, err := c.Handler(hctx, input)
 	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()
 	a.Result, a.Cost, a.Success = dataOnly(res.Value), res.Cost, err == nil
+	if err == nil {
+		a.KV = staged.Writes()
+	}
 	for k, v := range res.Metadata {
 		a.Metadata[k] = rtfs.String(v)
 	}

@@ -36,6 +36,10 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	kv := r.o.o.KV
 	isPrimary := f.primary != nil && f.primary.id == ""
 	if optErr == nil && opts.idemKey != "" && kv != nil {
+		// A record rides on a deferred append: commit what is pending first.
+		if err := r.durable(ctx); err != nil {
+			return rtfs.Nil, err
+		}
 		rec, ok, err := kv.Get(ctx, r.idemKVKey(opts))
 		if err != nil {
 			return rtfs.Nil, fmt.Errorf("read idempotency record %q: %w", opts.idemKey, err)
@@ -84,9 +88,12 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	}
 	end.Type, end.Success, end.Result = ledger.PlanStepCompleted, true, dataOnly(v)
 	if opts.idemKey != "" && kv != nil {
-		if err := kv.Put(context.WithoutCancel(ctx), r.idemKVKey(opts), idemRecord(end.Result, stepID)); err != nil {
+		// The record commits with the PlanStepCompleted that accounts for it.
+		sctx, staged := ledger.StageKV(context.WithoutCancel(ctx))
+		if err := kv.Put(sctx, r.idemKVKey(opts), idemRecord(end.Result, stepID)); err != nil {
 			return rtfs.Nil, fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
 		}
+		end.KV = staged.Writes()
 		// The chain says which record the step wrote, so a store rebuilt
 		// from the chain alone (RebuildKV) holds it too.
 		end.Metadata = map[string]rtfs.Value{"idempotency_key": rtfs.String(opts.idemKey),

@@ -694,15 +694,19 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 			a.Metadata[stop.MetaTriggerSeq] = rtfs.Int(int64(t.Seq))
 		}
 		r.reqMu.Lock()
-		_, err := r.record(ctx, st, a)
+		id, err := r.record(ctx, st, a)
 		r.ended = err == nil
 		r.reqMu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 		st.closed = true
+		// A deferred append that failed before (a full disk) fails Sync, but
+		// a closing action that committed after it still ends the run.
 		if err := r.durable(ctx); err != nil {
-			return nil, err
+			if _, gerr := r.o.Store.Get(id); gerr != nil {
+				return nil, err
+			}
 		}
 		out.FinalSeq = r.o.Store.Head().Seq
 	}

@@ -9,7 +9,9 @@ import (
 )
 
 // KV is durable key/value storage that outlives iterations and runs; the
-// store package provides it.
+// ledger provides it. Under the orchestrator a call's Put is staged in its
+// context (ledger.StageKV) and commits with the CapabilityCall that records
+// the call, so the kv never holds an effect the chain does not account for.
 type KV interface {
 	Get(ctx context.Context, key string) (rtfs.Value, bool, error)
 	Put(ctx context.Context, key string, v rtfs.Value) error

@@ -1,0 +1,221 @@
+//go:build linux
+
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// counterConfig is a run that counts in the kv, one kv.put an iteration,
+// until it is stopped.
+const counterConfig = `[intent]
+goal = "Count"
+[model]
+provider = "static"
+[plan]
+rtfs = '''
+(step "Count" (call :kv.put {:key "n" :value (+ 1 (or (call :kv.get {:key "n"}) 0))}))
+'''
+[[stop]]
+kind = "max_iterations"
+max = 100000
+`
+
+// TestE2EFullDiskClosesTheRunNamingTheDisk fills the small tmpfs a run's
+// store lives on while the run writes: the run closes as failed (exit 1)
+// naming the disk, its store verifies with everything committed, and no
+// lock or socket is left.
+func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	mnt := filepath.Join(dir, "small")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("mounting a 2 MiB tmpfs is not permitted here (%v: %s); the full-disk test needs root", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(mnt, "store")
+	writeFile(t, cfg, counterConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
+	cmd.Env = isolatedEnv(dir)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := linesOf(pipe)
+	for range 20 {
+		waitLine(t, lines, "IterationCompleted")
+	}
+	// Leave about 600 KiB: less than an ordinary commit keeps free, more
+	// than the run's closing action needs.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free > 600<<10 {
+		if err := os.WriteFile(filepath.Join(mnt, "fill"), make([]byte, free-600<<10), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := rest(lines)
+	err = cmd.Wait()
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "RunFailed error FAILED") ||
+		!strings.Contains(out, "failure by error — make the run's actions durable: the disk holding ledger store "+store+" is full: ") {
+		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut.String())
+	}
+	if s := errOut.String(); strings.Contains(s, "SIGBUS") || strings.Contains(s, "goroutine ") {
+		t.Fatalf("ralph crashed:\n%s", s)
+	}
+	for _, left := range []string{filepath.Join(store, "data", "LOCK"), filepath.Join(store, "ralph.sock")} {
+		if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left behind (%v)", left, err)
+		}
+	}
+	if out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store); code != 0 {
+		t.Fatalf("chain verify after the disk filled: exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs := runsClosed(t, dir, store)
+	if runs[0]["state"] != "failed" {
+		t.Errorf("the run is %v, want failed", runs[0]["state"])
+	}
+}
+
+// TestE2EKillNineKeepsKVAndChainAgreed kills a counting run with SIGKILL
+// at random moments and resumes it: after each kill the kv counter equals
+// the kv.put calls the chain records.
+func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	writeFile(t, cfg, counterConfig)
+	writeFile(t, filepath.Join(dir, "read.rtfs"), `(call :kv.get {:key "n"})`)
+	for round, wait := range []time.Duration{300 * time.Millisecond, 550 * time.Millisecond, 800 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+		args := []string{"run", cfg, "--no-tui", "--store", store}
+		if round > 0 {
+			out, _, _ := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+			id := strings.SplitN(strings.SplitN(out, `"id":"`, 2)[1], `"`, 2)[0]
+			args = []string{"resume", id, "--no-tui", "--store", store}
+		}
+		cmd := exec.CommandContext(ctx, ralphBin, args...)
+		cmd.Env = isolatedEnv(dir)
+		pipe, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := linesOf(pipe)
+		waitLine(t, lines, "CapabilityCall kv.put")
+		time.Sleep(wait) // not a measurement: where in a kv.put the kill lands
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		cancel()
+		for range lines {
+		}
+		export, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "export", "--store", store)
+		if code != 0 {
+			t.Fatalf("round %d: export: %s", round, errOut)
+		}
+		puts := 0
+		for _, l := range strings.Split(export, "\n") {
+			if strings.Contains(l, `"action_type":"CapabilityCall"`) && strings.Contains(l, `"function_name":"kv.put"`) && strings.Contains(l, `"success":true`) {
+				puts++
+			}
+		}
+		out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "exec", filepath.Join(dir, "read.rtfs"), "--store", store)
+		if code != 0 || !strings.Contains(out, "result: "+strconv.Itoa(puts)+"\n") {
+			t.Fatalf("round %d: the chain records %d kv.put calls but the kv says:\n%s\n%s", round, puts, out, errOut)
+		}
+		t.Logf("round %d: %d kv.put calls, kv agrees", round, puts)
+	}
+}
+
+// TestE2EDamagedLogIsNamedNotLost kills a run, flips a byte in the middle
+// of its memtable log, and checks that chain verify fails naming the loss
+// against the witness, that a new run on the store is refused with one
+// sentence, and that neither changed the log.
+func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	writeFile(t, cfg, counterConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
+	cmd.Env = isolatedEnv(dir)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := linesOf(pipe)
+	for range 40 {
+		waitLine(t, lines, "IterationCompleted")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for range lines {
+	}
+	mems, _ := filepath.Glob(filepath.Join(store, "data", "*.mem"))
+	if len(mems) == 0 {
+		t.Fatal("the killed run left no memtable log")
+	}
+	mem := mems[len(mems)-1]
+	b, err := os.ReadFile(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := len(strings.TrimRight(string(b), "\x00"))
+	b[used/3] ^= 0x01
+	if err := os.WriteFile(mem, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store)
+	if code != 1 || !strings.Contains(errOut, "witnessed") || !strings.Contains(errOut, "Badger discarded its log after damage ("+mem) || !strings.Contains(errOut, "restore a copy") {
+		t.Fatalf("chain verify: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("chain verify: %s", errOut)
+	out, errOut, code = runCommand(t, ralphBin, "", isolatedEnv(dir), "run", cfg, "--no-tui", "--store", store)
+	if code == 0 || !strings.Contains(out+errOut, "is open read-only and refuses to write, because the store holds") {
+		t.Fatalf("run on a store behind its witness: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("run: exit %d: %s%s", code, out, errOut)
+	if after, _ := os.ReadFile(mem); string(after) != string(b) {
+		t.Fatal("the damaged log was changed")
+	}
+}
