@@ -129,13 +129,6 @@ func countType(acts []map[string]any, typ string) int {
 	return n
 }
 
-func skipWithoutBinary(t *testing.T) {
-	t.Helper()
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
-}
-
 // TestE2EAgentInitLoop is the loop a new user writes with one command: it
 // runs the fake claude until the tests pass, and ends done.
 func TestE2EAgentInitLoop(t *testing.T) {

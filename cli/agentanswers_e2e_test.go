@@ -13,9 +13,7 @@ import (
 // ends the run failed (exit 2) saying to use [agent], even though a success
 // condition holds and four more iterations were allowed.
 func TestE2ECommandAgentIsToldToUseAgent(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")

@@ -7,9 +7,7 @@ import (
 )
 
 func TestE2EApproveHeadlessInTerminal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[plan]

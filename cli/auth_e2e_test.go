@@ -103,9 +103,7 @@ func submitterHandles(t *testing.T, url string) *fleet.Handles {
 // The fleet lets in only its members, and each does only what its role
 // allows (§17): the attacks of issue 22 that authentication answers.
 func TestE2EFleetAuthentication(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "fleet")
 	serve, url := fleetServe(t, dir)
@@ -239,9 +237,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 
 // Listening beyond loopback needs TLS: one sentence with the fix.
 func TestE2EFleetServeNeedsTLSBeyondLoopback(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "0.0.0.0:0", "--dir", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "--listen 0.0.0.0:0 is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE") {
@@ -252,9 +248,7 @@ func TestE2EFleetServeNeedsTLSBeyondLoopback(t *testing.T) {
 // A server with TLS: a client trusts it only with --tls-ca, and an expired
 // or foreign certificate is one sentence with the fix, exit 2.
 func TestE2EFleetTLS(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	good := fleettest.NewTLS(t, time.Time{}, time.Time{})
 	other := fleettest.NewTLS(t, time.Time{}, time.Time{})

@@ -38,9 +38,7 @@ const doubling = `(def v (reduce (fn [v _] (conj v v)) [] (range 40))) (def w (r
 // an address-space limit: each ends with its value or its error (exit 1)
 // naming the bound and the position.
 func TestE2EBoundedEvaluation(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const fuel = "evaluation ran out of fuel (limit 10000000 steps); simplify the program or raise the fuel limit\n"
 	const key = "a map key or set member must print in at most 65536 bytes; [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] [[] [[]] [[] [[]]] [[… is larger: key by something smaller, such as an id\n"
@@ -71,9 +69,7 @@ func TestE2EBoundedEvaluation(t *testing.T) {
 // A plan step that blows a bound fails cleanly: the step closes with the
 // error, the compensation of an earlier step runs, and the plan closes.
 func TestE2EPlanStepBlowsABound(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
@@ -106,9 +102,7 @@ func TestE2EPlanStepBlowsABound(t *testing.T) {
 // SIGINT during a sort of shared values that would run for hours (fuel
 // unbounded for the purpose) ends ralph eval with exit 4 within a second.
 func TestE2ESigintDuringSort(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	cmd := exec.Command(ralphBin, "eval", "--fuel", "4000000000000000000", "-e", doubling+"(count (sort [v w]))")
 	var errOut bytes.Buffer

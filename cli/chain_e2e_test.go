@@ -8,9 +8,7 @@ import (
 )
 
 func TestE2EChain(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
@@ -57,9 +55,7 @@ func TestE2EChain(t *testing.T) {
 }
 
 func TestE2EChainShowUnknownRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	if _, errOut, code := runBinary(t, ralphBin, "", "run", "../examples/quickstart/ralph.toml", "--store", store); code != 0 {
@@ -74,9 +70,7 @@ func TestE2EChainShowUnknownRun(t *testing.T) {
 // Reading commands pointed at an empty directory say there is no store and
 // leave the directory as it was.
 func TestE2EReadCommandsDoNotCreateAStore(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{{"history", "abc"}, {"runs"}, {"chain", "show"}, {"chain", "verify"}} {
@@ -92,9 +86,7 @@ func TestE2EReadCommandsDoNotCreateAStore(t *testing.T) {
 
 // A failed import into a new store leaves nothing behind.
 func TestE2EFailedImportLeavesNoStore(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "new")
 	_, errOut, code := runBinary(t, ralphBin, "garbage\n", "chain", "import", "--store", store)

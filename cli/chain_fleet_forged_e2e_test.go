@@ -22,9 +22,7 @@ import (
 // its stream message and the forger's key, never "the bundle reader
 // stopped".
 func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)

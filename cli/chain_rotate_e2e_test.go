@@ -12,9 +12,7 @@ import (
 // given twice, names the key line when only one is pinned, and chain
 // import --trust takes both.
 func TestE2EChainBundleKeyRotation(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))

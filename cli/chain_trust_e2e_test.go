@@ -71,9 +71,7 @@ func copyDir(t *testing.T, from, to string) {
 // the store (0600) on the first write; reading a copy without it (what an
 // auditor gets) verifies, changes no file and creates no key.
 func TestE2EChainKeysStayOutOfTheStore(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
@@ -133,9 +131,7 @@ func maps2Equal(a, b map[string]string) bool {
 // own (here: export, edit, import under another key). The store verifies
 // on its own; against the pinned key it fails, naming both keys.
 func TestE2EChainResignedWithAnotherKey(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))
@@ -169,9 +165,7 @@ func TestE2EChainResignedWithAnotherKey(t *testing.T) {
 // verifies on its own; the witness written at the end of the last run
 // names it.
 func TestE2EChainTruncationAndRollback(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))
@@ -212,9 +206,7 @@ func TestE2EChainTruncationAndRollback(t *testing.T) {
 // against the pinned key, import it into a new store: every action hash is
 // kept (the string ":x" stays a string).
 func TestE2EChainBundleRoundTrip(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))
@@ -275,9 +267,7 @@ func flipBase64(c byte) string {
 // TestE2EChainImportKilled: kill -9 in the middle of an import, after
 // some of it was committed, leaves no store; the import run again works.
 func TestE2EChainImportKilled(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))
@@ -327,9 +317,7 @@ func TestE2EChainImportKilled(t *testing.T) {
 // TestE2EChainFlippedTableByte: one flipped byte in a table file is named
 // by verify (exit 1), with no panic and no lock left behind.
 func TestE2EChainFlippedTableByte(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))
@@ -363,9 +351,7 @@ func TestE2EChainFlippedTableByte(t *testing.T) {
 // the store until a writer rolls the import back; then it holds exactly
 // the actions it held before, verifies, and takes the import again.
 func TestE2EChainImportIntoStoreKilled(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	env := trustEnv(filepath.Join(dir, "home"))

@@ -94,9 +94,7 @@ func (p *agentProject) read(t *testing.T, name string) string {
 // iteration's change; ralph rollback goes to iteration 2 and back to the
 // end, refuses over a change no checkpoint holds, and records itself.
 func TestE2ECheckpointsDiffRollback(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := gitProject(t, "FAKE_AGENT_DONE_AFTER=4")
 	before := p.userState(t)
@@ -219,9 +217,7 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 // Outside git a run says once that checkpoints are off, and diff and
 // rollback say why they have nothing.
 func TestE2ECheckpointsOffOutsideGit(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := newAgentProject(t, "FAKE_AGENT_DONE_AFTER=2")
 	_, errOut, code := p.ralph(t, "run", "--no-tui")

@@ -11,9 +11,7 @@ import (
 // the run starts: one sentence with the config's file:line and the fix,
 // exit 2, and no store created for a run that never began.
 func TestE2EMissingConfigPaths(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const stop = "[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
 	cases := []struct {
@@ -63,9 +61,7 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 // command reads a store another ralph holds through its socket). Exit 1 means
 // a run failed or a chain did not verify.
 func TestE2EUnusableStoreIsUsageError(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "afile")

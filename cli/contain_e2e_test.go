@@ -66,9 +66,7 @@ func checkMechanism(t *testing.T, pid int, noCgroup bool) {
 // command's child in its group, not one in a new session; with the cgroup
 // and with the sweep (RALPH_NO_CGROUP=1).
 func TestE2EKill9LeavesNoShellExecChild(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	for _, noCgroup := range []bool{false, true} {
 		t.Run(fmt.Sprintf("no-cgroup=%t", noCgroup), func(t *testing.T) {
@@ -121,9 +119,7 @@ max = 1
 // running (each run's shell.exec had a child in its group and one in a
 // new session).
 func TestE2EWorkerSecondSIGTERMLeavesNoChild(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	marks := t.TempDir()
 	w := f.worker("w1", 3)

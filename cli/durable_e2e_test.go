@@ -16,9 +16,7 @@ import (
 // appended to a file) is preceded on the chain by that step's
 // PlanStepStarted, the store verifies, and resume completes the run.
 func TestE2EKillBetweenDeferredAppendsAndSync(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	marks := filepath.Join(dir, "marks")

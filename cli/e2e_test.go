@@ -44,6 +44,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// skipWithoutBinary skips an end-to-end test under -short, where TestMain
+// builds no binary: the one place the end-to-end tests skip.
+func skipWithoutBinary(t testing.TB) {
+	t.Helper()
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+}
+
 // goBuild builds the ralph command into out.
 func goBuild(out string, flags ...string) error {
 	args := append([]string{"build", "-o", out}, flags...)
@@ -89,9 +98,7 @@ func runCommand(t *testing.T, bin, stdin string, env []string, args ...string) (
 }
 
 func TestE2E(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "prog.rtfs")
@@ -141,9 +148,7 @@ func TestE2E(t *testing.T) {
 
 // TestE2EVersionLdflags checks that a release build can stamp its version.
 func TestE2EVersionLdflags(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "ralph")
 	if err := goBuild(bin, "-ldflags", "-X github.com/ralphloop/ralph/cli.version=v9.8.7"); err != nil {
@@ -158,9 +163,7 @@ func TestE2EVersionLdflags(t *testing.T) {
 // version prints "dev", or the module version the go command stamped from
 // the checkout (a pseudo-version in a clean clone), then the toolchain.
 func TestE2EVersion(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	out, errOut, code := runBinary(t, ralphBin, "", "version")
 	if code != 0 || errOut != "" {

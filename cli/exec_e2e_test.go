@@ -7,9 +7,7 @@ import (
 )
 
 func TestE2EExec(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")
@@ -71,9 +69,7 @@ dir = "store"
 // config whose [model] could not plan (provider "static" with no [plan])
 // is still good for its governance, workdir and store; run refuses it.
 func TestE2EExecConfigWithoutPlan(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")

@@ -40,9 +40,7 @@ func startWorker(t *testing.T, url, id string) {
 // over NATS; its controls reach the run (a aborts it after asking), and
 // runs --nats shows the run on its worker meanwhile.
 func TestE2EFleetAttachLive(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)

@@ -73,9 +73,7 @@ func fleetServe(t *testing.T, dir string) (*exec.Cmd, string) {
 }
 
 func TestE2EFleetServe(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "fleet")
 	cmd, url := fleetServe(t, dir)
@@ -132,9 +130,7 @@ func TestE2EFleetServe(t *testing.T) {
 }
 
 func TestE2EFleetServeBadListen(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "localhost", "--dir", t.TempDir())
 	if code != 2 || !strings.Contains(stderr, "host:port") {

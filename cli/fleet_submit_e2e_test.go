@@ -145,9 +145,7 @@ func (f fleetJobs) jobs() []fleet.Job {
 }
 
 func TestE2ESubmit(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
@@ -200,9 +198,7 @@ func TestE2ESubmit(t *testing.T) {
 }
 
 func TestE2ESubmitRefused(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
@@ -286,9 +282,7 @@ func mustRead(t *testing.T, p string) []byte {
 // On a NATS cluster the first submit makes the fleet's streams and buckets
 // with three replicas, so losing a server loses nothing.
 func TestE2ESubmitToCluster(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	c := fleettest.NewCluster(t, 3)
 	dir := t.TempDir()

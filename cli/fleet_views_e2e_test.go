@@ -60,9 +60,7 @@ func replicatedRun(t *testing.T, fj fleetJobs, store string) (string, fleet.RunS
 // Every reading command given --nats reads the run's chain as the fleet
 // replicated it, through the same code as a local store: the same bytes.
 func TestE2EFleetViewsMatchLocal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
@@ -143,9 +141,7 @@ func TestE2EFleetViewsMatchLocal(t *testing.T) {
 }
 
 func TestE2EFleetViewsRefused(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
@@ -198,9 +194,7 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 
 // ralph view --nats in a real terminal: the replicated run, read-only.
 func TestE2EFleetViewInTerminal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)

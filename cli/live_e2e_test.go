@@ -77,9 +77,7 @@ func readingCommands(store, runID string) [][]string {
 // whether it opens the store itself or reads it through the socket of the
 // process that holds it.
 func TestE2EServedReadsAreIdentical(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store, runID := quickstartStore(t)
 	type result struct {
@@ -172,9 +170,7 @@ func liveRunID(t *testing.T, store string) string {
 // While a slow loop runs headless, every reading command works on its
 // store, and the run then completes with its closing action.
 func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, release := releasedLoop(t, dir)
@@ -276,9 +272,7 @@ var startedRe = regexp.MustCompile(`run ([0-9a-f-]{36}) started in the backgroun
 // in a terminal, a second attach works beside it, q detaches and the run
 // completes; an attach to the ended run says how to view it.
 func TestE2EDetachAndAttach(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 25)
@@ -328,9 +322,7 @@ func TestE2EDetachAndAttach(t *testing.T) {
 // The terminal of a foreground UI run closing (SIGHUP) detaches the run:
 // it completes, its closing action recorded, its output in the log file.
 func TestE2EHangupDetachesAForegroundRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 15)
@@ -354,9 +346,7 @@ func TestE2EHangupDetachesAForegroundRun(t *testing.T) {
 // q in a foreground UI asks; n stays, d detaches and the run completes in
 // the same process.
 func TestE2EQuitAsksInAForegroundRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 12)
@@ -383,9 +373,7 @@ func TestE2EQuitAsksInAForegroundRun(t *testing.T) {
 // SIGPIPE, SIGTERM and SIGHUP all leave the store closed (no lock file,
 // no socket); only SIGKILL leaves a lock, which the next writer clears.
 func TestE2ESignalsCloseTheStore(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	for _, sig := range []string{"PIPE", "TERM", "HUP", "KILL"} {
 		t.Run(sig, func(t *testing.T) {
@@ -451,9 +439,7 @@ func readFile(t *testing.T, path string) string {
 // The socket answers a malformed request with 400 and one sentence, and
 // a client that stops reading its event stream does not hold the run up.
 func TestE2ESocketMalformedAndSlowClient(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 10)
@@ -497,9 +483,7 @@ func TestE2ESocketMalformedAndSlowClient(t *testing.T) {
 // A run in approve mode whose terminal closed waits for its next plan;
 // an attached UI answers it, and aborts the run after asking.
 func TestE2EAttachAnswersApprovals(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 5)

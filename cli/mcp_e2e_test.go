@@ -63,9 +63,7 @@ func call(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any, 
 // real binary, on a store with one ended run; controls are refused without
 // --allow-control; an unknown run and a bad request are one sentence each.
 func TestE2EMCPReadOnly(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 [[stop]]
@@ -199,9 +197,7 @@ cmd = ["true"]
 // With --allow-control the tools steer the running loop through its
 // store's socket: pause, resume, skip, abort.
 func TestE2EMCPControl(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 [loop]
@@ -257,9 +253,7 @@ max = 1000
 // With --nats the tools read the fleet: its runs' states, and each run's
 // chain as the fleet replicated it.
 func TestE2EMCPFleet(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	url := fleettest.Node(t).ClientURL()
 	id, state := replicatedRun(t, openFleetJobs(t, url), filepath.Join(t.TempDir(), "store"))
 	s := mcpSession(t, nil, "--nats", url, "--allow-control")

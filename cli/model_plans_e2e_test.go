@@ -14,9 +14,7 @@ import (
 // store, and checks the action trace, the result and the exit status
 // against cli/testdata/modelplans/NAME.trace (rewritten with -update).
 func TestE2EModelPlans(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	plans, err := filepath.Glob(filepath.Join("testdata", "modelplans", "*.rtfs"))
 	if err != nil {
@@ -84,9 +82,7 @@ func traceOf(out, errOut string, code int, dir string) string {
 // TestE2EPrintln: println, prn and log in a plan are InternalStep "log"
 // actions holding the line; in ralph eval they go to stderr.
 func TestE2EPrintln(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")

@@ -39,9 +39,7 @@ func writeConfig(t *testing.T, src string) string {
 // ralph runs in: here a tmux pane, whose raw output pipe-pane captures
 // (inside tmux the OSCs travel in its passthrough).
 func TestE2ENotifyTerminalInTmux(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	dir := writeConfig(t, notifyLoop+"[[notify]]\nkind = \"terminal\"\non = [\"run_ended\"]\n")
 	raw, start := filepath.Join(dir, "raw.out"), filepath.Join(dir, "go")
 	tm := newTmux(t, "cd "+dir+" && while [ ! -e "+start+" ]; do sleep 0.05; done; XDG_RUNTIME_DIR="+dir+" "+ralphBin+" run --no-tui > run.out 2>&1; echo EXIT $?; sleep 60")
@@ -73,9 +71,7 @@ func TestE2ENotifyTerminalInTmux(t *testing.T) {
 // A webhook gets the run's end as JSON with its signature; a webhook that
 // fails changes no exit code and is recorded on the chain as NotifyFailed.
 func TestE2ENotifyWebhook(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	var mu sync.Mutex
 	var body []byte
 	var sig string
@@ -123,9 +119,7 @@ url = "`+gone.URL+`/hook"
 
 // Bad input is refused before the run, in one sentence with the fix.
 func TestE2EReachBadInput(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	cases := []struct{ name, src, want string }{
 		{"credential in clear", notifyLoop + "[[notify]]\nkind = \"webhook\"\nurl = \"https://bot:pw@chat.example/hook\"\n",
 			"ralph.toml:7: [[notify]] webhook-1: url https://REDACTED@chat.example/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead\n"},
@@ -167,9 +161,7 @@ func (d *desktopDaemon) Notify(app string, replaces uint32, icon, summary, body 
 // The desktop sink reaches the notification service on the session bus
 // DBUS_SESSION_BUS_ADDRESS names.
 func TestE2ENotifyDesktop(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	if _, err := exec.LookPath("dbus-daemon"); err != nil {
 		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
 	}
@@ -215,9 +207,7 @@ func TestE2ENotifyDesktop(t *testing.T) {
 // gets the run's terminal notifications: here its end, after the attached
 // UI aborted it.
 func TestE2ENotifyAttachedTerminal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 [loop]

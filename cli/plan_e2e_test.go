@@ -18,9 +18,7 @@ const planE2EIR = `{"steps": [{"id": "greet", "name": "Greet", "capability": ":c
 // Mode B, prints the compiled plan with its diagnostics and an empty IR
 // diff, reports each exchange on stderr, and executes nothing.
 func TestE2EPlanOpenAI(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-plan-5d1c7a3b90"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("I would rather explain: first greet, then add."), oaitest.Text(planE2EIR))
@@ -54,9 +52,7 @@ func TestE2EPlanOpenAI(t *testing.T) {
 
 // TestE2EPlanOpenAIJSON: --json prints each exchange, then the plan.
 func TestE2EPlanOpenAIJSON(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-plan-json-0b2e4c6a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("```clojure\n(do (step \"Hi\" (call :ccos.echo {:message \"hi\"})))\n```").WithUsage(100, 10))
@@ -94,9 +90,7 @@ func TestE2EPlanOpenAIJSON(t *testing.T) {
 // TestE2EPlanNoValidPlan: garbage in both modes is exit 2 with every
 // problem listed and the reason on stderr.
 func TestE2EPlanNoValidPlan(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-plan-none-4f6e8a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("no"), oaitest.Text(`{"steps": "none"}`))
@@ -113,9 +107,7 @@ func TestE2EPlanNoValidPlan(t *testing.T) {
 // PlanGenerated with its mode, repairs and canonical IR; the key is in
 // none of them.
 func TestE2ERunRecordsPlanGeneration(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-run-plan-2a9d7e"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key},

@@ -10,9 +10,7 @@ import (
 // An agent CLI that prints the API key in its error does not get it onto
 // the terminal through ralph plan.
 func TestE2EPlanRedactsTheKeyFromProviderErrors(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "agent.sh")

@@ -44,9 +44,7 @@ func isolatedEnv(dir string) []string {
 // the same loop writing a file each iteration is progress and runs to its
 // iteration limit.
 func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}

@@ -49,9 +49,7 @@ max = 1
 // and the rejected key appears nowhere — not in the output, not in the
 // chain, though the server echoed it back.
 func TestE2EOpenAIUnauthorized(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-wrong-4b1d9f7c2a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: "sk-e2e-the-right-one"}, oaitest.Text("(do 1)"))
@@ -86,9 +84,7 @@ func TestE2EOpenAIUnauthorized(t *testing.T) {
 
 // TestE2EOpenAIMissingKey: without the key the run does not start.
 func TestE2EOpenAIMissingKey(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	srv := oaitest.New(t, oaitest.Options{}, oaitest.Text("(do 1)"))
 	cfg := openaiConfig(t, srv.BaseURL, "")
@@ -110,9 +106,7 @@ func TestE2EOpenAIMissingKey(t *testing.T) {
 // through llm.ask; the run finishes, both exchanges are recorded, the
 // llm.ask call carries its cost, and the key is nowhere in the chain.
 func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const key = "sk-e2e-good-93c0e1f5b7"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key},
@@ -153,9 +147,7 @@ func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
 // proxies and routers do) ends `ralph run` at once with exit 2 and the
 // fix, as a 401 does, instead of retrying it as a transient failure.
 func TestE2EOpenAIStreamErrorEvent(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	var posts, unstreamed atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -10,9 +10,7 @@ import (
 // Strings that are not UTF-8, or that look like keywords, survive chain
 // export → import: every action keeps its hash.
 func TestE2EExportImportKeepsRawStrings(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")

@@ -13,9 +13,7 @@ import (
 // line, and no store left behind. So is a plan governance refuses after
 // the store was opened.
 func TestE2ERecordTooLargeIsConfigError(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	const tail = "[plan]\nrtfs = '(step \"A\" 1)'\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
 	deep := strings.Repeat("{a = ", 2000) + "1" + strings.Repeat("}", 2000)

@@ -91,9 +91,7 @@ func assertSameAsRecorded(t *testing.T, r replayOut, code, runCode int) {
 // failure by no_progress, a limit by max_iterations, a budget that forbids
 // the next iteration, and the ralph-classic example.
 func TestE2EReplayRecordedConfig(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	cases := []struct {
 		name    string
@@ -139,9 +137,7 @@ func TestE2EReplayRecordedConfig(t *testing.T) {
 // The quickstart example (a static plan that ends on a completion
 // predicate) replays to its recorded decision too.
 func TestE2EReplayQuickstart(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := &agentProject{dir: t.TempDir(), env: isolatedEnv(t.TempDir())}
 	b, err := os.ReadFile("../examples/quickstart/ralph.toml")
@@ -166,9 +162,7 @@ func TestE2EReplayQuickstart(t *testing.T) {
 // a predicate, a command unknown without --rerun and checked with it
 // against each iteration's checkpoint, never the user's work tree.
 func TestE2EReplayChangedConfig(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := gitProject(t, "FAKE_AGENT_DONE_AFTER=4")
 	if out, errOut, code := p.ralph(t, "run", "--no-tui"); code != 0 {

@@ -11,9 +11,7 @@ import (
 // every listing says what happened: the call is marked "! exit 1" (never
 // "ok"), the step stays ok.
 func TestE2EReportedFailureIsShown(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[plan]

@@ -16,9 +16,7 @@ import (
 )
 
 func TestE2EQuickstart(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	out, errOut, code := runBinary(t, ralphBin, "", "run", "../examples/quickstart/ralph.toml", "--store", store)
@@ -35,9 +33,7 @@ func TestE2EQuickstart(t *testing.T) {
 }
 
 func TestE2ERunExitCodes(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cases := []struct {
@@ -93,9 +89,7 @@ kind = "max_iteration"
 }
 
 func TestE2ERunJSON(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	out, errOut, code := runBinary(t, ralphBin, "", "run", "../examples/quickstart/ralph.toml", "--json", "--store", store)
@@ -190,9 +184,7 @@ shell_allow = ["sleep"]
 `
 
 func TestE2ESigintRunsCompensations(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), slowSaga)
@@ -209,9 +201,7 @@ func TestE2ESigintRunsCompensations(t *testing.T) {
 }
 
 func TestE2EResumeAfterKill(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[plan]

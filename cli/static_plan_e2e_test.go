@@ -11,9 +11,7 @@ import (
 // or that governance refuses is a config error (exit 2) before any run
 // starts, not a run that fails every iteration.
 func TestE2EBadStaticPlanIsAConfigError(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	for _, tc := range []struct{ name, plan, want string }{
 		{"unreadable", `(do (+ 1`, "[plan].rtfs:1:5: '(' opened here is never closed; add ')'"},

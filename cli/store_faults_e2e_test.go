@@ -35,9 +35,7 @@ max = 100000
 // naming the disk, its store verifies with everything committed, and no
 // lock or socket is left.
 func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "small")
@@ -109,9 +107,7 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 // at random moments and resumes it: after each kill the kv counter equals
 // the kv.put calls the chain records.
 func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
@@ -165,9 +161,7 @@ func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
 // against the witness, that a new run on the store is refused with one
 // sentence, and that neither changed the log.
 func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")

@@ -63,9 +63,7 @@ func runsClosed(t *testing.T, dir, store string) []map[string]any {
 // Each failure mode of a run ends it with its closing action, and a call
 // cut short is recorded as cancelled, by whom, never as a timeout.
 func TestE2EEveryFailureModeClosesTheRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	cases := []struct {
 		name   string
@@ -151,9 +149,7 @@ cmd = ["./missing-check.sh"]
 // A run left open by a killed process with a predicate that cannot be
 // evaluated resumes, and closes as failed instead of dying again.
 func TestE2EResumeClosesARunWithAFailingPredicate(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
@@ -223,9 +219,7 @@ func linesOf(r io.Reader) <-chan string {
 // chain show --tree prints each StopConditionsEvaluated under the iteration
 // it evaluated, not after the whole run.
 func TestE2EChainTreeShowsEvaluationsUnderTheirIteration(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
@@ -286,9 +280,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // recorded as cancelled by the skip, never as a timeout, the iteration as
 // skipped, and the loop goes on. The running step shows its elapsed time.
 func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), napConfig(""))
@@ -346,9 +338,7 @@ func waitScreen(t *testing.T, tm *tmux, re *regexp.Regexp) string {
 // The UI shows what the agent streams while its call runs; an abort then
 // cancels the call, recorded as cancelled by the abort.
 func TestE2EAgentOutputInTheUI(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := newAgentProject(t, "FAKE_AGENT_DELAY=2") // each line of the stream two seconds after the last
 	tm := newTmux(t, tmuxScript(t, p.dir, p.env, "run"))

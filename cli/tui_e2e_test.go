@@ -13,9 +13,7 @@ import (
 // conditions with their progress and the final state with its reason;
 // q exits 0 and the terminal is restored.
 func TestE2ERunTUIInTerminal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, err := filepath.Abs("../examples/quickstart/ralph.toml")
@@ -45,9 +43,7 @@ func TestE2ERunTUIInTerminal(t *testing.T) {
 // run ends it as the headless runner does: the run is aborted and
 // recorded, ralph waits for it and exits 4 (aborted), not 1.
 func TestE2ERunTUISignal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")

@@ -27,9 +27,7 @@ func quickstartRun(t *testing.T, store string) string {
 // conditions and final state; history and detail views; q exits 0 and
 // leaves the terminal in cooked mode.
 func TestE2EViewInTerminal(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")

@@ -274,9 +274,7 @@ func chargeFiles(t *testing.T) (dir, charges, marks string) {
 }
 
 func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	dir, charges, marks := chargeFiles(t)
 	f.worker("w1", 2)
@@ -316,9 +314,7 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 // the run from the replicated chain, the charge is not repeated, and
 // max_iterations holds.
 func TestE2EWorkerKilledMidRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	_, charges, marks := chargeFiles(t)
 	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 1), "w2": f.worker("w2", 1)}
@@ -361,9 +357,7 @@ func chargedIn(acts []ledger.Action, iteration int) bool {
 }
 
 func TestE2EWorkerWithoutNATS(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	_, errOut, code := runBinary(t, ralphBin, "", "worker", "--nats", "nats://127.0.0.1:1", "--dir", t.TempDir())
 	want := "no NATS server answers at nats://127.0.0.1:1; start one with `ralph fleet serve` or pass --nats URL"
@@ -375,9 +369,7 @@ func TestE2EWorkerWithoutNATS(t *testing.T) {
 // SIGTERM: the worker pauses its run after the current call, hands it
 // back and exits 0; another worker finishes it.
 func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	_, charges, marks := chargeFiles(t)
 	w1 := f.worker("w1", 1)
@@ -415,9 +407,7 @@ func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
 // stream's leader; every run completes, each iteration charged and
 // committed once, max_iterations held, every chain verifiable.
 func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	c := fleettest.NewTLSCluster(t, 3) // TLS for clients and routes, and the roles
 	cfg := fleet.DefaultConfig()
 	cfg.Replicas = 3
@@ -464,9 +454,7 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 // A worker without the job's agent CLI puts the job back, saying why in
 // the run's state; a worker that has the CLI runs it.
 func TestE2EWorkerWithoutTheAgentCLI(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	if _, err := exec.LookPath("claude"); err == nil {
 		t.Skip("a real claude is on PATH")
 	}
@@ -513,9 +501,7 @@ max = 2
 // worker takes a control only when its submitter signed it, and records it
 // as a ControlRequested action before acting on it.
 func TestE2EWorkerRecordsWhoControlledTheRun(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	f := newE2EFleet(t)
 	_, charges, marks := chargeFiles(t)

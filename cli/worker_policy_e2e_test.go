@@ -40,9 +40,7 @@ max = 1
 // it runs: the run fails with the reason in its state and in `ralph runs
 // --nats`, the job is not delivered again, and sh never ran.
 func TestE2EWorkerWithoutPolicyRefusesShell(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	f.workerArgs("plain", 1, nil)
 	dir := t.TempDir()
@@ -79,9 +77,7 @@ func TestE2EWorkerWithoutPolicyRefusesShell(t *testing.T) {
 // bound runs to the policy's max_iterations, and a job whose workspace the
 // policy does not list is refused naming it.
 func TestE2EWorkerPolicyCeiling(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	f := newE2EFleet(t)
 	policy := filepath.Join(t.TempDir(), "worker.toml")
 	writeFile(t, policy, fmt.Sprintf("[governance]\nmax_iterations = 2\nworkspaces = [%q]\n", filepath.Dir(f.bare)+"/*.git"))
