@@ -298,15 +298,15 @@ func TestE2EAgentKilledLeavesNoAgent(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var agents []int
-	waitFor(t, 90*time.Second, func() bool {
+	waitUntil(t, "the second agent call to start", func() bool {
 		agents = agentPIDs(t, p.state, cmd.Process.Pid)
 		return p.calls(t) == 2 && hasSleeper(agents)
-	}, "the second agent call to start")
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitFor(t, 30*time.Second, func() bool { return len(alive(agents)) == 0 }, "the agent's processes to die with ralph")
+	waitUntil(t, "the agent's processes to die with ralph", func() bool { return len(alive(agents)) == 0 })
 
 	runs, _, _ := p.ralph(t, "runs", "--json")
 	var rec struct{ ID string }
@@ -377,17 +377,6 @@ func alive(pids []int) []int {
 		out = append(out, pid)
 	}
 	return out
-}
-
-func waitFor(t *testing.T, limit time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // TestE2EAgentBadInput: each mistake is one sentence with its fix and a

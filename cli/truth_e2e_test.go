@@ -322,17 +322,11 @@ func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
 // timing assertion).
 func waitScreen(t *testing.T, tm *tmux, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := tm.screen()
-		if re.MatchString(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("screen never matched %s:\n%s", re, s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s string
+	if !poll(func() bool { s = tm.screen(); return re.MatchString(s) }) {
+		t.Fatalf("screen never matched %s:\n%s", re, s)
 	}
+	return s
 }
 
 // The UI shows what the agent streams while its call runs; an abort then

@@ -168,6 +168,10 @@ type Store struct {
 	// done is closed by Close; background goroutines end when it is.
 	done   chan struct{}
 	bgWG   sync.WaitGroup
+	// gcPasses counts the value-log GC loop's ticks, and gcStopped is set
+	// when the loop returns (Close waits for it).
+	gcPasses  atomic.Int64
+	gcStopped atomic.Bool
 	readMu sync.RWMutex // held for reading by every read of db
 	closed bool         // under readMu
 
@@ -770,6 +774,7 @@ func (s *Store) Close() error {
 // gcLoop runs value-log GC every interval until Close.
 func (s *Store) gcLoop(every time.Duration) {
 	defer s.bgWG.Done()
+	defer s.gcStopped.Store(true)
 	defer s.recoverBackground("value-log GC")
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -779,6 +784,7 @@ func (s *Store) gcLoop(every time.Duration) {
 			return
 		case <-t.C:
 		}
+		s.gcPasses.Add(1)
 		for i := 0; i < 16; i++ { // each pass rewrites at most one file
 			err := s.db.RunValueLogGC(0.5)
 			if err != nil {

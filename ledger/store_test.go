@@ -443,9 +443,22 @@ func TestBadgerLogsGoToSlogAndGCStopsOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendN(t, s, 0, 10)
-	time.Sleep(10 * time.Millisecond) // a few GC ticks
+	for s.gcPasses.Load() < 3 { // a few GC passes (the test's deadline bounds the wait)
+		time.Sleep(time.Millisecond)
+	}
+	if s.gcStopped.Load() {
+		t.Fatal("the value-log GC loop stopped before Close")
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if !s.gcStopped.Load() {
+		t.Error("the value-log GC loop still runs after Close")
+	}
+	passes := s.gcPasses.Load()
+	time.Sleep(5 * time.Millisecond) // several GC intervals: a loop still running would tick
+	if n := s.gcPasses.Load(); n != passes {
+		t.Errorf("value-log GC ran %d more times after Close", n-passes)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
