@@ -166,14 +166,14 @@ type Store struct {
 	subWG    sync.WaitGroup
 
 	// done is closed by Close; background goroutines end when it is.
-	done   chan struct{}
-	bgWG   sync.WaitGroup
+	done chan struct{}
+	bgWG sync.WaitGroup
 	// gcPasses counts the value-log GC loop's ticks, and gcStopped is set
 	// when the loop returns (Close waits for it).
 	gcPasses  atomic.Int64
 	gcStopped atomic.Bool
-	readMu sync.RWMutex // held for reading by every read of db
-	closed bool         // under readMu
+	readMu    sync.RWMutex // held for reading by every read of db
+	closed    bool         // under readMu
 
 	closeOnce sync.Once
 	closeErr  error
