@@ -7,7 +7,7 @@ GO       ?= go
 BIN      := bin/ralph
 FUZZTIME ?= 60s
 
-.PHONY: build run ui test test-agents bench fuzz lint
+.PHONY: build run ui test test-race-e2e test-agents bench fuzz lint
 
 ## build: compile ralph into bin/ralph
 build:
@@ -29,6 +29,12 @@ ui: build
 test:
 	$(GO) vet ./...
 	$(GO) test -race -p 1 ./...
+
+## test-race-e2e: the end-to-end tests again, with the binary they drive built with -race, so the race
+## detector sees the shipped binary as well as the tests (several times slower: a target of its own,
+## which CI runs after make test)
+test-race-e2e:
+	RALPH_E2E_RACE=1 $(GO) test -count 1 -timeout 15m -run 'E2E' ./cli/
 
 ## test-agents: install the pinned real agent CLIs (agents/package.json) into a cache directory and run
 ## ralph's conformance tests with them against the mock model server (agent/conformance). When the

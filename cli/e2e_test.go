@@ -34,7 +34,11 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	ralphBin = filepath.Join(dir, "ralph")
-	if err := goBuild(ralphBin); err != nil {
+	var flags []string
+	if os.Getenv("RALPH_E2E_RACE") == "1" { // make test-race-e2e: the race detector in the shipped binary too
+		flags = append(flags, "-race")
+	}
+	if err := goBuild(ralphBin, flags...); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
