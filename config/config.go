@@ -505,14 +505,9 @@ func strayStopFields(s *Stop, k StopKind) []string {
 	return out
 }
 
-func validateStop(s *Stop, file string, line int) error {
-	fail := func(format string, args ...any) error {
-		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
-	}
-	k, ok := LookupStopKind(s.Kind)
-	if !ok {
-		return fail("%s", UnknownStopKind(s.Kind))
-	}
+// missingStopField is the first field kind k requires that s leaves unset
+// (or not positive), or "".
+func missingStopField(s *Stop, k StopKind) string {
 	for _, f := range k.Required {
 		missing := false
 		switch f {
@@ -538,8 +533,22 @@ func validateStop(s *Stop, file string, line int) error {
 			missing = len(s.Conditions) == 0
 		}
 		if missing {
-			return fail("kind %q needs a positive %s", s.Kind, f)
+			return f
 		}
+	}
+	return ""
+}
+
+func validateStop(s *Stop, file string, line int) error {
+	fail := func(format string, args ...any) error {
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
+	}
+	k, ok := LookupStopKind(s.Kind)
+	if !ok {
+		return fail("%s", UnknownStopKind(s.Kind))
+	}
+	if f := missingStopField(s, k); f != "" {
+		return fail("kind %q needs a positive %s", s.Kind, f)
 	}
 	if extra := strayStopFields(s, k); len(extra) > 0 {
 		return fail("%s does not apply to kind %q and would be ignored; remove it", strings.Join(extra, ", "), s.Kind)

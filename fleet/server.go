@@ -106,36 +106,8 @@ func StartServer(o ServerOptions) (*Server, error) {
 		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 5
 	}
 	if o.ClusterName != "" {
-		ch, cp, err := splitHostPort(o.ClusterListen)
-		if err != nil {
-			return nil, fmt.Errorf("cluster listen %q: %w", o.ClusterListen, err)
-		}
-		if cp == 0 {
-			cp = server.RANDOM_PORT
-		}
-		opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: ch, Port: cp}
-		if o.TLSCert != "" {
-			if o.TLSCA == "" {
-				return nil, errors.New("a cluster with TLS needs the CA that signed its nodes' certificates; pass it as well as the certificate and key")
-			}
-			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
-			if err != nil {
-				return nil, fmt.Errorf("the cluster's TLS (certificate %s, CA %s): %w", o.TLSCert, o.TLSCA, err)
-			}
-			// A node is both server and client of its routes: it checks
-			// the nodes it dials against the same CA.
-			tc.RootCAs = tc.ClientCAs
-			opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
-		}
-		if o.TLSCert == "" && !loopback(ch) {
-			return nil, fmt.Errorf("cluster listen %s is reachable from other machines, which needs TLS; pass a certificate and key, or listen on 127.0.0.1", o.ClusterListen)
-		}
-		for _, r := range o.Routes {
-			u, err := url.Parse("nats-route://" + r)
-			if err != nil {
-				return nil, fmt.Errorf("route %q: %w", r, err)
-			}
-			opts.Routes = append(opts.Routes, u)
+		if err := clusterOptions(o, opts); err != nil {
+			return nil, err
 		}
 	}
 	ns, err := server.NewServer(opts)
@@ -158,6 +130,44 @@ func StartServer(o ServerOptions) (*Server, error) {
 		}
 	}
 	return srv, nil
+}
+
+// clusterOptions sets opts to join the cluster o names: this node's route
+// address, TLS on the routes (under o.TLSCA) when the node has a
+// certificate, and the other nodes' routes.
+func clusterOptions(o ServerOptions, opts *server.Options) error {
+	ch, cp, err := splitHostPort(o.ClusterListen)
+	if err != nil {
+		return fmt.Errorf("cluster listen %q: %w", o.ClusterListen, err)
+	}
+	if cp == 0 {
+		cp = server.RANDOM_PORT
+	}
+	opts.Cluster = server.ClusterOpts{Name: o.ClusterName, Host: ch, Port: cp}
+	if o.TLSCert != "" {
+		if o.TLSCA == "" {
+			return errors.New("a cluster with TLS needs the CA that signed its nodes' certificates; pass it as well as the certificate and key")
+		}
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey, CaFile: o.TLSCA, Verify: true})
+		if err != nil {
+			return fmt.Errorf("the cluster's TLS (certificate %s, CA %s): %w", o.TLSCert, o.TLSCA, err)
+		}
+		// A node is both server and client of its routes: it checks
+		// the nodes it dials against the same CA.
+		tc.RootCAs = tc.ClientCAs
+		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
+	}
+	if o.TLSCert == "" && !loopback(ch) {
+		return fmt.Errorf("cluster listen %s is reachable from other machines, which needs TLS; pass a certificate and key, or listen on 127.0.0.1", o.ClusterListen)
+	}
+	for _, r := range o.Routes {
+		u, err := url.Parse("nats-route://" + r)
+		if err != nil {
+			return fmt.Errorf("route %q: %w", r, err)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return nil
 }
 
 // users are the server's nkey users: the members', and the keeper's.
