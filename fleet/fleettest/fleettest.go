@@ -91,11 +91,7 @@ func Signer(t testing.TB, url string, role fleet.Role) *fleet.Signer {
 // connection closes with the test.
 func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	o, err := fleet.CredsOption(Creds(t, url, role))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(url, append(append([]nats.Option{o}, tlsOption(url)...), opts...)...)
+	nc, err := Dial(url, role, opts...)
 	if err != nil {
 		t.Fatalf("connect to %s as %s: %v", url, role, err)
 	}
@@ -287,12 +283,11 @@ func freePort(t testing.TB) int {
 // Dial connects to the server(s) at url as role's member, for a test that
 // wants the error.
 func Dial(url string, role fleet.Role, opts ...nats.Option) (*nats.Conn, error) {
-	first, _, _ := strings.Cut(url, ",")
-	d, ok := authDirs.Load(first)
+	creds, ok := LookupCreds(url, role)
 	if !ok {
 		return nil, fmt.Errorf("no fleet directory for the server at %s; start it with fleettest", url)
 	}
-	o, err := fleet.CredsOption(fleet.CredsPath(d.(string), string(role)))
+	o, err := fleet.CredsOption(creds)
 	if err != nil {
 		return nil, err
 	}
