@@ -104,18 +104,19 @@ func OutputWhy(out string) string {
 	return firstMeaningful(out)
 }
 
-// predicateWhy is the first query of a predicate's evidence that decided
-// against it (one that returned false when it does not hold), else the
-// first line.
+// predicateWhy is, for a predicate that does not hold, the first query of
+// its evidence that returned false ("" when none did: the reason, with the
+// predicate's source, says more); for one that holds, the first query.
 func predicateWhy(ev string, met bool) string {
-	if !met {
-		for _, l := range strings.Split(ev, "\n") {
-			if strings.Contains(l, "→ false") {
-				return clean(strings.TrimSpace(l))
-			}
+	if met {
+		return firstMeaningful(ev)
+	}
+	for _, l := range strings.Split(ev, "\n") {
+		if strings.Contains(l, "→ false") {
+			return clean(strings.TrimSpace(l))
 		}
 	}
-	return firstMeaningful(ev)
+	return ""
 }
 
 // firstMeaningful is the first line of s with a letter or digit in it,

@@ -22,6 +22,7 @@ func TestWhy(t *testing.T) {
 		{"limit: the reason", Result{Kind: "max_iterations", Reason: "iteration 3 of at most 20", Evidence: "iteration 3"}, "iteration 3 of at most 20"},
 		{"no_progress: the reason, not the fingerprint", Result{Kind: "no_progress", Reason: "the workspace and verdicts are unchanged for 3 iterations", Evidence: "fingerprint 00ff (3 files, 3 read)"}, "the workspace and verdicts are unchanged for 3 iterations"},
 		{"predicate: the query that decided", Result{Kind: "predicate", Evidence: "(audit.succeeded? \"kv.put\") → true at seq 4 (x)\n(audit.metadata? \"kv.put\" \"n\" \"3\") → false"}, "(audit.metadata? \"kv.put\" \"n\" \"3\") → false"},
+		{"predicate with no false query: the reason", Result{Kind: "predicate", Reason: "predicate does not hold: (>= (audit.count \"Count\" :succeeded) 3)", Evidence: "(audit.count \"Count\" :succeeded) → true"}, "predicate does not hold: (>= (audit.count \"Count\" :succeeded) 3)"},
 		{"file_contains: its evidence", Result{Kind: "file_contains", Met: true, Reason: "DONE found", Evidence: "/w/STATUS.md:4: \"DONE\""}, "/w/STATUS.md:4: \"DONE\""},
 		{"empty evidence: the reason", Result{Kind: "file_exists", Reason: "out.txt does not exist"}, "out.txt does not exist"},
 	}

@@ -26,6 +26,7 @@ const (
 	viewDetail
 	viewLog
 	viewHelp
+	viewCond // one stop condition in full (enter on a condition)
 )
 
 // Focusable panes of the main view, in tab order.
@@ -68,6 +69,7 @@ type model struct {
 	outputShown int
 	history     *historyView
 	detail      *detailView
+	condV       *condView
 	logs        *logView
 	helpV       *helpView
 	filtering   bool
@@ -147,6 +149,7 @@ func newModel(o *Options, st *styles) *model {
 	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
+	m.condV = newCondView(st)
 	m.keys.live(m.live)
 	m.keys.filtered(false)
 	m.keys.Output.SetEnabled(false)
@@ -249,6 +252,7 @@ func (m *model) ingest(a *ledger.Action) {
 	case ledger.StopConditionsEvaluated:
 		if ev, err := stop.EvaluationFromAction(a); err == nil {
 			m.conds.setEvaluation(&ev)
+			m.tree.evaluated(&ev)
 		}
 		m.historyStale = true
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:

@@ -31,7 +31,7 @@ func TestTreeShape(t *testing.T) {
 	m.Update(loadedMsg{})
 	rows := rowTexts(m)
 	// Closers do not get rows; finished iterations fold when the next starts.
-	want := []string{"■ Run · Count to three", "▸ ✓ Iteration 1", "▸ ✗ Iteration 2", "▾ ✓ Iteration 3", "✓ plan · static",
+	want := []string{"■ Run · Count to three", "▸ ○ Iteration 1  counted-to-three: predicate does not hold", "▸ ✗ Iteration 2", "▾ ○ Iteration 3", "✓ plan · static",
 		"✓ governance · admission", "▾ ✓ Plan 3", "▾ ✓ Greet", "✓ ccos.echo", "▾ ✓ Count", "✓ kv.get", "✓ kv.put",
 		"▾ ✓ Reserve", "✓ kv.put", "✓ Check", "■ stop conditions · STOP by enough", "■ Run stopped · enough"}
 	if len(rows) != len(want) {

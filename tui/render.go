@@ -68,7 +68,7 @@ func (m *model) split() (leftW, condH int) {
 	if m.w >= 100 {
 		leftW = m.w * 11 / 20
 	}
-	condH = min(m.conds.height(), max(3, m.bodyH/2))
+	condH = min(m.conds.height(), max(3, m.bodyH/2, m.bodyH-8)) // two lines a condition; the plan keeps 6
 	return leftW, condH
 }
 
@@ -84,6 +84,8 @@ func (m *model) body() []string {
 		return m.logs.render(m.w, h)
 	case viewHelp:
 		return m.renderHelp(m.w, h)
+	case viewCond:
+		return m.condV.lines(m.w, h)
 	}
 	leftW, condH := m.split()
 	lower := m.plan.lines

@@ -213,6 +213,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.scrollKey(k, m.logs)
 	case viewHelp:
 		m.scrollKey(k, m.helpV)
+	case viewCond:
+		m.scrollKey(k, m.condV)
 	}
 	return nil
 }
@@ -259,6 +261,8 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		m.setFocus((m.focus + d) % numFocus)
 	case key.Matches(k, ks.Follow):
 		m.chain.toggleFollow()
+	case key.Matches(k, ks.Detail) && m.focus == focusConds:
+		m.openCond()
 	case key.Matches(k, ks.Detail):
 		return m.openDetail()
 	case key.Matches(k, ks.Filter):
@@ -326,6 +330,23 @@ func (m *model) setFocus(f int) {
 	m.focus = f
 	m.chain.focused, m.conds.focused, m.plan.focused = f == focusChain, f == focusConds, f == focusPlan
 	m.output.focused = m.plan.focused
+	if m.conds.focused {
+		m.conds.focus()
+	}
+}
+
+// openCond shows the selected stop condition in full.
+func (m *model) openCond() {
+	r := m.conds.selected()
+	if r == nil {
+		return
+	}
+	it := 0
+	if m.conds.eval != nil {
+		it = m.conds.eval.Iteration
+	}
+	m.condV.set(*r, it)
+	m.view = viewCond
 }
 
 func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
@@ -383,6 +404,8 @@ func (m *model) mouse(msg tea.MouseMsg) {
 		m.logs.scrollBy(d)
 	case viewHelp:
 		m.helpV.scrollBy(d)
+	case viewCond:
+		m.condV.scrollBy(d)
 	default:
 		leftW, condH := m.split()
 		switch {
