@@ -1,8 +1,10 @@
 package stop
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Why is the one line that says why r stands where it does, for the places
@@ -181,4 +183,85 @@ func commandTail(out string, n int) string {
 		return head + "\n" + t
 	}
 	return t
+}
+
+// Brief is one iteration in one line, as headless runs print it after the
+// iteration's actions (ralph run --brief prints only these):
+//
+//	it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd calc_test.go:7: …
+type Brief struct {
+	Iteration, MaxIterations int     // MaxIterations 0: no limit
+	Status                   string  // the iteration's status as recorded ("ok", "failed", "skipped", …)
+	Duration                 time.Duration
+	Cost, Total, Budget      float64 // this iteration's spend, the run's, and the max_cost (0: none)
+	Eval                     *Evaluation
+}
+
+// String is the line: the iteration, how it ended, how long it took, what
+// it cost, then the conditions' whys (Brief.Whys).
+func (b Brief) String() string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "it %d", b.Iteration)
+	if b.MaxIterations > 0 {
+		fmt.Fprintf(&s, "/%d", b.MaxIterations)
+	}
+	status := b.Status
+	if status == "ok" || status == "" {
+		status = "done"
+	}
+	s.WriteString(" " + status + " " + briefDur(b.Duration))
+	switch {
+	case b.Budget > 0:
+		fmt.Fprintf(&s, " +$%.2f ($%.2f, %d%% of budget)", b.Cost, b.Total, int(b.Total/b.Budget*100))
+	case b.Total > 0:
+		fmt.Fprintf(&s, " +$%.2f ($%.2f)", b.Cost, b.Total)
+	}
+	if w := b.Whys(); w != "" {
+		s.WriteString(" · " + w)
+	}
+	return s.String()
+}
+
+// Whys says where the conditions stand after the iteration, in one line:
+// the condition that stops the run ("stop: stuck (failure): nothing
+// changed for 3 iterations"), else each success condition that does not
+// hold yet ("tests: FAIL TestAdd …"), else the condition closest to
+// firing with its detail.
+func (b Brief) Whys() string {
+	ev := b.Eval
+	if ev == nil {
+		return ""
+	}
+	if t := ev.Trigger(); ev.ShouldStop && t != nil {
+		return fmt.Sprintf("stop: %s (%s): %s", t.Name, t.Class, Why(t))
+	}
+	var parts []string
+	best := -1
+	for i := range ev.Results {
+		r := &ev.Results[i]
+		if r.Class == ClassSuccess && !r.Met {
+			parts = append(parts, r.Name+": "+Why(r))
+		}
+		if !r.Met && (best < 0 || r.Progress > ev.Results[best].Progress) {
+			best = i
+		}
+	}
+	if len(parts) == 0 && best >= 0 {
+		r := &ev.Results[best]
+		parts = append(parts, fmt.Sprintf("closest: %s %d%% (%s)", r.Name, Percent(r.Progress, r.Met), r.Detail))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// briefDur is d as a person reads it: 944ms, 12s, 1m12s, 1h05m.
+func briefDur(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

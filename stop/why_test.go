@@ -1,6 +1,9 @@
 package stop
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestWhy(t *testing.T) {
 	t.Parallel()
@@ -49,5 +52,40 @@ func TestWhyLongTestOutput(t *testing.T) {
 	}
 	if short := "--- FAIL: TestA (0.00s)\nFAIL\n"; commandTail(short, 400) != short {
 		t.Errorf("commandTail changed output shorter than its limit: %q", commandTail(short, 400))
+	}
+}
+
+func TestBrief(t *testing.T) {
+	t.Parallel()
+	tests := Result{Name: "tests", Kind: "command", Class: ClassSuccess, Priority: 60, Detail: "exit 1",
+		Evidence: "$ go test ./...\nexit 1\n--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\nFAIL"}
+	stuck := Result{Name: "stuck", Kind: "no_progress", Class: ClassFailure, Priority: 70, Progress: 2.0 / 3, Detail: "no progress 2/3",
+		Reason: "2 unchanged iterations of 3 allowed"}
+	limit := Result{Name: "iterations", Kind: "max_iterations", Class: ClassLimit, Priority: 80, Progress: 0.15, Detail: "3/20"}
+	fired := stuck
+	fired.Met, fired.Progress, fired.Reason = true, 1, "nothing changed for 3 iterations"
+	cases := []struct {
+		name string
+		b    Brief
+		want string
+	}{
+		{"tests failing, with a budget", Brief{Iteration: 3, MaxIterations: 20, Status: "ok", Duration: 72 * time.Second, Cost: 0.14, Total: 0.42, Budget: 10,
+			Eval: &Evaluation{Results: []Result{limit, stuck, tests}}},
+			"it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5"},
+		{"a failure fires", Brief{Iteration: 4, MaxIterations: 20, Status: "ok", Duration: 944 * time.Millisecond,
+			Eval: &Evaluation{Results: []Result{limit, fired, tests}, ShouldStop: true, Class: ClassFailure, TriggeredBy: "stuck"}},
+			"it 4/20 done 944ms · stop: stuck (failure): nothing changed for 3 iterations"},
+		{"no success condition: the closest", Brief{Iteration: 2, Status: "failed", Duration: 3 * time.Second, Cost: 0.01, Total: 0.03,
+			Eval: &Evaluation{Results: []Result{limit, stuck}}},
+			"it 2 failed 3s +$0.01 ($0.03) · closest: stuck 66% (no progress 2/3)"},
+		{"no evaluation", Brief{Iteration: 1, Status: "skipped", Duration: 2 * time.Hour}, "it 1 skipped 2h00m"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := c.b.String(); got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
 	}
 }
