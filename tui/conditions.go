@@ -34,6 +34,8 @@ type condPane struct {
 	bar        progress.Model
 	cacheKey   condKey
 	cache      []string
+	prefKey    condKey // what pref was measured for
+	pref       int
 }
 
 // condKey is what the pane's drawing depends on.
@@ -104,8 +106,31 @@ func (p *condPane) closest() int {
 	return best
 }
 
-// height is the pane's preferred outer height: two lines a condition.
-func (p *condPane) height() int { return 2*max(1, len(p.results())) + 2 }
+// maxWhyLines is how many lines a condition's why may wrap to when the
+// pane has the room.
+const maxWhyLines = 3
+
+// heightAt is the pane's preferred outer height at width: each condition's
+// first line and its why, wrapped.
+func (p *condPane) heightAt(width int) int {
+	k := condKey{eval: p.eval, n: len(p.configured), w: width}
+	if k == p.prefKey {
+		return p.pref
+	}
+	rs := p.results()
+	p.pref, p.prefKey = max(1, p.linesAt(rs, p.columns(rs, width-3), maxWhyLines))+2, k
+	return p.pref
+}
+
+// linesAt counts the lines all conditions take with whys of up to whyLines.
+func (p *condPane) linesAt(rs []stop.Result, c condCols, whyLines int) int {
+	n := 0
+	for i := range rs {
+		_, why := p.row(&rs[i], false, c, whyLines)
+		n += 1 + len(why)
+	}
+	return n
+}
 
 // shown is how many conditions fit, and whether a line is left for the
 // count of the hidden ones.
@@ -180,14 +205,21 @@ func (p *condPane) draw(width, height int) []string {
 	w := width - 3 // border and gutter
 	cols := p.columns(rs, w)
 	n, marker := p.shown()
+	whyLines := maxWhyLines
+	if marker || p.linesAt(rs, cols, maxWhyLines) > p.h {
+		whyLines = 1 // two lines a condition: all of them, or as many as fit
+	}
 	var rows []string
 	for i := p.offset; i < len(rs) && i < p.offset+n; i++ {
 		gutter := " "
 		if p.focused && i == p.sel || !p.focused && i == hi {
 			gutter = p.st.accent.Render("›")
 		}
-		l1, l2 := p.row(&rs[i], i == hi, cols)
-		rows = append(rows, gutter+l1, " "+l2) // the why under the name
+		l1, why := p.row(&rs[i], i == hi, cols, whyLines)
+		rows = append(rows, gutter+l1)
+		for _, l := range why { // the why under the name
+			rows = append(rows, " "+l)
+		}
 	}
 	if marker && len(rs) > 0 {
 		rows = append(rows, p.st.dim.Render(cut(hiddenMarker(p.offset, len(rs)-p.offset-n), w+1)))
@@ -212,9 +244,9 @@ func hiddenMarker(above, below int) string {
 
 // condCols is the layout of the condition rows at one width.
 type condCols struct {
-	w, nameW, barW  int
-	prio, class     bool
-	detailFirstLine bool // the detail fits on the first line, after the percentage
+	w, nameW, barW int
+	prio, class    bool
+	detailW        int // room for the detail on the first line; a longer one goes to the second
 }
 
 // columns lays the rows out: the name at its full length, the percentage
@@ -234,9 +266,9 @@ func (p *condPane) columns(rs []stop.Result, w int) condCols {
 	if rem >= minBar+4 {
 		c.prio, rem = true, rem-4
 	}
-	if detailW > 0 && rem-1-detailW >= minBar {
-		c.detailFirstLine = true
-		rem -= 1 + detailW
+	if room := min(detailW, rem-minBar-1); room >= 6 {
+		c.detailW = room
+		rem -= 1 + room
 	}
 	if rem >= minBar+8 {
 		c.class, rem = true, rem-8
@@ -281,8 +313,9 @@ func classStyle(st *styles, c stop.Class) lipgloss.Style {
 	return st.warn
 }
 
-// row is a condition's two lines, without the gutter.
-func (p *condPane) row(r *stop.Result, closest bool, c condCols) (string, string) {
+// row is a condition's first line and its why, wrapped to at most
+// whyLines lines, without the gutter.
+func (p *condPane) row(r *stop.Result, closest bool, c condCols, whyLines int) (string, []string) {
 	st := p.st
 	name := fit(r.Name, c.nameW)
 	switch {
@@ -308,13 +341,14 @@ func (p *condPane) row(r *stop.Result, closest bool, c condCols) (string, string
 	}
 	b.WriteString(" " + p.barView(r, closest, c.barW) + " " + pct)
 	detail := p.detail(r)
-	if c.detailFirstLine && detail != "" {
+	onFirst := detail != "" && ansi.StringWidth(detail) <= c.detailW
+	if onFirst {
 		b.WriteString(" " + st.dim.Render(detail))
 	}
 	second := r.Kind
 	if p.eval != nil { // the detail when the first line had no room, the flags (cached, timed out, error), the why
 		var parts []string
-		if !c.detailFirstLine && detail != "" {
+		if !onFirst && detail != "" {
 			parts = append(parts, detail)
 		}
 		parts = append(parts, r.Flags()...)
@@ -327,7 +361,15 @@ func (p *condPane) row(r *stop.Result, closest bool, c condCols) (string, string
 	case r.Met:
 		style = classStyle(st, r.Class)
 	}
-	return b.String(), "  " + style.Render(cut(second, max(0, c.w-2)))
+	lines := wrap(second, max(1, c.w-2))
+	if len(lines) > whyLines {
+		lines = lines[:whyLines]
+		lines[whyLines-1] = cut(lines[whyLines-1]+" "+strings.Repeat("x", c.w), c.w-2) // the ellipsis says there is more
+	}
+	for i, l := range lines {
+		lines[i] = "  " + style.Render(l)
+	}
+	return b.String(), lines
 }
 
 // barView is the condition's bubbles/progress bar, without its own label.

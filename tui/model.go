@@ -253,6 +253,9 @@ func (m *model) ingest(a *ledger.Action) {
 		if ev, err := stop.EvaluationFromAction(a); err == nil {
 			m.conds.setEvaluation(&ev)
 			m.tree.evaluated(&ev)
+			if w := (stop.Brief{Eval: &ev}).Whys(); w != "" {
+				m.lastLog = "after iteration " + strconv.Itoa(ev.Iteration) + " · " + w // the news until the next
+			}
 		}
 		m.historyStale = true
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:

@@ -68,7 +68,7 @@ func (m *model) split() (leftW, condH int) {
 	if m.w >= 100 {
 		leftW = m.w * 11 / 20
 	}
-	condH = min(m.conds.height(), max(3, m.bodyH/2, m.bodyH-8)) // two lines a condition; the plan keeps 6
+	condH = min(m.conds.heightAt(m.w-leftW), max(3, m.bodyH/2, m.bodyH-8)) // two lines a condition or more; the plan keeps 6
 	return leftW, condH
 }
 
