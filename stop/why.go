@@ -190,8 +190,8 @@ func commandTail(out string, n int) string {
 //
 //	it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd calc_test.go:7: …
 type Brief struct {
-	Iteration, MaxIterations int     // MaxIterations 0: no limit
-	Status                   string  // the iteration's status as recorded ("ok", "failed", "skipped", …)
+	Iteration, MaxIterations int    // MaxIterations 0: no limit
+	Status                   string // the iteration's status as recorded ("ok", "failed", "skipped", …)
 	Duration                 time.Duration
 	Cost, Total, Budget      float64 // this iteration's spend, the run's, and the max_cost (0: none)
 	Eval                     *Evaluation
