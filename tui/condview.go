@@ -63,7 +63,7 @@ func (v *condView) content(w int) []string {
 			return
 		}
 		const labelW = 10
-		for i, l := range wrap(clean(text), max(10, w-labelW)) {
+		for i, l := range wrapWords(clean(text), max(10, w-labelW)) {
 			lab := strings.Repeat(" ", labelW)
 			if i == 0 {
 				lab = fit(label, labelW)
@@ -104,7 +104,7 @@ func (v *condView) content(w int) []string {
 	if r.Evidence == "" {
 		return append(out, st.dim.Render("  none recorded"))
 	}
-	for _, l := range wrap(clean(r.Evidence), max(10, w-2)) {
+	for _, l := range wrapWords(clean(r.Evidence), max(10, w-2)) {
 		out = append(out, "  "+l)
 	}
 	return out

@@ -499,3 +499,15 @@ func TestStreamStartsOverOnRetryAndNextAttempt(t *testing.T) {
 		t.Errorf("after a finished attempt the stream is %q", m.plan.stream)
 	}
 }
+
+func TestWrapWordsKeepsIDsWhole(t *testing.T) {
+	t.Parallel()
+	got := wrapWords("seq 12 shell.exec 0193a1b2-0000-7000-8000-000000000012 and more words here", 40)
+	want := []string{"seq 12 shell.exec", "0193a1b2-0000-7000-8000-000000000012 and", "more words here"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrapWords = %q, want %q", got, want)
+	}
+	if got := wrapWords(strings.Repeat("x", 25), 10); len(got) != 3 || got[2] != "xxxxx" {
+		t.Errorf("a long word: %q", got)
+	}
+}
