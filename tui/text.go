@@ -190,8 +190,12 @@ func wrapWords(s string, w int) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(s, "\n") {
+		body := strings.TrimLeft(line, " ")
+		indent := line[:min(len(line)-len(body), w/2)] // kept, on every piece of the line
+		w := w - len(indent)
+		start := len(out)
 		cur, curW := "", 0
-		for _, word := range strings.Split(line, " ") {
+		for _, word := range strings.Split(body, " ") {
 			ww := ansi.StringWidth(word)
 			if curW > 0 && curW+1+ww > w {
 				out, cur, curW = append(out, cur), "", 0
@@ -212,6 +216,9 @@ func wrapWords(s string, w int) []string {
 			curW += ww
 		}
 		out = append(out, cur)
+		for i := start; i < len(out); i++ {
+			out[i] = indent + out[i]
+		}
 	}
 	return out
 }

@@ -80,7 +80,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case verifyMsg:
 		m.verify = &verifyState{report: msg.report, err: msg.err}
 	case tea.KeyMsg:
-		cmd = m.key(msg)
+		cmd = m.keys1by1(msg)
 	case tea.MouseMsg:
 		m.mouse(msg)
 	default:
@@ -146,6 +146,29 @@ func waitDone(done <-chan error) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg { return runDoneMsg{err: <-done} }
+}
+
+// keys1by1 handles the runes of one read one key at a time: the terminal
+// delivers "jjj" (tmux send-keys, key repeat over SSH, a paste) as one
+// message, which is three moves. Once a key opens the filter, the rest of
+// the read is its text.
+func (m *model) keys1by1(k tea.KeyMsg) tea.Cmd {
+	if k.Type != tea.KeyRunes || len(k.Runes) < 2 || m.filtering {
+		return m.key(k)
+	}
+	var cmds []tea.Cmd
+	for i, r := range k.Runes {
+		if m.filtering {
+			rest := k
+			rest.Runes = k.Runes[i:]
+			cmds = append(cmds, m.key(rest))
+			break
+		}
+		one := k
+		one.Runes, one.Paste = []rune{r}, false
+		cmds = append(cmds, m.key(one))
+	}
+	return tea.Batch(cmds...)
 }
 
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
