@@ -152,15 +152,20 @@ func agentLoopRun(end agentLoopEnd) []ledger.Action {
 	return s.acts
 }
 
-// agentLoopModel is a live UI over the scripted agent loop, w×h.
-func agentLoopModel(t *testing.T, end agentLoopEnd, w, h int) (*model, []ledger.Action) {
+func agentLoopConfig(t *testing.T) *config.Config {
 	t.Helper()
-	st, stored := fixtureStore(t, agentLoopRun(end))
 	cfg, err := config.Parse([]byte(agentLoopTOML), "/work/ralph.toml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &Options{Store: st, Config: cfg, RunID: fixtureRun,
+	return cfg
+}
+
+// agentLoopModel is a live UI over the scripted agent loop, w×h.
+func agentLoopModel(t *testing.T, end agentLoopEnd, w, h int) (*model, []ledger.Action) {
+	t.Helper()
+	st, stored := fixtureStore(t, agentLoopRun(end))
+	o := &Options{Store: st, Config: agentLoopConfig(t), RunID: fixtureRun,
 		Now: func() time.Time { return stored[len(stored)-1].Timestamp.Add(42 * time.Second) }}
 	m := newModel(o, newStyles(&strings.Builder{}, termenv.Ascii))
 	m.live, m.loading = true, false
@@ -191,5 +196,46 @@ func TestGoldenAgentLoop(t *testing.T) {
 				golden.RequireEqual(t, []byte(m.View()+"\n"))
 			})
 		}
+	}
+}
+
+// The help lists only what acts in the view it was opened from, wrapped
+// to the screen: a live run's controls and what q does there; a recorded
+// run has nothing to pause or approve, and q exits.
+func TestGoldenHelp(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) *model
+	}{
+		{"live", func(t *testing.T) *model {
+			m, _ := agentLoopModel(t, agentMidRun, 80, 40)
+			press(m, "?")
+			return m
+		}},
+		{"recorded", func(t *testing.T) *model {
+			st, stored := fixtureStore(t, agentLoopRun(agentStuck))
+			m := testModel(t, st, false, 80, 40)
+			m.setConfig(agentLoopConfig(t), nil)
+			feed(m, stored)
+			m.Update(loadedMsg{})
+			press(m, "?")
+			return m
+		}},
+		{"history", func(t *testing.T) *model {
+			m, _ := agentLoopModel(t, agentStuck, 80, 24)
+			press(m, "v")
+			press(m, "?")
+			return m
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.setup(t)
+			golden.RequireEqual(t, []byte(m.View()+"\n"))
+			press(m, "esc")
+			if want := map[string]view{"live": viewMain, "recorded": viewMain, "history": viewHistory}[c.name]; m.view != want {
+				t.Errorf("esc from the help went to view %d, want %d", m.view, want)
+			}
+		})
 	}
 }

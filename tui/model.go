@@ -72,6 +72,7 @@ type model struct {
 	condV       *condView
 	logs        *logView
 	helpV       *helpView
+	helpFrom    view // the view ? was pressed in: the help lists its keys
 	filtering   bool
 	input       textinput.Model
 	// Where the chain was when / opened, so esc goes back to it.

@@ -104,17 +104,20 @@ func (m *model) syncControls() {
 	paused := m.state == loop.StatePaused || m.pauseAsked
 	filtered := m.tree.filter != nil
 	output := m.output.call != nil
+	quit := "quit" // what q does: a recorded or ended run
+	switch {
+	case on && m.attached:
+		quit = "detach" // an attached UI leaves a running run going
+	case on:
+		quit = "quit…" // it asks: abort, detach or stay
+	}
 	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
-		m.keys.Output.Enabled() != output || (m.attached && (m.keys.Quit.Help().Desc == "detach") != on) {
+		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
-		if m.attached && on {
-			m.keys.Quit.SetHelp("q", "detach") // an attached UI leaves a running run going
-		} else if m.attached {
-			m.keys.Quit.SetHelp("q", "quit")
-		}
+		m.keys.Quit.SetHelp("q", quit)
 		clear(m.helpCache) // the footer is drawn from the bindings
 	}
 }
@@ -208,7 +211,12 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Quit):
 		return m.askQuit()
 	case key.Matches(k, m.keys.Help):
-		m.toggle(viewHelp)
+		if m.view == viewHelp {
+			m.view = m.helpFrom
+		} else {
+			m.helpFrom, m.view = m.view, viewHelp
+			m.helpV.offset = 0
+		}
 		return nil
 	case key.Matches(k, m.keys.History):
 		if m.toggle(viewHistory) {
@@ -217,6 +225,9 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Log):
 		m.toggle(viewLog)
+		return nil
+	case key.Matches(k, m.keys.Back) && m.view == viewHelp:
+		m.view = m.helpFrom
 		return nil
 	case key.Matches(k, m.keys.Back) && m.view != viewMain:
 		m.view = viewMain
