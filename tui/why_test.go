@@ -6,6 +6,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ralphloop/ralph/ledger"
 )
 
 // runesMsg is several runes in one read, as a terminal delivers tmux
@@ -89,5 +91,22 @@ func TestHiddenConditionsAreCounted(t *testing.T) {
 	}
 	if view := m.View(); !strings.Contains(view, "▲ ") || !strings.Contains(view, "tests") {
 		t.Errorf("scrolled to the last condition, the view does not show it with the ones above counted:\n%s", view)
+	}
+}
+
+// The detail of a failed iteration opens on its error, before the ids and
+// hashes: at 80×24 it is on the first screen.
+func TestFailedDetailOpensOnItsError(t *testing.T) {
+	t.Parallel()
+	st, stored := fixtureStore(t, scriptRun(3, true))
+	m := testModel(t, st, false, 80, 24)
+	feed(m, stored)
+	m.Update(loadedMsg{})
+	selectSeq(t, m, seqOf(t, stored, ledger.IterationStarted, "iteration 2", 1))
+	press(m, "enter")
+	view := ansi.Strip(m.View())
+	errAt := strings.Index(view, "error           iteration-2.rtfs:13:7: simulated failure in iteration 2")
+	if errAt < 0 || errAt > strings.Index(view, "action_id") {
+		t.Errorf("the failed iteration's detail does not open on its error:\n%s", view)
 	}
 }
