@@ -122,6 +122,43 @@ func (p *condPane) heightAt(width int) int {
 	return p.pref
 }
 
+// whyLines shares the pane's spare lines among the shown conditions'
+// whys, one line each at least and maxWhyLines at most: first the one
+// closest to firing (hi), then the success conditions that do not hold
+// (their why is what is left to fix), then the others in order.
+func (p *condPane) whyLines(rs []stop.Result, c condCols, hi int, marker bool) []int {
+	n := make([]int, len(rs))
+	want := make([]int, len(rs))
+	for i := range rs {
+		n[i] = 1
+		if !marker {
+			_, why := p.row(&rs[i], false, c, maxWhyLines)
+			want[i] = len(why)
+		}
+	}
+	spare := p.h - 2*len(rs)
+	order := make([]int, 0, len(rs))
+	if hi >= 0 && hi < len(rs) {
+		order = append(order, hi)
+	}
+	for pass := 0; pass < 2; pass++ {
+		for i := range rs {
+			first := rs[i].Class == stop.ClassSuccess && !rs[i].Met
+			if i != hi && first == (pass == 0) {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
+		give := min(spare, want[i]-n[i])
+		if give > 0 {
+			n[i] += give
+			spare -= give
+		}
+	}
+	return n
+}
+
 // linesAt counts the lines all conditions take with whys of up to whyLines.
 func (p *condPane) linesAt(rs []stop.Result, c condCols, whyLines int) int {
 	n := 0
@@ -205,17 +242,15 @@ func (p *condPane) draw(width, height int) []string {
 	w := width - 3 // border and gutter
 	cols := p.columns(rs, w)
 	n, marker := p.shown()
-	whyLines := maxWhyLines
-	if marker || p.linesAt(rs, cols, maxWhyLines) > p.h {
-		whyLines = 1 // two lines a condition: all of them, or as many as fit
-	}
+	end := min(len(rs), p.offset+n)
+	whyLines := p.whyLines(rs[p.offset:end], cols, hi-p.offset, marker)
 	var rows []string
-	for i := p.offset; i < len(rs) && i < p.offset+n; i++ {
+	for i := p.offset; i < end; i++ {
 		gutter := " "
 		if p.focused && i == p.sel || !p.focused && i == hi {
 			gutter = p.st.accent.Render("›")
 		}
-		l1, why := p.row(&rs[i], i == hi, cols, whyLines)
+		l1, why := p.row(&rs[i], i == hi, cols, whyLines[i-p.offset])
 		rows = append(rows, gutter+l1)
 		for _, l := range why { // the why under the name
 			rows = append(rows, " "+l)
