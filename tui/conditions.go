@@ -397,9 +397,9 @@ func (p *condPane) row(r *stop.Result, closest bool, c condCols, whyLines int) (
 		style = classStyle(st, r.Class)
 	}
 	lines := wrap(second, max(1, c.w-2))
-	if len(lines) > whyLines {
+	if len(lines) > whyLines { // the last line shown ends in … (enter shows it all)
+		lines[whyLines-1] = cut(strings.Join(lines[whyLines-1:], " "), max(0, c.w-2))
 		lines = lines[:whyLines]
-		lines[whyLines-1] = cut(lines[whyLines-1]+" "+strings.Repeat("x", c.w), c.w-2) // the ellipsis says there is more
 	}
 	for i, l := range lines {
 		lines[i] = "  " + style.Render(l)

@@ -110,3 +110,16 @@ func TestFailedDetailOpensOnItsError(t *testing.T) {
 		t.Errorf("the failed iteration's detail does not open on its error:\n%s", view)
 	}
 }
+
+// A why longer than its lines ends in an ellipsis after its own words.
+func TestConditionWhyIsCutWithAnEllipsis(t *testing.T) {
+	t.Parallel()
+	m, _ := agentLoopModel(t, agentMidRun, 80, 24)
+	rs := m.conds.results()
+	c := m.conds.columns(rs, 37)
+	_, why := m.conds.row(&rs[2], false, c, 1) // stuck: "no progress 1/3 · 1 unchanged iterations of 3 allowed"
+	got := strings.TrimSpace(ansi.Strip(why[0]))
+	if len(why) != 1 || !strings.HasSuffix(got, "…") || !strings.HasPrefix("no progress 1/3 · 1 unchanged iterations of 3 allowed", strings.TrimSuffix(got, "…")) {
+		t.Errorf("why cut to one line = %q", why)
+	}
+}
