@@ -115,27 +115,44 @@ func (m *model) header() string {
 	if b := m.maxCost(); b > 0 {
 		cost += fmt.Sprintf("/$%.2f", b)
 	}
-	parts = append(parts, cost, fmtTokens(tokens)+" tok")
+	parts = append(parts, cost)
+	// What a narrow screen leaves out whole, rather than cut: the plan's
+	// mode first, then the provider and model, then the tokens.
+	var tok, pm, mode, ro string
+	tok = fmtTokens(tokens) + " tok"
 	if m.provider != "" {
-		pm := m.provider
+		pm = m.provider
 		if m.modelName != "" {
 			pm += "/" + m.modelName
 		}
-		parts = append(parts, pm)
 	}
 	if pl := m.plan.plan; pl != nil && pl.Mode != "" {
-		p := "plan " + pl.Mode
+		mode = "plan " + pl.Mode
 		if pl.Repairs == 1 {
-			p += " (1 repair)"
+			mode += " (1 repair)"
 		} else if pl.Repairs > 1 {
-			p += fmt.Sprintf(" (%d repairs)", pl.Repairs)
+			mode += fmt.Sprintf(" (%d repairs)", pl.Repairs)
 		}
-		parts = append(parts, p)
 	}
 	if !m.live {
-		parts = append(parts, st.dim.Render("read-only"))
+		ro = st.dim.Render("read-only")
 	}
-	return fit(" "+strings.Join(parts, st.dim.Render(" · ")), m.w)
+	sep := st.dim.Render(" · ")
+	for _, drop := range []*string{nil, &mode, &pm, &tok} {
+		if drop != nil {
+			*drop = ""
+		}
+		all := parts
+		for _, p := range []string{tok, pm, mode, ro} {
+			if p != "" {
+				all = append(all, p)
+			}
+		}
+		if line := " " + strings.Join(all, sep); ansi.StringWidth(line) <= m.w || drop == &tok {
+			return fit(line, m.w)
+		}
+	}
+	return ""
 }
 
 func (m *model) stateBadge() string {
