@@ -195,8 +195,9 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %s %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
 			pct, r.Detail, r.Reason, extra)
 		// The one-line why (the first failing test, …) where it says more
-		// than the reason; an error is already on the line.
-		if why := stop.Why(&r); why != "" && why != r.Reason && r.Err == "" {
+		// than the reason and, with -v, than the evidence printed under it;
+		// an error is already on the line.
+		if why := stop.Why(&r); why != "" && why != r.Reason && r.Err == "" && !(verbose && strings.Contains(r.Evidence, why)) {
 			fmt.Fprintf(w, "      why: %s\n", why)
 		}
 		if verbose && r.Evidence != "" {
