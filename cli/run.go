@@ -26,6 +26,7 @@ import (
 
 type runFlags struct {
 	noTUI, asJSON, approve, verbose bool
+	brief                           bool // headless: only each iteration's brief line
 	maxIterations                   int
 	provider, model, store          string
 	// detach starts the run in the background (run --detach); runID and
@@ -46,7 +47,10 @@ event on the causal chain, then evaluates the stop conditions.
 
 When stdout is a terminal the live UI shows the run (p pause, s skip, a abort,
 v history, ? help, q quit). Otherwise, or with --no-tui, the run is headless:
-one line per event, then a summary; --json prints one JSON object per line.
+one line per event (and after each evaluation, the iteration in one line:
+it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd …),
+then a summary; --brief prints only those iteration lines and the summary;
+--json prints one JSON object per line.
 
 Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config,
 plan or provider setup, 3 a limit-class stop, 4 aborted by the user (first
@@ -85,6 +89,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 	fl.BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
 	fl.BoolVar(&f.approve, "approve", false, "show each plan and ask y/n before running it (keys in the UI, stdin headless)")
 	fl.BoolVar(&f.verbose, "verbose", false, "print every stop condition's result after each iteration")
+	fl.BoolVar(&f.brief, "brief", false, "headless: print only one line per iteration (it 3/20 done 1m12s +$0.14 … · tests: FAIL TestAdd …) and the summary")
 	fl.IntVar(&f.maxIterations, "max-iterations", 0, "stop (limit class) after `N` iterations")
 	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
 	fl.StringVar(&f.model, "model", "", "override [model].model")
@@ -95,7 +100,10 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 // runLoop wires the runner for cfg and drives it, in the UI when stdout is
 // a terminal, headless otherwise. resumeID, when set, continues that run.
 func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) error {
-	interactive := !f.noTUI && !f.asJSON && isTTY(cmd.OutOrStdout())
+	if f.brief && f.asJSON {
+		return usageErrorf("--brief and --json both choose what is printed; use one of them")
+	}
+	interactive := !f.noTUI && !f.asJSON && !f.brief && isTTY(cmd.OutOrStdout())
 	if f.approve && !interactive && !isTTY(cmd.InOrStdin()) {
 		return usageErrorf("--approve asks y/n on standard input, which is not a terminal; run without --approve or from a terminal")
 	}
@@ -143,7 +151,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		})()
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
-	p.verbose = f.verbose
+	p.verbose, p.brief, p.tally = f.verbose, f.brief, newIterationTally(opts.Config)
 	followCtx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFollowing()
 	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))
@@ -290,7 +298,9 @@ func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (b
 type printer struct {
 	w       *bufio.Writer
 	asJSON  bool
-	verbose bool // also print each stop-condition result
+	verbose bool            // also print each stop-condition result
+	brief   bool            // print only each iteration's brief line
+	tally   *iterationTally // for the brief line after each evaluation; nil: none
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
@@ -353,9 +363,24 @@ func (p *printer) write(e *loop.Event) {
 		return
 	}
 	at := e.Time.Local().Format("15:04:05")
+	if p.brief && e.Kind != loop.EventAction {
+		return
+	}
 	switch e.Kind {
 	case loop.EventAction:
-		fmt.Fprintf(p.w, "%s it %-3d %s\n", at, e.Iteration, ledger.Summary(e.Action))
+		if !p.brief {
+			fmt.Fprintf(p.w, "%s it %-3d %s\n", at, e.Iteration, ledger.Summary(e.Action))
+		}
+		if p.tally == nil {
+			return
+		}
+		if line := p.tally.take(e.Action); line != "" {
+			if p.brief {
+				fmt.Fprintln(p.w, line)
+			} else {
+				fmt.Fprintf(p.w, "%s %s\n", at, line)
+			}
+		}
 	case loop.EventState:
 		fmt.Fprintf(p.w, "%s it %-3d state %s\n", at, e.Iteration, e.State)
 	case loop.EventWait:
@@ -518,6 +543,7 @@ func newResumeCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&f.noTUI, "no-tui", false, "run headless")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
+	cmd.Flags().BoolVar(&f.brief, "brief", false, "headless: print only one line per iteration and the summary")
 	cmd.Flags().StringVar(&f.store, "store", "", "store `DIR`")
 	return cmd
 }

@@ -178,8 +178,11 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		switch {
 		case r.Err != "": // met or not by its error_class, it could not be checked
 			mark, pct = "!", "   —"
-		case r.Met:
-			mark = "✓"
+		case r.Met: // its class: ✓ success, ✗ failure, ■ a limit or an abort
+			mark = map[stop.Class]string{stop.ClassSuccess: "✓", stop.ClassFailure: "✗"}[r.Class]
+			if mark == "" {
+				mark = "■"
+			}
 		}
 		flags := r.Flags()
 		if r.Err != "" { // "error" comes last; say why
@@ -191,6 +194,12 @@ func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) 
 		}
 		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %s %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
 			pct, r.Detail, r.Reason, extra)
+		// The one-line why (the first failing test, …) where it says more
+		// than the reason and, with -v, than the evidence printed under it;
+		// an error is already on the line.
+		if why := stop.Why(&r); why != "" && why != r.Reason && r.Err == "" && !(verbose && strings.Contains(r.Evidence, why)) {
+			fmt.Fprintf(w, "      why: %s\n", why)
+		}
 		if verbose && r.Evidence != "" {
 			for _, line := range strings.Split(r.Evidence, "\n") {
 				fmt.Fprintf(w, "      %s\n", line)

@@ -57,7 +57,7 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	}
 	exit := cmd.ProcessState.ExitCode()
 	text := out.String()
-	o := outcome{detail: fmt.Sprintf("exit %d", exit), evidence: fmt.Sprintf("$ %s\nexit %d\n%s", line, exit, tail(text, 400))}
+	o := outcome{detail: fmt.Sprintf("exit %d", exit), evidence: fmt.Sprintf("$ %s\nexit %d\n%s", line, exit, commandTail(text, 400))}
 	switch {
 	case exit != c.expect:
 		o.reason = fmt.Sprintf("%s exited %d, want %d", line, exit, c.expect)

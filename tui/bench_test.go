@@ -54,6 +54,19 @@ func BenchmarkTUI(b *testing.B) {
 			}
 		})
 	}
+	// One frame of the 100k-action run at the smallest usual terminal and
+	// at a large one: 80×24 must cost no more than 120×40.
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		b.Run(fmt.Sprintf("frame-%dx%d", size[0], size[1]), func(b *testing.B) {
+			m := loadedModel(b, syntheticRun(100_000))
+			m.Update(sizeMsg(size[0], size[1]))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_ = m.View()
+			}
+		})
+	}
 	b.Run("render-100k-cold", func(b *testing.B) {
 		// Every row drawn again (as after a resize): the row cache is cleared each frame.
 		m := loadedModel(b, syntheticRun(100_000))

@@ -307,9 +307,12 @@ func (p *chainPane) drawRow(idx int32, n *node, w int) string {
 	}
 	if note, ok := p.t.notes[idx]; ok {
 		b.WriteString("  ")
-		if n.st == stFailed || n.st == stReported {
+		switch n.st {
+		case stFailed, stReported:
 			b.WriteString(st.fail.Render(note))
-		} else {
+		case stUnmet:
+			b.WriteString(st.warn.Render(note))
+		default:
 			b.WriteString(st.dim.Render(note))
 		}
 	}
@@ -338,6 +341,8 @@ func (p *chainPane) mark(n *node) string {
 		return st.fail.Render("!")
 	case stCancelled:
 		return st.warn.Render("⊘")
+	case stUnmet:
+		return st.warn.Render("○")
 	case stSkipped:
 		return st.dim.Render("↷")
 	case stStop:

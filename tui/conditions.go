@@ -7,33 +7,43 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/stop"
 )
 
-// condPane shows the stop conditions in priority order with a progress
-// bar each, their class, detail ("7/20"), and whether the result came
-// from the cache or timed out. The condition closest to firing — the one
-// that fired, else the highest progress — is marked with › and coloured.
+// condPane shows the stop conditions in priority order, two lines each:
+// the first has the condition's glyph (its class when it has fired), name,
+// priority, class, a progress bar, the percentage and its detail ("7/20");
+// the second its one-line why (stop.Why: the first failing test, …), after
+// the detail when the first line has no room for it. The condition closest
+// to firing — the one that fired, else the highest progress — is coloured,
+// and marked with › unless the pane is focused, when › is the selection
+// (enter opens its full evidence). Conditions that do not fit are counted
+// on a last line.
 type condPane struct {
 	st         *styles
 	eval       *stop.Evaluation // the latest evaluation; nil before the first
 	configured []stop.Result    // the configured conditions, shown until then
 	focused    bool
-	offset     int
-	h          int
+	offset     int // the first condition shown
+	sel        int // the selected condition, while focused
+	h          int // inner height, in lines
 	bar        progress.Model
 	cacheKey   condKey
 	cache      []string
+	prefKey    condKey // what pref was measured for
+	pref       int
 }
 
 // condKey is what the pane's drawing depends on.
 type condKey struct {
-	eval         *stop.Evaluation
-	n            int
-	w, h, offset int
-	focused      bool
+	eval              *stop.Evaluation
+	n                 int
+	w, h, offset, sel int
+	focused           bool
 }
 
 func newCondPane(st *styles) *condPane {
@@ -96,11 +106,111 @@ func (p *condPane) closest() int {
 	return best
 }
 
-// height is the pane's preferred outer height.
-func (p *condPane) height() int { return max(1, len(p.results())) + 2 }
+// maxWhyLines is how many lines a condition's why may wrap to when the
+// pane has the room.
+const maxWhyLines = 3
+
+// heightAt is the pane's preferred outer height at width: each condition's
+// first line and its why, wrapped.
+func (p *condPane) heightAt(width int) int {
+	k := condKey{eval: p.eval, n: len(p.configured), w: width}
+	if k == p.prefKey {
+		return p.pref
+	}
+	rs := p.results()
+	p.pref, p.prefKey = max(1, p.linesAt(rs, p.columns(rs, width-3), maxWhyLines))+2, k
+	return p.pref
+}
+
+// whyLines shares the pane's spare lines among the shown conditions'
+// whys, one line each at least and maxWhyLines at most: first the one
+// closest to firing (hi), then the success conditions that do not hold
+// (their why is what is left to fix), then the others in order.
+func (p *condPane) whyLines(rs []stop.Result, c condCols, hi int, marker bool) []int {
+	n := make([]int, len(rs))
+	want := make([]int, len(rs))
+	for i := range rs {
+		n[i] = 1
+		if !marker {
+			_, why := p.row(&rs[i], false, c, maxWhyLines)
+			want[i] = len(why)
+		}
+	}
+	spare := p.h - 2*len(rs)
+	order := make([]int, 0, len(rs))
+	if hi >= 0 && hi < len(rs) {
+		order = append(order, hi)
+	}
+	for pass := 0; pass < 2; pass++ {
+		for i := range rs {
+			first := rs[i].Class == stop.ClassSuccess && !rs[i].Met
+			if i != hi && first == (pass == 0) {
+				order = append(order, i)
+			}
+		}
+	}
+	for _, i := range order {
+		give := min(spare, want[i]-n[i])
+		if give > 0 {
+			n[i] += give
+			spare -= give
+		}
+	}
+	return n
+}
+
+// linesAt counts the lines all conditions take with whys of up to whyLines.
+func (p *condPane) linesAt(rs []stop.Result, c condCols, whyLines int) int {
+	n := 0
+	for i := range rs {
+		_, why := p.row(&rs[i], false, c, whyLines)
+		n += 1 + len(why)
+	}
+	return n
+}
+
+// shown is how many conditions fit, and whether a line is left for the
+// count of the hidden ones.
+func (p *condPane) shown() (n int, marker bool) {
+	all := len(p.results())
+	if 2*all <= p.h {
+		return all, false
+	}
+	return max(0, (p.h-1)/2), true
+}
 
 func (p *condPane) scrollBy(d int) {
-	p.offset = min(max(p.offset+d, 0), max(0, len(p.results())-p.h))
+	p.sel = min(max(p.sel+d, 0), max(0, len(p.results())-1))
+	p.scroll()
+}
+
+// scroll keeps the selection in view.
+func (p *condPane) scroll() {
+	n, _ := p.shown()
+	if p.sel < p.offset {
+		p.offset = p.sel
+	}
+	if n > 0 && p.sel >= p.offset+n {
+		p.offset = p.sel - n + 1
+	}
+	p.offset = min(max(p.offset, 0), max(0, len(p.results())-n))
+}
+
+// focus selects the condition closest to firing when the pane gets focus.
+func (p *condPane) focus() {
+	if c := p.closest(); c >= 0 {
+		p.sel = c
+	}
+	p.scroll()
+}
+
+// selected is the selected condition, or nil.
+func (p *condPane) selected() *stop.Result {
+	rs := p.results()
+	if p.sel < 0 || p.sel >= len(rs) {
+		return nil
+	}
+	return &rs[p.sel]
 }
 
 // Render draws the pane in its border.
@@ -110,8 +220,8 @@ func (p *condPane) Render(width, height int) string {
 
 func (p *condPane) lines(width, height int) []string {
 	p.h = max(0, height-2)
-	p.scrollBy(0)
-	k := condKey{p.eval, len(p.configured), width, height, p.offset, p.focused}
+	p.scroll()
+	k := condKey{p.eval, len(p.configured), width, height, p.offset, p.sel, p.focused}
 	if k == p.cacheKey && p.cache != nil {
 		return p.cache
 	}
@@ -123,17 +233,31 @@ func (p *condPane) draw(width, height int) []string {
 	right := "not evaluated yet"
 	if ev := p.eval; ev != nil {
 		right = fmt.Sprintf("iteration %d · %s", ev.Iteration, fmtDur(ev.Duration))
+		if width < 50 {
+			right = fmt.Sprintf("iteration %d", ev.Iteration)
+		}
 	}
 	rs := p.results()
 	hi := p.closest()
 	w := width - 3 // border and gutter
+	cols := p.columns(rs, w)
+	n, marker := p.shown()
+	end := min(len(rs), p.offset+n)
+	whyLines := p.whyLines(rs[p.offset:end], cols, hi-p.offset, marker)
 	var rows []string
-	for i := p.offset; i < len(rs) && len(rows) < p.h; i++ {
+	for i := p.offset; i < end; i++ {
 		gutter := " "
-		if i == hi {
+		if p.focused && i == p.sel || !p.focused && i == hi {
 			gutter = p.st.accent.Render("›")
 		}
-		rows = append(rows, gutter+p.row(&rs[i], i == hi, w))
+		l1, why := p.row(&rs[i], i == hi, cols, whyLines[i-p.offset])
+		rows = append(rows, gutter+l1)
+		for _, l := range why { // the why under the name
+			rows = append(rows, " "+l)
+		}
+	}
+	if marker && len(rs) > 0 {
+		rows = append(rows, p.st.dim.Render(cut(hiddenMarker(p.offset, len(rs)-p.offset-n), w+1)))
 	}
 	if len(rs) == 0 {
 		rows = append(rows, p.st.dim.Render(" no stop conditions"))
@@ -141,52 +265,146 @@ func (p *condPane) draw(width, height int) []string {
 	return p.st.frame("Stop conditions", right, p.focused, width, height, rows)
 }
 
-func (p *condPane) row(r *stop.Result, closest bool, w int) string {
-	st := p.st
-	classW := 0
-	if w >= 56 {
-		classW = 8
+// hiddenMarker says how many conditions are out of view and how to see them.
+func hiddenMarker(above, below int) string {
+	var parts []string
+	if above > 0 {
+		parts = append(parts, fmt.Sprintf("▲ %d above", above))
 	}
-	barW := min(max(w/6, 5), 20)
-	const markW, prioW, pctW = 2, 4, 5
-	nameW := min(max(w-(markW+prioW+classW+barW+pctW+14), 8), 24)
-	detailW := w - (markW + nameW + prioW + classW + barW + pctW + 1)
+	if below > 0 {
+		parts = append(parts, fmt.Sprintf("▼ %d more", below))
+	}
+	return " " + strings.Join(parts, " · ") + " (tab here, ↑↓)"
+}
 
-	mark := st.dim.Render("·")
+// condCols is the layout of the condition rows at one width.
+type condCols struct {
+	w, nameW, barW int
+	prio, class    bool
+	detailW        int // room for the detail on the first line; a longer one goes to the second
+}
+
+// columns lays the rows out: the name at its full length, the percentage
+// and the detail are never cut; the bar, the priority and the class give
+// way first, and the detail moves to the second line when it must.
+func (p *condPane) columns(rs []stop.Result, w int) condCols {
+	c := condCols{w: w, barW: 4}
+	detailW := 0
+	for i := range rs {
+		c.nameW = max(c.nameW, ansi.StringWidth(rs[i].Name))
+		detailW = max(detailW, ansi.StringWidth(p.detail(&rs[i])))
+	}
+	const markW, pctW = 2, 5 // "✓ ", " 100%"
+	const minBar = 6
+	c.nameW = min(c.nameW, max(8, w-markW-pctW-1-minBar))
+	rem := w - markW - c.nameW - 1 - pctW // what the bar, priority, detail and class share
+	if rem >= minBar+4 {
+		c.prio, rem = true, rem-4
+	}
+	if room := min(detailW, rem-minBar-1); room >= 6 {
+		c.detailW = room
+		rem -= 1 + room
+	}
+	if rem >= minBar+8 {
+		c.class, rem = true, rem-8
+	}
+	c.barW = min(max(c.barW, rem), 20)
+	return c
+}
+
+// detail is what the first line says after the percentage when it has
+// room ("7/20"); nothing before the first evaluation.
+func (p *condPane) detail(r *stop.Result) string {
+	if p.eval == nil {
+		return ""
+	}
+	return r.Detail
+}
+
+// condMark is a condition's glyph: · not met, ! timed out or could not
+// run; once met, its class: ✓ success, ✗ failure, ■ a limit or an abort.
+func condMark(st *styles, r *stop.Result) string {
 	switch {
 	case r.Err != "" || r.TimedOut:
-		mark = st.warn.Render("!")
-	case r.Met:
-		mark = st.ok.Render("✓")
+		return st.warn.Render("!")
+	case !r.Met:
+		return st.dim.Render("·")
+	case r.Class == stop.ClassSuccess:
+		return st.ok.Render("✓")
+	case r.Class == stop.ClassFailure:
+		return st.fail.Render("✗")
 	}
-	name := fit(r.Name, nameW)
-	if closest {
+	return st.warn.Render("■")
+}
+
+// classStyle colours what belongs to a met condition by its class.
+func classStyle(st *styles, c stop.Class) lipgloss.Style {
+	switch c {
+	case stop.ClassSuccess:
+		return st.ok
+	case stop.ClassFailure:
+		return st.fail
+	}
+	return st.warn
+}
+
+// row is a condition's first line and its why, wrapped to at most
+// whyLines lines, without the gutter.
+func (p *condPane) row(r *stop.Result, closest bool, c condCols, whyLines int) (string, []string) {
+	st := p.st
+	name := fit(r.Name, c.nameW)
+	switch {
+	case r.Met:
+		name = classStyle(st, r.Class).Bold(true).Render(name)
+	case closest:
 		name = st.accent.Render(name)
 	}
-	class := ""
-	if classW > 0 {
-		class = " " + fit(string(r.Class), classW-1)
+	var b strings.Builder
+	b.WriteString(condMark(st, r) + " " + name)
+	if c.prio {
+		b.WriteString(padLeft(fmt.Sprint(r.Priority), 4))
 	}
-	pct := padLeft(fmt.Sprintf("%d%%", stop.Percent(r.Progress, r.Met)), pctW-1)
+	if c.class {
+		b.WriteString(" " + fit(string(r.Class), 7))
+	}
+	pct := padLeft(fmt.Sprintf("%d%%", stop.Percent(r.Progress, r.Met)), 4)
 	switch {
 	case p.eval == nil || r.TimedOut || r.Err != "":
-		pct = padLeft("—", pctW-1)
+		pct = padLeft("—", 4)
 	case r.Met:
-		pct = padLeft("100%", pctW-1)
+		pct = "100%"
 	}
-	bar := p.barView(r, closest, barW)
-	detail := r.Detail
-	if flags := r.Flags(); len(flags) > 0 {
-		if detail != "" {
-			detail += " · "
+	b.WriteString(" " + p.barView(r, closest, c.barW) + " " + pct)
+	detail := p.detail(r)
+	onFirst := detail != "" && ansi.StringWidth(detail) <= c.detailW
+	if onFirst {
+		b.WriteString(" " + st.dim.Render(detail))
+	}
+	second := r.Kind
+	if p.eval != nil { // the detail when the first line had no room, the flags (cached, timed out, error), the why
+		var parts []string
+		if !onFirst && detail != "" {
+			parts = append(parts, detail)
 		}
-		detail += strings.Join(flags, " · ")
+		parts = append(parts, r.Flags()...)
+		second = strings.Join(append(parts, stop.Why(r)), " · ")
 	}
-	if p.eval == nil {
-		detail = r.Kind
+	style := st.dim
+	switch {
+	case r.Err != "" || r.TimedOut:
+		style = st.warn
+	case r.Met:
+		style = classStyle(st, r.Class)
 	}
-	return mark + " " + name + padLeft(fmt.Sprint(r.Priority), prioW) + class + " " + bar + " " + pct + " " +
-		st.dim.Render(fit(detail, max(0, detailW-1)))
+	lines := wrap(second, max(1, c.w-2))
+	if len(lines) > whyLines { // the last line shown ends in … (enter shows it all)
+		lines[whyLines-1] = cut(strings.Join(lines[whyLines-1:], " "), max(0, c.w-2))
+		lines = lines[:whyLines]
+	}
+	for i, l := range lines {
+		lines[i] = "  " + style.Render(l)
+	}
+	return b.String(), lines
 }
 
 // barView is the condition's bubbles/progress bar, without its own label.
@@ -195,8 +413,12 @@ func (p *condPane) barView(r *stop.Result, closest bool, w int) string {
 	p.bar.FullColor = p.st.barFull
 	p.bar.EmptyColor = p.st.barEmpty
 	switch {
-	case r.Met:
+	case r.Met && r.Class == stop.ClassSuccess:
 		p.bar.FullColor = p.st.barMet
+	case r.Met && r.Class == stop.ClassFailure:
+		p.bar.FullColor = p.st.barFail
+	case r.Met:
+		p.bar.FullColor = p.st.barLimit
 	case closest:
 		p.bar.FullColor = p.st.barClosest
 	}

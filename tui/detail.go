@@ -209,6 +209,16 @@ func (d *detailView) content(w int) []string {
 		out = append(out, spread(st.bold.Render("closed by "+ledger.Summary(c)), d.verdict(c), w))
 	}
 	out = append(out, "")
+	if fields := failureLines(a, msg.closer); len(fields) > 0 { // what went wrong first, before the ids and hashes
+		var failed []string
+		for _, f := range fields {
+			d.fieldFunc(&failed, w, fieldW)(f[0], f[1])
+		}
+		for _, l := range failed {
+			out = append(out, st.fail.Render(ansi.Strip(l)))
+		}
+		out = append(out, "")
+	}
 	field("seq", strconv.FormatUint(a.Seq, 10))
 	field("action_id", a.ActionID)
 	parent := a.ParentActionID
@@ -425,4 +435,37 @@ func printValue(v rtfs.Value) string {
 		return ""
 	}
 	return rtfs.Print(v)
+}
+
+// failureLines are the fields that say why a (or its closing action)
+// failed, for the top of its detail: the error, or the failure a call
+// reported with the end of what it printed on stderr; none if it did not fail.
+func failureLines(a, closer *ledger.Action) [][2]string {
+	var out [][2]string
+	for _, x := range []*ledger.Action{a, closer} {
+		if x == nil {
+			continue
+		}
+		if !x.Success && x.ErrorMessage != "" {
+			out = append(out, [2]string{"error", clean(x.ErrorMessage)})
+		}
+		if r := x.ReportedFailure(); r != "" {
+			out = append(out, [2]string{"reported", r})
+			if x.Result.Kind() == rtfs.KindMap {
+				if s := strings.TrimSpace(x.Result.AsMap().GetKey("stderr").Str()); s != "" {
+					out = append(out, [2]string{"stderr", clean(lastLines(s, 8))})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append([]string{"…"}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
 }

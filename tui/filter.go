@@ -58,7 +58,7 @@ func (f *filter) dependsOnStatus() bool { return len(f.status) > 0 }
 func (f *filter) match(t *tree, idx int32) bool {
 	n := t.at(idx)
 	for _, st := range f.status {
-		if n.st != st && (st != stFailed || n.st != stReported) {
+		if n.st != st && (st != stFailed || n.st != stReported) && (st != stOK || n.st != stUnmet) {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ralphloop/ralph/stop"
 )
@@ -141,11 +142,23 @@ func (h *historyView) content(w int) []string {
 		}
 		for _, r := range ev.Results {
 			out = append(out, historyRow(st, &r, changes, nameW, w))
+			if why := stop.Why(&r); why != "" && why != r.Detail && r.Err == "" { // the error is on the row
+				style := st.dim
+				if r.Met {
+					style = classStyle(st, r.Class)
+				}
+				out = append(out, style.Render(cut("      "+why, w)))
+			}
 		}
 		if t := ev.Trigger(); t != nil {
-			out = append(out, st.accent.Render(cut("  ■ fired: "+t.Name+" — "+t.Reason, w)))
-			for _, l := range wrap(t.Evidence, max(10, w-14)) {
-				out = append(out, st.dim.Render("    evidence: ")+l)
+			out = append(out, classStyle(st, t.Class).Render(cut("  "+ansi.Strip(condMark(st, t))+" fired: "+t.Name+" ("+string(t.Class)+") — "+t.Reason, w)))
+			const label = "    evidence: "
+			for i, l := range wrapWords(clean(t.Evidence), max(10, w-len(label))) {
+				if i == 0 {
+					out = append(out, st.dim.Render(label)+l)
+				} else {
+					out = append(out, strings.Repeat(" ", len(label))+l) // the label once
+				}
 			}
 		}
 	}
@@ -153,13 +166,7 @@ func (h *historyView) content(w int) []string {
 }
 
 func historyRow(st *styles, r *stop.Result, changes map[string]stop.ProgressChange, nameW, w int) string {
-	mark := st.dim.Render("·")
-	switch {
-	case r.TimedOut || r.Err != "":
-		mark = st.warn.Render("!")
-	case r.Met:
-		mark = st.ok.Render("✓")
-	}
+	mark := condMark(st, r)
 	prog := fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
 	if r.Err != "" {
 		prog = "  —" // it could not be checked

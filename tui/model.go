@@ -27,6 +27,7 @@ const (
 	viewDiff
 	viewLog
 	viewHelp
+	viewCond // one stop condition in full (enter on a condition)
 )
 
 // Focusable panes of the main view, in tab order.
@@ -71,8 +72,10 @@ type model struct {
 	detail      *detailView
 	diff        *diffView    // D: an iteration's diff
 	checkpoints *checkpoints // the run's checkpoints, for D and the rows' +added −deleted
+	condV       *condView
 	logs        *logView
 	helpV       *helpView
+	helpFrom    view // the view ? was pressed in: the help lists its keys
 	filtering   bool
 	input       textinput.Model
 	// Where the chain was when / opened, so esc goes back to it.
@@ -151,6 +154,7 @@ func newModel(o *Options, st *styles) *model {
 	m.history = newHistoryView(st)
 	m.detail = newDetailView(st)
 	m.diff, m.checkpoints = newDiffView(st), newCheckpoints()
+	m.condV = newCondView(st)
 	m.keys.live(m.live)
 	m.keys.filtered(false)
 	m.keys.Output.SetEnabled(false)
@@ -254,6 +258,10 @@ func (m *model) ingest(a *ledger.Action) {
 	case ledger.StopConditionsEvaluated:
 		if ev, err := stop.EvaluationFromAction(a); err == nil {
 			m.conds.setEvaluation(&ev)
+			m.tree.evaluated(&ev)
+			if w := (stop.Brief{Eval: &ev}).Whys(); w != "" {
+				m.lastLog = "after iteration " + strconv.Itoa(ev.Iteration) + " · " + w // the news until the next
+			}
 		}
 		m.historyStale = true
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:

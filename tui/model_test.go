@@ -31,7 +31,7 @@ func TestTreeShape(t *testing.T) {
 	m.Update(loadedMsg{})
 	rows := rowTexts(m)
 	// Closers do not get rows; finished iterations fold when the next starts.
-	want := []string{"■ Run · Count to three", "▸ ✓ Iteration 1", "▸ ✗ Iteration 2", "▾ ✓ Iteration 3", "✓ plan · static",
+	want := []string{"■ Run · Count to three", "▸ ○ Iteration 1  counted-to-three: predicate does not hold", "▸ ✗ Iteration 2", "▾ ○ Iteration 3", "✓ plan · static",
 		"✓ governance · admission", "▾ ✓ Plan 3", "▾ ✓ Greet", "✓ ccos.echo", "▾ ✓ Count", "✓ kv.get", "✓ kv.put",
 		"▾ ✓ Reserve", "✓ kv.put", "✓ Check", "■ stop conditions · STOP by enough", "■ Run stopped · enough"}
 	if len(rows) != len(want) {
@@ -497,5 +497,17 @@ func TestStreamStartsOverOnRetryAndNextAttempt(t *testing.T) {
 	tok("{\"steps\"")
 	if m.plan.stream != "{\"steps\"" {
 		t.Errorf("after a finished attempt the stream is %q", m.plan.stream)
+	}
+}
+
+func TestWrapWordsKeepsIDsWhole(t *testing.T) {
+	t.Parallel()
+	got := wrapWords("seq 12 shell.exec 0193a1b2-0000-7000-8000-000000000012 and more words here", 40)
+	want := []string{"seq 12 shell.exec", "0193a1b2-0000-7000-8000-000000000012 and", "more words here"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrapWords = %q, want %q", got, want)
+	}
+	if got := wrapWords(strings.Repeat("x", 25), 10); len(got) != 3 || got[2] != "xxxxx" {
+		t.Errorf("a long word: %q", got)
 	}
 }

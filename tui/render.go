@@ -68,7 +68,7 @@ func (m *model) split() (leftW, condH int) {
 	if m.w >= 100 {
 		leftW = m.w * 11 / 20
 	}
-	condH = min(m.conds.height(), max(3, m.bodyH/2))
+	condH = min(m.conds.heightAt(m.w-leftW), max(3, m.bodyH/2, m.bodyH-8)) // two lines a condition or more; the plan keeps 6
 	return leftW, condH
 }
 
@@ -86,6 +86,8 @@ func (m *model) body() []string {
 		return m.logs.render(m.w, h)
 	case viewHelp:
 		return m.renderHelp(m.w, h)
+	case viewCond:
+		return m.condV.lines(m.w, h)
 	}
 	leftW, condH := m.split()
 	lower := m.plan.lines
@@ -115,27 +117,44 @@ func (m *model) header() string {
 	if b := m.maxCost(); b > 0 {
 		cost += fmt.Sprintf("/$%.2f", b)
 	}
-	parts = append(parts, cost, fmtTokens(tokens)+" tok")
+	parts = append(parts, cost)
+	// What a narrow screen leaves out whole, rather than cut: the plan's
+	// mode first, then the provider and model, then the tokens.
+	var tok, pm, mode, ro string
+	tok = fmtTokens(tokens) + " tok"
 	if m.provider != "" {
-		pm := m.provider
+		pm = m.provider
 		if m.modelName != "" {
 			pm += "/" + m.modelName
 		}
-		parts = append(parts, pm)
 	}
 	if pl := m.plan.plan; pl != nil && pl.Mode != "" {
-		p := "plan " + pl.Mode
+		mode = "plan " + pl.Mode
 		if pl.Repairs == 1 {
-			p += " (1 repair)"
+			mode += " (1 repair)"
 		} else if pl.Repairs > 1 {
-			p += fmt.Sprintf(" (%d repairs)", pl.Repairs)
+			mode += fmt.Sprintf(" (%d repairs)", pl.Repairs)
 		}
-		parts = append(parts, p)
 	}
 	if !m.live {
-		parts = append(parts, st.dim.Render("read-only"))
+		ro = st.dim.Render("read-only")
 	}
-	return fit(" "+strings.Join(parts, st.dim.Render(" · ")), m.w)
+	sep := st.dim.Render(" · ")
+	for _, drop := range []*string{nil, &mode, &pm, &tok} {
+		if drop != nil {
+			*drop = ""
+		}
+		all := parts
+		for _, p := range []string{tok, pm, mode, ro} {
+			if p != "" {
+				all = append(all, p)
+			}
+		}
+		if line := " " + strings.Join(all, sep); ansi.StringWidth(line) <= m.w || drop == &tok {
+			return fit(line, m.w)
+		}
+	}
+	return ""
 }
 
 func (m *model) stateBadge() string {

@@ -30,6 +30,7 @@ type styles struct {
 	synParen, synSpecial, synString, synKeyword  lipgloss.Style
 	synNumber, synConst, synComment, synSymbol   lipgloss.Style
 	barFull, barEmpty, barClosest, barMet        string // colours for bubbles/progress
+	barFail, barLimit                            string
 	logDebug, logInfo, logWarn, logError         lipgloss.Style
 	statusPrompt, statusAlert, statusOK, statusN lipgloss.Style
 
@@ -96,6 +97,7 @@ func newStyles(out io.Writer, profile termenv.Profile) *styles {
 	s.synComment = n().Foreground(grey).Italic(true)
 	s.synSymbol = n()
 	s.barFull, s.barEmpty, s.barClosest, s.barMet = "#6CB6FF", "#4A4A4A", "#8B75F9", "#4FD18B"
+	s.barFail, s.barLimit = "#F0667A", "#E8B44C"
 	s.logDebug = n().Foreground(grey)
 	s.logInfo = n().Foreground(blue)
 	s.logWarn = n().Foreground(amber)

@@ -181,3 +181,44 @@ func fmtElapsed(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
+
+// wrapWords wraps plain text at spaces only, so an id or a path with
+// hyphens stays on one line; a word longer than w is cut into pieces of w.
+func wrapWords(s string, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		body := strings.TrimLeft(line, " ")
+		indent := line[:min(len(line)-len(body), w/2)] // kept, on every piece of the line
+		w := w - len(indent)
+		start := len(out)
+		cur, curW := "", 0
+		for _, word := range strings.Split(body, " ") {
+			ww := ansi.StringWidth(word)
+			if curW > 0 && curW+1+ww > w {
+				out, cur, curW = append(out, cur), "", 0
+			}
+			for ww > w { // longer than a line: hard pieces
+				if curW > 0 {
+					out, cur, curW = append(out, cur), "", 0
+				}
+				out = append(out, ansi.Truncate(word, w, ""))
+				word = ansi.TruncateLeft(word, w, "")
+				ww = ansi.StringWidth(word)
+			}
+			if curW > 0 {
+				cur += " "
+				curW++
+			}
+			cur += word
+			curW += ww
+		}
+		out = append(out, cur)
+		for i := start; i < len(out); i++ {
+			out[i] = indent + out[i]
+		}
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // The causal chain as the UI holds it: one compact row per shown action
@@ -46,6 +47,7 @@ const (
 	stReported  // a call that ran but reported failure (ledger.Action.ReportedFailure)
 	stCancelled // cut short by a skip, an abort, a signal (metadata stopped = cancelled)
 	stSkipped   // an iteration the user skipped
+	stUnmet     // an iteration that ran, after which no success condition held
 )
 
 const (
@@ -185,6 +187,39 @@ func (t *tree) add(a *ledger.Action) {
 		}
 	}
 	t.placed(idx)
+}
+
+// evaluated takes the evaluation after the iteration that just closed:
+// when it has success conditions and none held, the iteration is not
+// drawn green (○, stUnmet) and its note is the first one's why
+// ("tests: FAIL TestAdd calc_test.go:7: …").
+func (t *tree) evaluated(ev *stop.Evaluation) {
+	if t.iter < 0 {
+		return
+	}
+	var first *stop.Result
+	for i := range ev.Results {
+		r := &ev.Results[i]
+		if r.Class != stop.ClassSuccess {
+			continue
+		}
+		if r.Met {
+			return
+		}
+		if first == nil {
+			first = r
+		}
+	}
+	n := t.at(t.iter)
+	if first == nil || n.st != stOK {
+		return
+	}
+	n.st = stUnmet
+	t.notes[t.iter] = t.str(cut(first.Name+": "+stop.Why(first), maxNote))
+	n.ver++
+	if t.filter != nil && t.filter.dependsOnStatus() {
+		t.dirty = true
+	}
 }
 
 // forgetIteration drops the parent entries of the iteration that ended:
@@ -347,6 +382,9 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		n.kind, n.st, n.label = kindStop, stInfo, "stop conditions · continue"
 		if a.Metadata["should_stop"].Truthy() {
 			n.st = stStop
+			if a.Metadata["class"].Str() == string(stop.ClassFailure) {
+				n.st = stFailed // a fired failure condition is red, as the run's end
+			}
 			n.label = "stop conditions · STOP by " + a.Metadata["triggered_by"].Str()
 		}
 	case ledger.PlanStepRetrying:

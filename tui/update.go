@@ -84,7 +84,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case verifyMsg:
 		m.verify = &verifyState{report: msg.report, err: msg.err}
 	case tea.KeyMsg:
-		cmd = m.key(msg)
+		cmd = m.keys1by1(msg)
 	case tea.MouseMsg:
 		m.mouse(msg)
 	default:
@@ -108,17 +108,20 @@ func (m *model) syncControls() {
 	paused := m.state == loop.StatePaused || m.pauseAsked
 	filtered := m.tree.filter != nil
 	output := m.output.call != nil
+	quit := "quit" // what q does: a recorded or ended run
+	switch {
+	case on && m.attached:
+		quit = "detach" // an attached UI leaves a running run going
+	case on:
+		quit = "quit…" // it asks: abort, detach or stay
+	}
 	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
-		m.keys.Output.Enabled() != output || (m.attached && (m.keys.Quit.Help().Desc == "detach") != on) {
+		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
-		if m.attached && on {
-			m.keys.Quit.SetHelp("q", "detach") // an attached UI leaves a running run going
-		} else if m.attached {
-			m.keys.Quit.SetHelp("q", "quit")
-		}
+		m.keys.Quit.SetHelp("q", quit)
 		clear(m.helpCache) // the footer is drawn from the bindings
 	}
 }
@@ -151,6 +154,29 @@ func waitDone(done <-chan error) tea.Cmd {
 		return nil
 	}
 	return func() tea.Msg { return runDoneMsg{err: <-done} }
+}
+
+// keys1by1 handles the runes of one read one key at a time: the terminal
+// delivers "jjj" (tmux send-keys, key repeat over SSH, a paste) as one
+// message, which is three moves. Once a key opens the filter, the rest of
+// the read is its text.
+func (m *model) keys1by1(k tea.KeyMsg) tea.Cmd {
+	if k.Type != tea.KeyRunes || len(k.Runes) < 2 || m.filtering {
+		return m.key(k)
+	}
+	var cmds []tea.Cmd
+	for i, r := range k.Runes {
+		if m.filtering {
+			rest := k
+			rest.Runes = k.Runes[i:]
+			cmds = append(cmds, m.key(rest))
+			break
+		}
+		one := k
+		one.Runes, one.Paste = []rune{r}, false
+		cmds = append(cmds, m.key(one))
+	}
+	return tea.Batch(cmds...)
 }
 
 func (m *model) key(k tea.KeyMsg) tea.Cmd {
@@ -190,7 +216,12 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Quit):
 		return m.askQuit()
 	case key.Matches(k, m.keys.Help):
-		m.toggle(viewHelp)
+		if m.view == viewHelp {
+			m.view = m.helpFrom
+		} else {
+			m.helpFrom, m.view = m.view, viewHelp
+			m.helpV.offset = 0
+		}
 		return nil
 	case key.Matches(k, m.keys.History):
 		if m.toggle(viewHistory) {
@@ -199,6 +230,9 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Log):
 		m.toggle(viewLog)
+		return nil
+	case key.Matches(k, m.keys.Back) && m.view == viewHelp:
+		m.view = m.helpFrom
 		return nil
 	case key.Matches(k, m.keys.Back) && m.view != viewMain:
 		m.view = viewMain
@@ -220,6 +254,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.scrollKey(k, m.logs)
 	case viewHelp:
 		m.scrollKey(k, m.helpV)
+	case viewCond:
+		m.scrollKey(k, m.condV)
 	}
 	return nil
 }
@@ -266,6 +302,8 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		m.setFocus((m.focus + d) % numFocus)
 	case key.Matches(k, ks.Follow):
 		m.chain.toggleFollow()
+	case key.Matches(k, ks.Detail) && m.focus == focusConds:
+		m.openCond()
 	case key.Matches(k, ks.Detail):
 		return m.openDetail()
 	case key.Matches(k, ks.Diff):
@@ -335,6 +373,23 @@ func (m *model) setFocus(f int) {
 	m.focus = f
 	m.chain.focused, m.conds.focused, m.plan.focused = f == focusChain, f == focusConds, f == focusPlan
 	m.output.focused = m.plan.focused
+	if m.conds.focused {
+		m.conds.focus()
+	}
+}
+
+// openCond shows the selected stop condition in full.
+func (m *model) openCond() {
+	r := m.conds.selected()
+	if r == nil {
+		return
+	}
+	it := 0
+	if m.conds.eval != nil {
+		it = m.conds.eval.Iteration
+	}
+	m.condV.set(*r, it)
+	m.view = viewCond
 }
 
 func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
@@ -394,6 +449,8 @@ func (m *model) mouse(msg tea.MouseMsg) {
 		m.logs.scrollBy(d)
 	case viewHelp:
 		m.helpV.scrollBy(d)
+	case viewCond:
+		m.condV.scrollBy(d)
 	default:
 		leftW, condH := m.split()
 		switch {

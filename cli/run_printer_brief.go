@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// iterationTally is what the headless printer keeps to write each
+// iteration's brief line (stop.Brief) after its evaluation: the run's
+// spend, the spend when the iteration started, and how the iteration ended.
+type iterationTally struct {
+	maxIterations int
+	budget        float64
+	total, atIter float64
+	status        string
+	dur           time.Duration
+}
+
+// newIterationTally reads the limits the brief line measures against
+// from cfg: the smallest max_iterations and max_cost (or governance cap).
+func newIterationTally(cfg *config.Config) *iterationTally {
+	t := &iterationTally{}
+	if cfg == nil {
+		return t
+	}
+	for _, s := range cfg.Stop {
+		if s.Kind == "max_iterations" && s.Max > 0 && (t.maxIterations == 0 || s.Max < t.maxIterations) {
+			t.maxIterations = s.Max
+		}
+		if s.Kind == "max_cost" && s.USD > 0 && (t.budget == 0 || s.USD < t.budget) {
+			t.budget = s.USD
+		}
+	}
+	if l := cfg.Loop.MaxIterations; l > 0 && (t.maxIterations == 0 || l < t.maxIterations) {
+		t.maxIterations = l
+	}
+	if g := cfg.Governance.MaxCostUSD; g > 0 && (t.budget == 0 || g < t.budget) {
+		t.budget = g
+	}
+	return t
+}
+
+// take counts a; after an evaluation it returns the iteration's brief
+// line, else "".
+func (t *iterationTally) take(a *ledger.Action) string {
+	switch a.Type {
+	case ledger.IterationStarted:
+		t.atIter, t.status, t.dur = t.total, "", 0
+	case ledger.CapabilityCall, ledger.PlanGenerated: // a model's or an agent's spend, as the UI counts it
+		t.total += a.Cost
+	case ledger.IterationCompleted:
+		t.status, t.dur = a.Metadata["status"].Str(), time.Duration(a.DurationMS)*time.Millisecond
+	case ledger.StopConditionsEvaluated:
+		ev, err := stop.EvaluationFromAction(a)
+		if err != nil {
+			return fmt.Sprintf("it %d: the evaluation cannot be read: %v", a.Metadata["iteration"].AsInt(), err)
+		}
+		return stop.Brief{Iteration: ev.Iteration, MaxIterations: t.maxIterations, Status: t.status, Duration: t.dur,
+			Cost: t.total - t.atIter, Total: t.total, Budget: t.budget, Eval: &ev}.String()
+	}
+	return ""
+}

@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// whyConfig is a loop whose test command fails the way go test does, and
+// whose no_progress condition fires after two unchanged iterations.
+const whyConfig = `[intent]
+goal = "Make the tests pass"
+[model]
+provider = "static"
+[plan]
+rtfs = '(do (step "Work" (call :ccos.echo {:message "trying"})))'
+[governance]
+allow = ["ccos.*"]
+[[stop]]
+name = "tests"
+kind = "command"
+cmd = ['sh', '-c', 'printf -- "--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\nFAIL\nFAIL\tcalc\t0.002s\n"; exit 1']
+[[stop]]
+name = "iterations"
+kind = "max_iterations"
+max = 5
+[[stop]]
+name = "stuck"
+kind = "no_progress"
+iterations = 2
+`
+
+// Headless --brief prints one line per iteration, after its actions: the
+// iteration, its status and duration, and the first failing test with its
+// message; the failure that ends the run is named with its class. ralph
+// history shows the same why under the condition.
+func TestE2EBriefNamesTheFailingTest(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	if err := os.WriteFile(cfg, []byte(whyConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--store", store)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (failed by stuck); stderr %q\n%s", code, errOut, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^it 1/5 done \d+(ms|s) · tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
+		regexp.MustCompile(`^it 2/5 done \d+(ms|s) · tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
+		regexp.MustCompile(`^it 3/5 done \d+(ms|s) · stop: stuck \(failure\): nothing changed for 2 iterations$`),
+		regexp.MustCompile(`^run \S+ failed after 3 iteration\(s\)`),
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("--brief printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("line %d = %q, want %s", i+1, lines[i], re)
+		}
+	}
+	runID := strings.Fields(lines[3])[1]
+
+	// Without --brief the same line follows each iteration's actions.
+	out, _, _ = runBinary(t, ralphBin, "", "run", cfg, "--no-tui", "--store", filepath.Join(dir, "store2"))
+	if !regexp.MustCompile(`StopConditionsEvaluated stop ok[^\n]*\n\S+ it 1/5 done \d+(ms|s) · tests: FAIL TestAdd`).MatchString(out) {
+		t.Errorf("the headless run lacks the brief line after the evaluation:\n%s", out)
+	}
+
+	out, errOut, code = runBinary(t, ralphBin, "", "history", runID, "--store", store)
+	if code != 0 {
+		t.Fatalf("history: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"why: FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5", "✗ stuck"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
+
+	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--json", "--store", store); code != 2 || !strings.Contains(errOut, "--brief and --json") {
+		t.Errorf("--brief --json: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// selectedChainRow is the screen line of the chain's selected row (its
+// gutter is ›), or -1.
+func selectedChainRow(screen string) int {
+	for i, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(l, "┃›") || strings.HasPrefix(l, "│›") {
+			return i
+		}
+	}
+	return -1
+}
+
+// In a real 80×24 terminal: keys sent in one write (tmux send-keys jjj)
+// and a bracketed paste are each several keys; tab and enter on a stop
+// condition open its evidence in full, one output line a line; the help
+// lists what acts in a recorded run (no y/n, q exits).
+func TestE2ETUIWhyAndKeys(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	if err := os.WriteFile(cfg, []byte(whyConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--store", store)
+	if code != 1 {
+		t.Fatalf("the recorded run exited %d, want 1:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	runID := strings.Fields(lines[len(lines)-1])[1]
+
+	tm := newTmux(t, ralphBin+" view "+runID+" --store "+store+"; sleep 60")
+	if b, err := exec.Command("tmux", "resize-window", "-t", tm.session, "-x", "80", "-y", "24").CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v %s", err, b)
+	}
+	screen := tm.waitFor("Failed by stuck (failure)")
+	for _, want := range []string{"✗ stuck", "FAIL TestAdd calc_test.go:7:", "✗ stop conditions · STOP by"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the 80×24 screen lacks %q:\n%s", want, screen)
+		}
+	}
+
+	tm.send("g")
+	const from = 2 // the first row of the chain, under the header and the pane's title
+	waitUntil(t, "g to select the first row", func() bool { return selectedChainRow(tm.screen()) == from })
+	tm.send("jjj") // one write
+	waitUntil(t, "jjj to move three rows", func() bool { return selectedChainRow(tm.screen()) == from+3 })
+	if err := exec.Command("tmux", "set-buffer", "-b", "ralph-e2e-paste", "kk").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("tmux", "paste-buffer", "-p", "-d", "-b", "ralph-e2e-paste", "-t", tm.session).CombinedOutput(); err != nil {
+		t.Fatalf("tmux paste-buffer: %v %s", err, b)
+	}
+	waitUntil(t, "a pasted kk to move two rows up", func() bool { return selectedChainRow(tm.screen()) == from+1 })
+
+	tm.send("Tab")
+	tm.send("jj") // from stuck, the closest to firing, to tests
+	tm.send("Enter")
+	screen = tm.waitFor("Stop condition · tests")
+	for _, want := range []string{"why       FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5", "--- FAIL: TestAdd (0.00s)",
+		"\n│       calc_test.go:7: Add(2, 3) = -1, want 5"} {
+		if !strings.Contains(strings.ReplaceAll(screen, "┃", "│"), want) {
+			t.Errorf("the condition's detail lacks %q:\n%s", want, screen)
+		}
+	}
+	tm.send("Escape")
+	tm.send("?")
+	screen = tm.waitFor("Quitting")
+	if !strings.Contains(screen, "q or ctrl+c exits.") || strings.Contains(screen, "approve") || strings.Contains(screen, "p pause") {
+		t.Errorf("the help of a recorded run offers keys that do not act there, or misstates q:\n%s", screen)
+	}
+	tm.send("q")
+}
