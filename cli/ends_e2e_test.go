@@ -71,3 +71,62 @@ func TestE2ETerminalClosedRunExits(t *testing.T) {
 		})
 	}
 }
+
+const stuckSaga = `[plan]
+rtfs = '''
+(do
+  (step.with-compensation
+    (step "Book" (call :kv.put {:key "booked" :value true}))
+    (step "Unbook" (call :shell.exec {:cmd "sleep" :args ["300"]})))
+  (step "Long" (call :shell.exec {:cmd "sleep" :args ["60"]})))
+'''
+[[stop]]
+kind = "max_iterations"
+max = 1
+[governance]
+shell_allow = ["sleep"]
+`
+
+// SIGTERM aborts a run: a compensation that would sleep for minutes is cut
+// off after the signal's grace and recorded as cut off; a second SIGTERM
+// during the compensation ends ralph at once.
+func TestE2ESigtermCutsACompensationOff(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	t.Run("grace", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
+		cmd, lines, errOut := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
+		waitLine(t, lines, "PlanStepStarted Long")
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		out := rest(lines)
+		if code := exitCode(cmd.Wait()); code != 4 || !strings.Contains(out, "RunAborted") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		show, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, ".ralph"))
+		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "cut off: after a signal, compensations get 5s in all") {
+			t.Errorf("the compensation is not recorded as cut off:\n%s", show)
+		}
+	})
+	t.Run("second signal", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
+		cmd, lines, _ := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
+		waitLine(t, lines, "PlanStepStarted Long")
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitLine(t, lines, "CompensationStarted Unbook")
+		cmd.Process.Signal(syscall.SIGTERM)
+		rest(lines)
+		err := cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("after a second SIGTERM: %v, want ended by the signal", err)
+		}
+	})
+}
