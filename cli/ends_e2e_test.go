@@ -4,13 +4,23 @@ package cli_test
 // that takes SIGTERM during a compensation, a socket under many streams.
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/ralphloop/ralph/serve"
 )
 
 // processGone reports whether pid has exited (a zombie waiting for a
@@ -129,4 +139,101 @@ func TestE2ESigtermCutsACompensationOff(t *testing.T) {
 			t.Errorf("after a second SIGTERM: %v, want ended by the signal", err)
 		}
 	})
+}
+
+// 200 clients open event streams on a running loop's socket at once: 64
+// are served (half of them never read), the rest are told why with a 503,
+// and the loop goes on recording iterations and ends with its closing
+// action, which every reading stream receives.
+func TestE2ESocketUnderManyStreams(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, release := releasedLoop(t, dir)
+	writeFile(t, cfg, strings.Replace(readFile(t, cfg), `delay = "300ms"`, `delay = "0s"`, 1))
+	store := filepath.Join(dir, "store")
+	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+	runID := liveRunID(t, store)
+	const clients = 200
+	type answer struct {
+		status int
+		body   string // a 503's body, or what a reading stream received
+		read   bool
+	}
+	ended := make(chan struct{})
+	answers := make(chan answer, clients)
+	var opened sync.WaitGroup
+	opened.Add(clients)
+	for i := 0; i < clients; i++ {
+		go func(reads bool) {
+			conn, err := net.Dial("unix", serve.SocketPath(store))
+			if err != nil {
+				opened.Done()
+				answers <- answer{body: err.Error()}
+				return
+			}
+			defer conn.Close()
+			fmt.Fprint(conn, "GET /v1/events?from=1 HTTP/1.1\r\nHost: ralph\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			opened.Done()
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			switch {
+			case resp.StatusCode != http.StatusOK:
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				answers <- answer{status: resp.StatusCode, body: string(b)}
+			case !reads: // a slow reader: it never reads, and holds its stream until the run has ended
+				<-ended
+				answers <- answer{status: resp.StatusCode}
+			default:
+				b, _ := io.ReadAll(resp.Body) // until the server closes the stream at its end
+				answers <- answer{status: resp.StatusCode, body: string(b), read: true}
+			}
+		}(i%2 == 0)
+	}
+	opened.Wait()
+	head := func() uint64 {
+		c, err := serve.Dial(context.Background(), store)
+		if err != nil {
+			return 0
+		}
+		defer c.Close()
+		return c.Info().Head
+	}
+	// The loop goes on while every stream is open: 100 more iterations
+	// (each at least four actions) are recorded.
+	from := head()
+	waitUntil(t, "the loop records 100 iterations under 200 clients", func() bool { return head() >= from+400 })
+	release()
+	err := cmd.Wait()
+	close(ended)
+	if err != nil {
+		t.Fatalf("the run exited %v", err)
+	}
+	var served, refused int
+	for i := 0; i < clients; i++ {
+		a := <-answers
+		switch a.status {
+		case http.StatusOK:
+			served++
+			if a.read && !regexp.MustCompile(`"Run(Stopped|Completed)"`).MatchString(a.body) {
+				t.Errorf("a reading stream ended without the run's closing action (%d bytes)", len(a.body))
+			}
+		case http.StatusServiceUnavailable:
+			refused++
+			if !strings.Contains(a.body, "already serves 64 streams, its most at once; close an attached UI") {
+				t.Errorf("a refused stream was told %q", a.body)
+			}
+		default:
+			t.Errorf("a client got %d %q", a.status, a.body)
+		}
+	}
+	if served != 64 || refused != clients-64 {
+		t.Errorf("%d streams served and %d refused, want 64 and %d", served, refused, clients-64)
+	}
+	waitClosed(t, store, runID)
 }
