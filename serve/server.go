@@ -63,7 +63,7 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{} // Serve returned
 
-	attached atomic.Int32 // attached UIs with an open event stream
+	attached atomic.Int32  // attached UIs with an open event stream
 	slots    chan struct{} // one per open stream, at most MaxStreams
 	mu       sync.Mutex
 	streams  map[*stream]struct{}
@@ -119,7 +119,7 @@ func Start(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, path: path, ln: ln, ctx: ctx, cancel: cancel, done: make(chan struct{}), streams: map[*stream]struct{}{},
-		slots: make(chan struct{}, MaxStreams),
+		slots:   make(chan struct{}, MaxStreams),
 		logFile: o.LogFile, localUI: o.LocalUI}
 	s.hs = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
