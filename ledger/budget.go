@@ -13,26 +13,18 @@ import "github.com/dgraph-io/badger/v4"
 //     table blocks;
 //   - the index cache: budgetIndexCache for table indexes and bloom
 //     filters, so that they are not all held for the life of the store
-//     (Badger's default with a cache of 0);
-//   - level 0: at most budgetLevelZero tables before a compaction, so one
-//     compaction reads and writes a bounded amount; writes stall at
-//     budgetLevelZeroStall.
+//     (Badger's default with a cache of 0).
 //
 // Badger maps its table and log files into memory too; those pages are the
 // page cache's, and a long run drops its mappings of them (ReleaseMapped)
 // so that they do not count in its resident set.
 const (
-	budgetMemtables      = 2
-	budgetIndexCache     = 4 << 20
-	budgetLevelZero      = 3
-	budgetLevelZeroStall = 8
+	budgetMemtables  = 2
+	budgetIndexCache = 4 << 20
 )
 
 // withMemoryBudget sets the budget above on b (LowMemory shrinks it
 // further).
 func withMemoryBudget(b badger.Options) badger.Options {
-	return b.WithNumMemtables(budgetMemtables).
-		WithIndexCacheSize(budgetIndexCache).
-		WithNumLevelZeroTables(budgetLevelZero).
-		WithNumLevelZeroTablesStall(budgetLevelZeroStall)
+	return b.WithNumMemtables(budgetMemtables).WithIndexCacheSize(budgetIndexCache)
 }

@@ -13,10 +13,10 @@ func TestMemoryBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.NumMemtables != budgetMemtables || b.IndexCacheSize != budgetIndexCache || b.NumLevelZeroTables > budgetLevelZero ||
-			b.NumLevelZeroTablesStall > budgetLevelZeroStall || b.MemTableSize > defaultMemTableSize || b.BlockCacheSize > defaultBlockCacheSize {
-			t.Errorf("LowMemory %v: memtables %d × %d, index cache %d, block cache %d, level 0 %d/%d", low, b.NumMemtables, b.MemTableSize,
-				b.IndexCacheSize, b.BlockCacheSize, b.NumLevelZeroTables, b.NumLevelZeroTablesStall)
+		if b.NumMemtables != budgetMemtables || b.IndexCacheSize != budgetIndexCache ||
+			b.MemTableSize > defaultMemTableSize || b.BlockCacheSize > defaultBlockCacheSize {
+			t.Errorf("LowMemory %v: memtables %d × %d, index cache %d, block cache %d", low, b.NumMemtables, b.MemTableSize,
+				b.IndexCacheSize, b.BlockCacheSize)
 		}
 	}
 }
