@@ -517,12 +517,6 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 
 func (b *cappedBody) Close() error { return b.rc.Close() }
 
-// redactBaseURL hides credentials written into a URL.
-func redactBaseURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User("REDACTED")
-	return u.String()
-}
+// redactBaseURL hides credentials written into a URL: its user
+// information and secret-looking query keys.
+func redactBaseURL(s string) string { return config.RedactURL(s) }

@@ -95,7 +95,13 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 	c := exec.Command(exe, child...)
 	c.Stdin, c.Stdout, c.Stderr = null, w, w
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	sealed, err := handOverSecrets(c)
+	if err != nil {
+		w.Close()
+		return exitError(ExitFailure, err)
+	}
 	err = c.Start()
+	sealed.Close()
 	w.Close()
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("start the run in the background: %w", err))

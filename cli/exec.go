@@ -213,7 +213,7 @@ func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model, c
 	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
 		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
 		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD, AgentAllow: agentAllow(cfg, cli), AgentCLI: cli}, reg, nil)
-	var secrets []string
+	secrets := config.URLSecrets(cfg.Model.BaseURL) // ?api-key=… in base_url
 	if key := cfg.APIKey(nil); key != "" {
 		secrets = append(secrets, key)
 	}

@@ -122,14 +122,66 @@ func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, 
 	p := newPrinter(os.Stdout, false)
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	defer stopFollowing()
-	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, store.Head().Seq+1))
+	from := store.Head().Seq + 1
+	events, caughtUp := trackSeq(followCtx, from-1, runner.Events().Subscribe(followCtx, from))
+	printed := p.follow(followCtx, events)
 	<-finished
 	out, runErr := result()
-	if runErr != nil {
-		stopFollowing()
+	// The printer ends by itself at the run's closing action, but it may
+	// have started after that (the terminal closed once the run had ended),
+	// or the run may have ended without one: once it has printed the chain
+	// up to the head the run left, it stops. A run that failed stops it at
+	// once, as the chain may not be readable.
+	if runErr == nil {
+		select {
+		case <-printed:
+		case <-caughtUp(store.Head().Seq):
+		}
 	}
+	stopFollowing()
 	<-printed
 	return runResult(p, out, runErr)
+}
+
+// trackSeq passes events on and tells, through caughtUp(seq), when the
+// consumer has taken the action at seq or a later one (at once if it has
+// already); the events start after seq before.
+func trackSeq(ctx context.Context, before uint64, in <-chan loop.Event) (out <-chan loop.Event, caughtUp func(seq uint64) <-chan struct{}) {
+	fwd := make(chan loop.Event)
+	var mu sync.Mutex
+	last, want := before, uint64(0)
+	var reached chan struct{}
+	go func() {
+		defer close(fwd)
+		for e := range in {
+			select {
+			case fwd <- e:
+			case <-ctx.Done():
+				return
+			}
+			if e.Kind != loop.EventAction {
+				continue
+			}
+			mu.Lock()
+			last = e.Action.Seq
+			if reached != nil && last >= want {
+				close(reached)
+				reached = nil
+			}
+			mu.Unlock()
+		}
+	}()
+	return fwd, func(seq uint64) <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		ch := make(chan struct{})
+		if last >= seq {
+			close(ch)
+		} else {
+			want, reached = seq, ch
+		}
+		return ch
+	}
 }
 
 // switchWriter discards what is written until set, then writes to w.

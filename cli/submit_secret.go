@@ -9,11 +9,10 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/ralphloop/ralph/config"
 )
 
-// secretQueryKey matches URL query keys that carry credentials by
-// convention (?api-key=…, ?access_token=…, ?sig=…, ?password=…).
-var secretQueryKey = regexp.MustCompile(`(?i)^(.*[-_.]?(key|token|secret|password|passwd|pwd|auth|signature|credential)s?|sig|code)$`)
 
 // urlInText finds URL-like words in a string value: a scheme, ://, and
 // what follows up to a space or a quote.
@@ -97,7 +96,7 @@ func credentialURL(raw string) (string, bool) {
 	}
 	q := u.Query()
 	for k := range q {
-		if secretQueryKey.MatchString(k) && strings.Join(q[k], "") != "" {
+		if config.IsSecretQueryKey(k) && strings.Join(q[k], "") != "" {
 			bad = true
 			q.Set(k, "xxxxx")
 		}

@@ -400,7 +400,7 @@ func (c *Config) validateModel(file string) error {
 	}
 	if m.BaseURL != "" {
 		if u, err := url.Parse(m.BaseURL); err != nil || u.Scheme == "" || u.Host == "" {
-			return c.errAt(file, "model.base_url", "model.base_url %q is not an http(s) URL", redactURL(m.BaseURL))
+			return c.errAt(file, "model.base_url", "model.base_url %q is not an http(s) URL", RedactURL(m.BaseURL))
 		}
 	}
 	return nil
@@ -610,7 +610,7 @@ func describeStop(s *Stop) string {
 // config, and credentials in base_url are redacted.
 func (c *Config) Snapshot() string {
 	cp := *c
-	cp.Model.BaseURL = redactURL(cp.Model.BaseURL)
+	cp.Model.BaseURL = RedactURL(cp.Model.BaseURL)
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(cp); err != nil {
 		return "# snapshot failed: " + err.Error()
@@ -624,13 +624,4 @@ func (c *Config) APIKey(env Env) string {
 		env = os.Getenv
 	}
 	return env(c.Model.APIKeyEnv)
-}
-
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	u.User = url.User("REDACTED")
-	return u.String()
 }

@@ -130,18 +130,17 @@ func validateNotify(n *Notify, file string, i int) error {
 func CheckWebhookURL(raw string, inConfig bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL; write it like https://example.com/hook", redactURL(raw))
+		return fmt.Errorf("%q is not an http(s) URL; write it like https://example.com/hook", RedactURL(raw))
 	}
 	if !inConfig {
 		return nil
 	}
 	fix := "; put the URL in an environment variable and name it with url_env instead"
 	if u.User != nil {
-		return fmt.Errorf("%s carries a credential in clear%s", redactURL(raw), fix)
+		return fmt.Errorf("%s carries a credential in clear%s", RedactURL(raw), fix)
 	}
 	for k := range u.Query() {
-		switch strings.ToLower(k) {
-		case "token", "key", "secret", "sig", "signature", "password", "access_token", "api_key", "apikey":
+		if IsSecretQueryKey(k) {
 			return fmt.Errorf("%s://%s%s carries a credential in clear (query parameter %s)%s", u.Scheme, u.Host, u.Path, k, fix)
 		}
 	}

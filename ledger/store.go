@@ -309,9 +309,7 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithSyncWrites(opts.SyncWrites).
 		WithLogger(badgerLogger{log}).
 		WithMemTableSize(mt).
-		WithNumMemtables(2).
 		WithBlockCacheSize(bc).
-		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
@@ -319,6 +317,7 @@ func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {
 		WithMetricsEnabled(false).
 		WithCompression(options.Snappy).
 		WithReadOnly(opts.ReadOnly && !opts.InMemory)
+	b = withMemoryBudget(b)
 	if opts.LowMemory {
 		if opts.MemTableSize == 0 {
 			b = b.WithMemTableSize(8 << 20)

@@ -24,19 +24,29 @@ type AgentPlanner struct {
 
 // Plan writes the iteration's plan.
 func (p AgentPlanner) Plan(_ context.Context, req arbiter.PlanRequest) (arbiter.PlanResponse, error) {
-	text := p.Prompt
+	text, from := p.Prompt, "[intent].goal"
 	if p.PromptFile != "" {
 		b, err := os.ReadFile(p.PromptFile)
 		if err != nil {
 			return arbiter.PlanResponse{Provider: "agent", Mode: "agent"}, fmt.Errorf("read the agent's prompt: %w; restore the file or fix [agent].prompt_file", err)
 		}
-		text = string(b)
+		text, from = string(b), p.PromptFile
 	}
 	prompt := strings.TrimRight(text, "\n") + "\n\n" + FeedbackBlock(req.Iteration, p.MaxIterations, req.Feedback)
 	prompt = arbiter.Redact(prompt, p.Secrets)
-	src := fmt.Sprintf("(do (step \"Agent\" (call :agent.run {:prompt %s})))", rtfs.Print(rtfs.String(prompt)))
+	lit := rtfs.Print(rtfs.String(prompt))
+	if len(lit) > MaxPromptBytes {
+		return arbiter.PlanResponse{Provider: "agent", Mode: "agent"}, fmt.Errorf(
+			"the agent's prompt %s is %d bytes and takes %d in the plan (with the feedback block, and escapes for what is not plain text), more than the %d a plan's string holds; shorten it",
+			from, len(text), len(lit), MaxPromptBytes)
+	}
+	src := fmt.Sprintf("(do (step \"Agent\" (call :agent.run {:prompt %s})))", lit)
 	return arbiter.PlanResponse{Source: src, Provider: "agent", Mode: "agent", Raw: src}, nil
 }
+
+// MaxPromptBytes bounds the agent's prompt as the plan writes it: a quoted
+// RTFS string, which the reader takes up to 1 MiB long.
+const MaxPromptBytes = 1 << 20
 
 // Bounds of the feedback block.
 const (

@@ -85,3 +85,43 @@ func TestAgentPlannerWritesOneAgentCall(t *testing.T) {
 		t.Errorf("a missing prompt file: %v", err)
 	}
 }
+
+// A prompt too large for the plan's string, text or binary, is one size
+// error naming the file and its size; a large one that fits reads back.
+func TestAgentPlannerPromptSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	binary := make([]byte, 1_000_000)
+	for i := range binary {
+		binary[i] = byte(i*131 + i/7) // not UTF-8 text
+	}
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		wantErr string
+	}{
+		{"text", []byte(strings.Repeat("a", 1_100_000)), "is 1100000 bytes and takes"},
+		{"binary", binary, "is 1000000 bytes and takes"},
+		{"fits", []byte(strings.Repeat("b\n", 300_000)), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".md")
+			if err := os.WriteFile(path, tc.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := AgentPlanner{PromptFile: path}.Plan(context.Background(), arbiter.PlanRequest{Iteration: 1})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := rtfs.Read(resp.Source, "plan"); err != nil {
+					t.Errorf("the plan does not read back: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), path+" "+tc.wantErr) || !strings.Contains(err.Error(), "more than the 1048576 a plan's string holds; shorten it") {
+				t.Errorf("got %v, want the size error naming %s", err, path)
+			}
+		})
+	}
+}

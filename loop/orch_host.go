@@ -105,16 +105,22 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		r.noteFailedCompensation(e.name)
 		return
 	}
-	cctx, cancel := context.WithTimeout(withFrame(base, &frame{parent: started, scope: &scope{}}), r.o.o.CompensationTimeout)
+	cctx, cancel, cut := r.compensationContext(ctx, withFrame(base, &frame{parent: started, scope: &scope{}}))
 	start := r.o.o.Now()
 	v, runErr := e.run(cctx, r)
+	cutOff := cut != nil && context.Cause(cctx) == cut
 	cancel()
 	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: maps.Clone(meta),
 		DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
-	if runErr != nil {
+	switch {
+	case cutOff:
+		end.Type, end.ErrorMessage = ledger.CompensationFailed, cut.Reason
+		end.Metadata[MetaCutOff] = rtfs.Bool(true)
+		r.noteFailedCompensation(e.name)
+	case runErr != nil:
 		end.Type, end.ErrorMessage = ledger.CompensationFailed, runErr.Error()
 		r.noteFailedCompensation(e.name)
-	} else {
+	default:
 		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
 		if e.idemKey != "" && r.o.o.KV != nil {
 			// The primary's effect is undone: a rerun must perform it again.
@@ -131,6 +137,33 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 	if _, err := r.record(base, end); err != nil {
 		r.noteFailedCompensation(e.name)
 	}
+}
+
+// SignalCompensationGrace is how long the compensations of a plan whose
+// run a signal aborted may take together (DESIGN §18).
+const SignalCompensationGrace = 5 * time.Second
+
+// MetaCutOff marks a CompensationFailed that a signal's grace cut off.
+const MetaCutOff = "cut_off"
+
+// compensationContext is the context a compensation runs in: bounded by
+// CompensationTimeout, and, when a signal aborted the run (ctx), by the
+// signal's grace shared by all of the plan's compensations, whose end
+// cancels it with cut as the cause.
+func (r *run) compensationContext(ctx, base context.Context) (context.Context, context.CancelFunc, *Cancelled) {
+	cctx, cancel := context.WithTimeout(base, r.o.o.CompensationTimeout)
+	if c := cancelledBy(ctx); c == nil || c.By != CancelSignal {
+		return cctx, cancel, nil
+	}
+	r.graceMu.Lock()
+	if r.graceEnd.IsZero() {
+		r.graceEnd = time.Now().Add(r.o.o.SignalGrace)
+	}
+	deadline := r.graceEnd
+	r.graceMu.Unlock()
+	cut := &Cancelled{By: CancelSignal, Reason: fmt.Sprintf("cut off: after a signal, compensations get %s in all", r.o.o.SignalGrace)}
+	gctx, gcancel := context.WithDeadlineCause(cctx, deadline, cut)
+	return gctx, func() { gcancel(); cancel() }, cut
 }
 
 func (r *run) noteFailedCompensation(name string) {

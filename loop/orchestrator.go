@@ -48,6 +48,10 @@ type OrchestratorOptions struct {
 	ContractTimeout time.Duration
 	// CompensationTimeout bounds each compensation when the plan was aborted.
 	CompensationTimeout time.Duration
+	// SignalGrace bounds all the compensations of a plan whose run a signal
+	// (SIGTERM, Ctrl-C) aborted, together: past it they are cut off and
+	// recorded as cut off. Default SignalCompensationGrace.
+	SignalGrace time.Duration
 	// Secrets are values (API keys) that must never be recorded: any
 	// occurrence in an action is replaced by [REDACTED] before it is appended.
 	Secrets []string
@@ -79,6 +83,9 @@ func NewOrchestrator(o OrchestratorOptions) (*Orchestrator, error) {
 	}
 	if o.CompensationTimeout == 0 {
 		o.CompensationTimeout = time.Minute
+	}
+	if o.SignalGrace == 0 {
+		o.SignalGrace = SignalCompensationGrace
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -160,6 +167,9 @@ type run struct {
 
 	outMu    sync.Mutex
 	outCalls map[string]int // calls that were given an output file, by step
+
+	graceMu  sync.Mutex
+	graceEnd time.Time // when a signal's compensations are cut off (zero until the first)
 }
 
 type runStats struct {

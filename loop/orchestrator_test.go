@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -688,5 +689,46 @@ func TestSecretsAreRedactedFromNames(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "sk-live-abcdef123456") {
 		t.Errorf("secret recorded:\n%s", buf.String())
+	}
+}
+
+// A signal's abort gives the plan's compensations SignalGrace in all: one
+// that outlasts it is cut off and recorded as cut off.
+func TestSignalCutsCompensationsOff(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t, governance.Constitution{ShellAllow: []string{"sleep"}}, nil, nil)
+	fx.orch.o.SignalGrace = 50 * time.Millisecond
+	fx.hold = make(chan struct{}) // test.wait waits for its context
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		for a := range fx.store.Subscribe(ctx, 1) {
+			if a.Type == ledger.PlanStepStarted && a.FunctionName == "Long" {
+				cancel(errors.New("terminated signal received"))
+				return
+			}
+		}
+	}()
+	res, err := fx.orch.Execute(ctx, PlanInput{File: "plan.rtfs", Source: `
+(do
+  (step.with-compensation (step "Book" (call :test.ok 1)) (step "Unbook" (call :test.wait 1)))
+  (step "Long" (call :shell.exec {:cmd "sleep" :args ["60"]})))`, Ctx: rtfs.Nil})
+	if err != nil || res.Err == nil {
+		t.Fatalf("err %v res.Err %v", err, res.Err)
+	}
+	acts, err := fx.store.ByPlan(res.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed *ledger.Action
+	for i := range acts {
+		if acts[i].Type == ledger.CompensationFailed {
+			failed = &acts[i]
+		}
+	}
+	if failed == nil || failed.Metadata[MetaCutOff] != rtfs.True || !strings.Contains(failed.ErrorMessage, "cut off") {
+		t.Fatalf("no cut-off compensation in %v (%+v)", fx.trace(t, res.PlanID), failed)
+	}
+	if !slices.Equal(res.FailedCompensations, []string{"Unbook"}) {
+		t.Errorf("failed compensations %v", res.FailedCompensations)
 	}
 }

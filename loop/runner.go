@@ -242,6 +242,7 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 	if st.lastEval != nil {
 		r.eval.Restore(*st.lastEval) // no_progress counts carry on across the crash
 	}
+	defer r.releaseMapped(ctx)()
 	index := stop.NewIndex()
 	feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFeed()

@@ -29,7 +29,7 @@ func FuzzRequests(f *testing.F) {
 	}
 	st := openStore(f)
 	appendN(f, st, "r1", 5, "x")
-	s := &Server{o: Options{Store: st, Runner: &fakeRunner{bus: loop.NewBus(st, "r1"), id: "r1"}, Logger: discard()}}
+	s := &Server{o: Options{Store: st, Runner: &fakeRunner{bus: loop.NewBus(st, "r1"), id: "r1"}, Logger: discard()}, slots: make(chan struct{}, MaxStreams)}
 	h := s.routes()
 	f.Fuzz(func(t *testing.T, method, target, body string) {
 		if strings.Contains(target, "/v1/events") {

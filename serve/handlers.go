@@ -61,6 +61,11 @@ func (s *Server) actions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("to (%d) is before from (%d)", to, f.FromSeq))
 		return
 	}
+	release, ok := s.openStream(w)
+	if !ok {
+		return
+	}
+	defer release()
 	bw, _ := s.ndjson(w)
 	var buf []byte
 	errStop := errors.New("past to")
@@ -268,6 +273,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	release, ok := s.openStream(w)
+	if !ok {
+		return
+	}
+	defer release()
 	if r.URL.Query().Get("ui") == "1" {
 		s.attached.Add(1)
 		defer s.attached.Add(-1)
@@ -373,6 +383,11 @@ func (s *Server) bundle(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "GET /v1/bundle takes no parameters: a bundle holds the whole store")
 		return
 	}
+	release, ok := s.openStream(w)
+	if !ok {
+		return
+	}
+	defer release()
 	w.Header().Set("Trailer", trailerBundleActions+", "+trailerError)
 	lw := &lazyWriter{w: w, dw: newDeadlineWriter(w, s.o.WriteTimeout), ctx: r.Context()}
 	n, err := s.o.Store.ExportBundle(lw)

@@ -510,3 +510,54 @@ func TestBundleWhileAppending(t *testing.T) {
 		t.Errorf("GET /v1/bundle?run=: %v", err)
 	}
 }
+
+// The socket serves at most MaxStreams streams at once: the next is told
+// why with a 503, and a stream that ends frees its slot.
+func TestStreamsAreCapped(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	r := &fakeRunner{bus: loop.NewBus(st, "r1"), id: "r1"}
+	s, _ := start(t, Options{Store: st, Runner: r})
+	appendN(t, st, "r1", 2, "a")
+	open := func(path string) (net.Conn, *http.Response) {
+		t.Helper()
+		conn, err := net.Dial("unix", s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, resp
+	}
+	var conns []net.Conn
+	for i := 0; i < MaxStreams; i++ {
+		conn, resp := open("/v1/events?from=1")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", i+1, resp.Status)
+		}
+		conns = append(conns, conn)
+	}
+	for _, path := range []string{"/v1/events?from=1", "/v1/actions", "/v1/bundle"} {
+		_, resp := open(path)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "already serves 64 streams") {
+			t.Errorf("%s beyond the cap: %s %s", path, resp.Status, body)
+		}
+	}
+	conns[0].Close()
+	deadline := time.Now().Add(10 * time.Second) // a bound, not a timing assertion
+	for {
+		_, resp := open("/v1/actions")
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream never freed its slot: %s", resp.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

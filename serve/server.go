@@ -63,11 +63,31 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{} // Serve returned
 
-	attached atomic.Int32 // attached UIs with an open event stream
+	attached atomic.Int32  // attached UIs with an open event stream
+	slots    chan struct{} // one per open stream, at most MaxStreams
 	mu       sync.Mutex
 	streams  map[*stream]struct{}
 	logFile  string // Options.LogFile until SetOutput
 	localUI  bool
+}
+
+// MaxStreams is how many streams (events, actions, bundles) the socket
+// serves at once; one more is answered 503, so that many readers cannot
+// slow the run that writes the store.
+const MaxStreams = 64
+
+// openStream takes one of the MaxStreams slots for a streaming answer, or
+// answers 503 and returns false when all are taken. release gives it back.
+func (s *Server) openStream(w http.ResponseWriter) (release func(), ok bool) {
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, true
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the store's socket already serves %d streams, its most at once; "+
+			"close an attached UI or a following reader of this store, or try again when one has ended", MaxStreams))
+		return nil, false
+	}
 }
 
 // stream is one open event stream, for Close to let it catch up.
@@ -99,6 +119,7 @@ func Start(o Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{o: o, path: path, ln: ln, ctx: ctx, cancel: cancel, done: make(chan struct{}), streams: map[*stream]struct{}{},
+		slots:   make(chan struct{}, MaxStreams),
 		logFile: o.LogFile, localUI: o.LocalUI}
 	s.hs = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}

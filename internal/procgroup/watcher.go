@@ -169,7 +169,9 @@ func startWatcherProc() (*os.File, error) {
 	}
 	cmd := exec.Command(self)
 	cmd.Args = []string{"ralph-watcher"} // what ps shows; the program is this one
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleWatcher)
+	// The watcher needs nothing of this process's environment, and must not
+	// hold its secrets where /proc/<pid>/environ shows them.
+	cmd.Env = []string{roleEnv + "=" + roleWatcher}
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

@@ -1,0 +1,239 @@
+package cli_test
+
+// Every process ends (DESIGN §18): a UI run whose terminal closes, a run
+// that takes SIGTERM during a compensation, a socket under many streams.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ralphloop/ralph/serve"
+)
+
+// processGone reports whether pid has exited (a zombie waiting for a
+// parent that does not reap counts as exited).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
+}
+
+// A foreground UI run exits when its run has ended, whether its terminal
+// closes before the UI is up, while the run goes on, or after it ended.
+func TestE2ETerminalClosedRunExits(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	for _, when := range []string{"before", "during", "after"} {
+		t.Run(when, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := slowLoop(t, dir, 4)
+			store, pidFile := filepath.Join(dir, "store"), filepath.Join(dir, "pid")
+			tm := newTmux(t, "echo $$ > "+pidFile+"; exec "+ralphBin+" run "+cfg+" --store "+store)
+			pid, err := strconv.Atoi(waitFile(t, pidFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if !processGone(pid) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			switch when {
+			case "during":
+				tm.waitFor("Iteration 2")
+			case "after":
+				tm.waitFor("Stopped by enough")
+			}
+			if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "ralph (pid "+strconv.Itoa(pid)+") exits", func() bool { return processGone(pid) })
+			if _, err := os.Stat(filepath.Join(store, "data")); err == nil {
+				if runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store); strings.Contains(runs, "running") {
+					t.Errorf("a run is left running after its process exited:\n%s", runs)
+				}
+			}
+		})
+	}
+}
+
+const stuckSaga = `[plan]
+rtfs = '''
+(do
+  (step.with-compensation
+    (step "Book" (call :kv.put {:key "booked" :value true}))
+    (step "Unbook" (call :shell.exec {:cmd "sleep" :args ["300"]})))
+  (step "Long" (call :shell.exec {:cmd "sleep" :args ["60"]})))
+'''
+[[stop]]
+kind = "max_iterations"
+max = 1
+[governance]
+shell_allow = ["sleep"]
+`
+
+// SIGTERM aborts a run: a compensation that would sleep for minutes is cut
+// off after the signal's grace and recorded as cut off; a second SIGTERM
+// during the compensation ends ralph at once.
+func TestE2ESigtermCutsACompensationOff(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	t.Run("grace", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
+		cmd, lines, errOut := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
+		waitLine(t, lines, "PlanStepStarted Long")
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		out := rest(lines)
+		if code := exitCode(cmd.Wait()); code != 4 || !strings.Contains(out, "RunAborted") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		show, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, ".ralph"))
+		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "cut off: after a signal, compensations get 5s in all") {
+			t.Errorf("the compensation is not recorded as cut off:\n%s", show)
+		}
+	})
+	t.Run("second signal", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
+		cmd, lines, _ := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
+		waitLine(t, lines, "PlanStepStarted Long")
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitLine(t, lines, "CompensationStarted Unbook")
+		cmd.Process.Signal(syscall.SIGTERM)
+		rest(lines)
+		err := cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+			t.Errorf("after a second SIGTERM: %v, want ended by the signal", err)
+		}
+	})
+}
+
+// 200 clients open event streams on a running loop's socket at once: 64
+// are served (half of them never read), the rest are told why with a 503,
+// and the loop goes on recording iterations and ends with its closing
+// action, which every reading stream receives.
+func TestE2ESocketUnderManyStreams(t *testing.T) {
+	if ralphBin == "" {
+		t.Skip("end-to-end tests build the binary; skipped under -short")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, release := releasedLoop(t, dir)
+	writeFile(t, cfg, strings.Replace(readFile(t, cfg), `delay = "300ms"`, `delay = "0s"`, 1))
+	store := filepath.Join(dir, "store")
+	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+	runID := liveRunID(t, store)
+	const clients = 200
+	type answer struct {
+		status int
+		body   string // a 503's body, or what a reading stream received
+		read   bool
+	}
+	ended := make(chan struct{})
+	answers := make(chan answer, clients)
+	var opened sync.WaitGroup
+	opened.Add(clients)
+	for i := 0; i < clients; i++ {
+		go func(reads bool) {
+			conn, err := net.Dial("unix", serve.SocketPath(store))
+			if err != nil {
+				opened.Done()
+				answers <- answer{body: err.Error()}
+				return
+			}
+			defer conn.Close()
+			fmt.Fprint(conn, "GET /v1/events?from=1 HTTP/1.1\r\nHost: ralph\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			opened.Done()
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			switch {
+			case resp.StatusCode != http.StatusOK:
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+				answers <- answer{status: resp.StatusCode, body: string(b)}
+			case !reads: // a slow reader: it never reads, and holds its stream until the run has ended
+				<-ended
+				answers <- answer{status: resp.StatusCode}
+			default:
+				b, _ := io.ReadAll(resp.Body) // until the server closes the stream at its end
+				answers <- answer{status: resp.StatusCode, body: string(b), read: true}
+			}
+		}(i%2 == 0)
+	}
+	opened.Wait()
+	head := func() uint64 {
+		c, err := serve.Dial(context.Background(), store)
+		if err != nil {
+			return 0
+		}
+		defer c.Close()
+		return c.Info().Head
+	}
+	// The loop goes on while every stream is open: 100 more iterations
+	// (each at least four actions) are recorded.
+	from := head()
+	waitUntil(t, "the loop records 100 iterations under 200 clients", func() bool { return head() >= from+400 })
+	release()
+	err := cmd.Wait()
+	close(ended)
+	if err != nil {
+		t.Fatalf("the run exited %v", err)
+	}
+	var served, refused int
+	for i := 0; i < clients; i++ {
+		a := <-answers
+		switch a.status {
+		case http.StatusOK:
+			served++
+			if a.read && !regexp.MustCompile(`"Run(Stopped|Completed)"`).MatchString(a.body) {
+				t.Errorf("a reading stream ended without the run's closing action (%d bytes)", len(a.body))
+			}
+		case http.StatusServiceUnavailable:
+			refused++
+			if !strings.Contains(a.body, "already serves 64 streams, its most at once; close an attached UI") {
+				t.Errorf("a refused stream was told %q", a.body)
+			}
+		default:
+			t.Errorf("a client got %d %q", a.status, a.body)
+		}
+	}
+	if served != 64 || refused != clients-64 {
+		t.Errorf("%d streams served and %d refused, want 64 and %d", served, refused, clients-64)
+	}
+	waitClosed(t, store, runID)
+}
