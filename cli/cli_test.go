@@ -170,7 +170,7 @@ func TestUnknownRunNamesRuns(t *testing.T) {
 	st.Close()
 	for _, args := range [][]string{{"history", "nope"}, {"predicate", "nope", "true"}} {
 		_, errOut, code := run(t, context.Background(), "", append(args, "--store", store)...)
-		if want := "ralph: run nope has no recorded actions; `ralph runs` lists the runs\n"; code != 2 || errOut != want {
+		if want := "ralph: no run nope in this store; `ralph runs` lists them\n"; code != 2 || errOut != want {
 			t.Errorf("ralph %q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
 		}
 	}

@@ -499,20 +499,18 @@ func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool
 func newResumeCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "resume RUN_ID",
+		Use:   "resume [RUN_ID]",
 		Short: "Continue a run after a crash or an abort, with the config it was started with",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("resume takes one RUN_ID (see `ralph runs`)")
-			}
-			return nil
-		},
+		Long: `Continue a run after a crash or an abort, with the config it was started with.
+RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
+without it, the latest run (named on stderr).`,
+		Args: optionalRunID("resume"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := snapshotConfig(f.store, args[0], cmd.ErrOrStderr())
+			cfg, runID, err := snapshotConfig(f.store, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			return runLoop(cmd, cfg, f, args[0])
+			return runLoop(cmd, cfg, f, runID)
 		},
 	}
 	cmd.Flags().BoolVar(&f.noTUI, "no-tui", false, "run headless")
@@ -521,29 +519,35 @@ func newResumeCmd() *cobra.Command {
 	return cmd
 }
 
-// snapshotConfig reads the config recorded with a run's RunStarted.
-func snapshotConfig(storeFlag, runID string, errOut io.Writer) (*config.Config, error) {
+// snapshotConfig reads the config recorded with the RunStarted of the run
+// ref names, and returns it with the run's id.
+func snapshotConfig(storeFlag string, ref runRef, errOut io.Writer) (*config.Config, string, error) {
 	st, err := existingStore(storeFlag, errOut)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	runID, err := resolveRunRef(localReader{st}, ref, errOut)
+	if err != nil {
+		st.Close()
+		return nil, "", err
 	}
 	acts, err := st.ByRun(runID)
 	dir := st.Dir()
 	st.Close()
 	if err != nil {
-		return nil, exitError(ExitFailure, err)
+		return nil, "", exitError(ExitFailure, err)
 	}
 	for _, a := range acts {
 		if a.Type == ledger.RunStarted {
 			cfg, err := config.Parse([]byte(a.Metadata["config"].Str()), "run "+runID+" config snapshot", nil)
 			if err != nil {
-				return nil, exitError(ExitUsage, err)
+				return nil, "", exitError(ExitUsage, err)
 			}
 			cfg.Store.Dir = dir
-			return cfg, nil
+			return cfg, runID, nil
 		}
 	}
-	return nil, exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", runID))
+	return nil, "", exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", runID))
 }
 
 func newInitCmd() *cobra.Command {
