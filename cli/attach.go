@@ -107,7 +107,7 @@ func notRunning(st storeReader, ref runRef, live string, errOut io.Writer) error
 		if r.ID != runID {
 			continue
 		}
-		if r.State == loop.StateRunning || r.State == loop.StatePaused {
+		if r.State == loop.StateRunning || r.State == loop.StatePaused || r.State == serve.StateInterrupted { // interrupted: as GET /v1/runs says it
 			return exitError(ExitUsage, fmt.Errorf("run %s is not running: its process ended without closing it; `ralph resume %s` continues it, `ralph view %s` shows it%s", runID, runID, runID, also))
 		}
 		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view %s` shows it%s", runID, r.State, runID, also))

@@ -195,13 +195,13 @@ func TestRunsJSONFieldNames(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rec); err != nil {
 		t.Fatalf("runs --json printed %q: %v", out, err)
 	}
-	for _, k := range []string{"id", "state", "goal", "class", "condition", "reason", "started", "updated", "iterations", "cost_usd", "tokens"} {
+	for _, k := range []string{"id", "state", "goal", "class", "condition", "reason", "started", "updated", "iterations", "cost_usd", "tokens", "ended", "duration_ms"} {
 		if _, ok := rec[k]; !ok {
 			t.Errorf("runs --json has no %q: %s", k, out)
 		}
 	}
-	if len(rec) != 11 {
-		t.Errorf("runs --json has %d fields, want 11: %s", len(rec), out)
+	if len(rec) != 13 {
+		t.Errorf("runs --json has %d fields, want 13: %s", len(rec), out)
 	}
 }
 

@@ -434,32 +434,15 @@ func newRunsCmd() *cobra.Command {
 	return cmd
 }
 
-// runRow is one run as `ralph runs` lists it: the recorded run and, for
-// the run a live process drives, that process.
-type runRow struct {
-	loop.RunRecord
-	PID      int    `json:"pid,omitempty"`
-	Attached *bool  `json:"attached,omitempty"` // a UI follows it
-	LogFile  string `json:"log_file,omitempty"`
-}
-
-// writeRuns prints the runs. live is the process serving the store (nil
-// when this process opened it): its run is live; any other run recorded
-// as running or paused has lost its process (one process holds a store).
+// writeRuns prints the runs (serve.RunRows: the same fields as GET
+// /v1/runs). live is the process serving the store (nil when this process
+// opened it).
 func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool) error {
-	rows := make([]runRow, len(runs))
+	now := time.Now()
+	rows := serve.RunRows(runs, live, now)
 	anyLive := false
-	for i, r := range runs {
-		rows[i].RunRecord = r
-		switch {
-		case live != nil && live.RunID == r.ID:
-			attached := live.UIs > 0
-			rows[i].PID, rows[i].Attached, rows[i].LogFile = live.PID, &attached, live.LogFile
-			anyLive = true
-		case r.State == loop.StateRunning || r.State == loop.StatePaused:
-			rows[i].State = "interrupted"
-			rows[i].Reason = "its process ended without closing it; `ralph resume " + r.ID + "` continues it"
-		}
+	for _, r := range rows {
+		anyLive = anyLive || r.Attached != nil
 	}
 	if asJSON {
 		for _, r := range rows {
@@ -471,13 +454,13 @@ func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	head := "RUN\tSTATE\tITER\tCOST\tSTOPPED BY\tREASON"
+	head := "RUN\tSTATE\tSTARTED\tDURATION\tITER\tCOST\tSTOPPED BY\tREASON"
 	if anyLive {
 		head += "\tPID\tUI\tLOG"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, r.Iterations, r.CostUSD, r.Condition, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, startedColumn(r.Started, now), durationColumn(r), r.Iterations, r.CostUSD, r.Condition, r.Reason)
 		if r.Attached != nil {
 			ui := "none"
 			if *r.Attached {
