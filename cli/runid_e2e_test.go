@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -147,4 +148,29 @@ func TestE2ERunIDs(t *testing.T) {
 			}
 		})
 	}
+	// attach needs a terminal: its answers for these ended runs, in tmux,
+	// their messages written to a file.
+	t.Run("attach", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "attach.err")
+		done := filepath.Join(t.TempDir(), "done")
+		var script strings.Builder
+		for _, ref := range []string{"0aaa0001", "0aaa", "latest", "0ccc", ""} {
+			script.WriteString(ralphBin + " attach " + ref + " --store " + store + " 2>>" + out + "; echo \"exit $?\" >>" + out + "; ")
+		}
+		newTmux(t, script.String()+"echo done > "+done+"; sleep 30")
+		waitFile(t, done)
+		b, _ := os.ReadFile(out)
+		got := string(b)
+		for _, want := range []string{
+			"run " + runIDs[0] + " has ended (stopped); `ralph view " + runIDs[0] + "` shows it\nexit 2\n",
+			`run id prefix "0aaa" matches 2 runs (` + runIDs[0] + ", " + runIDs[1] + "); give more of the id",
+			"run " + runIDs[2] + " has ended (done); `ralph view " + runIDs[2] + "` shows it\nexit 2\n",
+			"no run 0ccc in this store",
+			"ralph: no RUN_ID given: reading the latest run, " + runIDs[2] + ", started ",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("ralph attach: stderr lacks %q:\n%s", want, got)
+			}
+		}
+	})
 }
