@@ -7,11 +7,21 @@ GO       ?= go
 BIN      := bin/ralph
 FUZZTIME ?= 60s
 
-.PHONY: build run ui test test-race-e2e test-agents bench fuzz lint
+.PHONY: build install run ui demo-agent test test-race-e2e test-agents bench fuzz lint
 
 ## build: compile ralph into bin/ralph
 build:
 	$(GO) build -o $(BIN) .
+
+## install: put ralph on PATH: copy bin/ralph to PREFIX/bin (default ~/.local/bin), and say how to add
+## that directory to PATH when it is not on it
+PREFIX ?= $(HOME)/.local
+install: build
+	install -d "$(PREFIX)/bin"
+	install -m 0755 $(BIN) "$(PREFIX)/bin/ralph"
+	@echo "installed $(PREFIX)/bin/ralph"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	*) echo "$(PREFIX)/bin is not on your PATH; add it: echo 'export PATH=\"$(PREFIX)/bin:\$$PATH\"' >> ~/.bashrc (or your shell's profile), then open a new shell";; esac
 
 ## run: run the quickstart loop headless (static plan, no API key; it ends by itself) and verify its
 ## causal chain
@@ -22,6 +32,11 @@ run: build
 ## ui: the same quickstart in the live terminal UI (q quits once it is done)
 ui: build
 	$(BIN) run examples/quickstart/ralph.toml
+
+## demo-agent: the README's agent loop with the repository's stand-in claude (no agent, key or network):
+## a Go module whose Add subtracts, `ralph init --agent claude`, then `ralph run --no-tui` until go test passes
+demo-agent: build
+	examples/agent-demo/run.sh "$(CURDIR)/$(BIN)"
 
 ## test: vet, then every test with the race detector (including the end-to-end tests).
 ## Packages are tested one at a time (-p 1): the fleet's and the cli's tests run real NATS

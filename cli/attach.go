@@ -3,7 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +16,7 @@ import (
 func newAttachCmd() *cobra.Command {
 	var storeFlag, natsFlag string
 	cmd := &cobra.Command{
-		Use:   "attach RUN_ID [--nats URL]",
+		Use:   "attach [RUN_ID] [--nats URL]",
 		Short: "Open the live UI on a loop running in another process; q detaches, a aborts",
 		Long: `Open the live UI on a loop another ralph process runs (ralph run --detach, or a
 run started in another terminal): the same panes and keys as ralph run, fed
@@ -24,25 +24,21 @@ through the store's socket. q (or ctrl+c) detaches and leaves the run going;
 a aborts it after asking; p pauses, s skips the current iteration. Any number
 of UIs can attach to one run at once.
 
-RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
+RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
+without it, the run going on in the store (named on stderr).`,
 		Example: `  ralph run --detach && ralph attach 01a200c1`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("attach takes one RUN_ID (see `ralph runs`), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args:    optionalRunID("attach"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
+			ref := runRefArg(args, 0)
 			out := cmd.OutOrStdout()
 			if !isTTY(out) {
-				return usageErrorf("ralph attach draws the live UI and needs a terminal; for text use `ralph runs` or `ralph chain show --run %s`", id)
+				return usageErrorf("ralph attach draws the live UI and needs a terminal; for text use `ralph runs` or `ralph chain show --run %s`", ref.arg)
 			}
 			if natsFlag != "" {
 				if storeFlag != "" {
 					return usageErrorf("--store and --nats name two places to read; pass one")
 				}
-				return attachFleet(cmd, natsFlag, id)
+				return attachFleet(cmd, natsFlag, ref)
 			}
 			dir, err := existingStoreDir(storeFlag)
 			if err != nil {
@@ -56,14 +52,18 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 					return err
 				}
 				defer st.Close()
-				return notRunning(st, id, "")
+				return notRunning(st, ref, "", cmd.ErrOrStderr())
 			case err != nil:
 				return exitError(ExitFailure, err)
 			}
 			defer c.Close()
 			in := c.Info()
-			if in.RunID == "" || !strings.HasPrefix(in.RunID, id) {
-				return notRunning(remoteReader{c, dir}, id, in.RunID) // c: closed by the defer above
+			id, err := attachTarget(remoteReader{c, dir}, ref, in.RunID, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if id != in.RunID {
+				return notRunning(remoteReader{c, dir}, runRef{arg: id, given: true}, in.RunID, nil) // c: closed by the defer above
 			}
 			defer attachNotify(cmd.Context(), c, in.RunID)()
 			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, StoreDir: dir, Input: cmd.InOrStdin(), Output: out})
@@ -76,12 +76,22 @@ RUN_ID may be a unique prefix of the run id (see 'ralph runs').`,
 	return cmd
 }
 
+// attachTarget is the run an attach names: the run ref names, or, when
+// none was given, the one the store's process drives (live), if any.
+func attachTarget(st storeReader, ref runRef, live string, errOut io.Writer) (string, error) {
+	if !ref.given && live != "" {
+		fmt.Fprintf(errOut, "ralph: no RUN_ID given: attaching to the run going on in %s, %s\n", st.Dir(), live)
+		return live, nil
+	}
+	return resolveRunRef(st, ref, errOut)
+}
+
 // notRunning explains an attach to a run no process runs: one that ended
 // (and how to see it), one whose process died (and how to continue it), or
 // none at all, as st (the caller closes it) records it. live is the run
 // the store's process drives, if any.
-func notRunning(st storeReader, id, live string) error {
-	runID, err := resolveRun(st, id)
+func notRunning(st storeReader, ref runRef, live string, errOut io.Writer) error {
+	runID, err := resolveRunRef(st, ref, errOut)
 	if err != nil {
 		return err
 	}
@@ -97,7 +107,7 @@ func notRunning(st storeReader, id, live string) error {
 		if r.ID != runID {
 			continue
 		}
-		if r.State == loop.StateRunning || r.State == loop.StatePaused {
+		if r.State == loop.StateRunning || r.State == loop.StatePaused || r.State == serve.StateInterrupted { // interrupted: as GET /v1/runs says it
 			return exitError(ExitUsage, fmt.Errorf("run %s is not running: its process ended without closing it; `ralph resume %s` continues it, `ralph view %s` shows it%s", runID, runID, runID, also))
 		}
 		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view %s` shows it%s", runID, r.State, runID, also))

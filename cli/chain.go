@@ -148,7 +148,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 	fl.StringVar(&bundle, "bundle", "", "verify the bundle `FILE` (ralph chain export --bundle) with no store")
 	fl.StringVar(&natsURL, "nats", "", "verify a run's chain as the fleet at NATS `URL` replicated it (with --run)")
 	addNATSAuthFlags(cmd)
-	fl.StringVar(&runID, "run", "", "with --nats: the run `ID` (or a unique prefix) whose chain to verify")
+	fl.StringVar(&runID, "run", "", "with --nats: the run `ID` (a unique prefix will do, or latest) whose chain to verify")
 	return cmd
 }
 
@@ -206,8 +206,10 @@ func newChainShowCmd(store *string) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if fr, ok := st.(fleetReader); ok {
-				f.RunID = fr.run.RunID // named by a prefix, maybe
+			if f.RunID != "" { // a prefix, maybe, or latest
+				if f.RunID, err = resolveRunRef(st, givenRun(f.RunID), nil); err != nil {
+					return err
+				}
 			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			var acts []ledger.Action
@@ -243,7 +245,7 @@ func newChainShowCmd(store *string) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.RunID, "run", "", "only actions of run `ID`")
+	fl.StringVar(&f.RunID, "run", "", "only actions of run `ID` (a unique prefix will do, or latest)")
 	fl.StringVar(&f.PlanID, "plan", "", "only actions of plan `ID`")
 	fl.StringVar(&f.IntentID, "intent", "", "only actions of intent `ID`")
 	fl.BoolVar(&asJSON, "json", false, "one JSON object per line (the ledger's JSON form, docs/ledger.md)")
@@ -273,8 +275,10 @@ func newChainExportCmd(store *string) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			if fr, ok := st.(fleetReader); ok {
-				f.RunID = fr.run.RunID
+			if f.RunID != "" { // a prefix, maybe, or latest
+				if f.RunID, err = resolveRunRef(st, givenRun(f.RunID), nil); err != nil {
+					return err
+				}
 			}
 			if bundle {
 				return exportBundle(st, cmd.OutOrStdout())
@@ -285,7 +289,7 @@ func newChainExportCmd(store *string) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID`")
+	cmd.Flags().StringVar(&f.RunID, "run", "", "only actions of run `ID` (a unique prefix will do, or latest)")
 	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&bundle, "bundle", false, "write every action's canonical bytes, every checkpoint and the verifier key (docs/ledger.md)")
 	cmd.Flags().StringVar(&natsURL, "nats", "", "export a run's chain as the fleet at NATS `URL` replicated it (with --run; --bundle: the run's bundle)")

@@ -62,7 +62,7 @@ func TestE2EChainShowUnknownRun(t *testing.T) {
 		t.Fatalf("quickstart: %d %s", code, errOut)
 	}
 	out, errOut, code := runBinary(t, ralphBin, "", "chain", "show", "--run", "nope", "--store", store)
-	if code != 2 || out != "" || !strings.Contains(errOut, "belongs to run nope; `ralph runs` lists the runs") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "no run nope in this store; `ralph runs` lists them") {
 		t.Errorf("chain show --run nope: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

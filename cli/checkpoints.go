@@ -27,6 +27,14 @@ type runCheckpoints struct {
 }
 
 // readCheckpoints reads a run's checkpoints from its actions.
+// runIDOf is the id of the run acts recorded (arg when they are none).
+func runIDOf(acts []ledger.Action, arg string) string {
+	if len(acts) > 0 {
+		return acts[0].RunID
+	}
+	return arg
+}
+
 func readCheckpoints(runID string, acts []ledger.Action) (*runCheckpoints, error) {
 	rc := &runCheckpoints{runID: runID, commits: map[int]string{}, last: -1}
 	for i := range acts {

@@ -170,7 +170,7 @@ func TestUnknownRunNamesRuns(t *testing.T) {
 	st.Close()
 	for _, args := range [][]string{{"history", "nope"}, {"predicate", "nope", "true"}} {
 		_, errOut, code := run(t, context.Background(), "", append(args, "--store", store)...)
-		if want := "ralph: run nope has no recorded actions; `ralph runs` lists the runs\n"; code != 2 || errOut != want {
+		if want := "ralph: no run nope in this store; `ralph runs` lists them\n"; code != 2 || errOut != want {
 			t.Errorf("ralph %q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
 		}
 	}
@@ -195,13 +195,13 @@ func TestRunsJSONFieldNames(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rec); err != nil {
 		t.Fatalf("runs --json printed %q: %v", out, err)
 	}
-	for _, k := range []string{"id", "state", "goal", "class", "condition", "reason", "started", "iterations", "cost_usd", "tokens"} {
+	for _, k := range []string{"id", "state", "goal", "class", "condition", "reason", "started", "updated", "iterations", "cost_usd", "tokens", "ended", "duration_ms"} {
 		if _, ok := rec[k]; !ok {
 			t.Errorf("runs --json has no %q: %s", k, out)
 		}
 	}
-	if len(rec) != 10 {
-		t.Errorf("runs --json has %d fields, want 10: %s", len(rec), out)
+	if len(rec) != 13 {
+		t.Errorf("runs --json has %d fields, want 13: %s", len(rec), out)
 	}
 }
 

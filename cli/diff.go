@@ -40,11 +40,11 @@ iteration, the files and their line counts.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			acts, err := runActions(ctx, storeFlag, "", args[0], cmd.ErrOrStderr())
+			acts, err := runActions(ctx, storeFlag, "", runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			rc, err := readCheckpoints(args[0], acts)
+			rc, err := readCheckpoints(runIDOf(acts, args[0]), acts)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -87,32 +88,27 @@ func (f *fleetConn) states(ctx context.Context) ([]fleet.RunState, error) {
 	return runs, nil
 }
 
-// resolve finds the run id (or unique prefix) id among the fleet's runs.
+// resolve finds the run id (a unique prefix of one, or "latest": the run
+// submitted last) id names among the fleet's runs.
 func (f *fleetConn) resolve(ctx context.Context, id string) (fleet.RunState, error) {
-	runs, err := f.states(ctx)
+	runs, err := f.states(ctx) // oldest submission first
 	if err != nil {
 		return fleet.RunState{}, err
 	}
-	var matches []fleet.RunState
-	for _, r := range runs {
-		if r.RunID == id {
-			return r, nil
-		}
-		if strings.HasPrefix(r.RunID, id) {
-			matches = append(matches, r)
-		}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.RunID
 	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-		return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no run %s; `ralph runs --nats %s` lists them", f.url, id, f.url))
+	full, matches := matchRun(ids, id)
+	switch {
+	case full != "":
+		return runs[slices.Index(ids, full)], nil
+	case len(matches) > 1:
+		return fleet.RunState{}, ambiguousRun(id, matches, " of the fleet")
+	case id == latestRun:
+		return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no runs yet; `ralph submit` queues one", f.url))
 	}
-	ids := make([]string, len(matches))
-	for i, m := range matches {
-		ids[i] = m.RunID
-	}
-	return fleet.RunState{}, usageErrorf("run id prefix %q matches %d runs of the fleet (%s); give more of the id", id, len(matches), strings.Join(ids, ", "))
+	return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no run %s; `ralph runs --nats %s` lists them", f.url, id, f.url))
 }
 
 // fleetReader is one run's chain, rebuilt from the fleet's stream into an
@@ -335,17 +331,18 @@ func exportFleetBundle(cmd *cobra.Command, url, id string) error {
 // attachFleet is `ralph attach --nats URL RUN_ID`: the live UI of a run on
 // whichever worker runs it, through a tunnel over NATS to that run's serve
 // socket; the same UI, keys and controls as a local attach.
-func attachFleet(cmd *cobra.Command, url, id string) error {
+func attachFleet(cmd *cobra.Command, url string, ref runRef) error {
 	ctx := cmd.Context()
 	f, err := dialFleet(ctx, url, "ralph attach")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	run, err := f.resolve(ctx, id)
+	run, err := f.resolve(ctx, ref.arg)
 	if err != nil {
 		return err
 	}
+	noteLatest(cmd.ErrOrStderr(), ref, run.RunID, "")
 	signer, err := signInFrom(ctx).signer()
 	if err != nil {
 		return err

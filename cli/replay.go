@@ -72,11 +72,11 @@ iterations, 2 for bad input.`,
 				return exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
 			}
 			ctx := cmd.Context()
-			acts, err := runActions(ctx, storeFlag, "", args[0], cmd.ErrOrStderr())
+			acts, err := runActions(ctx, storeFlag, "", runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			rc, err := readCheckpoints(args[0], acts)
+			rc, err := readCheckpoints(runIDOf(acts, args[0]), acts)
 			if err != nil {
 				return err
 			}

@@ -54,7 +54,11 @@ WorkspaceRestored action on the run's chain.`,
 				return err
 			}
 			defer st.Close()
-			return rollback(cmd, st, args[0], n, force)
+			runID, err := resolveRunRef(localReader{st}, runRefArg(args, 0), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return rollback(cmd, st, runID, n, force)
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")

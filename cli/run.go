@@ -460,32 +460,15 @@ func newRunsCmd() *cobra.Command {
 	return cmd
 }
 
-// runRow is one run as `ralph runs` lists it: the recorded run and, for
-// the run a live process drives, that process.
-type runRow struct {
-	loop.RunRecord
-	PID      int    `json:"pid,omitempty"`
-	Attached *bool  `json:"attached,omitempty"` // a UI follows it
-	LogFile  string `json:"log_file,omitempty"`
-}
-
-// writeRuns prints the runs. live is the process serving the store (nil
-// when this process opened it): its run is live; any other run recorded
-// as running or paused has lost its process (one process holds a store).
+// writeRuns prints the runs (serve.RunRows: the same fields as GET
+// /v1/runs). live is the process serving the store (nil when this process
+// opened it).
 func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool) error {
-	rows := make([]runRow, len(runs))
+	now := time.Now()
+	rows := serve.RunRows(runs, live, now)
 	anyLive := false
-	for i, r := range runs {
-		rows[i].RunRecord = r
-		switch {
-		case live != nil && live.RunID == r.ID:
-			attached := live.UIs > 0
-			rows[i].PID, rows[i].Attached, rows[i].LogFile = live.PID, &attached, live.LogFile
-			anyLive = true
-		case r.State == loop.StateRunning || r.State == loop.StatePaused:
-			rows[i].State = "interrupted"
-			rows[i].Reason = "its process ended without closing it; `ralph resume " + r.ID + "` continues it"
-		}
+	for _, r := range rows {
+		anyLive = anyLive || r.Attached != nil
 	}
 	if asJSON {
 		for _, r := range rows {
@@ -497,13 +480,13 @@ func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	head := "RUN\tSTATE\tITER\tCOST\tSTOPPED BY\tREASON"
+	head := "RUN\tSTATE\tSTARTED\tDURATION\tITER\tCOST\tSTOPPED BY\tREASON"
 	if anyLive {
 		head += "\tPID\tUI\tLOG"
 	}
 	fmt.Fprintln(tw, head)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, r.Iterations, r.CostUSD, r.Condition, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, startedColumn(r.Started, now), durationColumn(r), r.Iterations, r.CostUSD, r.Condition, r.Reason)
 		if r.Attached != nil {
 			ui := "none"
 			if *r.Attached {
@@ -525,20 +508,18 @@ func writeRuns(w io.Writer, runs []loop.RunRecord, live *serve.Info, asJSON bool
 func newResumeCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "resume RUN_ID",
+		Use:   "resume [RUN_ID]",
 		Short: "Continue a run after a crash or an abort, with the config it was started with",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("resume takes one RUN_ID (see `ralph runs`)")
-			}
-			return nil
-		},
+		Long: `Continue a run after a crash or an abort, with the config it was started with.
+RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
+without it, the latest run (named on stderr).`,
+		Args: optionalRunID("resume"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := snapshotConfig(f.store, args[0], cmd.ErrOrStderr())
+			cfg, runID, err := snapshotConfig(f.store, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			return runLoop(cmd, cfg, f, args[0])
+			return runLoop(cmd, cfg, f, runID)
 		},
 	}
 	cmd.Flags().BoolVar(&f.noTUI, "no-tui", false, "run headless")
@@ -548,29 +529,35 @@ func newResumeCmd() *cobra.Command {
 	return cmd
 }
 
-// snapshotConfig reads the config recorded with a run's RunStarted.
-func snapshotConfig(storeFlag, runID string, errOut io.Writer) (*config.Config, error) {
+// snapshotConfig reads the config recorded with the RunStarted of the run
+// ref names, and returns it with the run's id.
+func snapshotConfig(storeFlag string, ref runRef, errOut io.Writer) (*config.Config, string, error) {
 	st, err := existingStore(storeFlag, errOut)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	runID, err := resolveRunRef(localReader{st}, ref, errOut)
+	if err != nil {
+		st.Close()
+		return nil, "", err
 	}
 	acts, err := st.ByRun(runID)
 	dir := st.Dir()
 	st.Close()
 	if err != nil {
-		return nil, exitError(ExitFailure, err)
+		return nil, "", exitError(ExitFailure, err)
 	}
 	for _, a := range acts {
 		if a.Type == ledger.RunStarted {
 			cfg, err := config.Parse([]byte(a.Metadata["config"].Str()), "run "+runID+" config snapshot", nil)
 			if err != nil {
-				return nil, exitError(ExitUsage, err)
+				return nil, "", exitError(ExitUsage, err)
 			}
 			cfg.Store.Dir = dir
-			return cfg, nil
+			return cfg, runID, nil
 		}
 	}
-	return nil, exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", runID))
+	return nil, "", exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", runID))
 }
 
 func newInitCmd() *cobra.Command {

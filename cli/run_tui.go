@@ -107,9 +107,10 @@ func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, 
 	result func() (*loop.Outcome, error), hungUp bool) error {
 	id := runner.RunID()
 	logPath := runLogPath(absDir(store.Dir()), id)
+	defer keepInterruptFromRun(cmd.Context(), id)()
 	if !hungUp {
 		fmt.Fprintf(cmd.OutOrStdout(), "detached: run %s goes on in this process (pid %d), its output in %s\n"+
-			"`ralph attach %s` reopens the UI; press ctrl+z then run `bg` (or close this terminal) to get the prompt back\n",
+			"`ralph attach %s` reopens the UI; ctrl+c no longer stops it: press ctrl+z then run `bg` (or close this terminal) to get the prompt back\n",
 			id, os.Getpid(), logPath, id)
 	}
 	if cmd.OutOrStdout() == os.Stdout {

@@ -16,6 +16,9 @@ import (
 type hangup struct {
 	mu      sync.Mutex
 	handler func()
+	// interrupt, when set, is what a Ctrl-C does instead of cancelling the
+	// command (a run whose UI detached: keepInterruptFromRun).
+	interrupt func()
 }
 
 type hangupKey struct{}
@@ -26,9 +29,12 @@ type hangupKey struct{}
 // (ralph chain show | head) becomes a write error, so the command closes
 // its store and exits instead of the process dying at the write.
 func withSignals(parent context.Context) (context.Context, func()) {
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, cancelCause := context.WithCancelCause(parent)
+	cancel := func() { cancelCause(nil) }
+	ints := make(chan os.Signal, 1)
+	signal.Notify(ints, os.Interrupt, syscall.SIGTERM)
+	stop := func() { signal.Stop(ints) } // the default handlers again
 	context.AfterFunc(ctx, stop)
-	ctx, cancel := context.WithCancel(ctx)
 	h := &hangup{handler: cancel}
 	ctx = context.WithValue(ctx, hangupKey{}, h)
 	hups := make(chan os.Signal, 1)
@@ -38,6 +44,15 @@ func withSignals(parent context.Context) (context.Context, func()) {
 	go func() {
 		for {
 			select {
+			case sig := <-ints:
+				h.mu.Lock()
+				fn := h.interrupt
+				h.mu.Unlock()
+				if fn != nil && sig == os.Interrupt {
+					fn()
+					continue
+				}
+				cancelCause(signalCause(sig.String() + " signal received")) // as signal.NotifyContext says it
 			case <-hups:
 				h.mu.Lock()
 				fn := h.handler
@@ -55,6 +70,12 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		cancel()
 	}
 }
+
+// signalCause is why a signal cancelled the command's context
+// (context.Cause), worded as signal.NotifyContext words it.
+type signalCause string
+
+func (s signalCause) Error() string { return string(s) }
 
 // onHangup makes fn what a SIGHUP does while the command runs; it returns
 // a function that restores the default.

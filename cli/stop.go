@@ -16,15 +16,17 @@ import (
 	"github.com/ralphloop/ralph/stop"
 )
 
-// runActions reads a recorded run; a run with no actions is a usage error.
-func runActions(ctx context.Context, storeFlag, natsURL, runID string, errOut io.Writer) ([]ledger.Action, error) {
-	st, err := openRunReader(ctx, storeFlag, natsURL, runID, ledger.Options{}, errOut)
+// runActions reads a recorded run (ref names it: see runRef); a run with
+// no actions is a usage error.
+func runActions(ctx context.Context, storeFlag, natsURL string, ref runRef, errOut io.Writer) ([]ledger.Action, error) {
+	st, err := openRunReader(ctx, storeFlag, natsURL, ref.arg, ledger.Options{}, errOut)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	if fr, ok := st.(fleetReader); ok { // the fleet's runs are named by prefix too
-		runID = fr.run.RunID
+	runID, err := resolveRunRef(st, ref, errOut)
+	if err != nil {
+		return nil, err
 	}
 	acts, err := st.ByRun(runID)
 	if err != nil {
@@ -45,7 +47,8 @@ func newPredicateCmd() *cobra.Command {
 		Long: `Evaluate a completion predicate (RTFS with the audit.* builtins, or the JSON
 DSL when it starts with '{') against the actions a run recorded. Prints true or
 false, the audit queries that decided it with the actions that answered them,
-and the action after which the predicate first held.
+and the action after which the predicate first held. RUN_ID is a run id, a
+unique prefix of one, or latest.
 
 Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`,
 		Example: `  ralph predicate 01J… '(and (audit.succeeded? "shell.exec") (not (audit.failed? "git.push")))'
@@ -61,7 +64,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -112,20 +115,18 @@ func newHistoryCmd() *cobra.Command {
 	var storeFlag, natsFlag string
 	var asJSON, verbose bool
 	cmd := &cobra.Command{
-		Use:   "history RUN_ID",
+		Use:   "history [RUN_ID]",
 		Short: "Show a run's stop-condition evaluations",
 		Long: `Show every stop-condition evaluation a run recorded (StopConditionsEvaluated
 actions), oldest first: for each iteration, each condition's verdict, progress,
 reason, and whether it came from the cache or timed out. --verbose adds the
-evidence each condition looked at; --json prints one object per evaluation.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("history takes one RUN_ID, got %d argument(s)", len(args))
-			}
-			return nil
-		},
+evidence each condition looked at; --json prints one object per evaluation.
+
+RUN_ID is a run id, a unique prefix of one, or latest; without it, the latest
+run (named on stderr).`,
+		Args: optionalRunID("history"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
+			acts, err := runActions(cmd.Context(), storeFlag, natsFlag, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -151,7 +152,7 @@ evidence each condition looked at; --json prints one object per evaluation.`,
 				writeEvaluation(w, acts[i].Seq, ev, verbose)
 			}
 			if n == 0 && !asJSON {
-				fmt.Fprintf(w, "run %s recorded no stop-condition evaluations\n", args[0])
+				fmt.Fprintf(w, "run %s recorded no stop-condition evaluations\n", acts[0].RunID)
 			}
 			if err := w.Flush(); err != nil {
 				return exitError(ExitFailure, fmt.Errorf("write output: %w", err))

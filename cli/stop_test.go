@@ -121,7 +121,7 @@ func TestHistoryCommand(t *testing.T) {
 	if code != 0 || len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &ev) != nil || ev.TriggeredBy != "promise" || len(ev.Results) != 2 {
 		t.Errorf("json: code %d\n%s", code, out)
 	}
-	if _, errOut, code := runStopCmd(t, newHistoryCmd(), "nope", "--store", store); code != 2 || !strings.Contains(errOut, "no recorded actions") {
+	if _, errOut, code := runStopCmd(t, newHistoryCmd(), "nope", "--store", store); code != 2 || !strings.Contains(errOut, "no run nope in this store") {
 		t.Errorf("unknown run: %d %s", code, errOut)
 	}
 }

@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,14 +15,15 @@ import (
 func newViewCmd() *cobra.Command {
 	var storeFlag, natsFlag, outputFlag string
 	cmd := &cobra.Command{
-		Use:   "view RUN_ID [--nats URL] [--output CALL]",
+		Use:   "view [RUN_ID] [--nats URL] [--output CALL]",
 		Short: "Open a recorded run in the UI, read-only",
 		Long: `Open a recorded run in the terminal UI, read-only: the causal chain as a tree,
 the stop conditions as they were last evaluated, the last plan, and how the run
 ended. v shows every stop-condition evaluation, enter every field of an action
 with its hashes and verification, / filters, ? lists the keys.
 
-RUN_ID may be a unique prefix of a run id (see 'ralph runs'). The UI needs a
+RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
+without it, the latest run (named on stderr). The UI needs a
 terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 'ralph history RUN_ID'.
 
@@ -36,21 +35,17 @@ needs no terminal.`,
 		Example: `  ralph view 01a200c1
   ralph view 01a200c1-3fec-75aa-84b9-80d71cdc30cc --store examples/quickstart/.ralph
   ralph view 01a200c1 --output last | less`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("view takes one RUN_ID (see `ralph runs`), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args: optionalRunID("view"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			ref := runRefArg(args, 0)
 			if outputFlag != "" {
-				return viewOutput(cmd, storeFlag, natsFlag, args[0], outputFlag)
+				return viewOutput(cmd, storeFlag, natsFlag, ref, outputFlag)
 			}
 			if !isTTY(out) {
-				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", args[0], args[0])
+				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", ref.arg, ref.arg)
 			}
-			st, err := viewStore(cmd.Context(), storeFlag, natsFlag, args[0], cmd.ErrOrStderr())
+			st, err := viewStore(cmd.Context(), storeFlag, natsFlag, ref.arg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -59,7 +54,7 @@ needs no terminal.`,
 			// run makes garbage faster than the default pacer returns it:
 			// a soft limit keeps the heap near what is live.
 			debug.SetMemoryLimit(viewMemoryLimit)
-			runID, err := resolveRun(st, args[0])
+			runID, err := resolveRunRef(st, ref, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -82,16 +77,16 @@ needs no terminal.`,
 }
 
 // viewOutput is ralph view RUN --output CALL.
-func viewOutput(cmd *cobra.Command, storeFlag, natsFlag, runArg, sel string) error {
+func viewOutput(cmd *cobra.Command, storeFlag, natsFlag string, ref runRef, sel string) error {
 	if natsFlag != "" {
 		return usageErrorf("--output reads the store on this machine: a fleet run's output files stay with the worker that ran it; run ralph view --output there")
 	}
-	st, err := viewStore(cmd.Context(), storeFlag, "", runArg, cmd.ErrOrStderr())
+	st, err := viewStore(cmd.Context(), storeFlag, "", ref.arg, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	runID, err := resolveRun(st, runArg)
+	runID, err := resolveRunRef(st, ref, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
@@ -112,48 +107,4 @@ const viewMemoryLimit = 96 << 20
 // chain is read once, in order), and no value-log GC.
 func viewStore(ctx context.Context, flag, natsURL, runID string, errOut io.Writer) (storeReader, error) {
 	return openRunReader(ctx, flag, natsURL, runID, ledger.Options{MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
-}
-
-// errFound ends a scan of the chain early.
-var errFound = errors.New("found")
-
-// resolveRun turns a run id or a unique prefix of one into the run's id.
-func resolveRun(st storeReader, id string) (string, error) {
-	if fr, ok := st.(fleetReader); ok { // the fleet resolved it already
-		return fr.run.RunID, nil
-	}
-	runs, err := st.ListRuns()
-	if err != nil {
-		return "", exitError(ExitFailure, err)
-	}
-	var matches []string
-	for _, r := range runs {
-		if r.ID == id {
-			return id, nil
-		}
-		if strings.HasPrefix(r.ID, id) {
-			matches = append(matches, r.ID)
-		}
-	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-	default:
-		return "", usageErrorf("run id prefix %q matches %d runs (%s); give more of the id", id, len(matches), strings.Join(matches, ", "))
-	}
-	// A chain imported without its run records: look for the run's actions.
-	err = st.Range(1, func(a ledger.Action) error {
-		if a.RunID == id {
-			return errFound
-		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errFound):
-		return id, nil
-	case err != nil:
-		return "", exitError(ExitFailure, err)
-	}
-	return "", exitError(ExitUsage, fmt.Errorf("no run %s in this store; `ralph runs` lists them", id))
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -280,8 +281,11 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 		return strings.HasPrefix(k.String(), "intent.params.") // params are free-form
 	})
 	if len(und) > 0 {
-		return nil, &Error{File: path, Line: c.lines.find(und[0]),
-			Msg: fmt.Sprintf("unknown key %s; check the spelling against the commented ralph.toml that `ralph init` writes", und[0])}
+		msg := fmt.Sprintf("unknown key %s; check the spelling against the commented ralph.toml that `ralph init` writes", und[0])
+		if near := nearestKey(knownKeys(reflect.TypeFor[Config]()), und[0].String()); near != "" {
+			msg = fmt.Sprintf("unknown key %s; did you mean %s?", und[0], near)
+		}
+		return nil, &Error{File: path, Line: c.lines.find(und[0]), Msg: msg}
 	}
 	repairs := c.Model.MaxRepairs
 	c.applyDefaults()

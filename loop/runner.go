@@ -392,7 +392,7 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 		meta["submitted_by"] = rtfs.String(r.o.SubmittedBy)
 	}
 	r.checkpoint(ctx, st.id, 0, meta)
-	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true, Metadata: meta})
+	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true, Metadata: meta, Timestamp: st.started})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,11 @@ import (
 // RunKVPrefix is where run records live in the store's kv table.
 const RunKVPrefix = "run/"
 
+// RecordTime is the layout of a run record's times: RFC 3339 in UTC with
+// milliseconds, so that a run's duration is known to the millisecond and
+// the times sort as strings.
+const RecordTime = "2006-01-02T15:04:05.000Z07:00"
+
 // saveState persists the run's state and counters.
 func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
 	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
@@ -30,8 +35,8 @@ func runRecord(st *runState, goal, state string, out *Outcome, updated time.Time
 	b.Set(rtfs.Keyword("iterations"), rtfs.Int(int64(st.iteration)))
 	b.Set(rtfs.Keyword("cost"), rtfs.Float(st.cost))
 	b.Set(rtfs.Keyword("tokens"), rtfs.Int(st.tokens))
-	b.Set(rtfs.Keyword("started"), rtfs.String(st.started.UTC().Format(time.RFC3339)))
-	b.Set(rtfs.Keyword("updated"), rtfs.String(updated.UTC().Format(time.RFC3339)))
+	b.Set(rtfs.Keyword("started"), rtfs.String(st.started.UTC().Format(RecordTime)))
+	b.Set(rtfs.Keyword("updated"), rtfs.String(updated.UTC().Format(RecordTime)))
 	if out != nil {
 		b.Set(rtfs.Keyword("class"), rtfs.Keyword(string(out.Class)))
 		b.Set(rtfs.Keyword("condition"), rtfs.String(out.TriggeredBy))
@@ -146,6 +151,7 @@ type RunRecord struct {
 	Condition  string  `json:"condition"`
 	Reason     string  `json:"reason"`
 	Started    string  `json:"started"`
+	Updated    string  `json:"updated"` // when the record was last saved (RFC 3339); for an ended run, when it ended
 	Iterations int     `json:"iterations"`
 	CostUSD    float64 `json:"cost_usd"`
 	Tokens     int64   `json:"tokens"`
@@ -158,7 +164,7 @@ func ListRuns(st *ledger.Store) ([]RunRecord, error) {
 		m := v.AsMap()
 		out = append(out, RunRecord{ID: m.GetKey("id").Str(), State: m.GetKey("state").Str(), Goal: m.GetKey("goal").Str(),
 			Class: m.GetKey("class").Str(), Condition: m.GetKey("condition").Str(), Reason: m.GetKey("reason").Str(),
-			Started: m.GetKey("started").Str(), Iterations: int(m.GetKey("iterations").AsInt()),
+			Started: m.GetKey("started").Str(), Updated: m.GetKey("updated").Str(), Iterations: int(m.GetKey("iterations").AsInt()),
 			CostUSD: m.GetKey("cost").AsFloat(), Tokens: m.GetKey("tokens").AsInt()})
 		return true
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
@@ -19,10 +20,8 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	if runs == nil {
-		runs = []loop.RunRecord{}
-	}
-	writeJSON(w, runs)
+	in := s.info()
+	writeJSON(w, RunRows(runs, &in, time.Now())) // [] for none: RunRows makes a non-nil slice
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
@@ -32,9 +31,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	for _, rr := range runs {
-		if rr.ID == id {
-			writeJSON(w, rr)
+	in := s.info()
+	for _, row := range RunRows(runs, &in, time.Now()) {
+		if row.ID == id {
+			writeJSON(w, row)
 			return
 		}
 	}

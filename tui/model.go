@@ -43,18 +43,20 @@ const (
 type model struct {
 	run      Live // nil for a recorded run
 	store    Reader
-	storeDir string          // where the calls' output files are (Options.StoreDir)
-	attached bool            // following a run another process owns: q detaches
-	goesOn   string          // a recorded run still going on elsewhere (Options.GoesOn)
-	ctx      context.Context // ends with the UI; bounds the commands that read the store
-	approver *Approver
-	now      func() time.Time
-	st       *styles
-	keys     keyMap
-	help     help.Model
-	live     bool
-	done     <-chan error // the runner's return (Options.Done)
-	hasDone  bool
+	storeDir string // where the calls' output files are (Options.StoreDir)
+	// recordedCall: a recorded run made an agent call, whose output o shows
+	recordedCall bool
+	attached     bool            // following a run another process owns: q detaches
+	goesOn       string          // a recorded run still going on elsewhere (Options.GoesOn)
+	ctx          context.Context // ends with the UI; bounds the commands that read the store
+	approver     *Approver
+	now          func() time.Time
+	st           *styles
+	keys         keyMap
+	help         help.Model
+	live         bool
+	done         <-chan error // the runner's return (Options.Done)
+	hasDone      bool
 
 	w, h   int
 	bodyH  int

@@ -47,12 +47,15 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.event(&msg.events[i])
 			if !m.live && msg.events[i].Kind == loop.EventAction {
 				m.loaded++
+				m.noteRecordedCall(msg.events[i].Action)
 			}
 		}
 		m.chain.sync()
 		cmd = m.afterEvents()
 	case configMsg:
 		m.setConfig(msg.cfg, msg.conds)
+	case recordedOutputMsg:
+		m.recordedOutput(msg)
 	case loadedMsg:
 		m.loading, m.loadErr = false, msg.err
 		if m.goesOn == "" { // a run still going on has not ended: its open rows are running, not interrupted
@@ -107,7 +110,7 @@ func (m *model) syncControls() {
 	}
 	paused := m.state == loop.StatePaused || m.pauseAsked
 	filtered := m.tree.filter != nil
-	output := m.output.call != nil
+	output := m.output.call != nil || m.recordedCall
 	quit := "quit" // what q does: a recorded or ended run
 	switch {
 	case on && m.attached:
@@ -334,6 +337,9 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 			m.outputShown = 2
 		} else {
 			m.outputShown = 1
+		}
+		if !m.live && m.output.call == nil { // a recorded run: its last agent call's output, from its file
+			return loadRecordedOutput(m.ctx, m.store, m.storeDir, m.runID)
 		}
 	case m.focus == focusChain:
 		m.chainKey(k)
