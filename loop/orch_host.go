@@ -105,22 +105,22 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		r.noteFailedCompensation(e.name)
 		return
 	}
-	cctx, cancel := context.WithTimeout(withFrame(base, &frame{parent: started, scope: &scope{}}), r.o.o.CompensationTimeout)
-	start := r.o.o.Now()
+	cctx, cancel := context.WithTimeout(withFrame(base, &frame{parent: started, scope: &scope{}}), r.compTO)
+	start := r.now()
 	v, runErr := e.run(cctx, r)
 	cancel()
 	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: maps.Clone(meta),
-		DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
+		DurationMS: r.now().Sub(start).Milliseconds()}
 	if runErr != nil {
 		end.Type, end.ErrorMessage = ledger.CompensationFailed, runErr.Error()
 		r.noteFailedCompensation(e.name)
 	} else {
 		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
-		if e.idemKey != "" && r.o.o.KV != nil {
+		if e.idemKey != "" && r.kv != nil {
 			// The primary's effect is undone: a rerun must perform it again.
 			// The record is cleared with the CompensationCompleted that says so.
 			sctx, staged := ledger.StageKV(base)
-			if err := r.o.o.KV.Put(sctx, e.idemKey, rtfs.Nil); err != nil {
+			if err := r.kv.Put(sctx, e.idemKey, rtfs.Nil); err != nil {
 				end.ErrorMessage = "compensated, but clearing the idempotency record failed: " + err.Error()
 			} else {
 				end.Metadata[MetaIdempotencyCleared] = rtfs.String(e.idemKey)
@@ -213,7 +213,7 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 		}
 		return rtfs.Nil, err
 	}
-	c := r.o.o.Registry.Get(req.ID)
+	c := r.registry.Get(req.ID)
 	if c == nil {
 		return fail(fmt.Errorf("unknown capability :%s", req.ID))
 	}
@@ -222,9 +222,9 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	if err != nil {
 		return fail(err)
 	}
-	d := r.o.o.Governance.CheckCall(req.ID, input)
+	d := r.gov.CheckCall(req.ID, input)
 	if d.Allowed {
-		if p := r.o.o.Governance.CheckPlacement(req.ID, f.contracted, f.compensated); !p.Allowed {
+		if p := r.gov.CheckPlacement(req.ID, f.contracted, f.compensated); !p.Allowed {
 			d = p
 		}
 	}
@@ -250,9 +250,9 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	// The call's writes to ralph's kv commit with its CapabilityCall, so a
 	// kill between the two leaves neither (DESIGN §18).
 	hctx, staged := ledger.StageKV(hctx)
-	start := r.o.o.Now()
+	start := r.now()
 	res, err := c.Handler(hctx, input)
-	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()
+	a.DurationMS = r.now().Sub(start).Milliseconds()
 	a.Result, a.Cost, a.Success = dataOnly(res.Value), res.Cost, err == nil
 	if err == nil {
 		a.KV = staged.Writes()
@@ -307,8 +307,8 @@ func dataArgs(args []rtfs.Value) []rtfs.Value {
 // checkContract runs a contract predicate pure, with fuel and a timeout,
 // and records a ContractCheck (and a ContractViolation when it fails).
 func (r *run) checkContract(ctx context.Context, parent, kind string, fn rtfs.Value, args []rtfs.Value, pos rtfs.Pos, file string) error {
-	cctx, cancel := context.WithTimeout(ctx, r.o.o.ContractTimeout)
-	ok, err := rtfs.CallFn(cctx, fn, args, r.o.o.ContractLimits)
+	cctx, cancel := context.WithTimeout(ctx, r.contractTO)
+	ok, err := rtfs.CallFn(cctx, fn, args, r.contract)
 	cancel()
 	passed := err == nil && ok.Truthy()
 	check := &ledger.Action{Type: ledger.ContractCheck, ParentActionID: parent, FunctionName: kind,
