@@ -95,7 +95,7 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 		if err != nil {
 			return nil, fmt.Errorf("action %s: kv %q: %w", c.ActionID, w.Key, err)
 		}
-		p.kv = append(p.kv, [2][]byte{[]byte(prefixKV + w.Key), []byte(text)})
+		p.kv = append(p.kv, [2][]byte{kvKey(w.Key), []byte(text)})
 	}
 	c.KV = nil // not part of the record, nor of what is read back
 	s.size(p)

@@ -388,7 +388,7 @@ func (r *run) idemKVKey(o stepOptions) string {
 			id = r.in.RunID
 		}
 	}
-	return "idem/" + o.idemScope + "/" + id + "/" + o.idemKey
+	return ledger.IdemKVKey(o.idemScope, id, o.idemKey)
 }
 
 // metaTokens is the model tokens an action reports in its metadata:

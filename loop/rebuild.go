@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
@@ -129,7 +128,7 @@ func kvWritten(a *ledger.Action) (string, rtfs.Value, bool) {
 			key = key.AsMap().GetKey("key")
 		}
 		if key.Kind() == rtfs.KindString {
-			return builtin.UserKVPrefix + key.Str(), a.Result, true
+			return ledger.UserKVKey(key.Str()), a.Result, true
 		}
 	}
 	return "", rtfs.Nil, false

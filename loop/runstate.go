@@ -12,8 +12,9 @@ import (
 	"github.com/ralphloop/ralph/stop"
 )
 
-// RunKVPrefix is where run records live in the store's kv table.
-const RunKVPrefix = "run/"
+// RunKVPrefix is where run records live in the store's kv table: the
+// namespace ledger.KVRun of the store's layout.
+const RunKVPrefix = ledger.KVRun
 
 // saveState persists the run's state and counters.
 func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
