@@ -90,7 +90,7 @@ func RebuildKV(ctx context.Context, st *ledger.Store, runID string) error {
 	}
 	kv := st.KV()
 	updated := acts[len(acts)-1].Timestamp
-	if err := kv.Put(ctx, RunKVPrefix+runID, runRecord(rs, goal, state, out, updated)); err != nil {
+	if err := kv.Put(ctx, ledger.RunKVKey(runID), runRecord(rs, goal, state, out, updated)); err != nil {
 		return fmt.Errorf("rebuild run %s's record: %w", runID, err)
 	}
 	for i := range acts {

@@ -18,10 +18,10 @@ const RunKVPrefix = ledger.KVRun
 
 // saveState persists the run's state and counters.
 func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
-	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
+	return r.o.Store.KV().Put(context.WithoutCancel(ctx), ledger.RunKVKey(st.id), runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
 }
 
-// runRecord is the record of a run kept under RunKVPrefix+id: its state
+// runRecord is the record of a run kept under ledger.RunKVKey(id): its state
 // and counters, and how it ended (out, nil while it has not).
 func runRecord(st *runState, goal, state string, out *Outcome, updated time.Time) rtfs.Value {
 	b := rtfs.NewMapBuilder(12)
@@ -51,7 +51,7 @@ var ErrCannotResume = errors.New("cannot resume")
 // carries on, and an iteration the crash interrupted runs again under its
 // own number.
 func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, error) {
-	rec, ok, err := r.o.Store.KV().Get(ctx, RunKVPrefix+st.id)
+	rec, ok, err := r.o.Store.KV().Get(ctx, ledger.RunKVKey(st.id))
 	if err != nil {
 		return nil, err
 	}
