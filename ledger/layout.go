@@ -6,7 +6,8 @@ import "encoding/binary"
 // and its parser, and the namespaces of the kv table. Nothing outside this
 // file spells a key or decodes one by byte offset. docs/ledger.md §2 lists
 // the same keys; TestLayoutMatchesDoc fails when one is added to one and
-// not to the other, and when a constant here is left out of layoutKeys.
+// not to the other, and when a key constant here (prefix…, key…, KV…) is
+// left out of layoutKeys.
 const (
 	prefixAction     = "a/"
 	prefixCheckpoint = "c/"
@@ -79,6 +80,17 @@ var layoutKeys = []layoutKey{
 	{prefixKV + KVIdem, "`k/idem/` ‖ scope ‖ `/` ‖ id ‖ `/` ‖ key"},
 }
 
+// Key lengths, for the transaction budget (writer.go).
+const (
+	actionKeyLen = len(prefixAction) + 8
+	treeKeyLen   = len(prefixTree) + 1 + 8
+)
+
+// indexKeyLen is the length of i/<field>/<value>/<be64 seq>.
+func indexKeyLen(field, value string) int {
+	return len(prefixIndex) + len(field) + 1 + len(value) + 1 + 8
+}
+
 // seqKey returns prefix ‖ be64(seq).
 func seqKey(prefix string, seq uint64) []byte {
 	k := make([]byte, len(prefix)+8)
@@ -100,7 +112,7 @@ func kvKeyOf(k []byte) string { return string(k[len(prefixKV):]) }
 // field equals value. Values may contain '/', so a scan must also check that
 // exactly 8 bytes (the seq) follow the prefix.
 func indexPrefix(field, value string) []byte {
-	return appendIndexPrefix(make([]byte, 0, len(prefixIndex)+len(field)+1+len(value)+1+8), field, value)
+	return appendIndexPrefix(make([]byte, 0, indexKeyLen(field, value)), field, value)
 }
 
 func indexKey(field, value string, seq uint64) []byte {
@@ -123,7 +135,7 @@ func appendIndexKey(k []byte, field string, value []byte, seq uint64) []byte {
 
 // treeKey returns t/ ‖ u8(level) ‖ be64(index).
 func treeKey(level uint, index uint64) []byte {
-	k := make([]byte, 0, len(prefixTree)+1+8)
+	k := make([]byte, 0, treeKeyLen)
 	k = append(k, prefixTree...)
 	k = append(k, byte(level))
 	return binary.BigEndian.AppendUint64(k, index)
@@ -152,7 +164,7 @@ func parseCheckpointKey(k []byte) (uint64, bool) { return parseSeqKey(prefixChec
 
 // parseTreeKey returns the level and index of a t/ key.
 func parseTreeKey(k []byte) (level uint, index uint64, ok bool) {
-	if len(k) != len(prefixTree)+1+8 {
+	if len(k) != treeKeyLen {
 		return 0, 0, false
 	}
 	return uint(k[len(prefixTree)]), binary.BigEndian.Uint64(k[len(prefixTree)+1:]), true
