@@ -3,6 +3,11 @@
 // queries, a live tail for subscribers and a verifier a third party can
 // reimplement from docs/ledger.md.
 //
+// Every key the store writes, its builder and its parser, and the
+// namespaces of the kv table are in layout.go, nowhere else; docs/ledger.md
+// §2 lists the same keys (a test holds the two equal), and §20 follows one
+// action from Append to the witness.
+//
 // Invariants:
 //   - seq is gap-free and starts at 1: action n is stored under a/<be64 n>
 //     and its canonical encoding names n.

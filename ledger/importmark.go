@@ -10,14 +10,12 @@ import (
 
 // An import into a store is all or nothing, even if the process is killed:
 // before its first action is written, the head it starts from is recorded
-// under keyImportMark (durably, like every write to a store opened with
+// under keyImportMark (layout.go; durably, like every write to a store opened with
 // SyncWrites); the actions are then committed in chunks as they stream in,
 // and the mark is deleted once the last chunk is committed. A mark found at
 // Open is an import that did not finish: a writer rolls the store back to
 // the marked head before anything else reads it, and a read-only open
 // refuses the store until then.
-const keyImportMark = keyHead + "/import"
-
 // rollbackChunk is how many actions (with their index entries) one
 // rollback transaction deletes.
 const rollbackChunk = 1024
@@ -139,15 +137,17 @@ func (s *Store) rollbackImport() (uint64, error) {
 			break
 		}
 	}
-	if err := s.deleteKeysWhere(prefixCheckpoint, func(k []byte) bool { return seqOf(k) > mark.Seq }); err != nil {
+	if err := s.deleteKeysWhere(prefixCheckpoint, func(k []byte) bool {
+		seq, ok := parseCheckpointKey(k)
+		return ok && seq > mark.Seq
+	}); err != nil {
 		return 0, err
 	}
 	if err := s.deleteKeysWhere(prefixTree, func(k []byte) bool {
-		if len(k) != len(prefixTree)+9 {
+		level, index, ok := parseTreeKey(k)
+		if !ok {
 			return false
 		}
-		level := uint(k[len(prefixTree)])
-		index := binary.BigEndian.Uint64(k[len(prefixTree)+1:])
 		return level >= 64 || (index+1)<<level > mark.Seq
 	}); err != nil {
 		return 0, err
@@ -185,10 +185,11 @@ func lastActionSeq(txn *badger.Txn) (uint64, error) {
 		return 0, nil
 	}
 	k := it.Item().Key()
-	if len(k) != len(prefixAction)+8 {
+	seq, ok := parseActionKey(k)
+	if !ok {
 		return 0, fmt.Errorf("stored action key %q is malformed", k)
 	}
-	return seqOf(k), nil
+	return seq, nil
 }
 
 // deleteActionsAbove deletes up to rollbackChunk of the highest actions
@@ -203,10 +204,10 @@ func (s *Store) deleteActionsAbove(seq uint64) (int, error) {
 		for it.Seek(actionKey(^uint64(0))); it.Valid() && n < rollbackChunk; it.Next() {
 			item := it.Item()
 			k := item.KeyCopy(nil)
-			if len(k) != len(prefixAction)+8 {
+			aseq, ok := parseActionKey(k)
+			if !ok {
 				return fmt.Errorf("stored action key %q is malformed", k)
 			}
-			aseq := seqOf(k)
 			if aseq <= seq {
 				break
 			}

@@ -11,14 +11,6 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-// prefixKV holds the key/value table beside the chain: values kept by the
-// kv.* capabilities and idempotency records. It is durable like the chain
-// but not part of it, so Verify does not read it. A write that is an
-// action's effect rides on the action (Action.KV, often gathered by a
-// KVStage) and commits in its transaction, so the table never holds an
-// effect the chain does not record.
-const prefixKV = "k/"
-
 // maxKVValue bounds one stored value's canonical text.
 const maxKVValue = 1 << 20
 
@@ -32,7 +24,7 @@ func (s *Store) KV() *KV { return &KV{s: s} }
 func (k *KV) Get(_ context.Context, key string) (rtfs.Value, bool, error) {
 	var text []byte
 	err := k.s.view(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(prefixKV + key))
+		item, err := txn.Get(kvKey(key))
 		if err != nil {
 			return err
 		}
@@ -80,7 +72,7 @@ func (k *KV) Put(ctx context.Context, key string, v rtfs.Value) error {
 		return err
 	}
 	return k.s.db.Update(func(txn *badger.Txn) error {
-		return txn.Set([]byte(prefixKV+key), []byte(text))
+		return txn.Set(kvKey(key), []byte(text))
 	})
 }
 
@@ -136,7 +128,7 @@ func (st *KVStage) Writes() []KVWrite {
 // returns false.
 func (k *KV) Scan(prefix string, fn func(key string, v rtfs.Value) bool) error {
 	return k.s.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefixKV + prefix), PrefetchValues: true})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: kvKey(prefix), PrefetchValues: true})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
@@ -146,9 +138,9 @@ func (k *KV) Scan(prefix string, fn func(key string, v rtfs.Value) bool) error {
 			}
 			v, err := rtfs.ReadValue(string(text))
 			if err != nil {
-				return fmt.Errorf("stored value for %q is corrupt: %w", item.Key()[len(prefixKV):], err)
+				return fmt.Errorf("stored value for %q is corrupt: %w", kvKeyOf(item.Key()), err)
 			}
-			if !fn(string(item.Key()[len(prefixKV):]), v) {
+			if !fn(kvKeyOf(item.Key()), v) {
 				return nil
 			}
 		}

@@ -82,13 +82,6 @@ func (s *rootStack) root() Hash {
 	return r
 }
 
-func treeKey(level uint, index uint64) []byte {
-	k := make([]byte, 0, len(prefixTree)+1+8)
-	k = append(k, prefixTree...)
-	k = append(k, byte(level))
-	return binary.BigEndian.AppendUint64(k, index)
-}
-
 func cloneRange(f *compact.RangeFactory, r *compact.Range) *compact.Range {
 	hs := make([][]byte, len(r.Hashes()))
 	copy(hs, r.Hashes())
@@ -183,7 +176,7 @@ func (r *treeReader) leaves(begin, end uint64) ([][]byte, error) {
 	want := begin + 1
 	for it.Seek(actionKey(want)); it.Valid() && want <= end; it.Next() {
 		k := it.Item().Key()
-		if len(k) != len(prefixAction)+8 || seqOf(k) != want {
+		if seq, ok := parseActionKey(k); !ok || seq != want {
 			return nil, fmt.Errorf("action %d is missing from the store", want)
 		}
 		err := it.Item().Value(func(v []byte) error {

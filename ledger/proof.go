@@ -219,10 +219,10 @@ func coveringCheckpoint(txn *badger.Txn, seq uint64) (cp Checkpoint, found bool,
 	for it.Seek(checkpointKey(seq)); it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key()
-		if len(k) != len(prefixCheckpoint)+8 {
+		key, ok := parseCheckpointKey(k)
+		if !ok {
 			continue // a malformed key; Verify names it
 		}
-		key := seqOf(k)
 		if err := item.Value(func(b []byte) error {
 			cp, cpErr = decodeCheckpoint(b)
 			return nil
@@ -262,10 +262,11 @@ func walkToCheckpoint(ctx context.Context, txn *badger.Txn, p *ActionProof, cp *
 			if bytes.Compare(k, end) > 0 {
 				break
 			}
-			if len(k) != len(prefixAction)+8 {
+			got, ok := parseActionKey(k)
+			if !ok {
 				continue
 			}
-			if got := seqOf(k); got != next {
+			if got != next {
 				p.fail("the chain from action %d to checkpoint %d cannot be followed: action %d is missing", seq, cp.Seq, next)
 				return nil
 			}

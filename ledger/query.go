@@ -157,10 +157,10 @@ func (s *Store) rangeSeqs(from, to uint64, fn func(Action) error) error {
 		want := from
 		for it.Seek(actionKey(from)); it.Valid(); it.Next() {
 			item := it.Item()
-			if len(item.Key()) != len(prefixAction)+8 {
+			seq, ok := parseActionKey(item.Key())
+			if !ok {
 				return &IntegrityError{Seq: want, Reason: fmt.Sprintf("stored key %q is not a/<be64 seq>", item.Key())}
 			}
-			seq := seqOf(item.Key())
 			if seq > to {
 				return nil
 			}

@@ -28,19 +28,6 @@ const (
 // signature made for a ralph checkpoint means nothing anywhere else.
 const checkpointDomain = "ralph-ledger-checkpoint-v1"
 
-// Key layout.
-const (
-	prefixAction     = "a/"
-	prefixCheckpoint = "c/"
-	prefixIndex      = "i/"
-	prefixTree       = "t/"
-	prefixMeta       = "m/"
-	keyHead          = "h"
-	keyStoreID       = prefixMeta + "id"
-	keyVerifier      = prefixMeta + "key"
-	keyTreeSize      = prefixMeta + "tree"
-)
-
 // Indexed fields, in the order their keys are written.
 const (
 	IndexActionID = "action_id"
@@ -51,41 +38,6 @@ const (
 )
 
 var indexFields = [...]string{IndexActionID, IndexPlanID, IndexIntentID, IndexRunID, IndexParentID}
-
-func seqKey(prefix string, seq uint64) []byte {
-	k := make([]byte, len(prefix)+8)
-	copy(k, prefix)
-	binary.BigEndian.PutUint64(k[len(prefix):], seq)
-	return k
-}
-
-func actionKey(seq uint64) []byte     { return seqKey(prefixAction, seq) }
-func checkpointKey(seq uint64) []byte { return seqKey(prefixCheckpoint, seq) }
-
-// indexPrefix returns i/<field>/<value>/ — the keys of every action whose
-// field equals value. Values may contain '/', so a scan must also check that
-// exactly 8 bytes (the seq) follow the prefix.
-func indexPrefix(field, value string) []byte {
-	return appendIndexPrefix(make([]byte, 0, len(prefixIndex)+len(field)+1+len(value)+1+8), field, value)
-}
-
-func indexKey(field, value string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(indexPrefix(field, value), seq)
-}
-
-// appendIndexPrefix appends i/<field>/<value>/ to k.
-func appendIndexPrefix[V string | []byte](k []byte, field string, value V) []byte {
-	k = append(k, prefixIndex...)
-	k = append(k, field...)
-	k = append(k, '/')
-	k = append(k, value...)
-	return append(k, '/')
-}
-
-// appendIndexKey appends i/<field>/<value>/<be64 seq> to k.
-func appendIndexKey(k []byte, field string, value []byte, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(appendIndexPrefix(k, field, value), seq)
-}
 
 // indexIDs returns a's indexed id fields in the order of indexFields.
 func (a *Action) indexIDs() [len(indexFields)]string {

@@ -655,11 +655,12 @@ func (s *Store) loadHead() (Head, error) {
 		it.Seek(actionKey(^uint64(0)))
 		if it.Valid() {
 			k := it.Item().Key()
-			if len(k) != len(prefixAction)+8 {
+			seq, ok := parseActionKey(k)
+			if !ok {
 				it.Close()
 				return fmt.Errorf("stored action key %q is malformed", k)
 			}
-			last = seqOf(k)
+			last = seq
 		}
 		it.Close()
 		item, err := txn.Get([]byte(keyHead))
@@ -684,14 +685,6 @@ func (s *Store) loadHead() (Head, error) {
 		return nil
 	})
 	return head, err
-}
-
-func seqOf(key []byte) uint64 {
-	var n uint64
-	for _, b := range key[len(key)-8:] {
-		n = n<<8 | uint64(b)
-	}
-	return n
 }
 
 // ID returns the store id; the store's origin is ralph/<id>. A store of

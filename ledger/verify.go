@@ -292,11 +292,12 @@ func (v *verifier) readCheckpoints() error {
 			continue
 		}
 		k := item.Key()
-		if len(k) != len(prefixCheckpoint)+8 {
+		cseq, ok := parseCheckpointKey(k)
+		if !ok {
 			v.add(0, rankCheckpoint, "stored key %q is not c/<be64 seq>", k)
 			continue
 		}
-		e := cpEntry{key: seqOf(k)}
+		e := cpEntry{key: cseq}
 		if err := item.Value(func(b []byte) error {
 			cp, derr := decodeCheckpoint(b)
 			switch {
@@ -387,13 +388,6 @@ func (v *verifier) scanIndexRange(ctx context.Context, from, to string) (sum [2]
 	return sum, n, nil
 }
 
-func indexKeySeq(k []byte) uint64 {
-	if len(k) < len(prefixIndex)+8 {
-		return 0
-	}
-	return seqOf(k)
-}
-
 // checkEnds checks the head against the last action and that no
 // checkpoint lies beyond it.
 func (v *verifier) checkEnds(headSeq uint64, hasHead bool, last actionState) {
@@ -422,10 +416,10 @@ func (v *verifier) diffIndexes(ctx context.Context) error {
 	var key []byte
 	for it.Rewind(); it.Valid(); it.Next() {
 		k := it.Item().Key()
-		if len(k) != len(prefixAction)+8 {
+		seq, ok := parseActionKey(k)
+		if !ok {
 			continue
 		}
-		seq := seqOf(k)
 		if err := it.Item().Value(func(b []byte) error {
 			r, err := parseRecord(b)
 			if err != nil {

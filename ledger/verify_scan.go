@@ -242,11 +242,11 @@ func (v *verifier) scanRange(ctx context.Context, r *actionRange, prog *progress
 		if newest.skip(item) {
 			continue
 		}
-		if len(k) != len(prefixAction)+8 {
+		seq, ok := parseActionKey(k)
+		if !ok {
 			v.add(0, rankRecord, "stored key %q is not a/<be64 seq>", k)
 			continue
 		}
-		seq := seqOf(k)
 		// No value prefetch: the value is hashed where Badger holds it;
 		// prefetching would copy each one on another goroutine first
 		// (about 0.35 µs per action here).

@@ -51,7 +51,7 @@ func (e *DuplicateError) Error() string {
 // the nodes before them); treeBytes is what they take in a transaction.
 func treeCount(n int64) int64 { return n/8 + 64 }
 func treeBytes(n int64) int64 {
-	return treeCount(n) * (int64(len(prefixTree)) + 1 + 8 + 32 + entryOverhead)
+	return treeCount(n) * (int64(treeKeyLen) + 32 + entryOverhead)
 }
 
 // pending is an action on its way to the writer.
@@ -95,7 +95,7 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 		if err != nil {
 			return nil, fmt.Errorf("action %s: kv %q: %w", c.ActionID, w.Key, err)
 		}
-		p.kv = append(p.kv, [2][]byte{[]byte(prefixKV + w.Key), []byte(text)})
+		p.kv = append(p.kv, [2][]byte{kvKey(w.Key), []byte(text)})
 	}
 	c.KV = nil // not part of the record, nor of what is read back
 	s.size(p)
@@ -127,7 +127,7 @@ func (s *Store) prepareEncoded(a *Action, enc []byte) (*pending, error) {
 
 // size sets what p's entries take in a transaction.
 func (s *Store) size(p *pending) {
-	p.bytes = int64(len(prefixAction)+8+len(p.rec)) + entryOverhead
+	p.bytes = int64(actionKeyLen+len(p.rec)) + entryOverhead
 	p.count = 1
 	for _, kv := range p.kv {
 		p.bytes += int64(len(kv[0])+len(kv[1])) + entryOverhead
@@ -135,7 +135,7 @@ func (s *Store) size(p *pending) {
 	}
 	for i, v := range p.a.indexIDs() {
 		if v != "" {
-			p.bytes += int64(len(prefixIndex)+len(indexFields[i])+1+len(v)+1+8) + entryOverhead
+			p.bytes += int64(indexKeyLen(indexFields[i], v)) + entryOverhead
 			p.count++
 		}
 	}

@@ -231,7 +231,7 @@ func (r *Runner) onError(ctx context.Context, st *runState, done *ledger.Action)
 // it out.
 func (r *Runner) hookFailedIteration(ctx context.Context, st *runState, iterID string, begin uint64, t0 time.Time, fail string) (uint64, error) {
 	st.failures++
-	st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: "failed", Failures: []string{arbiter.Redact(fail, r.o.Orchestrator.o.Secrets)}}
+	st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: "failed", Failures: []string{r.o.Orchestrator.Redact(fail)}}
 	dur := r.o.Now().Sub(t0).Milliseconds()
 	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
 		Success: false, ErrorMessage: fail, DurationMS: dur,

@@ -106,12 +106,12 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		return
 	}
 	cctx, cancel, cut := r.compensationContext(ctx, withFrame(base, &frame{parent: started, scope: &scope{}}))
-	start := r.o.o.Now()
+	start := r.now()
 	v, runErr := e.run(cctx, r)
 	cutOff := cut != nil && context.Cause(cctx) == cut
 	cancel()
 	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: maps.Clone(meta),
-		DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
+		DurationMS: r.now().Sub(start).Milliseconds()}
 	switch {
 	case cutOff:
 		end.Type, end.ErrorMessage = ledger.CompensationFailed, cut.Reason
@@ -122,11 +122,11 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 		r.noteFailedCompensation(e.name)
 	default:
 		end.Type, end.Success, end.Result = ledger.CompensationCompleted, true, dataOnly(v)
-		if e.idemKey != "" && r.o.o.KV != nil {
+		if e.idemKey != "" && r.kv != nil {
 			// The primary's effect is undone: a rerun must perform it again.
 			// The record is cleared with the CompensationCompleted that says so.
 			sctx, staged := ledger.StageKV(base)
-			if err := r.o.o.KV.Put(sctx, e.idemKey, rtfs.Nil); err != nil {
+			if err := r.kv.Put(sctx, e.idemKey, rtfs.Nil); err != nil {
 				end.ErrorMessage = "compensated, but clearing the idempotency record failed: " + err.Error()
 			} else {
 				end.Metadata[MetaIdempotencyCleared] = rtfs.String(e.idemKey)
@@ -151,17 +151,17 @@ const MetaCutOff = "cut_off"
 // signal's grace shared by all of the plan's compensations, whose end
 // cancels it with cut as the cause.
 func (r *run) compensationContext(ctx, base context.Context) (context.Context, context.CancelFunc, *Cancelled) {
-	cctx, cancel := context.WithTimeout(base, r.o.o.CompensationTimeout)
+	cctx, cancel := context.WithTimeout(base, r.compTO)
 	if c := cancelledBy(ctx); c == nil || c.By != CancelSignal {
 		return cctx, cancel, nil
 	}
 	r.graceMu.Lock()
 	if r.graceEnd.IsZero() {
-		r.graceEnd = time.Now().Add(r.o.o.SignalGrace)
+		r.graceEnd = time.Now().Add(r.sigGrace)
 	}
 	deadline := r.graceEnd
 	r.graceMu.Unlock()
-	cut := &Cancelled{By: CancelSignal, Reason: fmt.Sprintf("cut off: after a signal, compensations get %s in all", r.o.o.SignalGrace)}
+	cut := &Cancelled{By: CancelSignal, Reason: fmt.Sprintf("cut off: after a signal, compensations get %s in all", r.sigGrace)}
 	gctx, gcancel := context.WithDeadlineCause(cctx, deadline, cut)
 	return gctx, func() { gcancel(); cancel() }, cut
 }
@@ -246,7 +246,7 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 		}
 		return rtfs.Nil, err
 	}
-	c := r.o.o.Registry.Get(req.ID)
+	c := r.registry.Get(req.ID)
 	if c == nil {
 		return fail(fmt.Errorf("unknown capability :%s", req.ID))
 	}
@@ -255,9 +255,9 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	if err != nil {
 		return fail(err)
 	}
-	d := r.o.o.Governance.CheckCall(req.ID, input)
+	d := r.gov.CheckCall(req.ID, input)
 	if d.Allowed {
-		if p := r.o.o.Governance.CheckPlacement(req.ID, f.contracted, f.compensated); !p.Allowed {
+		if p := r.gov.CheckPlacement(req.ID, f.contracted, f.compensated); !p.Allowed {
 			d = p
 		}
 	}
@@ -283,9 +283,9 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	// The call's writes to ralph's kv commit with its CapabilityCall, so a
 	// kill between the two leaves neither (DESIGN §18).
 	hctx, staged := ledger.StageKV(hctx)
-	start := r.o.o.Now()
+	start := r.now()
 	res, err := c.Handler(hctx, input)
-	a.DurationMS = r.o.o.Now().Sub(start).Milliseconds()
+	a.DurationMS = r.now().Sub(start).Milliseconds()
 	a.Result, a.Cost, a.Success = dataOnly(res.Value), res.Cost, err == nil
 	if err == nil {
 		a.KV = staged.Writes()
@@ -340,8 +340,8 @@ func dataArgs(args []rtfs.Value) []rtfs.Value {
 // checkContract runs a contract predicate pure, with fuel and a timeout,
 // and records a ContractCheck (and a ContractViolation when it fails).
 func (r *run) checkContract(ctx context.Context, parent, kind string, fn rtfs.Value, args []rtfs.Value, pos rtfs.Pos, file string) error {
-	cctx, cancel := context.WithTimeout(ctx, r.o.o.ContractTimeout)
-	ok, err := rtfs.CallFn(cctx, fn, args, r.o.o.ContractLimits)
+	cctx, cancel := context.WithTimeout(ctx, r.contractTO)
+	ok, err := rtfs.CallFn(cctx, fn, args, r.contract)
 	cancel()
 	passed := err == nil && ok.Truthy()
 	check := &ledger.Action{Type: ledger.ContractCheck, ParentActionID: parent, FunctionName: kind,
@@ -421,7 +421,7 @@ func (r *run) idemKVKey(o stepOptions) string {
 			id = r.in.RunID
 		}
 	}
-	return "idem/" + o.idemScope + "/" + id + "/" + o.idemKey
+	return ledger.IdemKVKey(o.idemScope, id, o.idemKey)
 }
 
 // metaTokens is the model tokens an action reports in its metadata:

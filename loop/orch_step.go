@@ -33,7 +33,7 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	}
 	f := frameOf(ctx)
 	opts, optErr := parseStepOptions(req.Meta)
-	kv := r.o.o.KV
+	kv := r.kv
 	isPrimary := f.primary != nil && f.primary.id == ""
 	if optErr == nil && opts.idemKey != "" && kv != nil {
 		// A record rides on a deferred append: commit what is pending first.
@@ -73,9 +73,9 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 			f.primary.idemKey = r.idemKVKey(opts)
 		}
 	}
-	start := r.o.o.Now()
+	start := r.now()
 	v, err := r.runStep(ctx, req, f, stepID, opts, optErr)
-	end := &ledger.Action{ParentActionID: stepID, FunctionName: req.Name, DurationMS: r.o.o.Now().Sub(start).Milliseconds()}
+	end := &ledger.Action{ParentActionID: stepID, FunctionName: req.Name, DurationMS: r.now().Sub(start).Milliseconds()}
 	if err != nil {
 		end.Type, end.ErrorMessage = ledger.PlanStepFailed, err.Error()
 		if stopped, by := stopReason(ctx); stopped == "cancelled" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/governance"
@@ -157,10 +158,24 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 // NewID returns a new UUID v7 string.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// run is the state of one plan execution, shared by its steps.
+// run is the state of one plan execution, shared by its steps. It is
+// given what it works with when it is made (newRun), so its steps read
+// fields of their own, never the orchestrator's options.
 type run struct {
-	o          *Orchestrator
+	o          *Orchestrator // its attestations and Redact
 	in         PlanInput
+	registry   *capability.Registry
+	gov        *governance.Kernel
+	ledger     Ledger
+	kv         builtin.KV // nil: no idempotency records
+	now        func() time.Time
+	contract   rtfs.Limits   // bounds each contract predicate
+	contractTO time.Duration // bounds each contract predicate's time
+	compTO     time.Duration // bounds each compensation after an abort
+	sigGrace   time.Duration // bounds all the compensations after a signal
+	logDir     string        // where calls write their whole output ("" for none)
+	storeDir   string        // the store's directory, when the Ledger is a store on disk
+	secrets    []string      // handed to calls' output files, which redact them
 	planID     string
 	decisionID string // the admission GovernanceDecision action
 	stats      *runStats
@@ -182,11 +197,29 @@ type runStats struct {
 	denial    *capability.Denial
 }
 
+// newRun makes the run of plan in with what the orchestrator was given.
+func (o *Orchestrator) newRun(in PlanInput) *run {
+	return &run{o: o, in: in, planID: in.PlanID, stats: &runStats{},
+		registry: o.o.Registry, gov: o.o.Governance, ledger: o.o.Ledger, kv: o.o.KV, now: o.o.Now,
+		contract: o.o.ContractLimits, contractTO: o.o.ContractTimeout, compTO: o.o.CompensationTimeout,
+		sigGrace: o.o.SignalGrace, logDir: o.o.LogDir, storeDir: o.storeDir, secrets: o.o.Secrets}
+}
+
+// Redact returns s with every secret the orchestrator was given (8 bytes
+// or longer) replaced by [REDACTED]: what the loop prints, feeds back or
+// streams passes through it, as every recorded action passes through
+// RedactAction.
+func (o *Orchestrator) Redact(s string) string { return arbiter.Redact(s, o.o.Secrets) }
+
+// RedactAction redacts the secrets the orchestrator was given from a
+// (see Redact, the function).
+func (o *Orchestrator) RedactAction(a *ledger.Action) { Redact(a, o.o.Secrets) }
+
 // Execute reads, admits and runs one plan. A plan that cannot be read or
 // is refused returns an error wrapping ErrRefused (and records why); a plan
 // that fails at run time returns a result whose Err is set.
 func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, error) {
-	r := &run{o: o, in: in, planID: in.PlanID, stats: &runStats{}}
+	r := o.newRun(in)
 	if r.planID == "" {
 		r.planID = NewID()
 	}
@@ -200,7 +233,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 		}
 		return res, &RefusedError{Err: err}
 	}
-	d := o.o.Governance.Admit(in.File, forms)
+	d := r.gov.Admit(in.File, forms)
 	res.Admission = d
 	decision, err := r.record(ctx, decisionAction(d, in.ParentActionID))
 	if err != nil {
@@ -223,7 +256,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	res.PlanActionID = planAction
 	top := &scope{}
 	pctx := withFrame(ctx, &frame{parent: planAction, scope: top})
-	start := o.o.Now()
+	start := r.now()
 	v, runErr := prog.Run(pctx, r, in.Ctx)
 	if runErr != nil {
 		r.compensate(ctx, top)
@@ -233,7 +266,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	res.Limit, res.Denial = r.stats.limit, r.stats.denial
 	r.stats.mu.Unlock()
 	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
-		DurationMS: o.o.Now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}
+		DurationMS: r.now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}
 	if len(res.FailedCompensations) > 0 {
 		end.Metadata["failed_compensations"] = stringsValue(res.FailedCompensations)
 	}
@@ -283,16 +316,16 @@ func (r *run) record(ctx context.Context, a *ledger.Action) (string, error) {
 	}
 	a.RunID, a.PlanID, a.IntentID = r.in.RunID, r.planID, r.in.IntentID
 	if a.Timestamp.IsZero() {
-		a.Timestamp = r.o.o.Now()
+		a.Timestamp = r.now()
 	}
-	Redact(a, r.o.o.Secrets)
-	if d, ok := r.o.o.Ledger.(DeferringLedger); ok && r.in.Deferred {
+	r.o.RedactAction(a)
+	if d, ok := r.ledger.(DeferringLedger); ok && r.in.Deferred {
 		if _, err := d.AppendDeferred(context.WithoutCancel(ctx), a); err != nil {
 			return "", fmt.Errorf("record %s: %w", a.Type, err)
 		}
 		return a.ActionID, nil
 	}
-	if _, err := r.o.o.Ledger.Append(context.WithoutCancel(ctx), a); err != nil {
+	if _, err := r.ledger.Append(context.WithoutCancel(ctx), a); err != nil {
 		return "", fmt.Errorf("record %s: %w", a.Type, err)
 	}
 	return a.ActionID, nil
@@ -301,7 +334,7 @@ func (r *run) record(ctx context.Context, a *ledger.Action) (string, error) {
 // durable makes every action recorded so far durable before an effect
 // outside the ledger begins (a no-op unless the plan records deferred).
 func (r *run) durable(ctx context.Context) error {
-	if d, ok := r.o.o.Ledger.(DeferringLedger); ok && r.in.Deferred {
+	if d, ok := r.ledger.(DeferringLedger); ok && r.in.Deferred {
 		if err := d.Sync(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("make the plan's actions durable before a capability runs: %w", err)
 		}

@@ -17,7 +17,7 @@ const LogsDir = "logs"
 // the same step (a retry, another agent) gets <step-id>.2.out and so on.
 // ok is false when the orchestrator keeps no logs.
 func (r *run) outputFile(step string) (capability.OutputFile, bool) {
-	dir := r.o.o.LogDir
+	dir := r.logDir
 	if dir == "" || step == "" {
 		return capability.OutputFile{}, false
 	}
@@ -38,12 +38,12 @@ func (r *run) outputFile(step string) (capability.OutputFile, bool) {
 	}
 	path := filepath.Join(dir, runID, name)
 	rel := path // a LogDir outside the store is recorded as it is
-	if sd := r.o.storeDir; sd != "" {
+	if sd := r.storeDir; sd != "" {
 		if x, err := filepath.Rel(sd, path); err == nil && filepath.IsLocal(x) {
 			rel = filepath.ToSlash(x)
 		}
 	}
-	return capability.OutputFile{Path: path, Rel: rel, Redact: r.o.o.Secrets}, true
+	return capability.OutputFile{Path: path, Rel: rel, Redact: r.secrets}, true
 }
 
 // MaxStreamText bounds the text of one streamed agent event on the bus

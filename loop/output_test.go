@@ -15,7 +15,7 @@ func TestOutputFileNames(t *testing.T) {
 	t.Parallel()
 	store := t.TempDir()
 	o := &Orchestrator{o: OrchestratorOptions{LogDir: filepath.Join(store, LogsDir), Secrets: []string{"sk-secret-value"}}, storeDir: store}
-	r := &run{o: o, in: PlanInput{RunID: "run-1"}, planID: "plan-1"}
+	r := o.newRun(PlanInput{RunID: "run-1", PlanID: "plan-1"})
 	first, ok := r.outputFile("step-a")
 	second, _ := r.outputFile("step-a")
 	other, _ := r.outputFile("step-b")
@@ -29,11 +29,11 @@ func TestOutputFileNames(t *testing.T) {
 		t.Errorf("redact %v, want the orchestrator's secrets", first.Redact)
 	}
 	// A plan run alone is named by its plan; a log directory outside the store is recorded whole.
-	alone := &run{o: &Orchestrator{o: OrchestratorOptions{LogDir: "/var/log/ralph"}}, planID: "plan-1"}
+	alone := (&Orchestrator{o: OrchestratorOptions{LogDir: "/var/log/ralph"}}).newRun(PlanInput{PlanID: "plan-1"})
 	if f, _ := alone.outputFile("s"); f.Path != "/var/log/ralph/plan-1/s.out" || f.Rel != f.Path {
 		t.Errorf("outside a run: %+v", f)
 	}
-	if _, ok := (&run{o: &Orchestrator{}}).outputFile("s"); ok {
+	if _, ok := (&Orchestrator{}).newRun(PlanInput{}).outputFile("s"); ok {
 		t.Error("an orchestrator without a log directory gave an output file")
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralphloop/ralph/agent"
-	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -70,7 +69,7 @@ func WaitUntilText(until, now time.Time) string {
 // events become EventAgent, for the UI's output pane and the headless
 // printer. Other payloads have no consumer and are dropped here.
 func (r *Runner) streamAgent(iteration int) func(CallStream) {
-	secrets := r.o.Orchestrator.o.Secrets
+	redact := r.o.Orchestrator.Redact
 	return func(cs CallStream) {
 		if ev, ok := cs.Event.(*agent.Event); ok {
 			if len(ev.Text) > MaxStreamText || !utf8.ValidString(ev.Text) { // the bus's queue holds thousands: each stays small
@@ -78,13 +77,21 @@ func (r *Runner) streamAgent(iteration int) func(CallStream) {
 				c.Text = strings.ToValidUTF8(streamCut(c.Text), "\uFFFD") // an agent printing binary is shown readable
 				ev = &c
 			}
-			if len(secrets) > 0 { // printed and shown like the chain's records: without the secrets
+			// Printed and shown like the chain's records: without the secrets.
+			text, input := redact(ev.Text), redact(ev.Input)
+			var retry *agent.Retry
+			if ev.Retry != nil { // a retry notice quotes the CLI's error line
+				if m := redact(ev.Retry.Message); m != ev.Retry.Message {
+					rt := *ev.Retry
+					rt.Message = m
+					retry = &rt
+				}
+			}
+			if text != ev.Text || input != ev.Input || retry != nil {
 				c := *ev
-				c.Text, c.Input = arbiter.Redact(c.Text, secrets), arbiter.Redact(c.Input, secrets)
-				if c.Retry != nil { // a retry notice quotes the CLI's error line
-					r := *c.Retry
-					r.Message = arbiter.Redact(r.Message, secrets)
-					c.Retry = &r
+				c.Text, c.Input = text, input
+				if retry != nil {
+					c.Retry = retry
 				}
 				ev = &c
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
@@ -91,7 +90,7 @@ func RebuildKV(ctx context.Context, st *ledger.Store, runID string) error {
 	}
 	kv := st.KV()
 	updated := acts[len(acts)-1].Timestamp
-	if err := kv.Put(ctx, RunKVPrefix+runID, runRecord(rs, goal, state, out, updated)); err != nil {
+	if err := kv.Put(ctx, ledger.RunKVKey(runID), runRecord(rs, goal, state, out, updated)); err != nil {
 		return fmt.Errorf("rebuild run %s's record: %w", runID, err)
 	}
 	for i := range acts {
@@ -129,7 +128,7 @@ func kvWritten(a *ledger.Action) (string, rtfs.Value, bool) {
 			key = key.AsMap().GetKey("key")
 		}
 		if key.Kind() == rtfs.KindString {
-			return builtin.UserKVPrefix + key.Str(), a.Result, true
+			return ledger.UserKVKey(key.Str()), a.Result, true
 		}
 	}
 	return "", rtfs.Nil, false

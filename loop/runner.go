@@ -410,7 +410,7 @@ func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (st
 		a.ActionID = NewID()
 	}
 	a.RunID, a.IntentID = st.id, st.intentID
-	Redact(a, r.o.Orchestrator.o.Secrets)
+	r.o.Orchestrator.RedactAction(a)
 	if a.ParentActionID == "" && a.Type != ledger.RunStarted {
 		a.ParentActionID = st.startedID
 	}
@@ -554,9 +554,9 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		}
 		fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
 		for i, f := range failures {
-			fed[i] = arbiter.Redact(f, r.o.Orchestrator.o.Secrets)
+			fed[i] = r.o.Orchestrator.Redact(f)
 		}
-		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: string(status), LastPlan: arbiter.Redact(resp.Source, r.o.Orchestrator.o.Secrets), Failures: fed}
+		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: string(status), LastPlan: r.o.Orchestrator.Redact(resp.Source), Failures: fed}
 	}
 	dur := r.o.Now().Sub(t0).Milliseconds()
 	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(string(status)), rtfs.Keyword("cost"), rtfs.Float(cost),

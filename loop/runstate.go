@@ -12,8 +12,9 @@ import (
 	"github.com/ralphloop/ralph/stop"
 )
 
-// RunKVPrefix is where run records live in the store's kv table.
-const RunKVPrefix = "run/"
+// RunKVPrefix is where run records live in the store's kv table: the
+// namespace ledger.KVRun of the store's layout.
+const RunKVPrefix = ledger.KVRun
 
 // RecordTime is the layout of a run record's times: RFC 3339 in UTC with
 // milliseconds, so that a run's duration is known to the millisecond and
@@ -22,10 +23,10 @@ const RecordTime = "2006-01-02T15:04:05.000Z07:00"
 
 // saveState persists the run's state and counters.
 func (r *Runner) saveState(ctx context.Context, st *runState, state string, out *Outcome) error {
-	return r.o.Store.KV().Put(context.WithoutCancel(ctx), RunKVPrefix+st.id, runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
+	return r.o.Store.KV().Put(context.WithoutCancel(ctx), ledger.RunKVKey(st.id), runRecord(st, r.o.Config.Intent.Goal, state, out, r.o.Now()))
 }
 
-// runRecord is the record of a run kept under RunKVPrefix+id: its state
+// runRecord is the record of a run kept under ledger.RunKVKey(id): its state
 // and counters, and how it ended (out, nil while it has not).
 func runRecord(st *runState, goal, state string, out *Outcome, updated time.Time) rtfs.Value {
 	b := rtfs.NewMapBuilder(12)
@@ -55,7 +56,7 @@ var ErrCannotResume = errors.New("cannot resume")
 // carries on, and an iteration the crash interrupted runs again under its
 // own number.
 func (r *Runner) resumeState(ctx context.Context, st *runState) (*runState, error) {
-	rec, ok, err := r.o.Store.KV().Get(ctx, RunKVPrefix+st.id)
+	rec, ok, err := r.o.Store.KV().Get(ctx, ledger.RunKVKey(st.id))
 	if err != nil {
 		return nil, err
 	}

@@ -5,21 +5,20 @@ import (
 	"fmt"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
 // KV is durable key/value storage that outlives iterations and runs; the
-// ledger provides it. Under the orchestrator a call's Put is staged in its
-// context (ledger.StageKV) and commits with the CapabilityCall that records
-// the call, so the kv never holds an effect the chain does not account for.
+// ledger provides it. A plan's keys live under ledger.KVUser, so kv.* can
+// neither read nor forge ralph's own records kept in the same table. Under
+// the orchestrator a call's Put is staged in its context (ledger.StageKV)
+// and commits with the CapabilityCall that records the call, so the kv
+// never holds an effect the chain does not account for.
 type KV interface {
 	Get(ctx context.Context, key string) (rtfs.Value, bool, error)
 	Put(ctx context.Context, key string, v rtfs.Value) error
 }
-
-// UserKVPrefix namespaces the keys plans use, so kv.* cannot read or forge
-// ralph's own records (runs, idempotency keys) kept in the same table.
-const UserKVPrefix = "user/"
 
 func kvCaps(kv KV) []*capability.Capability {
 	return []*capability.Capability{
@@ -34,7 +33,7 @@ func kvCaps(kv KV) []*capability.Capability {
 			},
 			Handler: func(ctx context.Context, in rtfs.Value) (capability.Result, error) {
 				key := in.AsMap().GetKey("key").Str()
-				v, _, err := kv.Get(ctx, UserKVPrefix+key)
+				v, _, err := kv.Get(ctx, ledger.UserKVKey(key))
 				if err != nil {
 					return capability.Result{}, fmt.Errorf("kv.get %q: %w", key, err)
 				}
@@ -56,7 +55,7 @@ func kvCaps(kv KV) []*capability.Capability {
 				if v.Kind() == rtfs.KindFn {
 					return capability.Result{}, fmt.Errorf("kv.put %q: functions cannot be stored", key)
 				}
-				if err := kv.Put(ctx, UserKVPrefix+key, v); err != nil {
+				if err := kv.Put(ctx, ledger.UserKVKey(key), v); err != nil {
 					return capability.Result{}, fmt.Errorf("kv.put %q: %w", key, err)
 				}
 				return capability.Result{Value: v}, nil
