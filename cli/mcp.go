@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
@@ -83,7 +84,7 @@ func (m *mcpServer) server() *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{Name: "why_stopped", Annotations: ro,
 		Description: "Why a run ended: the stop condition, its class, the reason and the evidence (or that it has not ended)."}, m.whyStopped)
 	mcp.AddTool(srv, &mcp.Tool{Name: "iteration_history", Annotations: ro,
-		Description: "What one iteration of a run did: its status, every action recorded in it (capability calls, tool uses, hooks) and the stop conditions' verdicts after it. It does not include the iteration's diff of the work tree."}, m.iterationHistory)
+		Description: "What one iteration of a run did: its status, every action recorded in it (capability calls, tool uses, hooks), the stop conditions' verdicts after it, and what it changed in the work tree (files with added and deleted lines, and the diff, from the run's checkpoints; diff_note says why when there is none)."}, m.iterationHistory)
 	mcp.AddTool(srv, &mcp.Tool{Name: "chain_query", Annotations: ro,
 		Description: "Actions of the causal chain in seq order, in ralph's JSON form, selected by run, plan, intent, action type and starting seq; at most limit (default 50, at most 500)."}, m.chainQuery)
 	mcp.AddTool(srv, &mcp.Tool{Name: "verify_chain", Annotations: ro,
@@ -311,12 +312,45 @@ type actionLine struct {
 }
 
 type iterationOut struct {
-	RunID      string       `json:"run_id"`
-	Iteration  int          `json:"iteration"`
-	Status     string       `json:"status" jsonschema:"ok, failed, skipped, refused, cancelled, provider-error, usage-limit; empty while it runs"`
-	Error      string       `json:"error,omitempty"`
-	Actions    []actionLine `json:"actions"`
-	Conditions []verdict    `json:"conditions" jsonschema:"the stop conditions' verdicts after the iteration"`
+	RunID      string          `json:"run_id"`
+	Iteration  int             `json:"iteration"`
+	Status     string          `json:"status" jsonschema:"ok, failed, skipped, refused, cancelled, provider-error, usage-limit; empty while it runs"`
+	Error      string          `json:"error,omitempty"`
+	Actions    []actionLine    `json:"actions"`
+	Conditions []verdict       `json:"conditions" jsonschema:"the stop conditions' verdicts after the iteration"`
+	Files      []gitx.FileStat `json:"files,omitempty" jsonschema:"the files the iteration changed, from its checkpoints (ralph diff --json)"`
+	Diff       string          `json:"diff,omitempty" jsonschema:"the iteration's unified diff (its first 64 KiB), as ralph diff RUN N prints it"`
+	DiffNote   string          `json:"diff_note,omitempty" jsonschema:"why there is no diff: no checkpoints, a workdir gone, a fleet run"`
+}
+
+// maxMCPDiff bounds the diff iteration_history returns.
+const maxMCPDiff = 64 << 10
+
+// mcpIterationDiff fills out's files and diff from the run's checkpoints of
+// iterations it-1 and it, or says why there are none.
+func mcpIterationDiff(ctx context.Context, out *iterationOut, acts []ledger.Action, it int) {
+	rc, err := readCheckpoints(out.RunID, acts)
+	var repo *gitx.Repo
+	var cs []string
+	if err == nil {
+		repo, cs, err = rc.need(ctx, it-1, it)
+	}
+	if err == nil {
+		out.Files, err = repo.DiffStat(ctx, cs[0], cs[1])
+	}
+	var b strings.Builder
+	if err == nil {
+		err = repo.Diff(ctx, &b, cs[0], cs[1], false, false)
+	}
+	if err != nil {
+		out.Files, out.DiffNote = nil, err.Error()
+		return
+	}
+	out.Diff = b.String()
+	if len(out.Diff) > maxMCPDiff {
+		out.Diff = out.Diff[:maxMCPDiff]
+		out.DiffNote = fmt.Sprintf("the diff is cut at %d KiB; ralph diff %s %d prints it whole", maxMCPDiff>>10, out.RunID, it)
+	}
 }
 
 func (m *mcpServer) iterationHistory(ctx context.Context, _ *mcp.CallToolRequest, in iterationArg) (*mcp.CallToolResult, iterationOut, error) {
@@ -364,6 +398,11 @@ func (m *mcpServer) iterationHistory(ctx context.Context, _ *mcp.CallToolRequest
 		}
 	}
 	out.Conditions = verdicts(lastEvaluation(acts, it))
+	if _, fleetRun := st.(fleetReader); fleetRun {
+		out.DiffNote = "a fleet run's checkpoints are commits on its branch ralph/" + id + " in the workspace's repository, not here"
+	} else {
+		mcpIterationDiff(ctx, &out, acts, it)
+	}
 	return nil, out, nil
 }
 

@@ -65,7 +65,7 @@ func call(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any, 
 func TestE2EMCPReadOnly(t *testing.T) {
 	skipWithoutBinary(t)
 	dir := writeConfig(t, `[plan]
-rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
+rtfs = '(step "Write" (call :fs.write {:path (str "it-" (:iteration ctx) ".txt") :content "hi"}))'
 [[stop]]
 name = "tests"
 kind = "file_exists"
@@ -80,6 +80,11 @@ cmd = ["true"]
 `)
 	store := filepath.Join(dir, ".ralph")
 	env := isolatedEnv(dir)
+	// A git work tree: each iteration is checkpointed, so its diff is there.
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	writeFile(t, filepath.Join(dir, ".gitignore"), ".ralph/\n")
 	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 {
 		t.Fatalf("run exit %d: %s", code, stderr)
 	}
@@ -140,9 +145,18 @@ cmd = ["true"]
 		Iteration int
 		Status    string
 		Actions   []struct{ Type, Function string }
+		Files     []struct {
+			Path           string
+			Added, Deleted int
+		}
+		Diff     string
+		DiffNote string `json:"diff_note"`
 	}
 	if e := call(t, s, "iteration_history", map[string]any{"run_id": id, "iteration": 1}, &hist); e != "" || hist.Iteration != 1 || hist.Status != "ok" {
 		t.Fatalf("iteration_history: %q %+v", e, hist)
+	}
+	if len(hist.Files) != 1 || hist.Files[0].Path != "it-1.txt" || hist.Files[0].Added != 1 || !strings.Contains(hist.Diff, "+hi") {
+		t.Errorf("iteration 1's diff: files %+v, diff %q, note %q", hist.Files, hist.Diff, hist.DiffNote)
 	}
 	var types []string
 	for _, a := range hist.Actions {
