@@ -107,7 +107,19 @@ type Bus struct {
 	state   string
 	pending *Event // the approval the runner waits for, if any
 	delay   *Event // the delay before the next iteration, while it lasts
+	// scroll is what the latest agent call streamed (its EventAgent
+	// events, the newest within scrollEvents and scrollBytes), which a
+	// consumer that subscribes later gets too: an attach shows the output
+	// of the call running so far, not only what comes after it.
+	scroll      []Event
+	scrollBytes int
 }
+
+// The bounds of a bus's scrollback of the latest agent call.
+const (
+	scrollEvents   = 1024
+	scrollMaxBytes = 1 << 20
+)
 
 // subscriberQueue bounds the transient events a consumer may lag behind,
 // and subscriberQueueBytes the text they carry (an agent's output).
@@ -188,6 +200,9 @@ func (b *Bus) publish(e Event) {
 // publishLocked is publish with b.mu held.
 func (b *Bus) publishLocked(e Event) {
 	e.afterSeq = b.store.Head().Seq
+	if e.Kind == EventAgent {
+		b.keep(e)
+	}
 	for s := range b.subs {
 		s.mu.Lock()
 		n := queuedBytes(&e)
@@ -202,6 +217,20 @@ func (b *Bus) publishLocked(e Event) {
 		case s.notify <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// keep adds e to the scrollback of the latest agent call: a new call's
+// first event starts it again, and the oldest events go past its bounds.
+func (b *Bus) keep(e Event) {
+	if len(b.scroll) > 0 && b.scroll[0].CallID != e.CallID {
+		b.scroll, b.scrollBytes = nil, 0
+	}
+	b.scroll = append(b.scroll, e)
+	b.scrollBytes += queuedBytes(&e)
+	for len(b.scroll) > scrollEvents || (b.scrollBytes > scrollMaxBytes && len(b.scroll) > 1) {
+		b.scrollBytes -= queuedBytes(&b.scroll[0])
+		b.scroll = b.scroll[1:]
 	}
 }
 
@@ -220,6 +249,12 @@ func (b *Bus) Subscribe(ctx context.Context, fromSeq uint64) <-chan Event {
 	b.subs[s] = struct{}{}
 	// A late consumer learns where the run stands: its state, and the plan
 	// waiting for approval, delivered after the chain up to now.
+	// The latest agent call's output so far comes at its place among the
+	// actions (each event keeps the chain head it happened at).
+	for _, e := range b.scroll {
+		s.queue = append(s.queue, e)
+		s.bytes += queuedBytes(&e)
+	}
 	if b.state != StateIdle {
 		s.queue = append(s.queue, Event{Kind: EventState, State: b.state, Time: time.Now(), afterSeq: b.store.Head().Seq})
 	}

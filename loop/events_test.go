@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -454,5 +455,46 @@ max = 2
 	r.Abort()
 	if out := <-done; out == nil || out.ExitCode != ExitAborted {
 		t.Fatalf("outcome %+v", out)
+	}
+}
+
+// A consumer that subscribes while an agent call runs gets what the call
+// streamed so far (the latest call's only, within the scrollback's bounds),
+// then what comes after.
+func TestLateSubscriberGetsTheRunningCallsOutput(t *testing.T) {
+	t.Parallel()
+	st, err := ledger.Open(ledger.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b := NewBus(st, "run-1")
+	say := func(call, text string) {
+		b.publish(Event{Kind: EventAgent, CallID: call, Agent: &agent.Event{Kind: agent.EventText, Text: text}, Time: time.Now()})
+	}
+	say("call-1", "from the call before")
+	say("call-2", "line 1")
+	say("call-2", "line 2")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := b.Subscribe(ctx, 1)
+	for _, want := range []string{"line 1", "line 2"} {
+		e := <-events
+		if e.Kind != EventAgent || e.CallID != "call-2" || e.Agent.Text != want {
+			t.Fatalf("late subscriber got %v %q %+v, want call-2's %q", e.Kind, e.CallID, e.Agent, want)
+		}
+	}
+	say("call-2", "line 3")
+	if e := <-events; e.Agent == nil || e.Agent.Text != "line 3" {
+		t.Fatalf("then %+v, want line 3", e)
+	}
+	for i := range scrollEvents + 10 {
+		say("call-3", strings.Repeat("x", i%7))
+	}
+	b.mu.Lock()
+	n := len(b.scroll)
+	b.mu.Unlock()
+	if n != scrollEvents {
+		t.Errorf("the scrollback holds %d events, want its bound %d", n, scrollEvents)
 	}
 }
