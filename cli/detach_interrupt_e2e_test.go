@@ -10,9 +10,7 @@ import (
 // reaches the run: it says how to get the prompt back, and the run goes
 // on to its own end.
 func TestE2EDetachThenCtrlC(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 12)

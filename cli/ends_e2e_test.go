@@ -43,9 +43,7 @@ func processGone(pid int) bool {
 // A foreground UI run exits when its run has ended, whether its terminal
 // closes before the UI is up, while the run goes on, or after it ended.
 func TestE2ETerminalClosedRunExits(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	for _, when := range []string{"before", "during", "after"} {
 		t.Run(when, func(t *testing.T) {
@@ -101,9 +99,7 @@ shell_allow = ["sleep"]
 // off after the signal's grace and recorded as cut off; a second SIGTERM
 // during the compensation ends ralph at once.
 func TestE2ESigtermCutsACompensationOff(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	t.Run("grace", func(t *testing.T) {
 		t.Parallel()
@@ -146,9 +142,7 @@ func TestE2ESigtermCutsACompensationOff(t *testing.T) {
 // and the loop goes on recording iterations and ends with its closing
 // action, which every reading stream receives.
 func TestE2ESocketUnderManyStreams(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, release := releasedLoop(t, dir)

@@ -77,9 +77,7 @@ func checkPasted(t *testing.T, name string, pasted []string, real string) {
 // quickstart and chain verify, and make demo-agent's agent loop with the
 // stand-in claude, both run here as the Makefile runs them.
 func TestE2EREADMEOutputs(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {

@@ -52,9 +52,7 @@ func runIDStore(t *testing.T) string {
 // stderr; an ambiguous prefix lists the runs it matches (exit 2), an
 // unknown one says so (exit 2).
 func TestE2ERunIDs(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	store := runIDStore(t)
 	type command struct {

@@ -19,9 +19,7 @@ base64 -w0 peek.txt > peek.b64; cat peek.b64; echo; cat /proc/$PPID/environ | ba
 // ancestors' environ or any other process's, root or not; the key and the
 // secret query key of base_url reach neither the chain nor the output.
 func TestE2EChildCannotReadTheKey(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	const key, queryKey = "sk-e2e-model-key-5f3a9c1d", "sk-query-key-77e1b2c4"

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -11,9 +12,7 @@ import (
 // A 1 MB binary PROMPT.md fails as a text one too large does: one sentence
 // naming the file and its size, exit 2, before anything is recorded.
 func TestE2EBinaryPromptIsASizeError(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	for name, content := range map[string][]byte{"binary": nil, "text": []byte(strings.Repeat("a", 1_100_000))} {
 		t.Run(name, func(t *testing.T) {
@@ -47,5 +46,34 @@ allow = ["agent.run"]
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errOut, want)
 			}
 		})
+	}
+}
+
+// A result too large to record fails its step with one sentence naming
+// the plan's position, the capability, the part that is too large and its
+// size; the run goes on to its closing action.
+func TestE2EResultTooLargeIsNamed(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat("x", 6_000_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "ralph.toml"), `[plan]
+rtfs = '(step "Read" (call :fs.read {:path "big.txt"}))'
+[loop]
+checkpoints = false
+[[stop]]
+kind = "max_iterations"
+max = 1
+`)
+	env := isolatedEnv(dir)
+	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 {
+		t.Fatalf("run: exit %d, %s", code, stderr)
+	}
+	out, _, _ := runCommand(t, ralphBin, "", env, "chain", "show", "--json", "--store", filepath.Join(dir, ".ralph"))
+	want := regexp.MustCompile(`iteration-1\.rtfs:1:14: record CapabilityCall: CapabilityCall fs\.read \(action [0-9a-f-]+\) is too large for the ledger: it takes \d+ bytes \(its result alone is 60000\d\d bytes\) and one action holds at most \d+`)
+	if !want.MatchString(out) {
+		t.Errorf("the step's failure does not name the result and its size:\n%.2000s", out)
 	}
 }

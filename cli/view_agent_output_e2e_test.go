@@ -9,9 +9,7 @@ import (
 // shows, on o, what its last agent call printed, replayed from the call's
 // output file: its text and tool uses, and where the whole output is.
 func TestE2EViewShowsRecordedAgentOutput(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	p := newAgentProject(t)
 	if _, errOut, code := p.ralph(t, "run", "--no-tui"); code != 0 {

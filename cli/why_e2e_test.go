@@ -38,9 +38,7 @@ iterations = 2
 // message; the failure that ends the run is named with its class. ralph
 // history shows the same why under the condition.
 func TestE2EBriefNamesTheFailingTest(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
@@ -105,9 +103,7 @@ func selectedChainRow(screen string) int {
 // condition open its evidence in full, one output line a line; the help
 // lists what acts in a recorded run (no y/n, q exits).
 func TestE2ETUIWhyAndKeys(t *testing.T) {
-	if ralphBin == "" {
-		t.Skip("end-to-end tests build the binary; skipped under -short")
-	}
+	skipWithoutBinary(t)
 	t.Parallel()
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")

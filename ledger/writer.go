@@ -32,11 +32,53 @@ type TooLargeError struct {
 	ActionID string
 	Size     int64 // bytes the action and its index entries take in a transaction
 	Limit    int64 // bytes one transaction can hold
+	// What names the action (its type and function) and Part its largest
+	// part with that part's size ("its result, 6000012 bytes"), for the
+	// sentence.
+	What, Part string
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("action %s is too large for the ledger: it takes %d bytes with its index entries and one transaction holds at most %d; record a summary or raise the store's MemTableSize",
-		e.ActionID, e.Size, e.Limit)
+	what := "action " + e.ActionID
+	if e.What != "" {
+		what = e.What + " (action " + e.ActionID + ")"
+	}
+	part := ""
+	if e.Part != "" {
+		part = " (" + e.Part + ")"
+	}
+	return fmt.Sprintf("%s is too large for the ledger: it takes %d bytes%s and one action holds at most %d; have it return or record a summary (a smaller result, a file's path instead of its text) or raise the store's MemTableSize",
+		what, e.Size, part, e.Limit)
+}
+
+// tooLarge is the TooLargeError of a, which takes size bytes against limit.
+func tooLarge(a *Action, size, limit int64) *TooLargeError {
+	e := &TooLargeError{ActionID: a.ActionID, Size: size, Limit: limit, What: a.Type.String() + " " + a.FunctionName}
+	parts := []struct {
+		name string
+		n    int
+	}{{"its result", len(appendValue(nil, a.Result))}, {"its arguments", 0}, {"its error message", len(a.ErrorMessage)}}
+	for _, v := range a.Arguments {
+		parts[1].n += len(appendValue(nil, v))
+	}
+	for k, v := range a.Metadata {
+		if n := len(appendValue(nil, v)); n > parts[0].n && n > parts[1].n && n > parts[2].n {
+			parts = append(parts, struct {
+				name string
+				n    int
+			}{"its metadata " + k, n})
+		}
+	}
+	best := parts[0]
+	for _, p := range parts[1:] {
+		if p.n > best.n {
+			best = p
+		}
+	}
+	if best.n > 0 {
+		e.Part = fmt.Sprintf("%s alone is %d bytes", best.name, best.n)
+	}
+	return e
 }
 
 // DuplicateError refuses an action whose action_id is already recorded.
@@ -100,10 +142,10 @@ func (s *Store) prepare(a *Action) (*pending, error) {
 	c.KV = nil // not part of the record, nor of what is read back
 	s.size(p)
 	if p.bytes+treeBytes(1) >= s.txnBytes || p.count+treeCount(1) >= s.txnCount {
-		return nil, &TooLargeError{ActionID: c.ActionID, Size: p.bytes, Limit: s.txnBytes}
+		return nil, tooLarge(c, p.bytes, s.txnBytes)
 	}
 	if int64(len(rec)) > s.maxValue {
-		return nil, &TooLargeError{ActionID: c.ActionID, Size: int64(len(rec)), Limit: s.maxValue}
+		return nil, tooLarge(c, int64(len(rec)), s.maxValue)
 	}
 	return p, nil
 }
