@@ -13,7 +13,6 @@ import (
 	"github.com/ralphloop/ralph/config"
 )
 
-
 // urlInText finds URL-like words in a string value: a scheme, ://, and
 // what follows up to a space or a quote.
 var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
