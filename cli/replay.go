@@ -59,58 +59,9 @@ iterations, 2 for bad input.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Only [[stop]] and [loop] matter here: a file of stop tables will do.
-			cfg, err := config.LoadForExec(cfgFile, nil)
-			if err != nil {
-				return exitError(ExitUsage, err)
-			}
-			conds, err := stop.FromConfig(cfg.Stop, cfg.File)
-			if err != nil {
-				return exitError(ExitUsage, err)
-			}
-			if len(conds) == 0 {
-				return exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
-			}
-			ctx := cmd.Context()
-			acts, err := runActions(ctx, storeFlag, "", runRefArg(args, 0), cmd.ErrOrStderr())
+			res, err := replayRun(cmd, storeFlag, runRefArg(args, 0), cfgFile, rerun, jobs)
 			if err != nil {
 				return err
-			}
-			rc, err := readCheckpoints(runIDOf(acts, args[0]), acts)
-			if err != nil {
-				return err
-			}
-			o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir}
-			if rc.cfg != nil {
-				o.RecordedSpecs = rc.cfg.Stop
-			}
-			repo := rc.repo(ctx)
-			if repo != nil {
-				o.Workspace = func(n int) string {
-					c, ok := rc.commits[n]
-					if !ok {
-						return ""
-					}
-					t, err := repo.Tree(ctx, c, "")
-					if err != nil {
-						return ""
-					}
-					return t
-				}
-			}
-			if rerun {
-				if repo == nil {
-					return exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
-				}
-				wt := &worktrees{repo: repo, rc: rc}
-				o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
-			}
-			res, err := stop.Replay(ctx, acts, o)
-			if err != nil {
-				return exitError(ExitFailure, err)
-			}
-			if n := rc.closing; n != nil {
-				res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
 			}
 			code := replayExit(res)
 			w := bufio.NewWriter(cmd.OutOrStdout())
@@ -142,6 +93,65 @@ iterations, 2 for bad input.`,
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.NumCPU(), "iterations rerun at once")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object: every iteration's verdicts and the decision")
 	return cmd
+}
+
+// replayRun replays the [[stop]] conditions of cfgFile against the run
+// ref names (ralph replay, ralph view --replay).
+func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string, rerun bool, jobs int) (*stop.ReplayResult, error) {
+	// Only [[stop]] and [loop] matter here: a file of stop tables will do.
+	cfg, err := config.LoadForExec(cfgFile, nil)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	if len(conds) == 0 {
+		return nil, exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
+	}
+	ctx := cmd.Context()
+	acts, err := runActions(ctx, storeFlag, "", ref, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, err
+	}
+	rc, err := readCheckpoints(runIDOf(acts, ref.arg), acts)
+	if err != nil {
+		return nil, err
+	}
+	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir}
+	if rc.cfg != nil {
+		o.RecordedSpecs = rc.cfg.Stop
+	}
+	repo := rc.repo(ctx)
+	if repo != nil {
+		o.Workspace = func(n int) string {
+			c, ok := rc.commits[n]
+			if !ok {
+				return ""
+			}
+			t, err := repo.Tree(ctx, c, "")
+			if err != nil {
+				return ""
+			}
+			return t
+		}
+	}
+	if rerun {
+		if repo == nil {
+			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
+		}
+		wt := &worktrees{repo: repo, rc: rc}
+		o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
+	}
+	res, err := stop.Replay(ctx, acts, o)
+	if err != nil {
+		return nil, exitError(ExitFailure, err)
+	}
+	if n := rc.closing; n != nil {
+		res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
+	}
+	return res, nil
 }
 
 // repo is the git work tree of the run's checkpoints, or nil when the run

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
 	"github.com/ralphloop/ralph/tui"
 )
 
 func newViewCmd() *cobra.Command {
-	var storeFlag, natsFlag, outputFlag string
+	var storeFlag, natsFlag, outputFlag, replayFlag string
 	cmd := &cobra.Command{
 		Use:   "view [RUN_ID] [--nats URL] [--output CALL]",
 		Short: "Open a recorded run in the UI, read-only",
@@ -45,6 +47,16 @@ needs no terminal.`,
 			if !isTTY(out) {
 				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", ref.arg, ref.arg)
 			}
+			var replay *stop.ReplayResult
+			if replayFlag != "" {
+				if natsFlag != "" {
+					return usageErrorf("--replay replays against a run in a store; a fleet run's checkpoints are not here (pass --store, or drop --replay)")
+				}
+				var err error
+				if replay, err = replayRun(cmd, storeFlag, ref, replayFlag, false, 1); err != nil {
+					return err
+				}
+			}
 			st, err := viewStore(cmd.Context(), storeFlag, natsFlag, ref.arg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -58,7 +70,7 @@ needs no terminal.`,
 			if err != nil {
 				return err
 			}
-			o := tui.Options{Input: cmd.InOrStdin(), Output: out}
+			o := tui.Options{Input: cmd.InOrStdin(), Output: out, Replay: replay, ReplayName: filepath.Base(replayFlag)}
 			if in := st.Served(); in != nil && in.RunID == runID {
 				o.GoesOn = fmt.Sprintf("process %d", in.PID)
 			}
@@ -72,6 +84,7 @@ needs no terminal.`,
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
 	addNATSAuthFlags(cmd)
+	cmd.Flags().StringVar(&replayFlag, "replay", "", "show, in the history view (v), where the [[stop]] conditions of `FILE` would have stopped the run, beside the recorded verdicts (ralph replay)")
 	cmd.Flags().StringVar(&outputFlag, "output", "", "print the whole output of agent call `CALL` (last, a seq or an action id) and check it against its record")
 	return cmd
 }

@@ -27,6 +27,46 @@ type historyView struct {
 	h       int
 	cacheW  int
 	cache   []string
+	// replay, by iteration, is another stop configuration's verdicts
+	// (ralph view --replay), shown under the recorded ones.
+	replay     map[int]*stop.ReplayStep
+	replayRes  *stop.ReplayResult
+	replayName string
+}
+
+func (h *historyView) setReplay(r *stop.ReplayResult, name string) {
+	if r == nil {
+		return
+	}
+	h.replayRes, h.replayName, h.replay = r, name, map[int]*stop.ReplayStep{}
+	for i := range r.Steps {
+		h.replay[r.Steps[i].Iteration] = &r.Steps[i]
+	}
+}
+
+// replayLines are the replayed configuration's verdicts after iteration
+// it, under the recorded ones.
+func (h *historyView) replayLines(it, nameW, w int) []string {
+	step := h.replay[it]
+	if step == nil {
+		return nil
+	}
+	st := h.st
+	verdict := st.dim.Render("continue")
+	if step.Stop {
+		verdict = classStyle(st, step.Class).Render(fmt.Sprintf("STOP (%s) by %s", step.Class, step.TriggeredBy))
+	}
+	out := []string{cut(st.accent.Render("  replay of "+h.replayName+": ")+verdict, w)}
+	for i := range step.Evaluation.Results {
+		out = append(out, historyRow(st, &step.Evaluation.Results[i], nil, nameW, w))
+	}
+	if len(step.Unknown) > 0 {
+		out = append(out, st.warn.Render(cut("      unknown (the record cannot say; ralph replay --rerun checks them): "+strings.Join(step.Unknown, ", "), w)))
+	}
+	if r := h.replayRes; r.Stopped && r.Iteration == it {
+		out = append(out, classStyle(st, r.Decision.Class).Render(cut(fmt.Sprintf("  %s would have stopped the run here: %s", h.replayName, r.Decision.Reason), w)))
+	}
+	return out
 }
 
 type histEntry struct {
@@ -150,6 +190,7 @@ func (h *historyView) content(w int) []string {
 				out = append(out, style.Render(cut("      "+why, w)))
 			}
 		}
+		out = append(out, h.replayLines(ev.Iteration, nameW, w)...)
 		if t := ev.Trigger(); t != nil {
 			out = append(out, classStyle(st, t.Class).Render(cut("  "+ansi.Strip(condMark(st, t))+" fired: "+t.Name+" ("+string(t.Class)+") — "+t.Reason, w)))
 			const label = "    evidence: "

@@ -154,6 +154,7 @@ func newModel(o *Options, st *styles) *model {
 	}
 	m.output = newOutputPane(st, now)
 	m.history = newHistoryView(st)
+	m.history.setReplay(o.Replay, o.ReplayName)
 	m.detail = newDetailView(st)
 	m.diff, m.checkpoints = newDiffView(st), newCheckpoints()
 	m.condV = newCondView(st)

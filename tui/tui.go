@@ -13,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // Options configure the UI.
@@ -54,6 +55,11 @@ type Options struct {
 	GoesOn string
 	// RunID is the recorded run View shows (set by View).
 	RunID string
+	// Replay, for View, is a replay of another stop configuration against
+	// the run (ralph view --replay FILE, named ReplayName): the history
+	// view shows its verdicts beside the recorded ones.
+	Replay     *stop.ReplayResult
+	ReplayName string
 	// Input and Output default to os.Stdin and os.Stdout.
 	Input  io.Reader
 	Output io.Writer
