@@ -52,20 +52,7 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 	})
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(mnt, "store")
 	writeFile(t, cfg, counterConfig)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
-	cmd.Env = isolatedEnv(dir)
-	var errOut strings.Builder
-	cmd.Stderr = &errOut
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := linesOf(pipe)
+	cmd, lines, errOut := startHeadless(t, dir, cfg, store)
 	for range 20 {
 		waitLine(t, lines, "IterationCompleted")
 	}
@@ -81,7 +68,7 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 		}
 	}
 	out := rest(lines)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if code := exitCode(err); code != 1 || !strings.Contains(out, "RunFailed error FAILED") ||
 		!strings.Contains(out, "failure by error — make the run's actions durable: the disk holding ledger store "+store+" is full: ") {
 		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut.String())
@@ -166,18 +153,7 @@ func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
 	writeFile(t, cfg, counterConfig)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
-	cmd.Env = isolatedEnv(dir)
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := linesOf(pipe)
+	cmd, lines, _ := startHeadless(t, dir, cfg, store)
 	for range 40 {
 		waitLine(t, lines, "IterationCompleted")
 	}

@@ -176,18 +176,7 @@ name = "three"
 kind = "predicate"
 rtfs = '(>= (audit.count "Nap" :succeeded) "three")'
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
-	cmd.Env = isolatedEnv(dir)
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := linesOf(pipe)
+	cmd, lines, _ := startHeadless(t, dir, cfg, store)
 	waitLine(t, lines, "CapabilityCall kv.put") // "slept" is recorded; sleep starts next
 	_ = cmd.Process.Kill()                      // SIGKILL: the run is left open
 	_ = cmd.Wait()
@@ -201,6 +190,27 @@ rtfs = '(>= (audit.count "Nap" :succeeded) "three")'
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}
 	runsClosed(t, dir, store)
+}
+
+// startHeadless starts `ralph run CFG --no-tui --store STORE` in dir's
+// isolated environment (bounded by a two-minute hang guard) and returns
+// the process, the lines it prints, and its stderr so far.
+func startHeadless(t *testing.T, dir, cfg, store string) (*exec.Cmd, <-chan string, *strings.Builder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, ralphBin, "run", cfg, "--no-tui", "--store", store)
+	cmd.Env = isolatedEnv(dir)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, linesOf(pipe), &errOut
 }
 
 // linesOf delivers r's lines as they come.
