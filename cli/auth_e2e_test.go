@@ -228,7 +228,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 		t.Errorf("runs as a revoked member: exit %d, stderr %q", code, stderr)
 	}
 	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "creds", "add", "x", "--role", "admin", "--dir", dir)
-	if code != 2 || !strings.Contains(stderr, `"admin" is not a role; pass --role worker, submitter or viewer`) {
+	if code != 2 || !strings.Contains(stderr, `"admin" is not a role; pass --role worker, submitter, viewer or keeper`) {
 		t.Errorf("creds add --role admin: exit %d, stderr %q", code, stderr)
 	}
 	serve.Process.Signal(syscall.SIGTERM)
@@ -298,5 +298,57 @@ func TestE2EFleetTLS(t *testing.T) {
 				t.Errorf("runs: stderr %q; want one sentence with the fix", stderr)
 			}
 		})
+	}
+}
+
+// A fleet on a NATS server of your own (here one started without the
+// keeper `ralph fleet serve` runs) has no keeper until `ralph fleet keeper`
+// runs one: submit says so, then goes through it.
+func TestE2EFleetKeeperOnYourOwnServer(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	dir, _ := fleettest.NewAuth(t)
+	if _, err := fleet.AddMember(dir, "keeper", fleet.RoleKeeper); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := fleet.LoadMembers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: t.TempDir(), Listen: "127.0.0.1:0", Members: ms}) // no AuthDir: no keeper
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	url := srv.ClientURL()
+	fleettest.Register(t, url, dir)
+	fleetOn(t, url, fleet.DefaultConfig()) // the streams, as a worker makes them
+	cfg := filepath.Join(t.TempDir(), "ralph.toml")
+	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n")
+	submitter := fleet.CredsPath(dir, string(fleet.RoleSubmitter))
+	_, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", submitter)
+	if code == 0 || !strings.Contains(stderr, "no fleet keeper answers on ralph.fleet.submit") {
+		t.Fatalf("submit without a keeper: exit %d, %q", code, stderr)
+	}
+	keeper := exec.Command(ralphBin, "fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, "keeper"), "--dir", dir)
+	keeper.Env = isolatedEnv(t.TempDir())
+	out, err := keeper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keeper.Process.Kill(); keeper.Wait() })
+	waitLine(t, linesOf(out), "the fleet's keeper answers on "+url)
+	stdout, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", submitter)
+	if code != 0 || len(strings.TrimSpace(stdout)) != 36 {
+		t.Fatalf("submit through ralph fleet keeper: exit %d, %q %q", code, stdout, stderr)
+	}
+	// A worker's credentials cannot run the keeper: NATS refuses its
+	// subscription to the keeper's subjects.
+	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, string(fleet.RoleWorker)), "--dir", dir)
+	if code != 2 || !strings.Contains(stderr, "ralph.fleet.") {
+		t.Errorf("a keeper signed in as a worker: exit %d, %q", code, stderr)
 	}
 }

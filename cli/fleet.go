@@ -288,7 +288,7 @@ machine; any JetStream-enabled NATS cluster works the same way (docs/fleet.md).`
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newFleetServeCmd(), newFleetCredsCmd())
+	cmd.AddCommand(newFleetServeCmd(), newFleetCredsCmd(), newFleetKeeperCmd())
 	return cmd
 }
 
@@ -313,7 +313,7 @@ func newFleetCredsCmd() *cobra.Command {
 	}
 	var role string
 	add := &cobra.Command{
-		Use:   "add NAME --role worker|submitter|viewer",
+		Use:   "add NAME --role worker|submitter|viewer|keeper",
 		Short: "Write a credentials file for one more fleet member (another machine)",
 		Long: `Make a new NATS user for the fleet with the role's permissions, write its
 credentials file (0600) to DIR/creds/NAME.creds and print its path. A running
@@ -341,7 +341,7 @@ that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
 			return writeOut(cmd.OutOrStdout(), fmt.Sprintf("%s (%s, key %s)\n", fleet.CredsPath(d, m.Name), m.Role, m.Key))
 		},
 	}
-	add.Flags().StringVar(&role, "role", "", "the member's role: worker, submitter or viewer")
+	add.Flags().StringVar(&role, "role", "", "the member's role: worker, submitter, viewer, or keeper (for ralph fleet keeper)")
 	revoke := &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "Remove a fleet member: its credentials no longer sign in, and a running server closes its connections",
@@ -598,4 +598,69 @@ func oneName(what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// newFleetKeeperCmd is `ralph fleet keeper`: the fleet's keeper (signed
+// submits, the roster, certified worker keys) for a fleet on a NATS server
+// of your own, where no `ralph fleet serve` runs one.
+func newFleetKeeperCmd() *cobra.Command {
+	var natsFlag, dir string
+	cmd := &cobra.Command{
+		Use:   "keeper --nats URL --creds FILE [--dir DIR]",
+		Short: "Run the fleet's keeper against a NATS server of your own (ralph fleet serve runs one itself)",
+		Long: `The keeper checks the signature of every submit and queues the job, answers
+the roster workers check signed controls against, and certifies workers'
+chain keys with the fleet key. ralph fleet serve runs it beside its server; on
+a nats-server of your own (docs/fleet.md gives the roles as its
+configuration), run it here, signed in with the credentials of a member with
+the keeper role (ralph fleet creds add NAME --role keeper), and with the
+fleet directory that holds the members and the fleet key (--dir).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d := dir
+			if d == "" {
+				var err error
+				if d, err = defaultFleetDir(); err != nil {
+					return exitError(ExitUsage, err)
+				}
+			}
+			if _, err := fleet.ReadRoster(d); err != nil {
+				return exitError(ExitUsage, fmt.Errorf("%w; pass the --dir of the fleet (its users.json and fleet.nk)", err))
+			}
+			url := natsURL(natsFlag)
+			ctx := cmd.Context()
+			nc, err := dialNATS(ctx, url, "ralph fleet keeper")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			k, err := fleet.StartKeeper(nc, d)
+			if err != nil {
+				return exitError(ExitFailure, err)
+			}
+			defer k.Stop()
+			if err := writeOut(cmd.OutOrStdout(), fmt.Sprintf("the fleet's keeper answers on %s for the fleet in %s; Ctrl-C stops it\n", url, d)); err != nil {
+				return err
+			}
+			// NATS refuses a subscription the role does not allow after the
+			// fact (credentials that are not a keeper's): that ends it.
+			auth := signInFrom(ctx)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-tick.C:
+					if e := auth.refused.Load(); e != nil {
+						return exitError(ExitUsage, *e)
+					}
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&natsFlag, "nats", "", natsFlagUsage)
+	cmd.Flags().StringVar(&dir, "dir", "", "the fleet `DIR` with its members and fleet key (default $XDG_STATE_HOME/ralph/fleet)")
+	addNATSAuthFlags(cmd)
+	return cmd
 }

@@ -33,14 +33,15 @@ const (
 // Roles are the roles in the order they are listed.
 var Roles = []Role{RoleWorker, RoleSubmitter, RoleViewer}
 
-// ParseRole reads a role name.
+// ParseRole reads a role name: one of Roles, or keeper (the fleet's
+// keeper on a NATS server of your own, `ralph fleet keeper`).
 func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
+	for _, r := range append(Roles[:len(Roles):len(Roles)], RoleKeeper) {
 		if string(r) == s {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not a role; pass --role worker, submitter or viewer", s)
+	return "", fmt.Errorf("%q is not a role; pass --role worker, submitter, viewer or keeper", s)
 }
 
 // Member is one user of the fleet.

@@ -71,7 +71,7 @@ func TestAddAndRevokeMembers(t *testing.T) {
 	if err := RevokeMember(dir, "laptop"); err == nil || !strings.Contains(err.Error(), `has no member "laptop" (it has worker, submitter, viewer)`) {
 		t.Errorf("revoke of an unknown member: %v", err)
 	}
-	if _, err := ParseRole("admin"); err == nil || err.Error() != `"admin" is not a role; pass --role worker, submitter or viewer` {
+	if _, err := ParseRole("admin"); err == nil || err.Error() != `"admin" is not a role; pass --role worker, submitter, viewer or keeper` {
 		t.Errorf("ParseRole(admin): %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, "users.json"), []byte("{"), 0o600)
@@ -111,10 +111,11 @@ func TestDocsRolesAreTheServersRoles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the documented configuration: %v", err)
 	}
-	if len(o.Nkeys) != 3 {
+	roles := append(Roles[:len(Roles):len(Roles)], RoleKeeper)
+	if len(o.Nkeys) != len(roles) {
 		t.Fatalf("%d users, want one per role", len(o.Nkeys))
 	}
-	for i, r := range Roles {
+	for i, r := range roles {
 		want := RolePermissions(r)
 		got := o.Nkeys[i].Permissions
 		if !reflect.DeepEqual(got.Publish.Allow, want.Publish.Allow) || !reflect.DeepEqual(got.Subscribe.Allow, want.Subscribe.Allow) {

@@ -231,7 +231,7 @@ func keeperRequest(ctx context.Context, nc *nats.Conn, m *nats.Msg) ([]byte, err
 	reply, err := nc.RequestMsgWithContext(ctx, m)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("no fleet keeper answers on %s: the keeper runs inside `ralph fleet serve`, so connect to a server `ralph fleet serve` started", m.Subject)
+		return nil, fmt.Errorf("no fleet keeper answers on %s: `ralph fleet serve` runs one; on a NATS server of your own, run `ralph fleet keeper` beside it", m.Subject)
 	case err != nil:
 		return nil, fmt.Errorf("ask the fleet keeper (%s): %w", m.Subject, err)
 	}
