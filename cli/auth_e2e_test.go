@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
@@ -77,27 +76,6 @@ func submitJob(t *testing.T, url string, j fleet.Job) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return fleet.Submit(ctx, nc, fleettest.Signer(t, url, fleet.RoleSubmitter), j)
-}
-
-// submitterHandles is the fleet at url as its submitter has it.
-func submitterHandles(t *testing.T, url string) *fleet.Handles {
-	t.Helper()
-	nc, err := fleettest.Dial(url, fleet.RoleSubmitter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	h, err := fleet.Bind(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
 }
 
 // The fleet lets in only its members, and each does only what its role

@@ -7,10 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Every server a test starts lets in only the fleet's users (§17).
@@ -90,43 +88,6 @@ func connectAs(url string, role Role, opts ...nats.Option) (*nats.Conn, error) {
 		return nil, err
 	}
 	return nats.Connect(url, append([]nats.Option{o}, opts...)...)
-}
-
-// asSubmitter is the fleet's handles over a new connection, as the
-// submitter's member, to the server nc is connected to.
-func asSubmitter(t testing.TB, nc *nats.Conn) *Handles {
-	t.Helper()
-	sc, err := connectAs(nc.ConnectedUrl(), RoleSubmitter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sc.Close)
-	js, err := jetstream.New(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h, err := Bind(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-var submitters sync.Map // *Handles → the submitter's *Handles
-
-// submitterFor is what a submitter has of the fleet h is a worker's
-// handles of: the same streams, over a submitter's connection.
-func submitterFor(t testing.TB, h *Handles) *Handles {
-	t.Helper()
-	if s, ok := submitters.Load(h); ok {
-		return s.(*Handles)
-	}
-	s := asSubmitter(t, h.JS.Conn())
-	submitters.Store(h, s)
-	t.Cleanup(func() { submitters.Delete(h) })
-	return s
 }
 
 var submitterConns sync.Map // a worker's *nats.Conn → a submitter's
