@@ -113,7 +113,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 				}
 			}
 			if since != "" {
-				b, err := os.ReadFile(since)
+				b, err := ledger.ReadCheckpointFile(since)
 				if err != nil {
 					return usageErrorf("read --since checkpoint: %v", err)
 				}

@@ -3,7 +3,9 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -188,4 +190,57 @@ func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 	if after, _ := os.ReadFile(mem); string(after) != string(b) {
 		t.Fatal("the damaged log was changed")
 	}
+}
+
+// TestE2EWitnessSlotsSurviveAKill kills a run after its witness has
+// advanced in place several times, then checks what chain verify reads
+// from the witness file: the newest slot; the one before it when the
+// newest was cut short (a kill mid-write); and, when both slots are
+// damaged, an error naming the file, never a silent pass.
+func TestE2EWitnessSlotsSurviveAKill(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	dir := t.TempDir()
+	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	writeFile(t, cfg, counterConfig)
+	cmd, lines, _ := startHeadless(t, dir, cfg, store)
+	for range 6 {
+		waitLine(t, lines, "IterationCompleted")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for range lines {
+	}
+	ws, _ := filepath.Glob(filepath.Join(dir, "xdg-state", "ralph", "witness", "*"))
+	if len(ws) != 1 {
+		t.Fatalf("witness files: %v", ws)
+	}
+	b, err := os.ReadFile(ws[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "ralph-witness 2 4096") || len(b) != 64+2*4096 {
+		t.Fatalf("the witness file is not two 4 KiB slots: %d bytes, %q", len(b), b[:min(len(b), 64)])
+	}
+	verify := func(want string, wantCode int) {
+		t.Helper()
+		out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store)
+		if code != wantCode || !strings.Contains(out+errOut, want) {
+			t.Fatalf("chain verify: exit %d, want %d and %q\n%s\n%s", code, wantCode, want, out, errOut)
+		}
+	}
+	verify("verified", 0)
+	// The newest slot is the one with the higher seq (big-endian, first 8 bytes).
+	seq := func(slot int) uint64 { return binary.BigEndian.Uint64(b[64+slot*4096:]) }
+	newest := 0
+	if seq(1) > seq(0) {
+		newest = 1
+	}
+	torn := bytes.Clone(b)
+	torn[64+newest*4096+16+5] ^= 0x01
+	writeFile(t, ws[0], string(torn))
+	verify("verified", 0)
+	torn[64+(1-newest)*4096+16+5] ^= 0x01
+	writeFile(t, ws[0], string(torn))
+	verify("read the witnessed checkpoint: witness file "+ws[0]+" is damaged (neither of its slots holds a whole checkpoint)", 1)
 }

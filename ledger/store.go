@@ -118,6 +118,7 @@ type Store struct {
 	// goroutine writes when kicked.
 	witnessMu   sync.Mutex
 	witness     witnessState
+	witnessW    witnessWriter // the witness file, under witnessMu
 	witnessDue  *witnessNote
 	witnessNext atomic.Pointer[witnessNote]
 	witnessKick chan struct{}
@@ -742,6 +743,9 @@ func (s *Store) Close() error {
 		close(s.done)
 		s.subWG.Wait()
 		s.bgWG.Wait()
+		s.witnessMu.Lock()
+		s.witnessW.close()
+		s.witnessMu.Unlock()
 		s.readMu.Lock()
 		s.closed = true
 		s.readMu.Unlock()

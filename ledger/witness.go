@@ -14,8 +14,10 @@ import (
 // The witness: the latest checkpoint of a store, copied to a directory
 // outside it ($XDG_STATE_HOME/ralph/witness/<store id>, a signed note)
 // whenever a commit holds the end of an iteration or of a run, and when a
-// store that was written closes. It is written whole and fsynced (a
-// temporary file renamed into place), so it never runs ahead of what was
+// store that was written closes. The first time a process writes it, it
+// is written whole and fsynced (a temporary file renamed into place);
+// after that an advance overwrites one of its two slots in place and
+// fdatasyncs it (witness_file.go). So it never runs ahead of what was
 // committed and survives a kill. `ralph chain verify` proves the store
 // consistent with it, so a store cut back to fewer actions (truncated,
 // replaced by an older copy, or a log Badger discarded after damage) or
@@ -45,7 +47,7 @@ func ReadWitness(dir, id string) ([]byte, error) {
 	if id == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(WitnessPath(dir, id))
+	b, err := ReadCheckpointFile(WitnessPath(dir, id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -91,7 +93,8 @@ func (s *Store) witnessChecked() (uint64, error) {
 	if err := os.MkdirAll(s.witnessDir, 0o700); err != nil {
 		return 0, fmt.Errorf("create the witness directory: %w", err)
 	}
-	return cp.Seq, writeFileAtomic(WitnessPath(s.witnessDir, s.id), cp.Note, 0o600)
+	s.witnessW.path = WitnessPath(s.witnessDir, s.id)
+	return cp.Seq, s.witnessW.rewrite(cp.Seq, cp.Note)
 }
 
 // BehindError reports a store that holds fewer actions than its witness
@@ -256,7 +259,7 @@ func (s *Store) advanceWitness(n *witnessNote) {
 		w.seq = max(w.seq, seq)
 		return
 	}
-	if err := writeFileAtomic(WitnessPath(s.witnessDir, s.id), n.note, 0o600); err != nil {
+	if err := s.witnessW.advance(n.seq, n.note); err != nil {
 		s.log.Warn("ledger witness not advanced", "store", s.describe(), "err", err)
 		return
 	}

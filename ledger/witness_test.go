@@ -288,7 +288,7 @@ func TestDamagedLogIsNamedNotLost(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open read-only: %v", err)
 			}
-			_, verr := s.VerifyWith(context.Background(), VerifyOptions{Since: []SavedCheckpoint{{Name: "W", Note: mustRead(t, WitnessPath(wd, s.ID()))}}})
+			_, verr := s.VerifyWith(context.Background(), VerifyOptions{Since: []SavedCheckpoint{{Name: "W", Note: mustReadWitness(t, wd, s.ID())}}})
 			s.Close()
 			want := fmt.Sprintf("witnessed %s", thousands(behind.Witnessed))
 			if verr == nil || !strings.Contains(verr.Error(), want) || !strings.Contains(verr.Error(), "restore a copy") && !strings.Contains(verr.Error(), "rolled back") {
@@ -485,4 +485,14 @@ func witnessedSeq(s *Store, dir string) uint64 {
 		return 0
 	}
 	return cp.Seq
+}
+
+// mustReadWitness returns the checkpoint witnessed for store id in dir.
+func mustReadWitness(t *testing.T, dir, id string) []byte {
+	t.Helper()
+	b, err := ReadWitness(dir, id)
+	if err != nil || b == nil {
+		t.Fatalf("read the witness of %s: %v", id, err)
+	}
+	return b
 }
