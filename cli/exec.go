@@ -100,7 +100,12 @@ func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 	if n := s.RolledBackImport(); n > 0 {
 		fmt.Fprintf(errOut, "ralph: rolled back an interrupted import of %d actions in %s\n", n, opts.Dir)
 	}
-	if stale > 0 {
+	switch {
+	case stale > 0 && opts.ReadOnly:
+		// A reader goes through a view of the store and changes nothing
+		// in it, the lock included.
+		fmt.Fprintf(errOut, "ralph: process %d, which is no longer running, left %s without closing it; it is read as it was left, and the next run or resume on it recovers it\n", stale, opts.Dir)
+	case stale > 0:
 		fmt.Fprintf(errOut, "ralph: cleared a stale lock on %s left by process %d, which is no longer running\n", opts.Dir, stale)
 	}
 	return s, nil

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/ledger"
 )
 
 func TestE2EQuickstart(t *testing.T) {
@@ -231,8 +233,11 @@ shell_allow = ["sleep"]
 	if code != 0 {
 		t.Fatalf("runs: %d %s", code, errOut)
 	}
-	if want := fmt.Sprintf("cleared a stale lock on %s left by process %d", store, cmd.Process.Pid); !strings.Contains(errOut, want) {
+	if want := fmt.Sprintf("process %d, which is no longer running, left %s without closing it; it is read as it was left", cmd.Process.Pid, store); !strings.Contains(errOut, want) {
 		t.Errorf("runs after the crash said %q, want %q", errOut, want)
+	}
+	if pid := ledger.StaleLock(store); pid != cmd.Process.Pid {
+		t.Errorf("reading the store changed its lock: it names process %d, want %d", pid, cmd.Process.Pid)
 	}
 	var rec struct{ ID, State string }
 	if err := json.Unmarshal([]byte(strings.SplitN(runs, "\n", 2)[0]), &rec); err != nil || rec.State != "interrupted" {
@@ -241,6 +246,9 @@ shell_allow = ["sleep"]
 	out, errOut, code := runBinary(t, ralphBin, "", "resume", rec.ID, "--store", store)
 	if code != 3 || !strings.Contains(out, "CapabilityDeduplicated Charge") || !strings.Contains(out, "stopped after 1 iteration(s)") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if want := fmt.Sprintf("cleared a stale lock on %s left by process %d", store, cmd.Process.Pid); !strings.Contains(errOut, want) {
+		t.Errorf("resume after the crash said %q, want %q", errOut, want)
 	}
 	exported, _, _ := runBinary(t, ralphBin, "", "chain", "export", "--run", rec.ID, "--store", store)
 	if calls := strings.Count(exported, `"function_name":"kv.put","arguments":[{":key":"charged"`); calls != 1 {
