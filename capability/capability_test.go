@@ -64,3 +64,18 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Specs not sorted: %v", specs)
 	}
 }
+
+func TestCommandAllowed(t *testing.T) {
+	allow := []string{"go", "/usr/bin/make"}
+	for _, tc := range []struct {
+		cmd  string
+		want bool
+	}{{"go", true}, {"/usr/bin/make", true}, {"make", false}, {"/usr/bin/go", false}, {"", false}, {"go ", false}} {
+		if got := CommandAllowed(tc.cmd, allow); got != tc.want {
+			t.Errorf("CommandAllowed(%q) = %v, want %v", tc.cmd, got, tc.want)
+		}
+	}
+	if CommandAllowed("", []string{""}) {
+		t.Error("an empty command is never allowed")
+	}
+}

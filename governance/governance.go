@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -176,7 +175,7 @@ func (k *Kernel) agentRefusal(input rtfs.Value) string {
 // [governance].shell_allow, or returns "" when the command is allowed.
 func (k *Kernel) shellRefusal(input rtfs.Value) string {
 	cmd := input.AsMap().GetKey("cmd").Str()
-	if builtin.ShellAllowed(cmd, k.c.ShellAllow) {
+	if capability.CommandAllowed(cmd, k.c.ShellAllow) {
 		return ""
 	}
 	return fmt.Sprintf("command %q is not in [governance].shell_allow %v; add it there to permit it", cmd, k.c.ShellAllow)
