@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
@@ -27,13 +28,13 @@ func TestLoopExamplesLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := newEngine(cfg, st)
+		eng, err := assemble.PlanEngine(cfg, st)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src := cfg.Plan.RTFS
 		if cfg.Model.Provider == "agent" { // the plan the agent loop writes for its first iteration
-			p, err := newProvider(cfg, eng)
+			p, err := assemble.NewProvider(cfg, eng)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +48,7 @@ func TestLoopExamplesLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := eng.gov.Admit(path, forms); !d.Allowed {
+		if d := eng.Governance.Admit(path, forms); !d.Allowed {
 			t.Errorf("%s: plan refused: %v", path, d.Reasons)
 		}
 		st.Close()

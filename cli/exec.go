@@ -10,11 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ralphloop/ralph/arbiter"
-	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
@@ -123,112 +120,6 @@ func storeOpenError(err error) error {
 	return exitError(ExitFailure, err)
 }
 
-// engine is the wiring every plan-running command shares.
-type engine struct {
-	store *ledger.Store
-	reg   *capability.Registry
-	gov   *governance.Kernel
-	orch  *loop.Orchestrator
-
-	model   arbiter.Model // behind provider openai or command; nil for static and script
-	secrets []string      // values redacted wherever text is recorded (the API key)
-}
-
-// openEngine opens the store cfg (or --store) names and wires the engine
-// over it; Close the engine's store when done.
-// The model is built first: a provider that cannot start (an agent
-// command that is missing, no API key) must not leave a new store behind.
-func openEngine(cfg *config.Config, storeFlag string, errOut io.Writer) (*engine, error) {
-	model, err := engineModel(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cli, err := agentCLI(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAgentBudget(cfg, cli); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ledger.Options{Dir: storeDir(storeFlag, cfg), SyncWrites: *cfg.Store.SyncWrites}, errOut)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := buildEngine(cfg, st, model, cli)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return eng, nil
-}
-
-func engineWorkdir(cfg *config.Config) string {
-	if cfg.File == "" {
-		wd, _ := os.Getwd()
-		return wd
-	}
-	return cfg.Loop.Workdir
-}
-
-// engineModel builds the model behind a model-backed provider (nil for
-// static and script); an agent command that cannot run names its line.
-func engineModel(cfg *config.Config) (arbiter.Model, error) {
-	if cfg.ModelError() != nil { // exec with a [model] that cannot plan: no llm.ask
-		return nil, nil
-	}
-	model, err := newModel(cfg, engineWorkdir(cfg))
-	if err != nil {
-		if cfg.Model.Provider == "command" && cfg.File != "" {
-			err = cfg.ErrorAt("model.command", err.Error())
-		}
-		return nil, exitError(ExitUsage, err)
-	}
-	return model, nil
-}
-
-func newEngine(cfg *config.Config, store *ledger.Store) (*engine, error) {
-	model, err := engineModel(cfg)
-	if err != nil {
-		return nil, err
-	}
-	// Commands that only read plans (plan, ir) work without the agent CLI
-	// installed: its name stays as configured.
-	cli, err := agentCLI(cfg)
-	if err != nil && cfg.Agent != nil {
-		cli = cfg.Agent.CLI
-	}
-	return buildEngine(cfg, store, model, cli)
-}
-
-// buildEngine wires the capabilities, governance and orchestrator; cli is
-// the resolved [agent].cli ("" without [agent]).
-func buildEngine(cfg *config.Config, store *ledger.Store, model arbiter.Model, cli string) (*engine, error) {
-	reg := capability.NewRegistry()
-	err := builtin.Register(reg, builtin.Options{Workdir: engineWorkdir(cfg), ShellAllow: cfg.Governance.ShellAllow,
-		SecretEnv: []string{cfg.Model.APIKeyEnv}, KV: store.KV(), Agent: agentOptions(cfg, cli)})
-	if err != nil {
-		return nil, exitError(ExitUsage, err)
-	}
-	if model != nil { // plans may ask the run's model through llm.ask
-		if err := arbiter.RegisterLLMAsk(reg, model); err != nil {
-			return nil, exitError(ExitUsage, err)
-		}
-	}
-	g := cfg.Governance
-	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow,
-		RequireContracts: g.RequireContracts, RequireCompensationForEffects: g.RequireCompensationForEffects,
-		MaxSteps: g.MaxSteps, MaxCostUSD: g.MaxCostUSD, AgentAllow: agentAllow(cfg, cli), AgentCLI: cli}, reg, nil)
-	secrets := config.URLSecrets(cfg.Model.BaseURL) // ?api-key=… in base_url
-	if key := cfg.APIKey(nil); key != "" {
-		secrets = append(secrets, key)
-	}
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: store, KV: store.KV(), Secrets: secrets})
-	if err != nil {
-		return nil, err
-	}
-	return &engine{store: store, reg: reg, gov: gov, orch: orch, model: model, secrets: secrets}, nil
-}
-
 func newExecCmd() *cobra.Command {
 	var cfgPath, store string
 	cmd := &cobra.Command{
@@ -266,18 +157,18 @@ func runExec(ctx context.Context, out, errOut io.Writer, planPath, cfgPath, stor
 	if err != nil {
 		return err
 	}
-	eng, err := openEngine(cfg, storeFlag, errOut)
+	eng, err := assemble.OpenEngine(cfg, storeOpener(cfg, storeFlag, errOut), assemble.EngineOptions{})
 	if err != nil {
-		return err
+		return setupError(err)
 	}
-	st := eng.store
+	st := eng.Store
 	defer st.Close()
-	params, err := intentParams(cfg)
+	params, err := assemble.IntentParams(cfg)
 	if err != nil {
-		return exitError(ExitUsage, err)
+		return setupError(err)
 	}
 	planCtx := rtfs.MapValue(params.AsMap().Assoc(rtfs.Keyword("iteration"), rtfs.Int(1)))
-	res, err := eng.orch.Execute(ctx, loop.PlanInput{File: filepath.Base(planPath), Source: string(src), Ctx: planCtx})
+	res, err := eng.Orchestrator.Execute(ctx, loop.PlanInput{File: filepath.Base(planPath), Source: string(src), Ctx: planCtx})
 	if res != nil {
 		if terr := printPlanTree(out, st, res.PlanID); terr != nil && err == nil {
 			err = terr
@@ -303,47 +194,4 @@ func printPlanTree(w io.Writer, st *ledger.Store, planID string) error {
 		return err
 	}
 	return ledger.WriteTree(w, ledger.BuildTree(acts))
-}
-
-// paramsValue converts decoded TOML params to an RTFS map with keyword keys.
-func paramsValue(p map[string]any) (rtfs.Value, error) {
-	b := rtfs.NewMapBuilder(len(p))
-	for k, v := range p {
-		rv, err := goValue(v)
-		if err != nil {
-			return rtfs.Nil, fmt.Errorf("%s: %w", k, err)
-		}
-		b.Set(rtfs.Keyword(k), rv)
-	}
-	return rtfs.MapValue(b.Map()), nil
-}
-
-func goValue(v any) (rtfs.Value, error) {
-	switch x := v.(type) {
-	case nil:
-		return rtfs.Nil, nil
-	case string:
-		return rtfs.String(x), nil
-	case bool:
-		return rtfs.Bool(x), nil
-	case int64:
-		return rtfs.Int(x), nil
-	case int:
-		return rtfs.Int(int64(x)), nil
-	case float64:
-		return rtfs.Float(x), nil
-	case []any:
-		out := make([]rtfs.Value, len(x))
-		for i, it := range x {
-			rv, err := goValue(it)
-			if err != nil {
-				return rtfs.Nil, err
-			}
-			out[i] = rv
-		}
-		return rtfs.Vector(out), nil
-	case map[string]any:
-		return paramsValue(x)
-	}
-	return rtfs.Nil, fmt.Errorf("unsupported value %v of type %T", v, v)
 }

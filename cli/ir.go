@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/ledger"
 )
 
 func newIRCmd() *cobra.Command {
@@ -70,8 +70,8 @@ as FILE: path: message; fix.`,
 			if err != nil {
 				return err
 			}
-			defer eng.store.Close()
-			plan, err := arbiter.CompileIR([]byte(src), eng.reg)
+			defer eng.Store.Close()
+			plan, err := arbiter.CompileIR([]byte(src), eng.Registry)
 			var ie *arbiter.IRError
 			if errors.As(err, &ie) {
 				return exitError(ExitUsage, irProblems(name, ie))
@@ -133,7 +133,7 @@ same IR, byte for byte.`,
 // capability specs: it builds no model (so it needs no API key), and
 // registers llm.ask over a model that refuses every call when cfg's
 // provider would have one.
-func offlineEngine(cfg *config.Config) (*engine, error) {
+func offlineEngine(cfg *config.Config) (*assemble.Engine, error) {
 	c := *cfg
 	withModel := c.Model.Provider == "openai" || c.Model.Provider == "command"
 	c.Model.Provider = "static"
@@ -141,8 +141,8 @@ func offlineEngine(cfg *config.Config) (*engine, error) {
 	if err != nil || !withModel {
 		return eng, err
 	}
-	if err := arbiter.RegisterLLMAsk(eng.reg, offlineModel{}); err != nil {
-		eng.store.Close()
+	if err := arbiter.RegisterLLMAsk(eng.Registry, offlineModel{}); err != nil {
+		eng.Store.Close()
 		return nil, exitError(ExitFailure, err)
 	}
 	return eng, nil
@@ -159,15 +159,15 @@ func (offlineModel) Complete(context.Context, arbiter.Completion, arbiter.Observ
 
 // memoryEngine wires the engine over an in-memory store, for commands that
 // need the capabilities and the constitution but record nothing.
-func memoryEngine(cfg *config.Config) (*engine, error) {
-	st, err := ledger.Open(ledger.Options{InMemory: true})
+func memoryEngine(cfg *config.Config) (*assemble.Engine, error) {
+	st, err := assemble.InMemory()
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
 	}
-	eng, err := newEngine(cfg, st)
+	eng, err := assemble.PlanEngine(cfg, st)
 	if err != nil {
 		st.Close()
-		return nil, err
+		return nil, setupError(err)
 	}
 	return eng, nil
 }

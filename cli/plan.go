@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -67,7 +68,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f p
 	if err := cfg.CheckPaths(); err != nil {
 		return exitError(ExitUsage, err)
 	}
-	intent, err := intentOf(cfg)
+	intent, err := assemble.Intent(cfg)
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
@@ -75,11 +76,11 @@ func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f p
 	if err != nil {
 		return err
 	}
-	defer eng.store.Close()
+	defer eng.Store.Close()
 	// The plan, its diagnostics and provider errors are printed as they
 	// came; a key an agent CLI or server echoed must not reach the terminal.
-	out, errOut = redactingWriter{out, eng.secrets}, redactingWriter{errOut, eng.secrets}
-	provider, err := newProvider(cfg, eng)
+	out, errOut = redactingWriter{out, eng.Secrets}, redactingWriter{errOut, eng.Secrets}
+	provider, err := assemble.NewProvider(cfg, eng)
 	if err != nil {
 		return exitError(ExitUsage, err)
 	}
@@ -104,7 +105,7 @@ func runPlan(ctx context.Context, out, errOut io.Writer, cfg *config.Config, f p
 		return err
 	}
 	if perr != nil {
-		perr = redactedError{perr, eng.secrets}
+		perr = redactedError{perr, eng.Secrets}
 	}
 	switch {
 	case perr == nil:

@@ -16,11 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/agent"
-	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
-	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/serve"
 )
 
@@ -116,18 +114,20 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		return err
 	}
-	opts, st := rs.Opts, rs.Opts.Store
+	st := rs.Store
 	defer st.Close()
 	if interactive {
-		return runInteractive(cmd, opts, f.approve)
+		return runInteractive(cmd, rs, f.approve)
 	}
 	if f.approve {
-		opts.Approve = approver(cmd.InOrStdin(), cmd.ErrOrStderr())
+		rs.Options.Approve = approver(cmd.InOrStdin(), cmd.ErrOrStderr())
 	}
-	runner, err := loop.NewRunner(opts)
+	runner, err := rs.NewRunner()
 	if err != nil {
-		return rs.discard(exitError(ExitUsage, err))
+		rs.Discard()
+		return setupError(err)
 	}
+	opts := rs.Options
 	srv, err := serveRun(runner, opts, nil, false, cmd.ErrOrStderr())
 	if err != nil {
 		return err
@@ -161,24 +161,6 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	<-printed
 	return runResult(p, out, err)
-}
-
-// discardFresh returns err, first removing the store directory dir when
-// this command created it (fresh) and a usage error (a bad config, plan or
-// provider setup) stops the command before anything is recorded, so a
-// config error leaves no empty store behind. st is closed first: nothing
-// may write into a directory that is being removed.
-func discardFresh(fresh bool, dir string, st *ledger.Store, err error) error {
-	var ce *cliError
-	if !fresh || !errors.As(err, &ce) || ce.code != ExitUsage {
-		return err
-	}
-	if st.Head().Seq != 0 || st.Close() != nil {
-		return err
-	}
-	// Best effort: what is left is an empty store, which the next run reuses.
-	_ = os.RemoveAll(dir)
-	return err
 }
 
 // serveRun serves the run's store on its socket, so every other ralph
@@ -227,31 +209,6 @@ func runResult(p *printer, out *loop.Outcome, err error) error {
 		return exitError(out.ExitCode, silentError{})
 	}
 	return nil
-}
-
-func intentOf(cfg *config.Config) (arbiter.Intent, error) {
-	params, err := intentParams(cfg)
-	if err != nil {
-		return arbiter.Intent{}, err
-	}
-	in := arbiter.Intent{Goal: cfg.Intent.Goal, Params: params}
-	if cfg.Intent.PromptFile != "" {
-		b, err := os.ReadFile(cfg.Intent.PromptFile)
-		if err != nil {
-			return arbiter.Intent{}, fmt.Errorf("%s: [intent].prompt_file: %w", cfg.File, err)
-		}
-		in.Prompt = string(b)
-	}
-	return in, nil
-}
-
-// intentParams is [intent].params as an RTFS map with keyword keys.
-func intentParams(cfg *config.Config) (rtfs.Value, error) {
-	params, err := paramsValue(cfg.Intent.Params)
-	if err != nil {
-		return rtfs.Nil, fmt.Errorf("%s: [intent].params: %w", cfg.File, err)
-	}
-	return params, nil
 }
 
 // approver asks y/n on in for each plan. Ctrl-C while it waits declines the

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/tui"
@@ -31,7 +32,8 @@ func isTTY(stream any) bool {
 // UI's log view (l) instead of the terminal it draws on; when the user
 // quits after the run ended, its summary is printed below the restored
 // screen.
-func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) error {
+func runInteractive(cmd *cobra.Command, rs *assemble.Run, approve bool) error {
+	opts := &rs.Options
 	// Log records go to the UI; once it has detached, to stderr, which is
 	// then the run's log file.
 	afterUI := &switchWriter{}
@@ -49,16 +51,16 @@ func runInteractive(cmd *cobra.Command, opts loop.RunnerOptions, approve bool) e
 	if opts.Resume {
 		from = 0 // a resumed run shows its history
 	}
-	runner, err := loop.NewRunner(opts)
+	runner, err := rs.NewRunner()
 	if err != nil {
-		return exitError(ExitUsage, err)
+		return setupError(err)
 	}
 	var answer func(int, bool) error // attached UIs answer plans too
 	live := tui.Local(runner, opts.Store, approver)
 	if approver != nil {
 		answer = live.Approve
 	}
-	srv, err := serveRun(runner, opts, answer, true, cmd.ErrOrStderr())
+	srv, err := serveRun(runner, *opts, answer, true, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

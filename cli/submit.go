@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/internal/gitx"
@@ -338,7 +339,7 @@ func checkJobConfig(ctx context.Context, cfg *config.Config, cfgRel string, tree
 	if _, err := stop.FromConfig(cfg.Stop, cfg.File); err != nil {
 		return exitError(ExitUsage, err)
 	}
-	if _, err := intentParams(cfg); err != nil {
+	if _, err := assemble.IntentParams(cfg); err != nil {
 		return exitError(ExitUsage, err)
 	}
 	// Every path the config names, as a path in the tree; the plan check
@@ -423,18 +424,18 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 		// The worker resolves "auto" on its own PATH; here the configured
 		// name decides what governance allows.
 		cli = cfg.Agent.CLI
-		if name, err := agentCLI(cfg); err == nil {
+		if name, err := assemble.AgentCLI(cfg); err == nil {
 			cli = name
 		}
 		if cli != "auto" { // a budget that cannot fire is refused here as by run
-			if err := checkAgentBudget(cfg, cli); err != nil {
-				return err
+			if err := assemble.CheckAgentBudget(cfg, cli); err != nil {
+				return setupError(err)
 			}
 		}
 	}
-	eng, err := buildEngine(wcfg, st, nil, cli)
+	eng, err := assemble.NewEngine(wcfg, st, nil, cli, assemble.EngineOptions{})
 	if err != nil {
-		return err
+		return setupError(err)
 	}
 	if cfg.Model.Provider == "static" {
 		src := cfg.Plan.RTFS
@@ -447,13 +448,13 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 			}
 			src, named.Plan.File = string(b), rel
 		}
-		if err := checkStaticPlan(&named, eng, src); err != nil {
+		if err := assemble.CheckStaticPlan(&named, eng, src); err != nil {
 			return exitError(ExitUsage, err)
 		}
 		return nil
 	}
 	p := loop.AgentPlanner{PromptFile: wcfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: cfg.MaxIterations()}
-	if err := checkAgentPlan(ctx, eng, p); err != nil {
+	if err := assemble.CheckAgentPlan(ctx, eng, p); err != nil {
 		return exitError(ExitUsage, err)
 	}
 	return nil

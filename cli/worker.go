@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/internal/procgroup"
@@ -166,7 +167,7 @@ func forceStopOnSecondSignal() (stop func()) {
 }
 
 // startFleetRun builds the run a fleet job describes with the wiring of
-// `ralph run` (setupRun): the job's config is read as the file
+// `ralph run` (setupRun, assemble.NewRun): the job's config is read as the file
 // spec.Job.ConfigPath in its workspace, so the paths it names are files
 // there, and the run's store is spec.StoreDir, signed with this machine's
 // key like any store.
@@ -184,7 +185,7 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 			return nil, &fleet.BadJobError{Err: err}
 		}
 		if cfg.Agent != nil {
-			if _, err := agentCLI(cfg); err != nil {
+			if _, err := assemble.AgentCLI(cfg); err != nil {
 				return nil, &fleet.MissingAgentError{CLI: cfg.Agent.CLI, Err: err}
 			}
 		}
@@ -193,12 +194,13 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 		if err != nil {
 			return nil, jobError(err)
 		}
-		rs.Opts.OnIterationEnd, rs.Opts.Logger, rs.Opts.SubmittedBy = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy
-		runner, err := loop.NewRunner(rs.Opts)
+		rs.Options.OnIterationEnd, rs.Options.Logger, rs.Options.SubmittedBy = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy
+		runner, err := rs.NewRunner()
 		if err != nil {
-			return nil, jobError(rs.discardClosed(exitError(ExitUsage, err)))
+			rs.Discard()
+			return nil, jobError(setupError(err))
 		}
-		return &fleetRun{Runner: runner, st: rs.Opts.Store}, nil
+		return &fleetRun{Runner: runner, st: rs.Store}, nil
 	}
 }
 

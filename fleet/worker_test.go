@@ -16,17 +16,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ralphloop/ralph/arbiter"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/serve"
-	"github.com/ralphloop/ralph/stop"
 )
 
 // workerPlan charges once per iteration behind an idempotency key, writes a
@@ -146,50 +143,34 @@ func (fx *fleetFixture) worker(id string, slots int, ackWait time.Duration, nc *
 	return stop
 }
 
-// start builds a run as the cli does, over the test capabilities.
+// start builds a run as the cli does (assemble.NewRun), with the test
+// capabilities beside the built-ins.
 func (fx *fleetFixture) start(workerID string) func(context.Context, RunSpec) (RunHandle, error) {
 	return func(ctx context.Context, spec RunSpec) (RunHandle, error) {
 		cfg, err := config.Parse([]byte(spec.Job.Config), filepath.Join(spec.Workdir, spec.Job.ConfigPath), func(string) string { return "" })
 		if err != nil {
 			return nil, &BadJobError{Err: err}
 		}
-		if err := cfg.CheckPaths(); err != nil {
+		run, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{Dir: spec.StoreDir, RunID: spec.Job.RunID, Resume: spec.Resume,
+			Open: func() (*ledger.Store, error) { return ledger.Open(ledger.Options{Dir: spec.StoreDir}) },
+			EngineOptions: assemble.EngineOptions{Capabilities: func(reg *capability.Registry) error {
+				fx.testCaps(reg, workerID, spec.Job.RunID)
+				return nil
+			}}})
+		var bad *assemble.ConfigError
+		if errors.As(err, &bad) {
 			return nil, &BadJobError{Err: err}
 		}
-		conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 		if err != nil {
+			return nil, err
+		}
+		run.Options.OnIterationEnd, run.Options.Logger = spec.OnIterationEnd, spec.Logger
+		r, err := run.NewRunner()
+		if err != nil {
+			run.Discard()
 			return nil, &BadJobError{Err: err}
 		}
-		var preds []loop.CompletionPredicate
-		for _, c := range conds {
-			if p := c.Predicate(); p != nil && c.Class == stop.ClassSuccess {
-				preds = append(preds, loop.CompletionPredicate{Name: c.Name, Pred: p})
-			}
-		}
-		st, err := ledger.Open(ledger.Options{Dir: spec.StoreDir})
-		if err != nil {
-			return nil, err
-		}
-		reg := capability.NewRegistry()
-		if err := builtin.Register(reg, builtin.Options{Workdir: spec.Workdir, KV: st.KV()}); err != nil {
-			st.Close()
-			return nil, err
-		}
-		fx.testCaps(reg, workerID, spec.Job.RunID)
-		gov := governance.New(governance.Constitution{}, reg, nil)
-		orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: st, KV: st.KV()})
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		r, err := loop.NewRunner(loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: orch, Provider: arbiter.StaticProvider{Source: cfg.Plan.RTFS},
-			Conditions: conds, Predicates: preds, Intent: arbiter.Intent{Goal: "test", Params: rtfs.MapValue(rtfs.NewMap())},
-			RunID: spec.Job.RunID, Resume: spec.Resume, OnIterationEnd: spec.OnIterationEnd, Logger: spec.Logger})
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		return testRun{r, st}, nil
+		return testRun{r, run.Store}, nil
 	}
 }
 

@@ -6,15 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ralphloop/ralph/arbiter"
-	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
-	"github.com/ralphloop/ralph/stop"
 )
 
 // A loop whose iterations end in Workspace.Commit leaves one commit per
@@ -41,31 +37,17 @@ max = 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := ledger.Open(ledger.Options{InMemory: true})
+	run, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{Open: assemble.InMemory, RunID: runID})
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := run.Store
 	t.Cleanup(func() { store.Close() })
-	reg := capability.NewRegistry()
-	if err := builtin.Register(reg, builtin.Options{Workdir: ws.Dir, KV: store.KV()}); err != nil {
-		t.Fatal(err)
+	run.Options.OnIterationEnd = func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
+		sha, err := ws.Commit(ctx, iteration)
+		return map[string]rtfs.Value{"commit": rtfs.String(sha), "branch": rtfs.String(ws.Branch)}, err
 	}
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: governance.New(governance.Constitution{}, reg, nil),
-		Ledger: store, KV: store.KV()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := loop.NewRunner(loop.RunnerOptions{Config: cfg, Store: store, Orchestrator: orch,
-		Provider: arbiter.StaticProvider{Source: cfg.Plan.RTFS}, Conditions: conds, RunID: runID,
-		Intent: arbiter.Intent{Goal: cfg.Intent.Goal, Params: rtfs.MapValue(rtfs.NewMap())},
-		OnIterationEnd: func(ctx context.Context, iteration int) (map[string]rtfs.Value, error) {
-			sha, err := ws.Commit(ctx, iteration)
-			return map[string]rtfs.Value{"commit": rtfs.String(sha), "branch": rtfs.String(ws.Branch)}, err
-		}})
+	r, err := run.NewRunner()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,66 +12,34 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
 
-	"github.com/ralphloop/ralph/arbiter"
-	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
-	"github.com/ralphloop/ralph/rtfs"
-	"github.com/ralphloop/ralph/stop"
 )
 
-// quickstart wires examples/quickstart/ralph.toml as `ralph run` does,
-// on an in-memory store.
+// quickstart wires examples/quickstart/ralph.toml as `ralph run` does
+// (assemble.NewRun), on an in-memory store.
 func quickstart(t *testing.T, approver *Approver) (*loop.Runner, *ledger.Store, *config.Config) {
 	t.Helper()
 	cfg, err := config.Load("../examples/quickstart/ralph.toml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := ledger.Open(ledger.Options{InMemory: true})
+	run, err := assemble.NewRun(context.Background(), cfg, assemble.RunOptions{Open: assemble.InMemory})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	reg := capability.NewRegistry()
-	if err := builtin.Register(reg, builtin.Options{Workdir: t.TempDir(), KV: st.KV()}); err != nil {
-		t.Fatal(err)
-	}
-	g := cfg.Governance
-	gov := governance.New(governance.Constitution{Allow: g.Allow, Deny: g.Deny, ShellAllow: g.ShellAllow}, reg, nil)
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: st, KV: st.KV()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var preds []loop.CompletionPredicate
-	for _, s := range cfg.Stop {
-		if s.Kind == "predicate" {
-			p, err := stop.ParsePredicate(s.RTFS, cfg.File)
-			if err != nil {
-				t.Fatal(err)
-			}
-			preds = append(preds, loop.CompletionPredicate{Name: s.Name, Pred: p})
-		}
-	}
-	params := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("greeting"), rtfs.String("hello")))
-	o := loop.RunnerOptions{Config: cfg, Store: st, Orchestrator: orch, Provider: arbiter.StaticProvider{Source: cfg.Plan.RTFS},
-		Conditions: conds, Predicates: preds, Intent: arbiter.Intent{Goal: cfg.Intent.Goal, Params: params},
-		Logger: slogDiscard()}
+	t.Cleanup(func() { run.Store.Close() })
+	run.Options.Logger = slogDiscard()
 	if approver != nil {
-		o.Approve = approver.Approve
+		run.Options.Approve = approver.Approve
 	}
-	r, err := loop.NewRunner(o)
+	r, err := run.NewRunner()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, st, cfg
+	return r, run.Store, cfg
 }
 
 // liveProgram starts the UI for r under teatest, with the forwarder the

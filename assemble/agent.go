@@ -1,4 +1,4 @@
-package cli
+package assemble
 
 import (
 	"context"
@@ -14,36 +14,33 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-// agentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
+// AgentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
 // first agent CLI on PATH). An agent CLI that is not on PATH is a config
 // error naming agent.cli's line, raised before any store is opened. With
 // no [agent] it returns "".
-func agentCLI(cfg *config.Config) (string, error) {
+func AgentCLI(cfg *config.Config) (string, error) {
 	a := cfg.Agent
 	if a == nil {
 		return "", nil
 	}
 	name, _, err := agent.Resolve(a.CLI, exec.LookPath)
 	if err != nil {
-		return "", exitError(ExitUsage, cfg.ErrorAt("agent.cli", err.Error()))
+		return "", configError(cfg.ErrorAt("agent.cli", err.Error()))
 	}
 	if name == "command" {
 		if _, err := exec.LookPath(a.Command[0]); err != nil {
-			return "", exitError(ExitUsage, cfg.ErrorAt("agent.command",
+			return "", configError(cfg.ErrorAt("agent.command",
 				fmt.Sprintf("agent.command program %q is not on PATH; install it or give its full path", a.Command[0])))
 		}
 	}
 	return name, nil
 }
 
-// checkAgentBudget refuses an agent loop whose max_cost could never fire
+// CheckAgentBudget refuses an agent loop whose max_cost could never fire
 // (its CLI reports no cost and nothing prices its model), before any store
 // is opened; cli is the resolved [agent].cli.
-func checkAgentBudget(cfg *config.Config, cli string) error {
-	if err := cfg.CheckAgentBudget(cli); err != nil {
-		return exitError(ExitUsage, err)
-	}
-	return nil
+func CheckAgentBudget(cfg *config.Config, cli string) error {
+	return configError(cfg.CheckAgentBudget(cli))
 }
 
 // agentOptions configures agent.run from [agent] and agent_allow; cli is
@@ -71,20 +68,20 @@ func agentAllow(cfg *config.Config, cli string) []string {
 	return allow
 }
 
-// checkAgentPlan admits the agent loop's first plan: governance judges
+// CheckAgentPlan admits the agent loop's first plan: governance judges
 // every iteration's plan the same way, so one it refuses (a CLI outside
 // agent_allow) would fail them all.
-func checkAgentPlan(ctx context.Context, eng *engine, p loop.AgentPlanner) error {
+func CheckAgentPlan(ctx context.Context, eng *Engine, p loop.AgentPlanner) error {
 	resp, err := p.Plan(ctx, arbiter.PlanRequest{Iteration: 1})
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	forms, err := rtfs.Read(resp.Source, "agent plan")
 	if err != nil {
-		return fmt.Errorf("the agent loop's plan cannot be read: %w", err)
+		return configError(fmt.Errorf("the agent loop's plan cannot be read: %w", err))
 	}
-	if d := eng.gov.Admit("agent plan", forms); !d.Allowed {
-		return fmt.Errorf("governance refuses the agent loop's plan, so every iteration would fail: %w; fix [governance]", d.Err())
+	if d := eng.Governance.Admit("agent plan", forms); !d.Allowed {
+		return configError(fmt.Errorf("governance refuses the agent loop's plan, so every iteration would fail: %w; fix [governance]", d.Err()))
 	}
 	return nil
 }
