@@ -38,6 +38,7 @@ var layers = map[string][]string{
 	"tui":                {"rtfs", "ledger", "stop", "loop", "config", "agent", "internal/"},
 	"fleet":              {"rtfs", "ledger", "stop", "loop", "serve", "config", "internal/"},
 	"fleet/fleettest":    {"fleet"},
+	"assemble":           {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "internal/"},
 	"cli":                {"*"},
 	"":                   {"cli"},
 }
