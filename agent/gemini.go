@@ -171,6 +171,8 @@ func (p *geminiParser) decode() bool {
 	return !r.bad && root >= 0
 }
 
+// line parses one line of gemini's stream-json output and emits its
+// events; a line it cannot read goes out raw.
 func (p *geminiParser) line(b []byte, emit func(Event)) {
 	if !p.doc.parse(b) || !p.decode() || p.l.Type == "" {
 		p.flush(emit)
@@ -184,59 +186,11 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 			emit(Event{Kind: EventSession, SessionID: l.SessionID})
 		}
 	case "message":
-		if l.Role != "assistant" {
-			return // the prompt echoed back
-		}
-		p.startTurn()
-		if !l.Delta || !p.inMsg {
-			p.flush(emit)
-			if len(p.answer) > 0 {
-				p.answer = append(p.answer, '\n')
-			}
-		}
-		p.inMsg = l.Delta
-		p.answer = appendTail(p.answer, l.Content, geminiMaxAnswer)
-		p.text = append(p.text, l.Content...)
-		if !l.Delta {
-			p.flush(emit)
-			return
-		}
-		// Whole lines go out as they complete; a long line without an
-		// end goes out when it grows past geminiTextFlush.
-		if i := strings.LastIndexByte(l.Content, '\n'); i >= 0 {
-			j := len(p.text) - len(l.Content) + i
-			p.emitText(p.text[:j], emit)
-			p.text = append(p.text[:0], p.text[j+1:]...)
-		} else if len(p.text) >= geminiTextFlush {
-			p.flush(emit)
-		}
+		p.message(emit)
 	case "tool_use":
-		p.startTurn()
-		p.flush(emit)
-		p.inMsg = false
-		p.answer = p.answer[:0]
-		in := ""
-		if l.Params >= 0 {
-			in = p.doc.compact(l.Params, maxShort)
-		}
-		if p.tools == nil || len(p.tools) >= geminiMaxTools {
-			p.tools = map[string]geminiTool{}
-		}
-		p.tools[l.ToolID] = geminiTool{l.ToolName, l.Target}
-		emit(Event{Kind: EventToolUse, Tool: l.ToolName, ToolID: l.ToolID, Input: in})
+		p.toolUse(emit)
 	case "tool_result":
-		p.flush(emit)
-		p.inMsg, p.inTurn = false, false
-		tool := p.tools[l.ToolID]
-		delete(p.tools, l.ToolID)
-		text := l.Output
-		if l.ErrorMsg != "" {
-			text = l.ErrorMsg
-		}
-		emit(Event{Kind: EventToolResult, ToolID: l.ToolID, Text: short(text), IsError: l.Status == "error"})
-		if d := geminiDenial(l, tool); d != nil {
-			emit(Event{Kind: EventDenied, Denial: d})
-		}
+		p.toolResult(emit)
 	case "error":
 		p.flush(emit)
 		if l.Severity == "warning" {
@@ -252,6 +206,74 @@ func (p *geminiParser) line(b []byte, emit func(Event)) {
 	default:
 		p.flush(emit)
 		emit(rawEvent(b))
+	}
+}
+
+// message takes an assistant message or a delta of one: the answer grows,
+// and the text goes out line by line.
+func (p *geminiParser) message(emit func(Event)) {
+	l := &p.l
+	if l.Role != "assistant" {
+		return // the prompt echoed back
+	}
+	p.startTurn()
+	if !l.Delta || !p.inMsg {
+		p.flush(emit)
+		if len(p.answer) > 0 {
+			p.answer = append(p.answer, '\n')
+		}
+	}
+	p.inMsg = l.Delta
+	p.answer = appendTail(p.answer, l.Content, geminiMaxAnswer)
+	p.text = append(p.text, l.Content...)
+	if !l.Delta {
+		p.flush(emit)
+		return
+	}
+	// Whole lines go out as they complete; a long line without an
+	// end goes out when it grows past geminiTextFlush.
+	if i := strings.LastIndexByte(l.Content, '\n'); i >= 0 {
+		j := len(p.text) - len(l.Content) + i
+		p.emitText(p.text[:j], emit)
+		p.text = append(p.text[:0], p.text[j+1:]...)
+	} else if len(p.text) >= geminiTextFlush {
+		p.flush(emit)
+	}
+}
+
+// toolUse emits a tool call and remembers the tool for its result.
+func (p *geminiParser) toolUse(emit func(Event)) {
+	l := &p.l
+	p.startTurn()
+	p.flush(emit)
+	p.inMsg = false
+	p.answer = p.answer[:0]
+	in := ""
+	if l.Params >= 0 {
+		in = p.doc.compact(l.Params, maxShort)
+	}
+	if p.tools == nil || len(p.tools) >= geminiMaxTools {
+		p.tools = map[string]geminiTool{}
+	}
+	p.tools[l.ToolID] = geminiTool{l.ToolName, l.Target}
+	emit(Event{Kind: EventToolUse, Tool: l.ToolName, ToolID: l.ToolID, Input: in})
+}
+
+// toolResult emits a tool's result and, when the tool was refused, the
+// denial.
+func (p *geminiParser) toolResult(emit func(Event)) {
+	l := &p.l
+	p.flush(emit)
+	p.inMsg, p.inTurn = false, false
+	tool := p.tools[l.ToolID]
+	delete(p.tools, l.ToolID)
+	text := l.Output
+	if l.ErrorMsg != "" {
+		text = l.ErrorMsg
+	}
+	emit(Event{Kind: EventToolResult, ToolID: l.ToolID, Text: short(text), IsError: l.Status == "error"})
+	if d := geminiDenial(l, tool); d != nil {
+		emit(Event{Kind: EventDenied, Denial: d})
 	}
 }
 

@@ -97,49 +97,7 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 			if len(pinned) == 1 {
 				vkey = pinned[0]
 			}
-			st, err := openReader(cmd.Context(), *store, ledger.Options{}, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			opts := ledger.VerifyOptions{Key: vkey}
-			if wd, err := ledger.DefaultWitnessDir(); err == nil {
-				w, err := ledger.ReadWitness(wd, st.ID())
-				if err != nil {
-					return exitError(ExitFailure, fmt.Errorf("read the witnessed checkpoint: %w", err))
-				}
-				if w != nil {
-					opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: ledger.WitnessPath(wd, st.ID()), Note: w})
-				}
-			}
-			if since != "" {
-				b, err := ledger.ReadCheckpointFile(since)
-				if err != nil {
-					return usageErrorf("read --since checkpoint: %v", err)
-				}
-				opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
-			}
-			// A held store is verified by its process, from one snapshot:
-			// up to the head as it was when verification began.
-			rep, err := st.VerifyWith(cmd.Context(), opts)
-			var ie *ledger.IntegrityError
-			switch {
-			case errors.As(err, &ie):
-				for _, p := range rep.Problems[1:] {
-					fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), trustLine(rep))
-				return exitError(ExitFailure, err)
-			case err != nil:
-				return exitError(ExitFailure, err)
-			}
-			var b strings.Builder
-			fmt.Fprintf(&b, "verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints)
-			b.WriteString(trustLine(rep) + "\n")
-			for _, c := range rep.Consistent {
-				fmt.Fprintf(&b, "consistent with checkpoint %s\n", c.Name)
-			}
-			return writeOut(cmd.OutOrStdout(), b.String())
+			return verifyStoreChain(cmd, *store, vkey, since)
 		},
 	}
 	fl := cmd.Flags()
@@ -150,6 +108,65 @@ func newChainVerifyCmd(store *string) *cobra.Command {
 	addNATSAuthFlags(cmd)
 	fl.StringVar(&runID, "run", "", "with --nats: the run `ID` (a unique prefix will do, or latest) whose chain to verify")
 	return cmd
+}
+
+// verifyStoreChain verifies the store in dir, with the verifier key vkey
+// ("" the store's own), against the witnessed checkpoint and the one saved
+// in since ("" none), and prints what it proved or every problem.
+func verifyStoreChain(cmd *cobra.Command, dir, vkey, since string) error {
+	st, err := openReader(cmd.Context(), dir, ledger.Options{}, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opts, err := storeVerifyOptions(st.ID(), vkey, since)
+	if err != nil {
+		return err
+	}
+	// A held store is verified by its process, from one snapshot:
+	// up to the head as it was when verification began.
+	rep, err := st.VerifyWith(cmd.Context(), opts)
+	var ie *ledger.IntegrityError
+	switch {
+	case errors.As(err, &ie):
+		for _, p := range rep.Problems[1:] {
+			fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), trustLine(rep))
+		return exitError(ExitFailure, err)
+	case err != nil:
+		return exitError(ExitFailure, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints)
+	b.WriteString(trustLine(rep) + "\n")
+	for _, c := range rep.Consistent {
+		fmt.Fprintf(&b, "consistent with checkpoint %s\n", c.Name)
+	}
+	return writeOut(cmd.OutOrStdout(), b.String())
+}
+
+// storeVerifyOptions are the key and the saved checkpoints to verify the
+// store storeID with: the witnessed one, then the one in since.
+func storeVerifyOptions(storeID, vkey, since string) (ledger.VerifyOptions, error) {
+	opts := ledger.VerifyOptions{Key: vkey}
+	if wd, err := ledger.DefaultWitnessDir(); err == nil {
+		w, err := ledger.ReadWitness(wd, storeID)
+		if err != nil {
+			return opts, exitError(ExitFailure, fmt.Errorf("read the witnessed checkpoint: %w", err))
+		}
+		if w != nil {
+			opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: ledger.WitnessPath(wd, storeID), Note: w})
+		}
+	}
+	if since != "" {
+		b, err := ledger.ReadCheckpointFile(since)
+		if err != nil {
+			return opts, usageErrorf("read --since checkpoint: %v", err)
+		}
+		opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
+	}
+	return opts, nil
 }
 
 // trustLine says which key the signatures were checked with.

@@ -131,21 +131,38 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 	if p != nil {
 		g = p.Governance
 	}
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("job refused by %s: %s; run it on a worker whose --policy allows it", p.Name(), fmt.Sprintf(format, args...))
-	}
 	if workspace != "" && len(g.Workspaces) > 0 && !matchGlob(g.Workspaces, workspace) {
-		return refuse("its workspace %s matches none of the policy's workspaces %q", workspace, g.Workspaces)
+		return p.refuse("its workspace %s matches none of the policy's workspaces %q", workspace, g.Workspaces)
 	}
-	jg := &c.Governance
-	for _, s := range jg.ShellAllow {
+	for _, s := range c.Governance.ShellAllow {
 		if !slices.Contains(g.ShellAllow, s) {
-			return refuse("its [governance].shell_allow names %q, which the policy's shell_allow %q does not", s, g.ShellAllow)
+			return p.refuse("its [governance].shell_allow names %q, which the policy's shell_allow %q does not", s, g.ShellAllow)
 		}
 	}
 	if prog, where := c.firstProgram(g.ShellAllow); prog != "" {
-		return refuse("its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
+		return p.refuse("its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
 	}
+	if err := p.applyAgents(c, &g); err != nil {
+		return err
+	}
+	if err := p.applyLimits(&c.Governance, &g); err != nil {
+		return err
+	}
+	if err := p.applyMaxCost(c, &g); err != nil {
+		return err
+	}
+	return p.applyMaxIterations(c, &g)
+}
+
+// refuse says that the policy refuses the job, why, and the fix.
+func (p *WorkerPolicy) refuse(format string, args ...any) error {
+	return fmt.Errorf("job refused by %s: %s; run it on a worker whose --policy allows it", p.Name(), fmt.Sprintf(format, args...))
+}
+
+// applyAgents resolves agent CLI "auto" to the policy's first CLI on this
+// worker's PATH and refuses an agent CLI the policy does not allow.
+func (p *WorkerPolicy) applyAgents(c *Config, g *PolicyGovernance) error {
+	jg := &c.Governance
 	if c.Agent != nil && c.Agent.CLI == "auto" {
 		// "auto" is the first CLI of the policy's on this worker's PATH;
 		// with none there, the first (the worker hands the job back, as
@@ -159,20 +176,26 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 		}
 	}
 	if c.Agent != nil && !slices.Contains(g.AgentAllow, c.Agent.CLI) {
-		return refuse("its [agent] runs the agent CLI %q, which the policy's agent_allow %q does not name", c.Agent.CLI, g.AgentAllow)
+		return p.refuse("its [agent] runs the agent CLI %q, which the policy's agent_allow %q does not name", c.Agent.CLI, g.AgentAllow)
 	}
 	for _, a := range jg.AgentAllow {
 		if !slices.Contains(g.AgentAllow, a) {
-			return refuse("its [governance].agent_allow names %q, which the policy's agent_allow %q does not", a, g.AgentAllow)
+			return p.refuse("its [governance].agent_allow names %q, which the policy's agent_allow %q does not", a, g.AgentAllow)
 		}
 	}
+	return nil
+}
+
+// applyLimits narrows the job's allow to the policy's, joins the denies
+// and takes the lower max_steps.
+func (p *WorkerPolicy) applyLimits(jg *Governance, g *PolicyGovernance) error {
 	if len(g.Allow) > 0 {
 		if len(jg.Allow) == 0 {
 			jg.Allow = slices.Clone(g.Allow)
 		}
 		for _, a := range jg.Allow {
 			if !matchGlob(g.Allow, a) {
-				return refuse("its [governance].allow names %q, beyond the policy's allow %q", a, g.Allow)
+				return p.refuse("its [governance].allow names %q, beyond the policy's allow %q", a, g.Allow)
 			}
 		}
 	}
@@ -183,41 +206,56 @@ func (p *WorkerPolicy) Apply(c *Config, workspace string) error {
 	}
 	if g.MaxSteps > 0 {
 		if jg.MaxSteps > g.MaxSteps {
-			return refuse("its [governance].max_steps %d is above the policy's max_steps %d", jg.MaxSteps, g.MaxSteps)
+			return p.refuse("its [governance].max_steps %d is above the policy's max_steps %d", jg.MaxSteps, g.MaxSteps)
 		}
 		if jg.MaxSteps == 0 {
 			jg.MaxSteps = g.MaxSteps
 		}
 	}
-	if g.MaxCostUSD != nil {
-		ceiling := *g.MaxCostUSD
-		if jg.MaxCostUSD > ceiling {
-			return refuse("its [governance].max_cost_usd %g is above the policy's max_cost_usd %g", jg.MaxCostUSD, ceiling)
-		}
-		budget, name := 0.0, ""
-		for _, s := range c.Stop {
-			if s.Kind == "max_cost" && (name == "" || s.USD < budget) {
-				budget, name = s.USD, s.Name
-			}
-		}
-		switch {
-		case name != "" && budget > ceiling:
-			return refuse("its stop condition %q allows $%g, above the policy's max_cost_usd %g", name, budget, ceiling)
-		case name == "":
-			c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-cost", Kind: "max_cost", USD: ceiling})
+	return nil
+}
+
+// applyMaxCost holds the job's max_cost_usd and max_cost stop conditions
+// to the policy's max_cost_usd, adding a stop condition when none bounds
+// the job.
+func (p *WorkerPolicy) applyMaxCost(c *Config, g *PolicyGovernance) error {
+	if g.MaxCostUSD == nil {
+		return nil
+	}
+	ceiling := *g.MaxCostUSD
+	if c.Governance.MaxCostUSD > ceiling {
+		return p.refuse("its [governance].max_cost_usd %g is above the policy's max_cost_usd %g", c.Governance.MaxCostUSD, ceiling)
+	}
+	budget, name := 0.0, ""
+	for _, s := range c.Stop {
+		if s.Kind == "max_cost" && (name == "" || s.USD < budget) {
+			budget, name = s.USD, s.Name
 		}
 	}
-	if g.MaxIterations != nil {
-		ceiling := *g.MaxIterations
-		if l := c.Loop.MaxIterations; l > ceiling {
-			return refuse("its loop.max_iterations %d is above the policy's max_iterations %d", l, ceiling)
-		}
-		switch n := c.MaxIterations(); {
-		case n > ceiling:
-			return refuse("its max_iterations stop condition allows %d iterations, above the policy's max_iterations %d", n, ceiling)
-		case n == 0:
-			c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-iterations", Kind: KindMaxIterations, Max: ceiling})
-		}
+	switch {
+	case name != "" && budget > ceiling:
+		return p.refuse("its stop condition %q allows $%g, above the policy's max_cost_usd %g", name, budget, ceiling)
+	case name == "":
+		c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-cost", Kind: "max_cost", USD: ceiling})
+	}
+	return nil
+}
+
+// applyMaxIterations holds the job's iterations to the policy's
+// max_iterations, adding a stop condition when none bounds the job.
+func (p *WorkerPolicy) applyMaxIterations(c *Config, g *PolicyGovernance) error {
+	if g.MaxIterations == nil {
+		return nil
+	}
+	ceiling := *g.MaxIterations
+	if l := c.Loop.MaxIterations; l > ceiling {
+		return p.refuse("its loop.max_iterations %d is above the policy's max_iterations %d", l, ceiling)
+	}
+	switch n := c.MaxIterations(); {
+	case n > ceiling:
+		return p.refuse("its max_iterations stop condition allows %d iterations, above the policy's max_iterations %d", n, ceiling)
+	case n == 0:
+		c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-iterations", Kind: KindMaxIterations, Max: ceiling})
 	}
 	return nil
 }

@@ -253,81 +253,32 @@ func (r *Replicator) catchUp(ctx context.Context) error {
 // publish appends one line to the run's subject, fenced by the subject's
 // last sequence, retrying what may be transient.
 func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data []byte) error {
-	m := nats.NewMsg(r.subject)
-	m.Data = data
-	id := MsgID(r.runID, r.storeID, kind, seq)
-	m.Header.Set(jetstream.MsgIDHeader, id)
-	m.Header.Set(HeaderSeq, strconv.FormatUint(seq, 10))
-	if kind == ledger.BundleKey {
-		m.Header.Set(HeaderFrom, strconv.FormatUint(seq, 10))
-		if r.o.cert != nil {
-			r.o.cert.headers(m.Header)
-		}
-	}
+	m, id := r.lineMsg(kind, seq, data)
 	wait := 10 * time.Millisecond
 	behind := 0 // refusals while the subject still ends at our last message
 	for {
 		pctx, cancel := context.WithTimeout(ctx, r.o.publishTimeout)
 		ack, err := r.js.PublishMsg(pctx, m, jetstream.WithExpectLastSequencePerSubject(r.lastSeq))
 		cancel()
-		if err == nil {
-			// A duplicate's ack carries the sequence of the copy stored
-			// first (a clustered stream checks the message id first): it
-			// must be this very line, not another client's message that
-			// took its id.
-			if ack.Duplicate {
-				m, gerr := r.stream.GetMsg(ctx, ack.Sequence)
-				switch {
-				case gerr != nil && !transient(gerr):
-					return fmt.Errorf("replicate run %s: read message %d of stream %s, which the stream took for line %s: %w", r.runID, ack.Sequence, StreamChains, id, gerr)
-				case gerr != nil: // a new leader: publish again, and look again
-					err = gerr
-				case m.Subject != r.subject || m.Header.Get(jetstream.MsgIDHeader) != id || !bytes.Equal(m.Data, data):
-					return fmt.Errorf("replicate run %s: message %d of stream %s carries the id of line %s but not its bytes; another client published it, and the stream refuses the line as its duplicate", r.runID, ack.Sequence, StreamChains, id)
-				}
+		if err == nil && ack.Duplicate {
+			var fatal error
+			if err, fatal = r.checkDuplicate(ctx, ack.Sequence, id, data); fatal != nil {
+				return fatal
 			}
 		}
 		if err == nil {
-			r.lastSeq = ack.Sequence
-			if r.o.onAck != nil {
-				r.o.onAck(kind, seq, time.Now())
-			}
+			r.stored(kind, seq, ack.Sequence)
 			return nil
 		}
 		if wrongLastSequence(err) {
-			// A single node checks the expected sequence before the message
-			// id, so a retry of a line that was stored is refused rather
-			// than acknowledged as a duplicate: look at what is there.
-			last, lerr := r.stream.GetLastMsgForSubject(ctx, r.subject)
+			stored, again, rerr := r.refusedLast(ctx, kind, seq, id, data, err)
 			switch {
-			case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id && bytes.Equal(last.Data, data):
-				r.lastSeq = last.Sequence
-				if r.o.onAck != nil {
-					r.o.onAck(kind, seq, time.Now())
-				}
+			case rerr != nil:
+				return rerr
+			case stored:
 				return nil
-			case lerr == nil && last.Sequence > r.lastSeq:
-				stored, fence, serr := r.scanAfter(ctx, id, data, last.Sequence)
-				if serr != nil {
-					return fmt.Errorf("replicate %s %d of run %s: read the messages after %d of %s: %w", kind, seq, r.runID, r.lastSeq, r.subject, serr)
-				}
-				if fence == "" {
-					// Only garbage (and perhaps this very line) came after
-					// this replicator's last message: it is skipped, and
-					// the chain goes on after it.
-					r.lastSeq = last.Sequence
-					if stored {
-						if r.o.onAck != nil {
-							r.o.onAck(kind, seq, time.Now())
-						}
-						return nil
-					}
-					continue
-				}
-				return fmt.Errorf("%w: %w: the chain of run %s on stream %s was continued by message %d (%s), not by store %s",
-					ErrFenced, err, r.runID, StreamChains, last.Sequence, last.Header.Get(jetstream.MsgIDHeader), r.storeID)
-			case lerr != nil && !transient(lerr):
-				return fmt.Errorf("replicate %s %d of run %s: read the last message of %s: %w", kind, seq, r.runID, r.subject, lerr)
+			case again:
+				continue
 			}
 			// The subject still ends at this replicator's last message (or
 			// the stream reads behind it): a new stream leader catching up.
@@ -347,6 +298,89 @@ func (r *Replicator) publish(ctx context.Context, kind string, seq uint64, data 
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// lineMsg is the message that carries one line, with its id and seq (and,
+// for a key line, the certificate headers); id is its message id.
+func (r *Replicator) lineMsg(kind string, seq uint64, data []byte) (m *nats.Msg, id string) {
+	m = nats.NewMsg(r.subject)
+	m.Data = data
+	id = MsgID(r.runID, r.storeID, kind, seq)
+	m.Header.Set(jetstream.MsgIDHeader, id)
+	m.Header.Set(HeaderSeq, strconv.FormatUint(seq, 10))
+	if kind == ledger.BundleKey {
+		m.Header.Set(HeaderFrom, strconv.FormatUint(seq, 10))
+		if r.o.cert != nil {
+			r.o.cert.headers(m.Header)
+		}
+	}
+	return m, id
+}
+
+// stored notes that the line is the subject's message at streamSeq.
+func (r *Replicator) stored(kind string, seq, streamSeq uint64) {
+	r.lastSeq = streamSeq
+	if r.o.onAck != nil {
+		r.o.onAck(kind, seq, time.Now())
+	}
+}
+
+// checkDuplicate checks that the message a duplicate's ack names is this
+// very line. A duplicate's ack carries the sequence of the copy stored
+// first (a clustered stream checks the message id first): it must be this
+// line, not another client's message that took its id. err is a transient
+// error to publish again after; fatal ends the publish.
+func (r *Replicator) checkDuplicate(ctx context.Context, streamSeq uint64, id string, data []byte) (retry, fatal error) {
+	m, gerr := r.stream.GetMsg(ctx, streamSeq)
+	switch {
+	case gerr != nil && !transient(gerr):
+		return nil, fmt.Errorf("replicate run %s: read message %d of stream %s, which the stream took for line %s: %w", r.runID, streamSeq, StreamChains, id, gerr)
+	case gerr != nil: // a new leader: publish again, and look again
+		return gerr, nil
+	case m.Subject != r.subject || m.Header.Get(jetstream.MsgIDHeader) != id || !bytes.Equal(m.Data, data):
+		return nil, fmt.Errorf("replicate run %s: message %d of stream %s carries the id of line %s but not its bytes; another client published it, and the stream refuses the line as its duplicate", r.runID, streamSeq, StreamChains, id)
+	}
+	return nil, nil
+}
+
+// refusedLast looks at what the subject holds when the stream refused the
+// expected last sequence (err): stored when this very line is there,
+// again when only garbage came after this replicator's last message (it is
+// skipped), an error when another store continued the chain (ErrFenced)
+// or the stream cannot be read; none of them when the stream is behind.
+func (r *Replicator) refusedLast(ctx context.Context, kind string, seq uint64, id string, data []byte, err error) (stored, again bool, _ error) {
+	// A single node checks the expected sequence before the message
+	// id, so a retry of a line that was stored is refused rather
+	// than acknowledged as a duplicate: look at what is there.
+	last, lerr := r.stream.GetLastMsgForSubject(ctx, r.subject)
+	switch {
+	case lerr == nil && last.Header.Get(jetstream.MsgIDHeader) == id && bytes.Equal(last.Data, data):
+		r.stored(kind, seq, last.Sequence)
+		return true, false, nil
+	case lerr == nil && last.Sequence > r.lastSeq:
+		found, fence, serr := r.scanAfter(ctx, id, data, last.Sequence)
+		if serr != nil {
+			return false, false, fmt.Errorf("replicate %s %d of run %s: read the messages after %d of %s: %w", kind, seq, r.runID, r.lastSeq, r.subject, serr)
+		}
+		if fence == "" {
+			// Only garbage (and perhaps this very line) came after
+			// this replicator's last message: it is skipped, and
+			// the chain goes on after it.
+			r.lastSeq = last.Sequence
+			if found {
+				if r.o.onAck != nil {
+					r.o.onAck(kind, seq, time.Now())
+				}
+				return true, false, nil
+			}
+			return false, true, nil
+		}
+		return false, false, fmt.Errorf("%w: %w: the chain of run %s on stream %s was continued by message %d (%s), not by store %s",
+			ErrFenced, err, r.runID, StreamChains, last.Sequence, last.Header.Get(jetstream.MsgIDHeader), r.storeID)
+	case lerr != nil && !transient(lerr):
+		return false, false, fmt.Errorf("replicate %s %d of run %s: read the last message of %s: %w", kind, seq, r.runID, r.subject, lerr)
+	}
+	return false, false, nil
 }
 
 // maxScan bounds the messages scanAfter reads: a subject flooded past it

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -239,21 +240,14 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 			ledger.MetaDelegationDecisionID: rtfs.String(r.decisionID),
 			"position":                      rtfs.String(fmt.Sprintf("%s:%d:%d", req.File, req.Pos.Line, req.Pos.Col)),
 		}}
-	fail := func(err error) (rtfs.Value, error) {
-		a.ErrorMessage = err.Error()
-		if _, rerr := r.record(ctx, a); rerr != nil {
-			return rtfs.Nil, rerr
-		}
-		return rtfs.Nil, err
-	}
 	c := r.registry.Get(req.ID)
 	if c == nil {
-		return fail(fmt.Errorf("unknown capability :%s", req.ID))
+		return r.failCall(ctx, a, fmt.Errorf("unknown capability :%s", req.ID))
 	}
 	a.Metadata[ledger.MetaCapabilityAttestationID] = rtfs.String(r.o.attestation(c.Spec))
 	input, err := c.Spec.InputFrom(req.Args)
 	if err != nil {
-		return fail(err)
+		return r.failCall(ctx, a, err)
 	}
 	d := r.gov.CheckCall(req.ID, input)
 	if d.Allowed {
@@ -263,13 +257,51 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	}
 	a.Metadata[ledger.MetaConstitutionalRuleID] = rtfs.String(strings.Join(d.RuleIDs, ","))
 	if !d.Allowed {
-		decision := decisionAction(d, f.parent)
-		decision.FunctionName = req.ID
-		if _, err := r.record(ctx, decision); err != nil {
-			return rtfs.Nil, err
-		}
-		return fail(d.Err())
+		return r.refuseCall(ctx, req, f, a, d)
 	}
+	hctx, err := r.callContext(ctx, req, f, a)
+	if err != nil {
+		return rtfs.Nil, err
+	}
+	res, err := r.runHandler(ctx, hctx, c, input, a)
+	if _, rerr := r.record(ctx, a); rerr != nil {
+		return rtfs.Nil, rerr
+	}
+	r.stats.mu.Lock()
+	r.stats.cost += res.Cost
+	r.stats.tokens += metaTokens(a.Metadata)
+	r.stats.mu.Unlock()
+	if err != nil {
+		return rtfs.Nil, err
+	}
+	return res.Value, nil
+}
+
+// failCall records the call a as failed with err before it ran, and
+// returns err (or the error recording it).
+func (r *run) failCall(ctx context.Context, a *ledger.Action, err error) (rtfs.Value, error) {
+	a.ErrorMessage = err.Error()
+	if _, rerr := r.record(ctx, a); rerr != nil {
+		return rtfs.Nil, rerr
+	}
+	return rtfs.Nil, err
+}
+
+// refuseCall records governance's refusal of the call, then the call as
+// failed with the refusal.
+func (r *run) refuseCall(ctx context.Context, req *rtfs.CallRequest, f *frame, a *ledger.Action, d *governance.Decision) (rtfs.Value, error) {
+	decision := decisionAction(d, f.parent)
+	decision.FunctionName = req.ID
+	if _, err := r.record(ctx, decision); err != nil {
+		return rtfs.Nil, err
+	}
+	return r.failCall(ctx, a, d.Err())
+}
+
+// callContext names the call's action and gives the handler a context that
+// reports under it and, when the step has one, writes its output file; it
+// makes everything before the call durable first.
+func (r *run) callContext(ctx context.Context, req *rtfs.CallRequest, f *frame, a *ledger.Action) (context.Context, error) {
 	a.ActionID = NewID() // known now: what the call reports while it runs is recorded under it
 	hctx := capability.WithReporter(ctx, &callReporter{r: r, callID: a.ActionID, capID: req.ID})
 	if of, ok := r.outputFile(f.parent); ok {
@@ -278,8 +310,14 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	// Write-ahead: the step and the plan that led here are on the chain
 	// before the handler can change anything.
 	if err := r.durable(ctx); err != nil {
-		return rtfs.Nil, err
+		return nil, err
 	}
+	return hctx, nil
+}
+
+// runHandler runs the capability's handler and puts its result, cost,
+// staged kv writes, metadata and error on a.
+func (r *run) runHandler(ctx, hctx context.Context, c *capability.Capability, input rtfs.Value, a *ledger.Action) (capability.Result, error) {
 	// The call's writes to ralph's kv commit with its CapabilityCall, so a
 	// kill between the two leaves neither (DESIGN §18).
 	hctx, staged := ledger.StageKV(hctx)
@@ -304,17 +342,7 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 			}
 		}
 	}
-	if _, rerr := r.record(ctx, a); rerr != nil {
-		return rtfs.Nil, rerr
-	}
-	r.stats.mu.Lock()
-	r.stats.cost += res.Cost
-	r.stats.tokens += metaTokens(a.Metadata)
-	r.stats.mu.Unlock()
-	if err != nil {
-		return rtfs.Nil, err
-	}
-	return res.Value, nil
+	return res, err
 }
 
 // Log records a line that println, prn or log printed in a plan as an

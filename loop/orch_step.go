@@ -33,26 +33,10 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	}
 	f := frameOf(ctx)
 	opts, optErr := parseStepOptions(req.Meta)
-	kv := r.kv
 	isPrimary := f.primary != nil && f.primary.id == ""
-	if optErr == nil && opts.idemKey != "" && kv != nil {
-		// A record rides on a deferred append: commit what is pending first.
-		if err := r.durable(ctx); err != nil {
-			return rtfs.Nil, err
-		}
-		rec, ok, err := kv.Get(ctx, r.idemKVKey(opts))
-		if err != nil {
-			return rtfs.Nil, fmt.Errorf("read idempotency record %q: %w", opts.idemKey, err)
-		}
-		if done := rec.AsMap(); ok && done != nil { // Nil is the record of a compensated step
-			v := done.GetKey("result")
-			id, rerr := r.record(ctx, &ledger.Action{Type: ledger.CapabilityDeduplicated, ParentActionID: f.parent,
-				FunctionName: req.Name, Result: v, Success: true, Metadata: map[string]rtfs.Value{
-					"idempotency_key": rtfs.String(opts.idemKey), "idempotency_scope": rtfs.Keyword(opts.idemScope)}})
-			if isPrimary {
-				f.primary.id, f.primary.idemKey = id, r.idemKVKey(opts)
-			}
-			return v, rerr
+	if optErr == nil && opts.idemKey != "" && r.kv != nil {
+		if v, done, err := r.deduplicate(ctx, req, f, opts, isPrimary); done || err != nil {
+			return v, err
 		}
 	}
 	meta := map[string]rtfs.Value{
@@ -77,21 +61,62 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 	v, err := r.runStep(ctx, req, f, stepID, opts, optErr)
 	end := &ledger.Action{ParentActionID: stepID, FunctionName: req.Name, DurationMS: r.now().Sub(start).Milliseconds()}
 	if err != nil {
-		end.Type, end.ErrorMessage = ledger.PlanStepFailed, err.Error()
-		if stopped, by := stopReason(ctx); stopped == "cancelled" {
-			end.Metadata = map[string]rtfs.Value{"stopped": rtfs.String(stopped), "cancelled_by": rtfs.String(by)}
-		}
-		if _, rerr := r.record(ctx, end); rerr != nil {
-			return rtfs.Nil, rerr
-		}
+		return rtfs.Nil, r.stepFailed(ctx, end, err)
+	}
+	if err := r.stepCompleted(ctx, end, v, stepID, opts); err != nil {
 		return rtfs.Nil, err
 	}
+	return v, nil
+}
+
+// deduplicate answers a step whose idempotency key has a record with the
+// recorded result, recording a CapabilityDeduplicated; done is false when
+// the step must run.
+func (r *run) deduplicate(ctx context.Context, req *rtfs.StepRequest, f *frame, opts stepOptions, isPrimary bool) (v rtfs.Value, done bool, err error) {
+	// A record rides on a deferred append: commit what is pending first.
+	if err := r.durable(ctx); err != nil {
+		return rtfs.Nil, true, err
+	}
+	rec, ok, err := r.kv.Get(ctx, r.idemKVKey(opts))
+	if err != nil {
+		return rtfs.Nil, true, fmt.Errorf("read idempotency record %q: %w", opts.idemKey, err)
+	}
+	m := rec.AsMap()
+	if !ok || m == nil { // Nil is the record of a compensated step
+		return rtfs.Nil, false, nil
+	}
+	v = m.GetKey("result")
+	id, rerr := r.record(ctx, &ledger.Action{Type: ledger.CapabilityDeduplicated, ParentActionID: f.parent,
+		FunctionName: req.Name, Result: v, Success: true, Metadata: map[string]rtfs.Value{
+			"idempotency_key": rtfs.String(opts.idemKey), "idempotency_scope": rtfs.Keyword(opts.idemScope)}})
+	if isPrimary {
+		f.primary.id, f.primary.idemKey = id, r.idemKVKey(opts)
+	}
+	return v, true, rerr
+}
+
+// stepFailed closes the step with PlanStepFailed and returns err (or the
+// error recording it).
+func (r *run) stepFailed(ctx context.Context, end *ledger.Action, err error) error {
+	end.Type, end.ErrorMessage = ledger.PlanStepFailed, err.Error()
+	if stopped, by := stopReason(ctx); stopped == "cancelled" {
+		end.Metadata = map[string]rtfs.Value{"stopped": rtfs.String(stopped), "cancelled_by": rtfs.String(by)}
+	}
+	if _, rerr := r.record(ctx, end); rerr != nil {
+		return rerr
+	}
+	return err
+}
+
+// stepCompleted closes the step with PlanStepCompleted, writing its
+// idempotency record in the same commit when it has a key.
+func (r *run) stepCompleted(ctx context.Context, end *ledger.Action, v rtfs.Value, stepID string, opts stepOptions) error {
 	end.Type, end.Success, end.Result = ledger.PlanStepCompleted, true, dataOnly(v)
-	if opts.idemKey != "" && kv != nil {
+	if opts.idemKey != "" && r.kv != nil {
 		// The record commits with the PlanStepCompleted that accounts for it.
 		sctx, staged := ledger.StageKV(context.WithoutCancel(ctx))
-		if err := kv.Put(sctx, r.idemKVKey(opts), idemRecord(end.Result, stepID)); err != nil {
-			return rtfs.Nil, fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
+		if err := r.kv.Put(sctx, r.idemKVKey(opts), idemRecord(end.Result, stepID)); err != nil {
+			return fmt.Errorf("record idempotency key %q: %w", opts.idemKey, err)
 		}
 		end.KV = staged.Writes()
 		// The chain says which record the step wrote, so a store rebuilt
@@ -100,14 +125,16 @@ func (r *run) Step(ctx context.Context, req *rtfs.StepRequest) (rtfs.Value, erro
 			"idempotency_scope": rtfs.Keyword(opts.idemScope), MetaIdempotencyKVKey: rtfs.String(r.idemKVKey(opts))}
 	}
 	if _, err := r.record(ctx, end); err != nil {
-		return rtfs.Nil, err
+		return err
 	}
 	r.stats.mu.Lock()
 	r.stats.steps++
 	r.stats.mu.Unlock()
-	return v, nil
+	return nil
 }
 
+// runStep checks :pre, then runs the body with :retry (compensating each
+// failed attempt) and checks :post.
 func (r *run) runStep(ctx context.Context, req *rtfs.StepRequest, f *frame, stepID string, opts stepOptions, optErr error) (rtfs.Value, error) {
 	if optErr != nil {
 		return rtfs.Nil, &rtfs.Error{Type: rtfs.ErrValue, Msg: fmt.Sprintf("step %q metadata: %v", req.Name, optErr), Pos: req.Pos, File: req.File}

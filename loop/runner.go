@@ -258,86 +258,14 @@ func (r *Runner) loop(ctx context.Context, st *runState) (*Outcome, error) {
 			&Cancelled{By: CancelMaxDuration, Reason: fmt.Sprintf("max_duration %s reached", d)})
 		defer cancel()
 	}
-	if st.unevaluated != nil {
-		// The dead process completed an iteration but died before its stop
-		// conditions were evaluated: evaluate them now, so a stop that
-		// iteration earned is not missed by running another.
-		out, err := r.decide(ctx, runCtx, st, index, st.unevaluated, nil, "", nil)
-		if err != nil {
-			return nil, err
-		}
-		if out != nil {
-			return r.finish(ctx, st, out)
-		}
+	out, err := r.resumeUnfinished(ctx, runCtx, st, index)
+	for out == nil && err == nil {
+		out, err = r.nextIteration(ctx, runCtx, st, fed, index)
 	}
-	if st.limited != nil { // the dead process was waiting for an agent's limit to lift
-		if out, err := r.waitLimit(runCtx, ctx, st); out != nil || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			return r.finish(ctx, st, out)
-		}
+	if err != nil {
+		return nil, err
 	}
-	for {
-		if err := r.gate(runCtx, st); err != nil && runCtx.Err() == nil {
-			return nil, err
-		}
-		if out := r.preflight(runCtx, ctx, st); out != nil {
-			return r.finish(ctx, st, out)
-		}
-		st.iteration++
-		iterSeq, err := r.iterate(runCtx, st)
-		if err != nil {
-			return nil, err
-		}
-		fed.waitFor(r.o.Store.Head().Seq)
-		trig, trigName, failed := fed.triggered(func(i int) string { return r.o.Predicates[i].Name })
-		if st.endFailed != "" {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassFailure, TriggeredBy: "iteration_end", Reason: st.endFailed})
-		}
-		if st.abort != "" {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassAbort, TriggeredBy: "approve", Reason: st.abort})
-		}
-		if st.fatal != "" {
-			return r.finish(ctx, st, &Outcome{Class: stop.ClassFailure, TriggeredBy: "provider", Reason: st.fatal, usageExit: true})
-		}
-		if d := st.denied; d != nil && ctx.Err() == nil {
-			return r.finish(ctx, st, deniedOutcome(d))
-		}
-		if ctx.Err() != nil {
-			return r.finish(ctx, st, abortOutcome(ctx))
-		}
-		if runCtx.Err() != nil {
-			return r.finish(ctx, st, r.durationOutcome())
-		}
-		if st.limited != nil { // the iteration runs again once the limit lifts; nothing was decided
-			if out, err := r.waitLimit(runCtx, ctx, st); out != nil || err != nil {
-				if err != nil {
-					return nil, err
-				}
-				return r.finish(ctx, st, out)
-			}
-			continue
-		}
-		last, err := r.actionsSince(st.id, iterSeq)
-		if err != nil {
-			return nil, err
-		}
-		if out, err := r.decide(ctx, runCtx, st, index, last, trig, trigName, failed); out != nil || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			return r.finish(ctx, st, out)
-		}
-		if err := r.saveState(ctx, st, StateRunning, nil); err != nil {
-			return nil, err
-		}
-		if d := r.o.Config.Loop.Delay.Duration; d > 0 {
-			if err := r.delay(runCtx, st, d); err != nil {
-				return nil, err
-			}
-		}
-	}
+	return r.finish(ctx, st, out)
 }
 
 // delay waits d between iterations. An abort or max_duration ends it; a
@@ -439,9 +367,9 @@ func (r *Runner) durable(ctx context.Context) error {
 
 // iterate runs one iteration and returns the seq its actions start after.
 func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
-	begin := r.o.Store.Head().Seq
-	t0 := r.o.Now()
-	iterID, err := r.record(ctx, st, &ledger.Action{Type: ledger.IterationStarted, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
+	it := &iteration{begin: r.o.Store.Head().Seq, t0: r.o.Now(), status: ledger.StatusOK}
+	var err error
+	it.id, err = r.record(ctx, st, &ledger.Action{Type: ledger.IterationStarted, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
 		Success: true, Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration))}})
 	if err != nil {
 		return 0, err
@@ -456,139 +384,32 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 		r.ctl.skip = nil
 		r.ctl.mu.Unlock()
 	}()
-	skipped := func() bool { c := cancelledBy(ictx); return c != nil && c.By == CancelSkip }
+	it.ctx = ictx
 
-	status, planCost, planTokens := ledger.StatusOK, 0.0, int64(0)
-	var failures []string
-	if fail, err := r.runHooks(ctx, st, iterID, HookEvent{At: "before_iteration"}); err != nil {
+	if fail, err := r.runHooks(ctx, st, it.id, HookEvent{At: "before_iteration"}); err != nil {
 		return 0, err
 	} else if fail != "" { // on_failure = "fail_iteration": the plan is not asked for
-		return r.hookFailedIteration(ctx, st, iterID, begin, t0, fail)
+		return r.hookFailedIteration(ctx, st, it.id, it.begin, it.t0, fail)
 	}
-	obs := &observer{r: r, ctx: ctx, st: st, parent: iterID, iteration: st.iteration}
-	resp, perr := r.o.Provider.Plan(ictx, arbiter.PlanRequest{Intent: r.o.Intent, Iteration: st.iteration, Feedback: st.feedback, Observer: obs})
-	if obs.err != nil {
-		return 0, obs.err
-	}
-	usage := resp.Usage
-	if _, err := r.record(ctx, st, planAction(iterID, resp, perr)); err != nil {
+	if err := r.askPlan(ctx, st, it); err != nil {
 		return 0, err
 	}
-	switch {
-	case skipped():
-		status = ledger.StatusSkipped
-	case perr != nil && cancelledBy(ictx) != nil: // an abort or a signal while the plan was asked for
-		status, failures = ledger.StatusCancelled, []string{perr.Error()}
-	case perr != nil:
-		status, failures = ledger.StatusProviderError, []string{perr.Error()}
-		if errors.Is(perr, arbiter.ErrFatal) {
-			st.fatal = perr.Error()
-		}
-	case r.o.Approve != nil:
-		info := PlanInfo{Iteration: st.iteration, Source: resp.Source, Provider: resp.Provider, Model: resp.Model,
-			Mode: resp.Mode, Repairs: resp.Repairs, OK: true}
-		if err := r.durable(ctx); err != nil {
+	if err := r.admit(ctx, st, it); err != nil {
+		return 0, err
+	}
+	if it.status == ledger.StatusOK {
+		if err := r.executePlan(ctx, st, it); err != nil {
 			return 0, err
 		}
-		r.bus.awaitApproval(Event{Kind: EventApprove, Iteration: st.iteration, Plan: &info, Time: r.o.Now()})
-		ok, err := r.o.Approve(ictx, st.iteration, resp.Source)
-		r.bus.awaitApproval(Event{})
-		switch {
-		case skipped():
-			status = ledger.StatusSkipped
-		case err != nil: // nobody can approve any more: close the iteration, then the run
-			status, failures, st.abort = ledger.StatusSkipped, []string{err.Error()}, err.Error()
-		case !ok:
-			status = ledger.StatusSkipped
-		}
 	}
-	if status == ledger.StatusOK {
-		res, err := r.o.Orchestrator.Execute(ictx, PlanInput{File: fmt.Sprintf("iteration-%d.rtfs", st.iteration), Source: resp.Source,
-			RunID: st.id, IntentID: st.intentID, ParentActionID: iterID, Ctx: r.planCtx(st), Deferred: true,
-			BeforeStep: func(ctx context.Context) error { return r.gate(ctx, st) }, Stream: r.streamAgent(st.iteration)})
-		if res != nil {
-			planCost, planTokens = res.Cost, res.Tokens
-			if res.Limit != nil && !skipped() && ctx.Err() == nil {
-				st.limited = &limitWait{limit: *res.Limit, parent: iterID}
-			}
-			if res.Denial != nil && st.limited == nil {
-				st.denied = res.Denial
-			}
-		}
-		switch {
-		case err != nil && errors.Is(err, ErrRefused):
-			status, failures = ledger.StatusRefused, []string{err.Error()}
-		case err != nil:
-			return 0, err
-		case res.Err == nil: // completed: a skip that came after the last step undoes nothing
-		case skipped():
-			status = ledger.StatusSkipped
-		case cancelledBy(ictx) != nil: // an abort, a signal, max_duration
-			status, failures = ledger.StatusCancelled, []string{res.Err.Error()}
-		default:
-			status, failures = ledger.StatusFailed, []string{res.Err.Error()}
-		}
-	}
-	if st.limited == nil {
-		ev := HookEvent{At: "after_iteration", Status: string(status), Error: strings.Join(failures, "; ")}
-		if fail, err := r.runHooks(ctx, st, iterID, ev); err != nil {
-			return 0, err
-		} else if fail != "" && status.Succeeded() {
-			status, failures = ledger.StatusFailed, append(failures, fail)
-		}
-	}
-	cost, tokens := planCost+usage.CostUSD, planTokens+usage.Tokens()
-	st.cost += cost
-	st.tokens += tokens
-	if st.limited != nil {
-		// Spent, but not an iteration: it runs again once the limit lifts, and
-		// its feedback, failure count and budget projection stay as they were.
-		status = ledger.StatusUsageLimit
-	} else {
-		st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+cost, st.doneTokens+tokens
-		st.limitWaits = 0
-		if status.Succeeded() {
-			st.failures = 0
-		} else {
-			st.failures++
-		}
-		fed := make([]string, len(failures)) // they go into the next prompt: no secret may travel with them
-		for i, f := range failures {
-			fed[i] = r.o.Orchestrator.Redact(f)
-		}
-		st.feedback = arbiter.Feedback{Iteration: st.iteration, Status: string(status), LastPlan: r.o.Orchestrator.Redact(resp.Source), Failures: fed}
-	}
-	dur := r.o.Now().Sub(t0).Milliseconds()
-	summary := rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("status"), rtfs.Keyword(string(status)), rtfs.Keyword("cost"), rtfs.Float(cost),
-		rtfs.Keyword("tokens"), rtfs.Int(tokens), rtfs.Keyword("duration-ms"), rtfs.Int(dur)))
-	done := &ledger.Action{Type: ledger.IterationCompleted, ParentActionID: iterID, FunctionName: fmt.Sprintf("iteration %d", st.iteration),
-		Success: status.Succeeded(), Result: summary, Cost: cost, DurationMS: dur,
-		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(string(status))}}
-	if len(failures) > 0 {
-		done.ErrorMessage = strings.Join(failures, "; ")
-	}
-	if c := cancelledBy(ictx); c != nil && (status == ledger.StatusSkipped || status == ledger.StatusCancelled) {
-		done.Metadata["stopped"], done.Metadata["cancelled_by"] = rtfs.String("cancelled"), rtfs.String(c.By)
-	}
-	if err := r.endIteration(ctx, st, done); err != nil {
+	if err := r.afterIterationHooks(ctx, st, it); err != nil {
 		return 0, err
 	}
-	if st.limited == nil {
-		r.checkpoint(ctx, st.id, st.iteration, done.Metadata)
-	}
-	if _, err := r.record(ctx, st, done); err != nil {
+	r.account(st, it)
+	if err := r.closeIteration(ctx, st, r.completedAction(st, it)); err != nil {
 		return 0, err
 	}
-	if err := r.durable(ctx); err != nil { // the completion feed, the stop conditions and readers see it all
-		return 0, err
-	}
-	if err := r.onError(ctx, st, done); err != nil {
-		return 0, err
-	}
-	if st.limited != nil {
-		st.iteration-- // not counted: the loop runs it again under its number
-	}
-	return begin, nil
+	return it.begin, nil
 }
 
 // endIteration calls OnIterationEnd for a counted iteration whose closing

@@ -176,72 +176,16 @@ func init() {
 		return arith("*", a, 1, mulInt, func(x, y float64) float64 { return x * y })
 	})
 	def("/", 1, -1, func(_ *Machine, a []Value) (Value, error) { return divide(a) })
-	def("mod", 2, 2, func(_ *Machine, a []Value) (Value, error) {
-		if err := needNumber("mod", a[0]); err != nil {
-			return Nil, err
-		}
-		if err := needNumber("mod", a[1]); err != nil {
-			return Nil, err
-		}
-		if a[1].AsFloat() == 0 {
-			return Nil, &Error{Type: ErrArith, Msg: "division by zero in mod"}
-		}
-		if a[0].k == KindInt && a[1].k == KindInt {
-			x, y := a[0].AsInt(), a[1].AsInt()
-			if y == -1 {
-				return Int(0), nil
-			}
-			r := x % y
-			if r != 0 && (r < 0) != (y < 0) {
-				r += y
-			}
-			return Int(r), nil
-		}
-		x, y := a[0].AsFloat(), a[1].AsFloat()
-		r := math.Mod(x, y)
-		if r != 0 && (r < 0) != (y < 0) {
-			r += y
-		}
-		return Float(r), nil
-	})
+	def("mod", 2, 2, modNum)
 	def("inc", 1, 1, func(_ *Machine, a []Value) (Value, error) {
 		return arith("inc", []Value{a[0], Int(1)}, 0, addInt, func(x, y float64) float64 { return x + y })
 	})
 	def("dec", 1, 1, func(_ *Machine, a []Value) (Value, error) {
 		return arith("dec", []Value{a[0], Int(-1)}, 0, addInt, func(x, y float64) float64 { return x + y })
 	})
-	minmax := func(name string, better func(c int) bool) func(*Machine, []Value) (Value, error) {
-		return func(_ *Machine, a []Value) (Value, error) {
-			best := a[0]
-			if err := needNumber(name, best); err != nil {
-				return Nil, err
-			}
-			for _, v := range a[1:] {
-				if err := needNumber(name, v); err != nil {
-					return Nil, err
-				}
-				if better(compareNum(v, best)) {
-					best = v
-				}
-			}
-			return best, nil
-		}
-	}
 	def("min", 1, -1, minmax("min", func(c int) bool { return c < 0 }))
 	def("max", 1, -1, minmax("max", func(c int) bool { return c > 0 }))
-	def("abs", 1, 1, func(_ *Machine, a []Value) (Value, error) {
-		if err := needNumber("abs", a[0]); err != nil {
-			return Nil, err
-		}
-		if a[0].k == KindInt {
-			x := a[0].AsInt()
-			if x == math.MinInt64 {
-				return Nil, &Error{Type: ErrArith, Msg: "integer overflow in abs"}
-			}
-			return Int(abs64(x)), nil
-		}
-		return Float(math.Abs(a[0].AsFloat())), nil
-	})
+	def("abs", 1, 1, absNum)
 	def("pos?", 1, 1, numPred("pos?", func(v Value) bool { return v.AsFloat() > 0 }))
 	def("neg?", 1, 1, numPred("neg?", func(v Value) bool { return v.AsFloat() < 0 }))
 	def("zero?", 1, 1, numPred("zero?", func(v Value) bool { return v.AsFloat() == 0 }))
@@ -278,4 +222,68 @@ func init() {
 		return False, nil
 	})
 	def("not", 1, 1, func(_ *Machine, a []Value) (Value, error) { return Bool(!a[0].Truthy()), nil })
+}
+
+// modNum is (mod x y): the remainder with the sign of y, as Clojure's mod.
+func modNum(_ *Machine, a []Value) (Value, error) {
+	if err := needNumber("mod", a[0]); err != nil {
+		return Nil, err
+	}
+	if err := needNumber("mod", a[1]); err != nil {
+		return Nil, err
+	}
+	if a[1].AsFloat() == 0 {
+		return Nil, &Error{Type: ErrArith, Msg: "division by zero in mod"}
+	}
+	if a[0].k == KindInt && a[1].k == KindInt {
+		x, y := a[0].AsInt(), a[1].AsInt()
+		if y == -1 {
+			return Int(0), nil
+		}
+		r := x % y
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return Int(r), nil
+	}
+	x, y := a[0].AsFloat(), a[1].AsFloat()
+	r := math.Mod(x, y)
+	if r != 0 && (r < 0) != (y < 0) {
+		r += y
+	}
+	return Float(r), nil
+}
+
+// minmax is min or max: the number better than every other.
+func minmax(name string, better func(c int) bool) func(*Machine, []Value) (Value, error) {
+	return func(_ *Machine, a []Value) (Value, error) {
+		best := a[0]
+		if err := needNumber(name, best); err != nil {
+			return Nil, err
+		}
+		for _, v := range a[1:] {
+			if err := needNumber(name, v); err != nil {
+				return Nil, err
+			}
+			if better(compareNum(v, best)) {
+				best = v
+			}
+		}
+		return best, nil
+	}
+}
+
+// absNum is (abs x); the absolute of the least int overflows.
+func absNum(_ *Machine, a []Value) (Value, error) {
+	if err := needNumber("abs", a[0]); err != nil {
+		return Nil, err
+	}
+	if a[0].k == KindInt {
+		x := a[0].AsInt()
+		if x == math.MinInt64 {
+			return Nil, &Error{Type: ErrArith, Msg: "integer overflow in abs"}
+		}
+		return Int(abs64(x)), nil
+	}
+	return Float(math.Abs(a[0].AsFloat())), nil
 }

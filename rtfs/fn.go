@@ -87,25 +87,8 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		}
 		l.selfSlot = c.declare(self)
 	}
-	items := params.Items
-	for i := 0; i < len(items); i++ {
-		p := items[i]
-		if p.IsSymbol("&") {
-			if i != len(items)-2 {
-				return nil, c.errf(p.Pos, "& must be followed by exactly one parameter")
-			}
-			b, err := c.pattern(items[i+1])
-			if err != nil {
-				return nil, err
-			}
-			l.variadic, l.rest = true, b
-			break
-		}
-		b, err := c.pattern(p)
-		if err != nil {
-			return nil, err
-		}
-		l.params = append(l.params, b)
+	if err := c.lambdaParams(l, params.Items); err != nil {
+		return nil, err
 	}
 	l.nfixed = len(l.params)
 	if len(rest) > 2 && rest[1].Kind == NodeMap && (mapHasKeyword(rest[1], "pre") || mapHasKeyword(rest[1], "post")) {
@@ -128,6 +111,37 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 		fn := FnValue(&Fn{name: name, lam: l})
 		return constant(fn), nil
 	}
+	return makeClosure(name, l, preC, postC), nil
+}
+
+// lambdaParams compiles the parameter patterns, the one after & included.
+func (c *compiler) lambdaParams(l *lambda, items []*Node) error {
+	for i := 0; i < len(items); i++ {
+		p := items[i]
+		if p.IsSymbol("&") {
+			if i != len(items)-2 {
+				return c.errf(p.Pos, "& must be followed by exactly one parameter")
+			}
+			b, err := c.pattern(items[i+1])
+			if err != nil {
+				return err
+			}
+			l.variadic, l.rest = true, b
+			break
+		}
+		b, err := c.pattern(p)
+		if err != nil {
+			return err
+		}
+		l.params = append(l.params, b)
+	}
+	return nil
+}
+
+// makeClosure is the code that makes a closure of l when it captures its
+// environment or has contracts, evaluated as the closure is made.
+func makeClosure(name string, l *lambda, preC, postC code) code {
+	sc := l.scope
 	return func(m *Machine, f *frame) (Value, error) {
 		fn := &Fn{name: name, lam: l}
 		if sc.needsEnv {
@@ -145,7 +159,7 @@ func (c *compiler) lambda(name string, rest []*Node, pos Pos, self string) (code
 			}
 		}
 		return FnValue(fn), nil
-	}, nil
+	}
 }
 
 // contracts compiles :pre and :post from a metadata map node, pure.
@@ -303,11 +317,33 @@ func groupKey(group, ns string, n *Node) (key Value, local string, ok bool) {
 	return key, local, true
 }
 
+// mapPattern compiles {:keys [a b] :or {a 1} :as m, x :x}.
 func (c *compiler) mapPattern(p *Node) (binder, error) {
-	var binds []keyBind
-	var as binder
+	defaults, err := c.mapDefaults(p)
+	if err != nil {
+		return nil, err
+	}
+	mp := &mapPat{defaults: defaults}
+	for i := 0; i+1 < len(p.Items); i += 2 {
+		if err := c.mapEntry(mp, p.Items[i], p.Items[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	return mp.compiled(p.Pos), nil
+}
+
+// mapPat is a map pattern being compiled: its :or defaults by local name,
+// the keys it binds and its :as pattern.
+type mapPat struct {
+	defaults map[string]*Node
+	binds    []keyBind
+	as       binder
+}
+
+// mapDefaults collects a map pattern's :or defaults first, so they attach
+// to their local names wherever :or stands.
+func (c *compiler) mapDefaults(p *Node) (map[string]*Node, error) {
 	defaults := map[string]*Node{}
-	// Collect :or first so defaults attach to their local names.
 	for i := 0; i+1 < len(p.Items); i += 2 {
 		k := p.Items[i]
 		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword && k.Val.Str() == "or" {
@@ -323,70 +359,77 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 			}
 		}
 	}
-	// bindLocal binds the local name at pos to the value under key, with
-	// its :or default.
-	bindLocal := func(local string, pos Pos, key Value) error {
-		var def code
-		if dn, ok := defaults[local]; ok {
-			var err error
-			if def, err = c.expr(dn); err != nil {
+	return defaults, nil
+}
+
+// mapEntry compiles one key and value of a map pattern: a :keys-style
+// group, :as, :or (already collected) or {pattern :key}.
+func (c *compiler) mapEntry(mp *mapPat, k, v *Node) error {
+	if group, ns, ok := keyGroup(k); ok {
+		if v.Kind != NodeVector {
+			return c.errf(v.Pos, "%s needs a vector of names", Print(k.Val))
+		}
+		for _, sym := range v.Items {
+			key, local, ok := groupKey(group, ns, sym)
+			if !ok {
+				return c.errf(sym.Pos, "names in %s must be symbols, got %s", Print(k.Val), describe(sym))
+			}
+			if err := c.bindLocal(mp, local, sym.Pos, key); err != nil {
 				return err
 			}
 		}
-		b, err := c.pattern(&Node{Kind: NodeSymbol, Pos: pos, Val: Symbol(local)})
-		if err != nil {
-			return err
-		}
-		binds = append(binds, keyBind{key, b, def})
 		return nil
 	}
-	for i := 0; i+1 < len(p.Items); i += 2 {
-		k, v := p.Items[i], p.Items[i+1]
-		if group, ns, ok := keyGroup(k); ok {
-			if v.Kind != NodeVector {
-				return nil, c.errf(v.Pos, "%s needs a vector of names", Print(k.Val))
+	if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
+		switch k.Val.Str() {
+		case "as":
+			b, err := c.pattern(v)
+			if err != nil {
+				return err
 			}
-			for _, sym := range v.Items {
-				key, local, ok := groupKey(group, ns, sym)
-				if !ok {
-					return nil, c.errf(sym.Pos, "names in %s must be symbols, got %s", Print(k.Val), describe(sym))
-				}
-				if err := bindLocal(local, sym.Pos, key); err != nil {
-					return nil, err
-				}
-			}
-			continue
+			mp.as = b
+			return nil
+		case "or":
+			return nil
 		}
-		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
-			switch k.Val.Str() {
-			case "as":
-				b, err := c.pattern(v)
-				if err != nil {
-					return nil, err
-				}
-				as = b
-				continue
-			case "or":
-				continue
-			}
-		}
-		// {name :key}: k is the pattern, v the literal key.
-		if !v.IsLiteral() {
-			return nil, c.errf(v.Pos, "map pattern keys must be literals")
-		}
-		if k.Kind == NodeSymbol {
-			if err := bindLocal(k.Val.Str(), k.Pos, constValue(v)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		b, err := c.pattern(k)
-		if err != nil {
-			return nil, err
-		}
-		binds = append(binds, keyBind{constValue(v), b, nil})
 	}
-	pos := p.Pos
+	// {name :key}: k is the pattern, v the literal key.
+	if !v.IsLiteral() {
+		return c.errf(v.Pos, "map pattern keys must be literals")
+	}
+	if k.Kind == NodeSymbol {
+		return c.bindLocal(mp, k.Val.Str(), k.Pos, constValue(v))
+	}
+	b, err := c.pattern(k)
+	if err != nil {
+		return err
+	}
+	mp.binds = append(mp.binds, keyBind{constValue(v), b, nil})
+	return nil
+}
+
+// bindLocal binds the local name at pos to the value under key, with its
+// :or default.
+func (c *compiler) bindLocal(mp *mapPat, local string, pos Pos, key Value) error {
+	var def code
+	if dn, ok := mp.defaults[local]; ok {
+		var err error
+		if def, err = c.expr(dn); err != nil {
+			return err
+		}
+	}
+	b, err := c.pattern(&Node{Kind: NodeSymbol, Pos: pos, Val: Symbol(local)})
+	if err != nil {
+		return err
+	}
+	mp.binds = append(mp.binds, keyBind{key, b, def})
+	return nil
+}
+
+// compiled is the pattern's binder: it binds each key (or its default),
+// then :as.
+func (pat *mapPat) compiled(pos Pos) binder {
+	binds, as := pat.binds, pat.as
 	return func(m *Machine, f *frame, v Value) error {
 		if !v.IsNil() && v.Kind() != KindMap {
 			return errorf(ErrType, pos, "cannot destructure a %s with a map pattern", v.Kind())
@@ -408,7 +451,7 @@ func (c *compiler) mapPattern(p *Node) (binder, error) {
 			return as(m, f, v)
 		}
 		return nil
-	}, nil
+	}
 }
 
 // bindable refuses names that would shadow special forms: a plan could

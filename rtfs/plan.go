@@ -247,34 +247,9 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 		return nil, c.errf(n.Pos, "step-loop needs a name and an options map: (step-loop \"Name\" {:max 5 :until (fn [r] …)} body…)")
 	}
 	opts := n.Items[2]
-	max := 0
-	var untilC code
-	for i := 0; i+1 < len(opts.Items); i += 2 {
-		k, v := opts.Items[i], opts.Items[i+1]
-		key := ""
-		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
-			key = k.Val.Str()
-		}
-		switch key {
-		case "max":
-			if v.Kind != NodeAtom || v.Val.Kind() != KindInt || v.Val.AsInt() < 1 || v.Val.AsInt() > MaxLoopPasses {
-				return nil, c.errf(v.Pos, "step-loop :max must be a literal int from 1 to %d", MaxLoopPasses)
-			}
-			max = int(v.Val.AsInt())
-		case "until":
-			c.pure++
-			uc, err := c.expr(v)
-			c.pure--
-			if err != nil {
-				return nil, err
-			}
-			untilC = uc
-		default:
-			return nil, c.errf(k.Pos, "unknown step-loop option %s; use :max and :until", describe(k))
-		}
-	}
-	if max == 0 {
-		return nil, c.errf(opts.Pos, "step-loop needs :max, the most passes it may run (1 to %d)", MaxLoopPasses)
+	max, untilC, err := c.stepLoopOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	metaNode := n.Items[1].Meta
 	if metaNode == nil {
@@ -288,9 +263,47 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	pos := n.Pos
 	runPass := func(m *Machine, f *frame) (Value, error) { return m.runBlock(sc, body, f) }
-	loop := func(m *Machine, f *frame) (Value, error) {
+	loop := stepLoopPasses(name, max, untilC, runPass, n.Pos)
+	return stepCode(name, StepLoop, 0, max, metaC, n.Pos, loop), nil
+}
+
+// stepLoopOptions compiles step-loop's {:max N :until f}; :max is required.
+func (c *compiler) stepLoopOptions(opts *Node) (max int, untilC code, err error) {
+	for i := 0; i+1 < len(opts.Items); i += 2 {
+		k, v := opts.Items[i], opts.Items[i+1]
+		key := ""
+		if k.Kind == NodeAtom && k.Val.Kind() == KindKeyword {
+			key = k.Val.Str()
+		}
+		switch key {
+		case "max":
+			if v.Kind != NodeAtom || v.Val.Kind() != KindInt || v.Val.AsInt() < 1 || v.Val.AsInt() > MaxLoopPasses {
+				return 0, nil, c.errf(v.Pos, "step-loop :max must be a literal int from 1 to %d", MaxLoopPasses)
+			}
+			max = int(v.Val.AsInt())
+		case "until":
+			c.pure++
+			uc, err := c.expr(v)
+			c.pure--
+			if err != nil {
+				return 0, nil, err
+			}
+			untilC = uc
+		default:
+			return 0, nil, c.errf(k.Pos, "unknown step-loop option %s; use :max and :until", describe(k))
+		}
+	}
+	if max == 0 {
+		return 0, nil, c.errf(opts.Pos, "step-loop needs :max, the most passes it may run (1 to %d)", MaxLoopPasses)
+	}
+	return max, untilC, nil
+}
+
+// stepLoopPasses runs the loop's passes, each a step of its own, until
+// :until holds of a pass's result or :max passes have run.
+func stepLoopPasses(name string, max int, untilC, runPass code, pos Pos) code {
+	return func(m *Machine, f *frame) (Value, error) {
 		var until Value
 		if untilC != nil {
 			var err error
@@ -323,7 +336,6 @@ func (c *compiler) stepLoop(n *Node) (code, error) {
 		}
 		return last, nil
 	}
-	return stepCode(name, StepLoop, 0, max, metaC, pos, loop), nil
 }
 
 // compensated: (step.with-compensation (step "Do" …) (step "Undo" …)).

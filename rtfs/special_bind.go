@@ -226,44 +226,58 @@ func (c *compiler) condp(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	type clause struct {
-		test, result code
-		thread       bool
+	clauses, def, err := c.condpClauses(n.Items[3:], tail)
+	if err != nil {
+		return nil, err
 	}
-	var clauses []clause
-	var def code
-	items := n.Items[3:]
+	return condpCode(pred, expr, clauses, def, n.Pos), nil
+}
+
+// condpClause is one test and result of a condp; thread is :>>, which
+// passes the predicate's value to the result.
+type condpClause struct {
+	test, result code
+	thread       bool
+}
+
+// condpClauses compiles condp's test/result pairs and its default.
+func (c *compiler) condpClauses(items []*Node, tail bool) (clauses []condpClause, def code, err error) {
 	for len(items) > 0 {
 		if len(items) == 1 {
 			if def, err = c.exprT(items[0], tail); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			break
 		}
 		t, err := c.expr(items[0])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if items[1].Kind == NodeAtom && items[1].Val.Kind() == KindKeyword && items[1].Val.Str() == ">>" {
 			if len(items) < 3 {
-				return nil, c.errf(items[1].Pos, "condp :>> needs a function after it")
+				return nil, nil, c.errf(items[1].Pos, "condp :>> needs a function after it")
 			}
 			r, err := c.expr(items[2])
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			clauses = append(clauses, clause{t, r, true})
+			clauses = append(clauses, condpClause{t, r, true})
 			items = items[3:]
 			continue
 		}
 		r, err := c.exprT(items[1], tail)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		clauses = append(clauses, clause{t, r, false})
+		clauses = append(clauses, condpClause{t, r, false})
 		items = items[2:]
 	}
-	pos := n.Pos
+	return clauses, def, nil
+}
+
+// condpCode runs a compiled condp: the first clause whose test the
+// predicate accepts, else the default.
+func condpCode(pred, expr code, clauses []condpClause, def code, pos Pos) code {
 	return func(m *Machine, f *frame) (Value, error) {
 		p, err := pred(m, f)
 		if err != nil {
@@ -298,7 +312,7 @@ func (c *compiler) condp(n *Node) (code, error) {
 			return def(m, f)
 		}
 		return Nil, errorf(ErrValue, pos, "condp has no clause for %s and no default; add a default as the last form", PrintLimit(x, 60))
-	}, nil
+	}
 }
 
 func (m *Machine) apply1(fn, a Value, pos Pos) (Value, error) {

@@ -207,79 +207,24 @@ func (t *Type) Check(v Value) error {
 	return t.check(v, nil)
 }
 
+// check validates v at path, the path of the value within the one Check
+// was given.
 func (t *Type) check(v Value, path []string) error {
-	fail := func(want string) error {
-		return &TypeError{Path: append([]string(nil), path...), Want: want, Got: v}
-	}
 	if ok := primitiveTypes[t.kind]; ok != nil && t.elems == nil && t.fields == nil {
 		if !ok(v) {
-			return fail(t.kind)
+			return mismatch(path, t.kind, v)
 		}
 		return nil
 	}
 	switch t.kind {
 	case "vector":
-		if !v.IsSeq() {
-			return fail("vector")
-		}
-		for i, it := range v.Items() {
-			if err := t.elems[0].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
-				return err
-			}
-		}
+		return t.checkVector(v, path)
 	case "tuple":
-		items := v.Items()
-		if !v.IsSeq() || len(items) != len(t.elems) {
-			return fail(fmt.Sprintf("a vector of %d", len(t.elems)))
-		}
-		for i, it := range items {
-			if err := t.elems[i].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
-				return err
-			}
-		}
+		return t.checkTuple(v, path)
 	case "map":
-		if v.Kind() != KindMap {
-			return fail("map")
-		}
-		m := v.AsMap()
-		for _, f := range t.fields {
-			fv, ok := m.Get(f.key)
-			if !ok || fv.IsNil() {
-				if f.optional {
-					continue
-				}
-				if !ok {
-					return &TypeError{Path: append(append([]string(nil), path...), Print(f.key)), Want: f.t.String() + " (required)", Got: Nil}
-				}
-			}
-			if err := f.t.check(fv, append(path, Print(f.key))); err != nil {
-				return err
-			}
-		}
-		var unknown error
-		m.Range(func(k, _ Value) bool {
-			for _, f := range t.fields {
-				if Equal(f.key, k) {
-					return true
-				}
-			}
-			unknown = &TypeError{Path: append(append([]string(nil), path...), Print(k)), Want: "no such key", Got: Nil}
-			return false
-		})
-		return unknown
+		return t.checkMap(v, path)
 	case "map-of":
-		if v.Kind() != KindMap {
-			return fail("map")
-		}
-		var err error
-		v.AsMap().Range(func(k, val Value) bool {
-			p := append(path, Print(k))
-			if err = t.elems[0].check(k, p); err == nil {
-				err = t.elems[1].check(val, p)
-			}
-			return err == nil
-		})
-		return err
+		return t.checkMapOf(v, path)
 	case "maybe":
 		if v.IsNil() {
 			return nil
@@ -291,7 +236,7 @@ func (t *Type) check(v Value, path []string) error {
 				return nil
 			}
 		}
-		return fail(t.String())
+		return mismatch(path, t.String(), v)
 	case "and":
 		for _, e := range t.elems {
 			if err := e.check(v, path); err != nil {
@@ -304,7 +249,89 @@ func (t *Type) check(v Value, path []string) error {
 				return nil
 			}
 		}
-		return fail("one of " + Print(Vector(t.vals)))
+		return mismatch(path, "one of "+Print(Vector(t.vals)), v)
 	}
 	return nil
+}
+
+// mismatch says that v at path is not what was wanted.
+func mismatch(path []string, want string, v Value) error {
+	return &TypeError{Path: append([]string(nil), path...), Want: want, Got: v}
+}
+
+// checkVector checks [:vector T]: a sequence whose every item is a T.
+func (t *Type) checkVector(v Value, path []string) error {
+	if !v.IsSeq() {
+		return mismatch(path, "vector", v)
+	}
+	for i, it := range v.Items() {
+		if err := t.elems[0].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTuple checks [:tuple T…]: a sequence of exactly those types.
+func (t *Type) checkTuple(v Value, path []string) error {
+	items := v.Items()
+	if !v.IsSeq() || len(items) != len(t.elems) {
+		return mismatch(path, fmt.Sprintf("a vector of %d", len(t.elems)), v)
+	}
+	for i, it := range items {
+		if err := t.elems[i].check(it, append(path, fmt.Sprintf("[%d]", i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkMap checks [:map …]: every required field present, every field of
+// its type, and no key the type does not name.
+func (t *Type) checkMap(v Value, path []string) error {
+	if v.Kind() != KindMap {
+		return mismatch(path, "map", v)
+	}
+	m := v.AsMap()
+	for _, f := range t.fields {
+		fv, ok := m.Get(f.key)
+		if !ok || fv.IsNil() {
+			if f.optional {
+				continue
+			}
+			if !ok {
+				return &TypeError{Path: append(append([]string(nil), path...), Print(f.key)), Want: f.t.String() + " (required)", Got: Nil}
+			}
+		}
+		if err := f.t.check(fv, append(path, Print(f.key))); err != nil {
+			return err
+		}
+	}
+	var unknown error
+	m.Range(func(k, _ Value) bool {
+		for _, f := range t.fields {
+			if Equal(f.key, k) {
+				return true
+			}
+		}
+		unknown = &TypeError{Path: append(append([]string(nil), path...), Print(k)), Want: "no such key", Got: Nil}
+		return false
+	})
+	return unknown
+}
+
+// checkMapOf checks [:map-of K V]: every key a K and every value a V.
+func (t *Type) checkMapOf(v Value, path []string) error {
+	if v.Kind() != KindMap {
+		return mismatch(path, "map", v)
+	}
+	var err error
+	v.AsMap().Range(func(k, val Value) bool {
+		p := append(path, Print(k))
+		if err = t.elems[0].check(k, p); err == nil {
+			err = t.elems[1].check(val, p)
+		}
+		return err == nil
+	})
+	return err
 }

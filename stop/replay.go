@@ -138,6 +138,33 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 	}
 	ev := NewEvaluator(conds, Options{NoCache: true})
 	index := NewIndex()
+	preds, err := bindSuccessPredicates(conds, index)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range iters {
+		trig, trigName, failed := feedPredicates(ctx, index, preds, it.preceding)
+		in := Input{RunID: runID, Iteration: it.n, Started: started, Now: it.at, CostUSD: it.spent.Cost,
+			Tokens: it.spent.Tokens, ConsecutiveFailures: it.failures, LastActions: it.last, Audit: index,
+			Workdir: o.Workdir, HeadSeq: it.endSeq, Failed: failed, Workspace: workspaceOf(o, it)}
+		evaluation, err := ev.Evaluate(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		step := ReplayStep{Iteration: it.n, Evaluation: evaluation, Recorded: it.recorded, Unknown: rs.u.names(it.n),
+			Decision: replayDecision(&evaluation, trig, trigName, o.Specs, it.spent)}
+		res.Steps = append(res.Steps, step)
+		if step.Stop {
+			res.Stopped, res.Iteration, res.Decision = true, it.n, step.Decision
+			break
+		}
+	}
+	return res, nil
+}
+
+// bindSuccessPredicates binds the success-class completion predicates to
+// index, as the runner watches them.
+func bindSuccessPredicates(conds []*Condition, index *Index) ([]namedBound, error) {
 	var preds []namedBound
 	for _, c := range conds {
 		if p := c.Predicate(); p != nil && c.Class == ClassSuccess {
@@ -148,68 +175,65 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 			preds = append(preds, namedBound{c.Name, b})
 		}
 	}
-	for _, it := range iters {
-		// The completion predicates, after every action as the runner's
-		// feed evaluates them.
-		var trig *ledger.Action
-		var trigName string
-		failed := map[string]error{}
-		for i := range it.preceding {
-			a := &it.preceding[i]
-			if a.Type == ledger.RunCompleted {
+	return preds, nil
+}
+
+// feedPredicates adds an iteration's actions to the index and evaluates
+// the completion predicates after every action, as the runner's feed
+// does: the action after which one first held, its name, and the
+// predicates that could not be evaluated (nil when none).
+func feedPredicates(ctx context.Context, index *Index, preds []namedBound, acts []ledger.Action) (trig *ledger.Action, trigName string, failed map[string]error) {
+	failed = map[string]error{}
+	for i := range acts {
+		a := &acts[i]
+		if a.Type == ledger.RunCompleted {
+			continue
+		}
+		index.Observe(a)
+		if trig != nil {
+			continue
+		}
+		for _, p := range preds {
+			if _, done := failed[p.name]; done {
 				continue
 			}
-			index.Observe(a)
+			holds, err := p.b.Eval(ctx)
+			switch {
+			case err != nil:
+				failed[p.name] = fmt.Errorf("%w (evaluated after seq %d)", err, a.Seq)
+			case holds:
+				c := *a
+				trig, trigName = &c, p.name
+			}
 			if trig != nil {
-				continue
+				break
 			}
-			for _, p := range preds {
-				if _, done := failed[p.name]; done {
-					continue
-				}
-				holds, err := p.b.Eval(ctx)
-				switch {
-				case err != nil:
-					failed[p.name] = fmt.Errorf("%w (evaluated after seq %d)", err, a.Seq)
-				case holds:
-					c := *a
-					trig, trigName = &c, p.name
-				}
-				if trig != nil {
-					break
-				}
-			}
-		}
-		if len(failed) == 0 {
-			failed = nil
-		}
-		in := Input{RunID: runID, Iteration: it.n, Started: started, Now: it.at, CostUSD: it.spent.Cost,
-			Tokens: it.spent.Tokens, ConsecutiveFailures: it.failures, LastActions: it.last, Audit: index,
-			Workdir: o.Workdir, HeadSeq: it.endSeq, Failed: failed, Workspace: workspaceOf(o, it)}
-		evaluation, err := ev.Evaluate(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		step := ReplayStep{Iteration: it.n, Evaluation: evaluation, Recorded: it.recorded, Unknown: rs.u.names(it.n)}
-		strong := evaluation.ShouldStop && (evaluation.Class == ClassAbort || evaluation.Class == ClassFailure)
-		switch {
-		case trig != nil && !strong:
-			step.Decision = Decision{Stop: true, Class: ClassSuccess, TriggeredBy: trigName,
-				Reason: fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq)}
-		case evaluation.ShouldStop:
-			step.Decision = Decision{Stop: true, Class: evaluation.Class, TriggeredBy: evaluation.TriggeredBy, Reason: evaluation.Reason}
-		default:
-			if f := BeforeIteration(o.Specs, it.spent); f != nil {
-				step.Decision = Decision{Stop: true, Class: f.Class, TriggeredBy: f.Spec.Name, Reason: f.Reason, Before: true}
-			}
-		}
-		res.Steps = append(res.Steps, step)
-		if step.Stop {
-			res.Stopped, res.Iteration, res.Decision = true, it.n, step.Decision
-			break
 		}
 	}
-	return res, nil
+	if len(failed) == 0 {
+		failed = nil
+	}
+	return trig, trigName, failed
+}
+
+// replayDecision is what the runner would have decided after an
+// iteration: a completion predicate that held, unless an abort or failure
+// condition fired too; else the evaluation's stop; else a budget the next
+// iteration would cross.
+func replayDecision(evaluation *Evaluation, trig *ledger.Action, trigName string, specs []config.Stop, spent Spent) Decision {
+	strong := evaluation.ShouldStop && (evaluation.Class == ClassAbort || evaluation.Class == ClassFailure)
+	switch {
+	case trig != nil && !strong:
+		return Decision{Stop: true, Class: ClassSuccess, TriggeredBy: trigName,
+			Reason: fmt.Sprintf("the completion predicate held after %s %s (seq %d)", trig.Type, trig.FunctionName, trig.Seq)}
+	case evaluation.ShouldStop:
+		return Decision{Stop: true, Class: evaluation.Class, TriggeredBy: evaluation.TriggeredBy, Reason: evaluation.Reason}
+	default:
+		if f := BeforeIteration(specs, spent); f != nil {
+			return Decision{Stop: true, Class: f.Class, TriggeredBy: f.Spec.Name, Reason: f.Reason, Before: true}
+		}
+	}
+	return Decision{}
 }
 
 type namedBound struct {

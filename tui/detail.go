@@ -195,30 +195,72 @@ func (d *detailView) lines(width, height int) []string {
 
 const fieldW = 16
 
+// content is the detail view's lines at width w: the summary, what went
+// wrong, the ids, verification, data, links, metadata, output and the
+// closing action.
 func (d *detailView) content(w int) []string {
 	st, msg, a := d.st, d.msg, d.msg.action
-	var out []string
-	fieldW := fieldW
-	field := func(name, value string) { d.fieldFunc(&out, w, fieldW)(name, value) }
-	section := func(name string) { out = append(out, "", st.bold.Render(name)) }
+	dl := &detailLines{d: d, w: w, fieldW: fieldW}
 	// A row with a closing action (a step, an iteration) ended as its
 	// closer says: ✗ Iteration 2 is its failed IterationCompleted, not its
 	// IterationStarted.
-	out = append(out, spread(st.bold.Render(ledger.Summary(a)), d.verdict(a), w))
+	dl.out = append(dl.out, spread(st.bold.Render(ledger.Summary(a)), d.verdict(a), w))
 	if c := msg.closer; c != nil {
-		out = append(out, spread(st.bold.Render("closed by "+ledger.Summary(c)), d.verdict(c), w))
+		dl.out = append(dl.out, spread(st.bold.Render("closed by "+ledger.Summary(c)), d.verdict(c), w))
 	}
-	out = append(out, "")
-	if fields := failureLines(a, msg.closer); len(fields) > 0 { // what went wrong first, before the ids and hashes
-		var failed []string
-		for _, f := range fields {
-			d.fieldFunc(&failed, w, fieldW)(f[0], f[1])
-		}
-		for _, l := range failed {
-			out = append(out, st.fail.Render(ansi.Strip(l)))
-		}
-		out = append(out, "")
+	dl.out = append(dl.out, "")
+	dl.failures()
+	dl.identity()
+	dl.section("verification")
+	d.verification(dl.field)
+	dl.data()
+	dl.links()
+	dl.metadata()
+	dl.fieldW = 16
+	if msg.output != nil {
+		d.outputSection(msg.output, dl.field, &dl.out)
 	}
+	dl.closer()
+	return dl.out
+}
+
+// detailLines is the detail view's content being written at width w,
+// with fields' names padded to fieldW.
+type detailLines struct {
+	d      *detailView
+	w      int
+	fieldW int
+	out    []string
+}
+
+// field writes a name and its value, wrapped.
+func (dl *detailLines) field(name, value string) {
+	dl.d.fieldFunc(&dl.out, dl.w, dl.fieldW)(name, value)
+}
+
+// section starts a section after a blank line.
+func (dl *detailLines) section(name string) { dl.out = append(dl.out, "", dl.d.st.bold.Render(name)) }
+
+// failures writes what went wrong first, before the ids and hashes.
+func (dl *detailLines) failures() {
+	msg := dl.d.msg
+	fields := failureLines(msg.action, msg.closer)
+	if len(fields) == 0 {
+		return
+	}
+	var failed []string
+	for _, f := range fields {
+		dl.d.fieldFunc(&failed, dl.w, dl.fieldW)(f[0], f[1])
+	}
+	for _, l := range failed {
+		dl.out = append(dl.out, dl.d.st.fail.Render(ansi.Strip(l)))
+	}
+	dl.out = append(dl.out, "")
+}
+
+// identity writes the action's seq, ids, function, time, duration and cost.
+func (dl *detailLines) identity() {
+	msg, a, field := dl.d.msg, dl.d.msg.action, dl.field
 	field("seq", strconv.FormatUint(a.Seq, 10))
 	field("action_id", a.ActionID)
 	parent := a.ParentActionID
@@ -233,30 +275,45 @@ func (d *detailView) content(w int) []string {
 	field("timestamp", a.Timestamp.UTC().Format(time.RFC3339Nano))
 	field("duration", fmtDur(time.Duration(a.DurationMS)*time.Millisecond))
 	field("cost", fmt.Sprintf("$%.4f", a.Cost))
-	section("verification")
-	d.verification(field)
-	section("data")
+}
+
+// data writes the action's arguments, result and error.
+func (dl *detailLines) data() {
+	a := dl.d.msg.action
+	dl.section("data")
 	args := make([]string, len(a.Arguments))
 	for i, v := range a.Arguments {
 		args[i] = rtfs.Print(v)
 	}
-	field("arguments", orNone(strings.Join(args, " ")))
-	field("result", orNone(printValue(a.Result)))
-	field("error", orNone(a.ErrorMessage))
-	section("links")
-	field("intent", orNone(a.IntentID))
-	field("rule", orNone(a.Metadata[ledger.MetaConstitutionalRuleID].Str()))
+	dl.field("arguments", orNone(strings.Join(args, " ")))
+	dl.field("result", orNone(printValue(a.Result)))
+	dl.field("error", orNone(a.ErrorMessage))
+}
+
+// links writes the intent, rule, decision and attestation the action
+// points to.
+func (dl *detailLines) links() {
+	msg, a := dl.d.msg, dl.d.msg.action
+	dl.section("links")
+	dl.field("intent", orNone(a.IntentID))
+	dl.field("rule", orNone(a.Metadata[ledger.MetaConstitutionalRuleID].Str()))
 	dec := a.Metadata[ledger.MetaDelegationDecisionID].Str()
 	if msg.decision != "" {
 		dec += " — " + msg.decision
 	}
-	field("decision", orNone(dec))
-	field("attestation", orNone(a.Metadata[ledger.MetaCapabilityAttestationID].Str()))
-	section("metadata")
+	dl.field("decision", orNone(dec))
+	dl.field("attestation", orNone(a.Metadata[ledger.MetaCapabilityAttestationID].Str()))
+}
+
+// metadata writes the action's metadata by key, the names padded to the
+// longest key (up to half the width).
+func (dl *detailLines) metadata() {
+	a := dl.d.msg.action
+	dl.section("metadata")
 	keys := make([]string, 0, len(a.Metadata))
 	for k := range a.Metadata {
 		keys = append(keys, k)
-		fieldW = max(fieldW, min(len(k)+2, w/2))
+		dl.fieldW = max(dl.fieldW, min(len(k)+2, dl.w/2))
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -265,30 +322,33 @@ func (d *detailView) content(w int) []string {
 		if v.Kind() == rtfs.KindString {
 			s = v.Str()
 		}
-		field(k, s)
+		dl.field(k, s)
 	}
 	if len(keys) == 0 {
-		out = append(out, st.dim.Render("none"))
+		dl.out = append(dl.out, dl.d.st.dim.Render("none"))
 	}
-	fieldW = 16
-	if msg.output != nil {
-		d.outputSection(msg.output, field, &out)
+}
+
+// closer writes the closing action's section, or why it could not be read.
+func (dl *detailLines) closer() {
+	msg, field := dl.d.msg, dl.field
+	c := msg.closer
+	if c == nil {
+		if msg.closerErr != nil {
+			dl.out = append(dl.out, "", dl.d.st.fail.Render("closing action: "+msg.closerErr.Error()))
+		}
+		return
 	}
-	if c := msg.closer; c != nil {
-		section("closed by " + ledger.Summary(c))
-		field("seq", strconv.FormatUint(c.Seq, 10))
-		field("action_id", c.ActionID)
-		field("timestamp", c.Timestamp.UTC().Format(time.RFC3339Nano))
-		field("duration", fmtDur(time.Duration(c.DurationMS)*time.Millisecond))
-		field("result", orNone(printValue(c.Result)))
-		field("error", orNone(c.ErrorMessage))
-		field("action_hash", c.ActionHash.String())
-		field("chain_hash", c.ChainHash.String())
-		field("checkpoint", "seq "+strconv.FormatUint(c.CheckpointSeq, 10))
-	} else if msg.closerErr != nil {
-		out = append(out, "", st.fail.Render("closing action: "+msg.closerErr.Error()))
-	}
-	return out
+	dl.section("closed by " + ledger.Summary(c))
+	field("seq", strconv.FormatUint(c.Seq, 10))
+	field("action_id", c.ActionID)
+	field("timestamp", c.Timestamp.UTC().Format(time.RFC3339Nano))
+	field("duration", fmtDur(time.Duration(c.DurationMS)*time.Millisecond))
+	field("result", orNone(printValue(c.Result)))
+	field("error", orNone(c.ErrorMessage))
+	field("action_hash", c.ActionHash.String())
+	field("chain_hash", c.ChainHash.String())
+	field("checkpoint", "seq "+strconv.FormatUint(c.CheckpointSeq, 10))
 }
 
 // verdict is how a ended, as the chain row marks it.

@@ -313,15 +313,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	case ledger.RunStarted:
 		n.kind, n.st, n.label = kindRun, stRunning, "Run · "+fn
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:
-		n.kind, n.st = kindRunEnd, stFailed
-		switch a.Type {
-		case ledger.RunCompleted:
-			n.st = stOK
-		case ledger.RunStopped:
-			n.st = stStop
-		}
-		n.label = "Run " + runEndState(a.Type) + " · " + fn
-		t.end()
+		t.describeRunEnd(n, a)
 	case ledger.IterationStarted:
 		n.kind, n.st = kindIteration, stRunning
 		n.label = "Iteration " + strconv.FormatInt(a.Metadata["iteration"].AsInt(), 10)
@@ -355,20 +347,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	case ledger.CapabilityCall:
 		n.kind, n.label = kindCall, t.str(fn)
 		ok()
-		note := ""
-		if cmd := a.Metadata["cmd"].Str(); cmd != "" && a.Success {
-			note = firstLine(cmd)
-		}
-		if r := a.ReportedFailure(); r != "" {
-			n.st = stReported
-			note = strings.TrimSuffix(r+" · "+note, " · ")
-		}
-		if cancelled(a) {
-			n.st = stCancelled
-		}
-		if note != "" {
-			t.notes[idx] = t.str(cut(note, maxNote))
-		}
+		t.describeCall(n, idx, a)
 	case ledger.CapabilityDeduplicated:
 		n.kind, n.st, n.label = kindCall, stOK, t.str(fn+" (deduplicated)")
 	case ledger.ContractCheck:
@@ -379,14 +358,7 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	case ledger.CompensationStarted:
 		n.kind, n.st, n.label = kindCompensation, stRunning, t.str("↺ compensate "+fn)
 	case ledger.StopConditionsEvaluated:
-		n.kind, n.st, n.label = kindStop, stInfo, "stop conditions · continue"
-		if a.Metadata["should_stop"].Truthy() {
-			n.st = stStop
-			if a.Metadata["class"].Str() == string(stop.ClassFailure) {
-				n.st = stFailed // a fired failure condition is red, as the run's end
-			}
-			n.label = "stop conditions · STOP by " + a.Metadata["triggered_by"].Str()
-		}
+		describeStopEvaluation(n, a)
 	case ledger.PlanStepRetrying:
 		n.kind, n.st, n.label = kindRetry, stInfo, t.str("retry "+fn)
 	default:
@@ -396,6 +368,51 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	}
 	if !a.Success && a.ErrorMessage != "" {
 		t.notes[idx] = t.str(cut(firstLine(a.ErrorMessage), maxNote))
+	}
+}
+
+// describeRunEnd describes the run's closing action and ends the tree.
+func (t *tree) describeRunEnd(n *node, a *ledger.Action) {
+	n.kind, n.st = kindRunEnd, stFailed
+	switch a.Type {
+	case ledger.RunCompleted:
+		n.st = stOK
+	case ledger.RunStopped:
+		n.st = stStop
+	}
+	n.label = "Run " + runEndState(a.Type) + " · " + a.FunctionName
+	t.end()
+}
+
+// describeCall gives a capability call its status (a failure the call
+// reported, a cancel) and its note (the command it ran, the failure).
+func (t *tree) describeCall(n *node, idx int32, a *ledger.Action) {
+	note := ""
+	if cmd := a.Metadata["cmd"].Str(); cmd != "" && a.Success {
+		note = firstLine(cmd)
+	}
+	if r := a.ReportedFailure(); r != "" {
+		n.st = stReported
+		note = strings.TrimSuffix(r+" · "+note, " · ")
+	}
+	if cancelled(a) {
+		n.st = stCancelled
+	}
+	if note != "" {
+		t.notes[idx] = t.str(cut(note, maxNote))
+	}
+}
+
+// describeStopEvaluation says whether the stop conditions let the run
+// continue or which one stopped it.
+func describeStopEvaluation(n *node, a *ledger.Action) {
+	n.kind, n.st, n.label = kindStop, stInfo, "stop conditions · continue"
+	if a.Metadata["should_stop"].Truthy() {
+		n.st = stStop
+		if a.Metadata["class"].Str() == string(stop.ClassFailure) {
+			n.st = stFailed // a fired failure condition is red, as the run's end
+		}
+		n.label = "stop conditions · STOP by " + a.Metadata["triggered_by"].Str()
 	}
 }
 

@@ -35,12 +35,6 @@ func (e *NotAllowedError) Error() string {
 // RTFSType names the error in RTFS catch maps.
 func (e *NotAllowedError) RTFSType() string { return "governance/denied" }
 
-// ShellAllowed reports whether cmd may run under allow: the command must be
-// listed by name (or by the exact path written in the list).
-func ShellAllowed(cmd string, allow []string) bool {
-	return cmd != "" && slices.Contains(allow, cmd)
-}
-
 type shell struct {
 	workdir string
 	allow   []string
@@ -65,51 +59,21 @@ func (s *shell) capability() *capability.Capability {
 	}
 }
 
+// run is shell.exec's handler: it checks the call, runs the command
+// contained under its timeout and reports its exit, output and duration.
 func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, error) {
 	m := in.AsMap()
-	cmdName := m.GetKey("cmd").Str()
-	if !ShellAllowed(cmdName, s.allow) {
-		return capability.Result{}, &NotAllowedError{Cmd: cmdName, Allow: s.allow}
+	req, err := s.request(m)
+	if err != nil {
+		return capability.Result{}, err
 	}
-	var args []string
-	for _, a := range m.GetKey("args").Items() {
-		args = append(args, a.Str())
-	}
-	dir := s.workdir
-	if d := m.GetKey("dir"); !d.IsNil() {
-		var err error
-		if dir, err = confine(s.workdir, d.Str()); err != nil {
-			return capability.Result{}, fmt.Errorf("shell.exec :dir: %w", err)
-		}
-	}
-	timeout := DefaultShellTimeout
-	if t := m.GetKey("timeout-ms"); !t.IsNil() {
-		if t.AsInt() <= 0 {
-			return capability.Result{}, errors.New("shell.exec :timeout-ms must be positive")
-		}
-		timeout = time.Duration(t.AsInt()) * time.Millisecond
-	}
-	timedOut := fmt.Errorf("timed out after %s", timeout)
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, timedOut)
+	timedOut := fmt.Errorf("timed out after %s", req.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, req.timeout, timedOut)
 	defer cancel()
 
-	cmd := exec.CommandContext(ctx, cmdName, args...)
-	cmd.Dir = dir
-	cmd.Env = slices.Clone(s.env)
-	var envErr error
-	m.GetKey("env").AsMap().Range(func(k, v rtfs.Value) bool {
-		if reason := unsafeEnv(k.Str()); reason != "" {
-			envErr = fmt.Errorf("shell.exec :env may not set %s: %s", k.Str(), reason)
-			return false
-		}
-		cmd.Env = append(cmd.Env, k.Str()+"="+v.Str())
-		return true
-	})
-	if envErr != nil {
-		return capability.Result{}, envErr
-	}
-	if st := m.GetKey("stdin"); !st.IsNil() {
-		cmd.Stdin = strings.NewReader(st.Str())
+	cmd, err := s.command(ctx, req, m)
+	if err != nil {
+		return capability.Result{}, err
 	}
 	stdout, stderr := procgroup.CappedBuffer{Limit: MaxOutput}, procgroup.CappedBuffer{Limit: MaxOutput}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -137,20 +101,78 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 			rtfs.Keyword("duration-ms"), rtfs.Int(dur.Milliseconds()),
 			rtfs.Keyword("truncated"), rtfs.Bool(stdout.Truncated || stderr.Truncated),
 		)),
-		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{cmdName}, args...), " "),
+		Metadata: map[string]string{"exit": strconv.Itoa(exit), "cmd": strings.Join(append([]string{req.cmd}, req.args...), " "),
 			"containment": containment},
 	}
 	switch {
 	case startErr != nil:
-		return res, fmt.Errorf("shell.exec %s: %w", cmdName, startErr)
+		return res, fmt.Errorf("shell.exec %s: %w", req.cmd, startErr)
 	case ctx.Err() != nil:
 		// Its own timeout, or whoever cancelled the call (a skip, an
 		// abort, a signal, a step's :timeout-ms), as the context says.
-		return res, fmt.Errorf("shell.exec %s: %s; the process group was killed", cmdName, stopCause(ctx, timedOut))
+		return res, fmt.Errorf("shell.exec %s: %s; the process group was killed", req.cmd, stopCause(ctx, timedOut))
 	case exit != 0 && !isFalse(m.GetKey("check")):
-		return res, fmt.Errorf("shell.exec %s exited with status %d", cmdName, exit)
+		return res, fmt.Errorf("shell.exec %s exited with status %d", req.cmd, exit)
 	}
 	return res, nil
+}
+
+// shellRequest is what a shell.exec call asks to run: the allowed program,
+// its arguments, the directory inside the workdir and the timeout.
+type shellRequest struct {
+	cmd     string
+	args    []string
+	dir     string
+	timeout time.Duration
+}
+
+// request checks a call's :cmd against the allow list, confines its :dir
+// and reads its :args and :timeout-ms.
+func (s *shell) request(m *rtfs.Map) (shellRequest, error) {
+	req := shellRequest{cmd: m.GetKey("cmd").Str(), dir: s.workdir, timeout: DefaultShellTimeout}
+	if !capability.CommandAllowed(req.cmd, s.allow) {
+		return req, &NotAllowedError{Cmd: req.cmd, Allow: s.allow}
+	}
+	for _, a := range m.GetKey("args").Items() {
+		req.args = append(req.args, a.Str())
+	}
+	if d := m.GetKey("dir"); !d.IsNil() {
+		var err error
+		if req.dir, err = confine(s.workdir, d.Str()); err != nil {
+			return req, fmt.Errorf("shell.exec :dir: %w", err)
+		}
+	}
+	if t := m.GetKey("timeout-ms"); !t.IsNil() {
+		if t.AsInt() <= 0 {
+			return req, errors.New("shell.exec :timeout-ms must be positive")
+		}
+		req.timeout = time.Duration(t.AsInt()) * time.Millisecond
+	}
+	return req, nil
+}
+
+// command is the command to run under ctx, with the capability's
+// environment plus the call's safe :env and its :stdin.
+func (s *shell) command(ctx context.Context, req shellRequest, m *rtfs.Map) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, req.cmd, req.args...)
+	cmd.Dir = req.dir
+	cmd.Env = slices.Clone(s.env)
+	var envErr error
+	m.GetKey("env").AsMap().Range(func(k, v rtfs.Value) bool {
+		if reason := unsafeEnv(k.Str()); reason != "" {
+			envErr = fmt.Errorf("shell.exec :env may not set %s: %s", k.Str(), reason)
+			return false
+		}
+		cmd.Env = append(cmd.Env, k.Str()+"="+v.Str())
+		return true
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if st := m.GetKey("stdin"); !st.IsNil() {
+		cmd.Stdin = strings.NewReader(st.Str())
+	}
+	return cmd, nil
 }
 
 // confine resolves p against workdir and refuses anything outside it,

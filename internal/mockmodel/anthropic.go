@@ -118,6 +118,8 @@ func apiError(w http.ResponseWriter, status int, typ, msg string, h http.Header)
 
 var workingDir = regexp.MustCompile(`Primary working directory: ([^\n"\\]+)`)
 
+// messages answers POST /v1/messages: it counts the step (the assistant
+// turns so far) and its attempt, then answers as the script says.
 func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("x-api-key") == InvalidKey {
 		apiError(w, http.StatusUnauthorized, "authentication_error", "invalid x-api-key", nil)
@@ -135,26 +137,43 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 			step++
 		}
 	}
-	a.mu.Lock()
-	a.requests++
-	if a.attempts == nil {
-		a.attempts = map[int]int{}
-	}
-	attempt := a.attempts[step]
-	if len(req.Tools) > 0 {
-		a.attempts[step]++
-	}
-	if a.Script == "limit" && a.Reset.IsZero() {
-		a.Reset = time.Now().Add(2 * time.Second)
-	}
-	reset := a.Reset
-	a.mu.Unlock()
+	attempt, reset := a.count(step, len(req.Tools) > 0)
 
 	s := &sse{w: w, model: req.Model, id: fmt.Sprintf("msg_mock_%s_%d_%d", a.Script, step, attempt)}
 	if len(req.Tools) == 0 { // a side call
 		s.reply(turn{text: "Mock"}, step)
 		return
 	}
+	wd := requestWorkDir(&req)
+	a.logf("mockmodel: anthropic: %s step %d attempt %d (%s)", a.Script, step, attempt, wd)
+	if a.misbehave(w, r, s, step, attempt, reset) {
+		return
+	}
+	s.reply(a.fixTurn(step, wd), step)
+}
+
+// count counts a request and, for a call with tools, the attempt at its
+// step; it returns that attempt and when the "limit" script's limit lifts.
+func (a *Anthropic) count(step int, tools bool) (attempt int, reset time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.requests++
+	if a.attempts == nil {
+		a.attempts = map[int]int{}
+	}
+	attempt = a.attempts[step]
+	if tools {
+		a.attempts[step]++
+	}
+	if a.Script == "limit" && a.Reset.IsZero() {
+		a.Reset = time.Now().Add(2 * time.Second)
+	}
+	return attempt, a.Reset
+}
+
+// requestWorkDir is the working directory Claude Code names in the system
+// prompt or, failing that, in the first message.
+func requestWorkDir(req *anthropicRequest) string {
 	wd := ""
 	if m := workingDir.FindSubmatch(req.System); m != nil {
 		wd = strings.TrimRight(string(m[1]), " ")
@@ -164,16 +183,20 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 			wd = string(m[1])
 		}
 	}
-	a.logf("mockmodel: anthropic: %s step %d attempt %d (%s)", a.Script, step, attempt, wd)
+	return wd
+}
 
-	script := a.Script
-	switch script {
+// misbehave answers as the script says when it is not the plain fix (a
+// limit, transient errors, a stream that breaks or hangs, a sleep, a
+// flood) and reports whether it answered; the scripts that fail only at
+// first go on as "fix" afterwards.
+func (a *Anthropic) misbehave(w http.ResponseWriter, r *http.Request, s *sse, step, attempt int, reset time.Time) bool {
+	switch a.Script {
 	case "limit":
 		if step == 0 && time.Now().Before(reset) {
 			a.usageLimit(w, reset)
-			return
+			return true
 		}
-		script = "fix"
 	case "retry":
 		statuses := a.Transient
 		if len(statuses) == 0 {
@@ -181,9 +204,8 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		if step == 0 && attempt < len(statuses) {
 			transient(w, statuses[attempt])
-			return
+			return true
 		}
-		script = "fix"
 	case "retry-fatal":
 		if step == 0 {
 			if attempt == 0 {
@@ -191,44 +213,55 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 			} else {
 				apiError(w, http.StatusBadRequest, "invalid_request_error", "messages.0.content: the mock model rejects this request", nil)
 			}
-			return
+			return true
 		}
 	case "overloaded":
 		if step == 0 && attempt == 0 {
 			s.start(step)
 			s.event("ping", `{"type": "ping"}`)
 			s.event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
-			return
+			return true
 		}
-		script = "fix"
 	case "hang":
-		s.start(step)
-		s.event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-		s.event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Thinking"}}`)
-		hang := a.Hang
-		if hang <= 0 {
-			hang = 2 * time.Minute
-		}
-		select { // bounded, so that a client that never leaves cannot block the server's Close
-		case <-r.Context().Done():
-		case <-time.After(hang):
-		}
-		return
+		a.hang(r, s, step)
+		return true
 	case "sleep":
 		if step == 0 {
 			s.reply(turn{tool: "Bash", input: map[string]any{"command": "sleep 300", "description": "Wait"}}, step)
 		} else {
 			s.reply(turn{text: "Slept."}, step)
 		}
-		return
+		return true
 	case "flood":
 		n := a.Flood
 		if n <= 0 {
 			n = 1 << 20
 		}
 		s.reply(turn{text: flood(n)}, step)
-		return
+		return true
 	}
+	return false
+}
+
+// hang starts a reply and then sends nothing more until the client leaves
+// or Hang (two minutes by default) has passed.
+func (a *Anthropic) hang(r *http.Request, s *sse, step int) {
+	s.start(step)
+	s.event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	s.event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Thinking"}}`)
+	hang := a.Hang
+	if hang <= 0 {
+		hang = 2 * time.Minute
+	}
+	select { // bounded, so that a client that never leaves cannot block the server's Close
+	case <-r.Context().Done():
+	case <-time.After(hang):
+	}
+}
+
+// fixTurn is the fix script's turn at step: read calc.go, edit it, run
+// the tests, say it is done.
+func (a *Anthropic) fixTurn(step int, wd string) turn {
 	test := a.Test
 	if test == "" {
 		test = "go test ./..."
@@ -237,18 +270,16 @@ func (a *Anthropic) messages(w http.ResponseWriter, r *http.Request) {
 	if wd != "" {
 		file = strings.TrimSuffix(wd, "/") + "/calc.go"
 	}
-	var t turn
 	switch step {
 	case 0:
-		t = turn{text: "I'll read calc.go.", tool: "Read", input: map[string]any{"file_path": file}}
+		return turn{text: "I'll read calc.go.", tool: "Read", input: map[string]any{"file_path": file}}
 	case 1:
-		t = turn{tool: "Edit", input: map[string]any{"file_path": file, "old_string": "return a - b", "new_string": "return a + b", "replace_all": false}}
+		return turn{tool: "Edit", input: map[string]any{"file_path": file, "old_string": "return a - b", "new_string": "return a + b", "replace_all": false}}
 	case 2:
-		t = turn{tool: "Bash", input: map[string]any{"command": test, "description": "Run the tests"}}
+		return turn{tool: "Bash", input: map[string]any{"command": test, "description": "Run the tests"}}
 	default:
-		t = turn{text: "Add now returns a + b; go test passes."}
+		return turn{text: "Add now returns a + b; go test passes."}
 	}
-	s.reply(t, step)
 }
 
 // usageLimit refuses a request as the API refuses a subscription whose

@@ -193,6 +193,8 @@ func turnOf(req *geminiRequest) int {
 	return n
 }
 
+// stream answers a streamGenerateContent request with the script's turn
+// for it: its errors first, then its chunks as server-sent events.
 func (g *Gemini) stream(w http.ResponseWriter, r *http.Request, model string, req *geminiRequest, body []byte) {
 	i := turnOf(req)
 	g.mu.Lock()
@@ -220,35 +222,74 @@ func (g *Gemini) stream(w http.ResponseWriter, r *http.Request, model string, re
 			return
 		}
 	}
-	prompt := len(body) / 4
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	respID := fmt.Sprintf("mock-%d-%d", i, attempt)
-	out := 0
-	send := func(parts []map[string]any, finish bool) bool {
-		c := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
-		usage := map[string]any{"promptTokenCount": prompt, "candidatesTokenCount": out,
-			"totalTokenCount": prompt + out + t.ThoughtTokens}
-		if t.CachedTokens > 0 {
-			usage["cachedContentTokenCount"] = t.CachedTokens
+	gs := &geminiStream{w: w, flusher: flusher, model: model, respID: fmt.Sprintf("mock-%d-%d", i, attempt),
+		prompt: len(body) / 4, t: &t}
+	chunks := turnChunks(&t)
+	for k, parts := range chunks {
+		for _, p := range parts {
+			if s, ok := p["text"].(string); ok {
+				gs.out += (len(s) + 3) / 4
+			}
 		}
-		if t.ThoughtTokens > 0 {
-			usage["thoughtsTokenCount"] = t.ThoughtTokens
+		last := k == len(chunks)-1 && !t.Hang
+		if !gs.send(parts, last) {
+			return
 		}
-		if finish {
-			c["finishReason"] = "STOP"
+		if t.Hang {
+			select {
+			case <-r.Context().Done():
+			case <-g.done:
+			}
+			return
 		}
-		b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage,
-			"modelVersion": model, "responseId": respID})
-		if _, err := fmt.Fprintf(w, "data: %s\r\n\r\n", b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
 	}
+}
+
+// geminiStream is one streamed reply: where it goes, what it is called,
+// and the tokens it has counted so far.
+type geminiStream struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	model   string
+	respID  string
+	prompt  int // the prompt's tokens
+	out     int // the reply's tokens so far
+	t       *GeminiTurn
+}
+
+// send writes one chunk of parts with the usage so far, the last with its
+// finish reason; false when the client is gone.
+func (gs *geminiStream) send(parts []map[string]any, finish bool) bool {
+	t := gs.t
+	c := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
+	usage := map[string]any{"promptTokenCount": gs.prompt, "candidatesTokenCount": gs.out,
+		"totalTokenCount": gs.prompt + gs.out + t.ThoughtTokens}
+	if t.CachedTokens > 0 {
+		usage["cachedContentTokenCount"] = t.CachedTokens
+	}
+	if t.ThoughtTokens > 0 {
+		usage["thoughtsTokenCount"] = t.ThoughtTokens
+	}
+	if finish {
+		c["finishReason"] = "STOP"
+	}
+	b, _ := json.Marshal(map[string]any{"candidates": []any{c}, "usageMetadata": usage,
+		"modelVersion": gs.model, "responseId": gs.respID})
+	if _, err := fmt.Fprintf(gs.w, "data: %s\r\n\r\n", b); err != nil {
+		return false
+	}
+	if gs.flusher != nil {
+		gs.flusher.Flush()
+	}
+	return true
+}
+
+// turnChunks cuts a turn into the parts of its chunks: the thought, the
+// text in fragments, the flood, then the function calls together.
+func turnChunks(t *GeminiTurn) [][]map[string]any {
 	var chunks [][]map[string]any
 	if t.Thought != "" {
 		chunks = append(chunks, []map[string]any{{"text": t.Thought, "thought": true}})
@@ -276,24 +317,7 @@ func (g *Gemini) stream(w http.ResponseWriter, r *http.Request, model string, re
 	if len(chunks) == 0 {
 		chunks = append(chunks, []map[string]any{{"text": ""}})
 	}
-	for k, parts := range chunks {
-		for _, p := range parts {
-			if s, ok := p["text"].(string); ok {
-				out += (len(s) + 3) / 4
-			}
-		}
-		last := k == len(chunks)-1 && !t.Hang
-		if !send(parts, last) {
-			return
-		}
-		if t.Hang {
-			select {
-			case <-r.Context().Done():
-			case <-g.done:
-			}
-			return
-		}
-	}
+	return chunks
 }
 
 // floodText is n bytes of numbered lines of pseudo-random words, the
