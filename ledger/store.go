@@ -229,24 +229,53 @@ func Open(opts Options) (*Store, error) {
 		done:       make(chan struct{}),
 	}
 	if !opts.InMemory {
-		abs, err := filepath.Abs(opts.Dir)
-		if err == nil {
-			s.dir = abs
-		}
-		if opts.ReadOnly {
-			if err := checkStoreDir(s.dir); err != nil {
-				return nil, err
-			}
-		} else if err := prepareDir(s.dir); err != nil {
+		if bopts, err = s.placeDir(opts, bopts); err != nil {
 			return nil, err
 		}
-		bopts = bopts.WithDir(filepath.Join(s.dir, dataDir)).WithValueDir(filepath.Join(s.dir, dataDir))
-		if !opts.ReadOnly {
-			if err := removeEmptyLogs(filepath.Join(s.dir, dataDir), log); err != nil {
-				return nil, err
-			}
+	}
+	if behind, err := s.openDB(opts, bopts); err != nil || behind != nil {
+		return behind, err
+	}
+	if err := s.initSafe(opts); err != nil {
+		if cerr := s.db.Close(); cerr != nil {
+			log.Error("close ledger after failed open", "err", cerr)
+		}
+		s.scratch.close()
+		return nil, err
+	}
+	s.startBackground(opts)
+	return s, nil
+}
+
+// placeDir makes the store's directory absolute, checks it (a reader) or
+// prepares it (a writer, which also removes the empty logs a crash can
+// leave), and points Badger at its data directory.
+func (s *Store) placeDir(opts Options, bopts badger.Options) (badger.Options, error) {
+	if abs, err := filepath.Abs(opts.Dir); err == nil {
+		s.dir = abs
+	}
+	if opts.ReadOnly {
+		if err := checkStoreDir(s.dir); err != nil {
+			return bopts, err
+		}
+	} else if err := prepareDir(s.dir); err != nil {
+		return bopts, err
+	}
+	data := filepath.Join(s.dir, dataDir)
+	bopts = bopts.WithDir(data).WithValueDir(data)
+	if !opts.ReadOnly {
+		if err := removeEmptyLogs(data, s.log); err != nil {
+			return bopts, err
 		}
 	}
+	return bopts, nil
+}
+
+// openDB opens Badger: in memory; through a view of the store's files (a
+// reader); or, for a writer, after the store was compared with its
+// witness (a store behind it is returned, open read-only) and the disk
+// was found to have room.
+func (s *Store) openDB(opts Options, bopts badger.Options) (behind *Store, err error) {
 	switch {
 	case opts.InMemory:
 		s.db, err = openBadger(bopts, s.dir)
@@ -269,13 +298,12 @@ func Open(opts Options) (*Store, error) {
 		s.scratch.close()
 		return nil, err
 	}
-	if err := s.initSafe(opts); err != nil {
-		if cerr := s.db.Close(); cerr != nil {
-			log.Error("close ledger after failed open", "err", cerr)
-		}
-		s.scratch.close()
-		return nil, err
-	}
+	return nil, nil
+}
+
+// startBackground starts the store's goroutines: the writer, the witness
+// (a writer with a witness directory) and value-log GC (a writer on disk).
+func (s *Store) startBackground(opts Options) {
 	s.bgWG.Add(1)
 	go s.writeLoop()
 	if s.witnessDir != "" && !s.readOnly {
@@ -290,7 +318,6 @@ func Open(opts Options) (*Store, error) {
 		s.bgWG.Add(1)
 		go s.gcLoop(gc)
 	}
-	return s, nil
 }
 
 func badgerOptions(opts Options, log *slog.Logger) (badger.Options, error) {

@@ -517,8 +517,29 @@ func (s *Store) commitTxn(items []*pending) error {
 	last := head.Seq + uint64(len(items))
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	seq, chain := head.Seq, head.ChainHash
 	tree := cloneRange(s.rf, s.tree)
+	chain, err := s.stageActions(txn, items, head, last, tree)
+	if err != nil {
+		return err
+	}
+	newHead := Head{Seq: last, ChainHash: chain}
+	cp, err := s.stageCheckpoint(txn, tree, newHead)
+	if err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("commit to ledger store %s: %w", s.describe(), err)
+	}
+	s.publish(items, head, newHead, tree, cp)
+	return nil
+}
+
+// stageActions sets each item's record (its seq, action hash, chain hash
+// and checkpoint seq last filled in), the kv writes that ride on it, its
+// index keys and the Merkle tree nodes it completes, in txn; it extends
+// tree and returns the chain hash after the last item.
+func (s *Store) stageActions(txn *badger.Txn, items []*pending, head Head, last uint64, tree *compact.Range) (Hash, error) {
+	seq, chain := head.Seq, head.ChainHash
 	var nodes []compact.NodeID
 	var nodeHashes [][]byte
 	visit := func(id compact.NodeID, h []byte) {
@@ -539,52 +560,61 @@ func (s *Store) commitTxn(items []*pending) error {
 		copy(p.rec[33:65], chain[:])
 		binary.BigEndian.PutUint64(p.rec[65:73], last)
 		if err := txn.SetEntry(badger.NewEntry(actionKey(seq), p.rec)); err != nil {
-			return s.txnErr(err)
+			return chain, s.txnErr(err)
 		}
 		for _, kv := range p.kv {
 			if err := txn.SetEntry(badger.NewEntry(kv[0], kv[1])); err != nil {
-				return s.txnErr(err)
+				return chain, s.txnErr(err)
 			}
 		}
 		keys = appendIndexKeys(keys[:0], p.a, seq)
 		for _, k := range keys {
 			if err := txn.SetEntry(badger.NewEntry(k, nil)); err != nil {
-				return s.txnErr(err)
+				return chain, s.txnErr(err)
 			}
 		}
 		lh := LeafHash(ah)
 		if err := tree.Append(lh[:], visit); err != nil {
-			return fmt.Errorf("extend the Merkle tree: %w", err)
+			return chain, fmt.Errorf("extend the Merkle tree: %w", err)
 		}
 	}
 	for i, id := range nodes {
 		if err := txn.SetEntry(badger.NewEntry(treeKey(id.Level, id.Index), nodeHashes[i])); err != nil {
-			return s.txnErr(err)
+			return chain, s.txnErr(err)
 		}
 	}
+	return chain, nil
+}
+
+// stageCheckpoint signs the checkpoint of tree at newHead and sets it, the
+// new head and the tree's size in txn.
+func (s *Store) stageCheckpoint(txn *badger.Txn, tree *compact.Range, newHead Head) (Checkpoint, error) {
 	root, err := tree.GetRootHash(nil)
 	if err != nil {
-		return fmt.Errorf("Merkle root: %w", err)
+		return Checkpoint{}, fmt.Errorf("Merkle root: %w", err)
 	}
-	newHead := Head{Seq: last, ChainHash: chain}
-	cp, err := signTreeCheckpoint(s.signer, last, Hash(root), chain, time.Now())
+	last := newHead.Seq
+	cp, err := signTreeCheckpoint(s.signer, last, Hash(root), newHead.ChainHash, time.Now())
 	if err != nil {
-		return err
+		return Checkpoint{}, err
 	}
 	if err := txn.SetEntry(badger.NewEntry([]byte(keyHead), encodeHead(newHead))); err != nil {
-		return s.txnErr(err)
+		return Checkpoint{}, s.txnErr(err)
 	}
 	if err := txn.SetEntry(badger.NewEntry(checkpointKey(last), encodeCheckpoint(cp))); err != nil {
-		return s.txnErr(err)
+		return Checkpoint{}, s.txnErr(err)
 	}
 	if err := txn.SetEntry(badger.NewEntry([]byte(keyTreeSize), binary.BigEndian.AppendUint64(nil, last))); err != nil {
-		return s.txnErr(err)
+		return Checkpoint{}, s.txnErr(err)
 	}
-	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("commit to ledger store %s: %w", s.describe(), err)
-	}
-	// Durable: publish.
-	seq = head.Seq
+	return cp, nil
+}
+
+// publish makes a durable commit visible: each item's action gets its
+// seq and hashes, the store its new tree and head, the witness its due
+// note, and the commit's waiters their wake-up.
+func (s *Store) publish(items []*pending, head, newHead Head, tree *compact.Range, cp Checkpoint) {
+	seq, last := head.Seq, newHead.Seq
 	for _, p := range items {
 		seq++
 		p.a.Seq = seq
@@ -605,7 +635,6 @@ func (s *Store) commitTxn(items []*pending) error {
 	close(s.commitCh)
 	s.commitCh = make(chan struct{})
 	s.commitMu.Unlock()
-	return nil
 }
 
 func (s *Store) txnErr(err error) error {
