@@ -98,7 +98,7 @@ func BenchmarkTUI(b *testing.B) {
 		for b.Loop() {
 			seq++
 			call.Seq = seq
-			m.Update(eventsMsg{ev})
+			m.Update(eventsMsg{events: ev})
 		}
 	})
 }
