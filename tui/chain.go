@@ -22,7 +22,7 @@ type chainPane struct {
 	sel     int32
 	follow  bool // keep the newest row selected
 	focused bool
-	cache   rowCache[int32, rowVer]
+	cache   rowCache[int32, rowVer, string]
 	// now is the clock for a running row's elapsed time (nil: none shown).
 	now func() time.Time
 }
@@ -255,7 +255,7 @@ func (p *chainPane) row(idx int32, w int) string {
 		secs = int64(el / time.Second)
 	}
 	v := rowVer{ver: n.ver, epoch: p.t.epoch, secs: secs}
-	return p.cache.get(idx, w, v, false, func() []string { return []string{p.drawRow(idx, n, w)} })[0]
+	return p.cache.get(idx, w, v, false, func() string { return p.drawRow(idx, n, w) })
 }
 
 // elapsed is how long row idx has been running, when it is running in a

@@ -32,8 +32,8 @@ type condPane struct {
 	sel        int // the selected condition, while focused
 	h          int // inner height, in lines
 	bar        progress.Model
-	cache      rowCache[struct{}, condKey] // the pane's lines, kept as one row
-	prefKey    condKey                     // what pref was measured for
+	cache      rowCache[struct{}, condKey, []string] // the pane's lines, kept as one row
+	prefKey    condKey                               // what pref was measured for
 	pref       int
 }
 

@@ -18,9 +18,9 @@ type condView struct {
 	iteration int // the evaluation's; 0 before the first
 	offset    int
 	h         int
-	ver       int                     // bumped when another result is set
-	cache     rowCache[struct{}, int] // the content, kept as one row
-	text      []string                // the content as last drawn
+	ver       int                               // bumped when another result is set
+	cache     rowCache[struct{}, int, []string] // the content, kept as one row
+	text      []string                          // the content as last drawn
 }
 
 func newCondView(st *styles) *condView { return &condView{st: st} }

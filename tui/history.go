@@ -25,9 +25,9 @@ type historyView struct {
 	loading bool
 	offset  int
 	h       int
-	ver     int                     // bumped when new evaluations are set
-	cache   rowCache[struct{}, int] // the content, kept as one row
-	text    []string                // the content as last drawn
+	ver     int                               // bumped when new evaluations are set
+	cache   rowCache[struct{}, int, []string] // the content, kept as one row
+	text    []string                          // the content as last drawn
 	// replay, by iteration, is another stop configuration's verdicts
 	// (ralph view --replay), shown under the recorded ones.
 	replay     map[int]*stop.ReplayStep

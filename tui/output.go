@@ -28,7 +28,7 @@ type outputPane struct {
 
 	call   *agentCall // nil before the first agent event
 	offset int        // lines hidden below the view; 0 follows the newest
-	cache  rowCache[int, uint32]
+	cache  rowCache[int, uint32, []string]
 }
 
 // maxOutputLines bounds one call's scrollback.

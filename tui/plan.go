@@ -22,9 +22,9 @@ type planPane struct {
 	focused bool
 	offset  int
 	h       int
-	ver     int                     // bumped on every change the pane shows
-	cache   rowCache[struct{}, int] // the content, kept as one row
-	text    []string                // the content as last drawn
+	ver     int                               // bumped on every change the pane shows
+	cache   rowCache[struct{}, int, []string] // the content, kept as one row
+	text    []string                          // the content as last drawn
 }
 
 // maxStream bounds the streamed text kept for display.

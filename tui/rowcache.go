@@ -14,53 +14,54 @@ package tui
 //   - a new width drops every row, finished or not.
 //
 // V is whatever the row's text depends on besides the width: a counter
-// the pane bumps, or a small struct of the values it reads. The cache
+// the pane bumps, or a small struct of the values it reads. R is what a
+// drawn row is: a string, or the lines a wrapped row takes. The cache
 // holds at most maxRowCache rows and starts over past that, so its memory
 // stays flat however long the pane's content. The zero value is empty and
 // ready.
-type rowCache[K, V comparable] struct {
+type rowCache[K, V comparable, R any] struct {
 	w    int
-	rows map[K]cachedRow[V]
+	rows map[K]cachedRow[V, R]
 }
 
-type cachedRow[V comparable] struct {
+type cachedRow[V comparable, R any] struct {
 	ver      V
 	finished bool
-	lines    []string
+	row      R
 }
 
 // maxRowCache bounds a row cache (a few screens' worth of rows).
 const maxRowCache = 2048
 
-// get returns row key drawn w cells wide at version ver: the kept lines
-// when the rule above allows, else draw's, which are kept in their place.
-func (c *rowCache[K, V]) get(key K, w int, ver V, finished bool, draw func() []string) []string {
+// get returns row key drawn w cells wide at version ver: the kept row
+// when the rule above allows, else draw's, which is kept in its place.
+func (c *rowCache[K, V, R]) get(key K, w int, ver V, finished bool, draw func() R) R {
 	if c.rows == nil || c.w != w {
 		c.reset()
 		c.w = w
 	}
 	if e, ok := c.rows[key]; ok && (e.finished || e.ver == ver) {
-		return e.lines
+		return e.row
 	}
-	lines := draw()
+	row := draw()
 	if len(c.rows) >= maxRowCache {
 		clear(c.rows)
 	}
-	c.rows[key] = cachedRow[V]{ver: ver, finished: finished, lines: lines}
-	return lines
+	c.rows[key] = cachedRow[V, R]{ver: ver, finished: finished, row: row}
+	return row
 }
 
 // drop forgets row key (a row that is gone, so its key may name another).
-func (c *rowCache[K, V]) drop(key K) { delete(c.rows, key) }
+func (c *rowCache[K, V, R]) drop(key K) { delete(c.rows, key) }
 
 // reset forgets every row.
-func (c *rowCache[K, V]) reset() {
+func (c *rowCache[K, V, R]) reset() {
 	if c.rows == nil {
-		c.rows = make(map[K]cachedRow[V], 64)
+		c.rows = make(map[K]cachedRow[V, R], 64)
 		return
 	}
 	clear(c.rows)
 }
 
 // len is how many rows are kept.
-func (c *rowCache[K, V]) len() int { return len(c.rows) }
+func (c *rowCache[K, V, R]) len() int { return len(c.rows) }

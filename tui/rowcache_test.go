@@ -16,13 +16,13 @@ import (
 // its version changes, and a new width draws every row again.
 func TestRowCache(t *testing.T) {
 	t.Parallel()
-	var c rowCache[int, int]
+	var c rowCache[int, int, string]
 	draws := map[int]int{}
 	get := func(key, w, ver int, finished bool) string {
-		return c.get(key, w, ver, finished, func() []string {
+		return c.get(key, w, ver, finished, func() string {
 			draws[key]++
-			return []string{strconv.Itoa(key) + "@" + strconv.Itoa(w) + "v" + strconv.Itoa(ver)}
-		})[0]
+			return strconv.Itoa(key) + "@" + strconv.Itoa(w) + "v" + strconv.Itoa(ver)
+		})
 	}
 	type step struct {
 		name        string
@@ -55,10 +55,10 @@ func TestRowCache(t *testing.T) {
 // maxRowCache rows.
 func TestRowCacheDropResetBound(t *testing.T) {
 	t.Parallel()
-	var c rowCache[int, int]
+	var c rowCache[int, int, string]
 	draws := 0
 	get := func(key int) {
-		c.get(key, 10, 0, true, func() []string { draws++; return []string{""} })
+		c.get(key, 10, 0, true, func() string { draws++; return "" })
 	}
 	get(1)
 	get(2)
@@ -99,10 +99,10 @@ func TestOutputPaneDrawsFinishedLinesOnce(t *testing.T) {
 		t.Fatalf("finished: first line %v, open line %v; want true, false", kept.finished, open.finished)
 	}
 	text(" more")
-	if got := p.cache.rows[last].lines; len(got) != 1 || !strings.Contains(got[0], "two more") {
+	if got := p.cache.rows[last].row; len(got) != 1 || !strings.Contains(got[0], "two more") {
 		t.Fatalf("the open line was not drawn again after it grew: %q", got)
 	}
-	if again := p.cache.rows[first].lines; &again[0] != &kept.lines[0] {
+	if again := p.cache.rows[first].row; &again[0] != &kept.row[0] {
 		t.Fatal("a finished line was drawn again")
 	}
 }
