@@ -125,12 +125,13 @@ type model struct {
 	historyStale bool
 
 	// What the terminal title says (title.go).
-	seq        uint64 // the highest chain seq applied
-	queued     bool   // the forwarder had more ready than its last batch
-	statsAsked int    // iteration summaries asked for, not yet back
-	titleWant  string // the title for what is shown now
-	titleSet   string // the title last set
-	titleGen   uint64 // bumped when titleWant changes
+	seq          uint64     // the highest chain seq applied
+	queued       bool       // the forwarder had more ready than its last batch
+	statsAsked   int        // iteration summaries asked for, not yet back
+	titleWant    titleState // the title for what is shown now
+	titleSet     titleState // the title last set
+	titleGen     uint64     // bumped when titleWant changes
+	titleTicking bool       // a titleMsg is on its way
 }
 
 // outcome is how the run ended, read from its closing action.

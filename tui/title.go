@@ -29,14 +29,31 @@ import (
 // but a title at once, so a title is set only once it has held for
 // titleDelay: by then the frame that shows seq N has been written before
 // it, and a reader that sees the title and then reads the screen sees
-// everything up to seq N.
+// everything up to seq N. At most one titleMsg is on its way at a time, so
+// a stream of events costs no timer each.
 
 // titleDelay is how long a title must hold before it is set: three of
 // Bubble Tea's frames.
 const titleDelay = 50 * time.Millisecond
 
-// titleMsg asks to set the title the model wanted at generation gen.
+// titleMsg comes titleDelay after it was asked for, at generation gen of
+// the title wanted.
 type titleMsg struct{ gen uint64 }
+
+// titleState is what the title says.
+type titleState struct {
+	runID string
+	seq   uint64
+	state string
+}
+
+func (s titleState) String() string {
+	t := "ralph · "
+	if s.runID != "" {
+		t += s.runID + " · "
+	}
+	return t + "seq " + strconv.FormatUint(s.seq, 10) + " · " + s.state
+}
 
 // uiState is the title's STATE.
 func (m *model) uiState() string {
@@ -49,17 +66,11 @@ func (m *model) uiState() string {
 	return "idle"
 }
 
-// title is the terminal title for what the UI shows now.
-func (m *model) title() string {
-	t := "ralph · "
-	if m.runID != "" {
-		t += m.runID + " · "
-	}
-	return t + "seq " + strconv.FormatUint(m.seq, 10) + " · " + m.uiState()
-}
+// title is what the title says for what the UI shows now.
+func (m *model) title() titleState { return titleState{runID: m.runID, seq: m.seq, state: m.uiState()} }
 
-// retitle runs after every Update: when the title changes, it asks for a
-// titleMsg after titleDelay, which sets it unless it changed again.
+// retitle runs after every Update: when the title changes and no
+// titleMsg is on its way, it asks for one.
 func (m *model) retitle() tea.Cmd {
 	t := m.title()
 	if t == m.titleWant {
@@ -67,15 +78,28 @@ func (m *model) retitle() tea.Cmd {
 	}
 	m.titleWant = t
 	m.titleGen++
-	gen := m.titleGen
+	if m.titleTicking {
+		return nil
+	}
+	m.titleTicking = true
+	return titleTick(m.titleGen)
+}
+
+func titleTick(gen uint64) tea.Cmd {
 	return tea.Tick(titleDelay, func(time.Time) tea.Msg { return titleMsg{gen: gen} })
 }
 
-// setTitle sets the title asked for at gen, when it is still the one wanted.
+// setTitle sets the title wanted when it has not changed since the
+// titleMsg was asked for (a whole titleDelay); else it waits another.
 func (m *model) setTitle(msg titleMsg) tea.Cmd {
-	if msg.gen != m.titleGen || m.titleWant == m.titleSet {
+	m.titleTicking = false
+	if msg.gen != m.titleGen {
+		m.titleTicking = true
+		return titleTick(m.titleGen)
+	}
+	if m.titleWant == m.titleSet {
 		return nil
 	}
 	m.titleSet = m.titleWant
-	return tea.SetWindowTitle(m.titleSet)
+	return tea.SetWindowTitle(m.titleSet.String())
 }

@@ -20,10 +20,11 @@ func actionEvents(acts []ledger.Action) []loop.Event {
 }
 
 // settle runs what the program would after the Update that returned cmd:
-// the title's delay, then its titleMsg. It returns the title set, if any.
-func settle(t *testing.T, m *model, cmd tea.Cmd) string {
+// each titleMsg after its delay, fed back to Update, until a title is set
+// or none is asked for. It returns the titles set.
+func settle(t *testing.T, m *model, cmd tea.Cmd) []string {
 	t.Helper()
-	set := ""
+	var set []string
 	var run func(tea.Cmd)
 	run = func(cmd tea.Cmd) {
 		if cmd == nil {
@@ -36,14 +37,34 @@ func settle(t *testing.T, m *model, cmd tea.Cmd) string {
 			}
 		case titleMsg:
 			_, next := m.Update(msg)
-			if next == nil {
-				return
+			run(next)
+		default:
+			if fmt.Sprintf("%T", msg) == "tea.setWindowTitleMsg" { // tea.SetWindowTitle's; it is the title
+				set = append(set, fmt.Sprint(msg))
 			}
-			set = fmt.Sprint(next()) // tea.SetWindowTitle's message is the title
 		}
 	}
 	run(cmd)
 	return set
+}
+
+// titledModel is testModel once the title its first Update asked for has
+// been set, as the program sets it.
+func titledModel(t *testing.T, st *ledger.Store, live bool) *model {
+	t.Helper()
+	m := testModel(t, st, live, 120, 40)
+	settled(t, m, func() tea.Msg { return titleMsg{gen: m.titleGen} })
+	return m
+}
+
+// settled is the one title settle set.
+func settled(t *testing.T, m *model, cmd tea.Cmd) string {
+	t.Helper()
+	set := settle(t, m, cmd)
+	if len(set) != 1 {
+		t.Fatalf("titles set: %q, want one", set)
+	}
+	return set[0]
 }
 
 // The title says the seq the UI has applied and whether it has more to
@@ -51,41 +72,42 @@ func settle(t *testing.T, m *model, cmd tea.Cmd) string {
 func TestTitleLiveRun(t *testing.T) {
 	t.Parallel()
 	st, stored := fixtureStore(t, scriptRun(3, true))
-	m := testModel(t, st, true, 120, 40)
-	if got, want := m.title(), "ralph · "+fixtureRun+" · seq 0 · idle"; got != want {
+	m := titledModel(t, st, true)
+	if got, want := m.title().String(), "ralph · "+fixtureRun+" · seq 0 · idle"; got != want {
 		t.Fatalf("before any event: %q, want %q", got, want)
 	}
 	half := len(stored) / 2
 	_, cmd := m.Update(eventsMsg{events: actionEvents(stored[:half]), more: true})
-	if got, want := settle(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · running", fixtureRun, stored[half-1].Seq); got != want {
+	if got, want := settled(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · running", fixtureRun, stored[half-1].Seq); got != want {
 		t.Fatalf("a batch with more queued set %q, want %q", got, want)
 	}
 	_, cmd = m.Update(eventsMsg{events: actionEvents(stored[half : len(stored)-1])})
-	if got, want := settle(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · idle", fixtureRun, stored[len(stored)-2].Seq); got != want {
+	if got, want := settled(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · idle", fixtureRun, stored[len(stored)-2].Seq); got != want {
 		t.Fatalf("the queue drained: %q, want %q", got, want)
 	}
-	if _, cmd := m.Update(keyMsg("j")); settle(t, m, cmd) != "" {
+	if _, cmd := m.Update(keyMsg("j")); len(settle(t, m, cmd)) != 0 {
 		t.Fatal("a key that changes nothing the title says set it again")
 	}
 	_, cmd = m.Update(eventsMsg{events: actionEvents(stored[len(stored)-1:])})
-	if got, want := settle(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · ended", fixtureRun, stored[len(stored)-1].Seq); got != want {
+	if got, want := settled(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · ended", fixtureRun, stored[len(stored)-1].Seq); got != want {
 		t.Fatalf("after the run's last action: %q, want %q", got, want)
 	}
 }
 
 // A title that changed again before its delay is not set: the program
-// sets only the title that held.
+// sets only the title that held, and asks for one titleMsg at a time.
 func TestTitleStaleNotSet(t *testing.T) {
 	t.Parallel()
 	st, stored := fixtureStore(t, scriptRun(2, false))
-	m := testModel(t, st, true, 120, 40)
+	m := titledModel(t, st, true)
 	_, first := m.Update(eventsMsg{events: actionEvents(stored[:3])})
 	_, second := m.Update(eventsMsg{events: actionEvents(stored[3:])})
-	if got := settle(t, m, first); got != "" {
-		t.Fatalf("the superseded title %q was set", got)
+	if second != nil {
+		t.Fatal("a second titleMsg was asked for while one is on its way")
 	}
-	if got, want := settle(t, m, second), fmt.Sprintf("ralph · %s · seq %d · idle", fixtureRun, stored[len(stored)-1].Seq); got != want {
-		t.Fatalf("the title that held: %q, want %q", got, want)
+	set := settle(t, m, first)
+	if want := fmt.Sprintf("ralph · %s · seq %d · idle", fixtureRun, stored[len(stored)-1].Seq); len(set) != 1 || set[0] != want {
+		t.Fatalf("titles set %q, want only %q", set, want)
 	}
 }
 
@@ -93,16 +115,16 @@ func TestTitleStaleNotSet(t *testing.T) {
 func TestTitleRecordedRun(t *testing.T) {
 	t.Parallel()
 	st, stored := fixtureStore(t, scriptRun(2, true))
-	m := testModel(t, st, false, 120, 40)
-	m.Update(eventsMsg{events: actionEvents(stored)})
-	if got := m.uiState(); got != "running" {
-		t.Fatalf("while loading: %q, want running", got)
+	m := titledModel(t, st, false)
+	_, cmd := m.Update(eventsMsg{events: actionEvents(stored)})
+	if got, want := settled(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · running", fixtureRun, stored[len(stored)-1].Seq); got != want {
+		t.Fatalf("read, not loaded yet: %q, want %q", got, want)
 	}
-	_, cmd := m.Update(loadedMsg{})
-	if got, want := settle(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · ended", fixtureRun, stored[len(stored)-1].Seq); got != want {
+	_, cmd = m.Update(loadedMsg{})
+	if got, want := settled(t, m, cmd), fmt.Sprintf("ralph · %s · seq %d · ended", fixtureRun, stored[len(stored)-1].Seq); got != want {
 		t.Fatalf("loaded: %q, want %q", got, want)
 	}
-	g := testModel(t, st, false, 120, 40)
+	g := titledModel(t, st, false)
 	g.goesOn = "process 4242"
 	g.Update(eventsMsg{events: actionEvents(stored[:5])})
 	if g.Update(loadedMsg{}); g.uiState() != "idle" {
