@@ -17,10 +17,10 @@ func TestE2EDetachThenCtrlC(t *testing.T) {
 	store, exitFile := filepath.Join(dir, "store"), filepath.Join(dir, "exit")
 	tm := newTmux(t, ralphBin+" run "+cfg+" --store "+store+"; echo $? > "+exitFile+"; sleep 60")
 	tm.waitFor("Iteration 2")
-	tm.sendUntil("q", "d detaches")
+	tm.waitFor("d detaches", "q")
 	tm.send("d")
 	tm.waitFor("ctrl+c no longer stops it")
-	tm.sendUntil("C-c", "is detached and goes on; ctrl+z then `bg` gives the prompt back")
+	tm.waitFor("is detached and goes on; ctrl+z then `bg` gives the prompt back", "C-c")
 	if code := waitFile(t, exitFile); code != "3" {
 		t.Errorf("the detached run exited %s after ctrl+c, want 3 (max_iterations: it went on)", code)
 	}

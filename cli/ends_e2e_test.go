@@ -65,7 +65,9 @@ func TestE2ETerminalClosedRunExits(t *testing.T) {
 			case "during":
 				tm.waitFor("Iteration 2")
 			case "after":
-				tm.waitFor("Stopped by enough")
+				if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Stopped by enough") {
+					t.Fatalf("the UI's end lacks the stop:\n%s", s)
+				}
 			}
 			if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
 				t.Fatal(err)

@@ -75,8 +75,9 @@ allow = ["ccos.*"]
 	}
 
 	tm := newTmux(t, ralphBin+" attach --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleSubmitter)+" "+id[:13]+"; echo EXIT $?; sleep 60")
-	tm.waitFor("Causal chain")
-	tm.waitFor("Stop conditions")
+	if s := tm.waitIdle(1); !strings.Contains(s, "Causal chain") || !strings.Contains(s, "Stop conditions") {
+		t.Fatalf("attach --nats does not show the chain and the conditions:\n%s", s)
+	}
 	tm.send("a")
 	tm.waitFor("Abort the run?")
 	tm.send("y")
@@ -84,7 +85,9 @@ allow = ["ccos.*"]
 		s, _, err := fleet.GetState(context.Background(), fj.h.Runs, id)
 		return err == nil && s.State == fleet.StateAborted
 	})
-	tm.waitFor("aborted by the user · q quits")
+	if s := tm.waitIdle(untilEnd); !strings.Contains(s, "aborted by the user · q quits") {
+		t.Fatalf("attach --nats after the abort:\n%s", s)
+	}
 	tm.send("q")
 	if s := tm.waitFor("EXIT "); !strings.Contains(s, "EXIT 0") {
 		t.Errorf("attach --nats after the run ended:\n%s", s)

@@ -202,8 +202,8 @@ func TestE2EFleetViewInTerminal(t *testing.T) {
 	id, _ := replicatedRun(t, fj, filepath.Join(dir, "store"))
 	exitFile := filepath.Join(dir, "exit")
 	tm := newTmux(t, ralphBin+" view "+id[:13]+" --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleViewer)+"; echo $? > "+exitFile+"; sleep 60")
-	screen := tm.waitFor("Done by counted-to-three (success)")
-	for _, want := range []string{"Causal chain", "Iteration 3", "read-only"} {
+	screen := tm.waitIdle(untilEnd)
+	for _, want := range []string{"Done by counted-to-three (success)", "Causal chain", "Iteration 3", "read-only"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}

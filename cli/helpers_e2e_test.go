@@ -2,14 +2,20 @@ package cli_test
 
 // Helpers the end-to-end tests share: a terminal driven through tmux, and
 // waiting for a file, a condition or a background ralph. Every wait is
-// bounded and polls; none is a timing assertion.
+// bounded and polls; none is a timing assertion. A test waits for what the
+// UI has drawn of a run with tmux.waitIdle, which reads the terminal title
+// the UI sets (seq and state), and for anything else on the screen with
+// tmux.waitScreen.
 
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -64,37 +70,70 @@ func (tm *tmux) screen() string {
 	return string(out)
 }
 
-// sendUntil sends key until the screen shows want: a key that reaches the
-// program before its UI reads input (on a loaded machine) is sent again,
-// at most 10 times, each after 3 s without want (bounded polling, not a
-// timing assertion).
-func (tm *tmux) sendUntil(key, want string) string {
-	tm.t.Helper()
-	for try := 0; try < 10; try++ {
-		tm.send(key)
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if s := tm.screen(); strings.Contains(s, want) {
-				return s
-			}
-		}
-	}
-	return tm.waitFor(want)
+// title is the pane's title, which ralph's UI sets to what it has shown
+// (docs/tui.md): "ralph · RUN_ID · seq N · idle|running|ended".
+func (tm *tmux) title() string {
+	out, _ := exec.Command("tmux", "display-message", "-p", "-t", tm.session, "#{pane_title}").Output()
+	return strings.TrimSpace(string(out))
 }
 
-// waitFor polls the screen until it shows want (bounded; not a timing assertion).
-func (tm *tmux) waitFor(want string) string {
+// untilEnd, given to waitIdle, waits for the run's end.
+const untilEnd = math.MaxUint64
+
+var titleRE = regexp.MustCompile(`^ralph · (?:\S+ · )?seq (\d+) · (idle|running|ended)$`)
+
+// waitIdle waits until the UI says (in its title) that it has drawn every
+// event up to seq and has nothing pending, or that the run has ended and
+// it has drawn the end, and returns the screen then.
+func (tm *tmux) waitIdle(seq uint64) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := tm.screen()
-		if strings.Contains(s, want) {
-			return s
+	var title string
+	ok := poll(func() bool {
+		title = tm.title()
+		m := titleRE.FindStringSubmatch(title)
+		if m == nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("screen never showed %q:\n%s", want, s)
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		return m[2] == "ended" || (m[2] == "idle" && n >= seq)
+	})
+	if !ok {
+		what := "the run's end"
+		if seq != untilEnd {
+			what = fmt.Sprintf("idle at seq %d", seq)
 		}
-		time.Sleep(50 * time.Millisecond)
+		tm.t.Fatalf("the UI never said %s; its title is %q:\n%s", what, title, tm.screen())
 	}
+	return tm.screen()
+}
+
+// waitScreen waits until ok holds for the screen, for what the UI shows
+// that no seq names (a prompt, a dialog, a view or a move a key made, a
+// running time), and returns the screen then. Keys given as resend are
+// sent first, and again after each 3 s without ok (at most 10 times): a
+// key the program did not take is sent again. It is the one wait on the
+// screen; what a run recorded is waited for with waitIdle.
+func (tm *tmux) waitScreen(what string, ok func(screen string) bool, resend ...string) string {
+	tm.t.Helper()
+	var s string
+	sent, tries := time.Time{}, 0
+	if !poll(func() bool {
+		if len(resend) > 0 && tries < 10 && time.Since(sent) > 3*time.Second {
+			tm.send(resend...)
+			sent, tries = time.Now(), tries+1
+		}
+		s = tm.screen()
+		return ok(s)
+	}) {
+		tm.t.Fatalf("the screen never showed %s:\n%s", what, s)
+	}
+	return s
+}
+
+// waitFor is waitScreen for a text on the screen.
+func (tm *tmux) waitFor(want string, resend ...string) string {
+	tm.t.Helper()
+	return tm.waitScreen(strconv.Quote(want), func(s string) bool { return strings.Contains(s, want) }, resend...)
 }
 
 // waitFile waits for path to hold a line and returns it.

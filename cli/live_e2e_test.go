@@ -296,8 +296,11 @@ func TestE2EDetachAndAttach(t *testing.T) {
 	b := newTmuxNamed(t, "second", ralphBin+" attach "+runID+" --store "+store+"; sleep 60")
 	b.waitFor("Running")
 	v := newTmuxNamed(t, "view", ralphBin+" view "+runID+" --store "+store+"; sleep 60")
-	v.waitFor("Running elsewhere") // read through the socket, not "Interrupted"
-	v.waitFor("The run goes on in process " + m[2])
+	// Read through the socket, not "Interrupted": the view is idle at the
+	// run's last seq, not ended.
+	if s := v.waitIdle(1); !strings.Contains(s, "Running elsewhere") || !strings.Contains(s, "The run goes on in process "+m[2]) {
+		t.Errorf("the view of a run going on elsewhere:\n%s", s)
+	}
 	v.send("q")
 	runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store)
 	if !strings.Contains(runs, "attached") || !strings.Contains(runs, m[2]) || !strings.Contains(runs, logFile) {
@@ -353,7 +356,7 @@ func TestE2EQuitAsksInAForegroundRun(t *testing.T) {
 	store, exitFile := filepath.Join(dir, "store"), filepath.Join(dir, "exit")
 	tm := newTmux(t, ralphBin+" run "+cfg+" --store "+store+"; echo $? > "+exitFile+"; sleep 60")
 	tm.waitFor("Iteration 2")
-	tm.sendUntil("q", "y aborts the run · d detaches")
+	tm.waitFor("y aborts the run · d detaches", "q")
 	tm.send("n")
 	tm.waitFor("Iteration 3")
 	tm.send("q")

@@ -183,7 +183,9 @@ func TestE2EReplayChangedConfig(t *testing.T) {
 	// The UI's history view shows the same replay beside the recorded verdicts.
 	if _, err := exec.LookPath("tmux"); err == nil {
 		tm := newTmux(t, tmuxScript(t, t.TempDir(), append(p.env, "PWD="+p.dir), "view", run, "--replay", tight, "--store", filepath.Join(p.dir, ".ralph")))
-		tm.waitFor("Done")
+		if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Done") {
+			t.Fatalf("the view of the recorded run:\n%s", s)
+		}
 		tm.send("v")
 		tm.waitFor("tight.toml would have stopped the run here: reached max_iterations 2")
 	}

@@ -297,10 +297,12 @@ func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
 	store := filepath.Join(dir, "store")
 	tm := newTmux(t, tmuxScript(t, dir, isolatedEnv(dir), "run", "ralph.toml", "--store", store))
 	tm.waitFor("⟳ Nap")
-	waitScreen(t, tm, regexp.MustCompile(`⟳ Nap\s+[1-9][0-9]*s`)) // its elapsed time, counting
+	nap := regexp.MustCompile(`⟳ Nap\s+[1-9][0-9]*s`) // its elapsed time, counting
+	tm.waitScreen(nap.String(), nap.MatchString)
 	tm.send("s")
-	tm.waitFor("Stopped by two")
-	if s := tm.screen(); !strings.Contains(s, "↷ Iteration 1") {
+	if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Stopped by two") {
+		t.Fatalf("the run's end lacks its stop:\n%s", s)
+	} else if !strings.Contains(s, "↷ Iteration 1") {
 		t.Errorf("the skipped iteration is not marked skipped:\n%s", s)
 	}
 	tm.send("q")
@@ -328,17 +330,6 @@ func TestE2ESkipInTheUIRecordsTheCallCancelled(t *testing.T) {
 	}
 }
 
-// waitScreen polls the tmux screen until it matches re (bounded; not a
-// timing assertion).
-func waitScreen(t *testing.T, tm *tmux, re *regexp.Regexp) string {
-	t.Helper()
-	var s string
-	if !poll(func() bool { s = tm.screen(); return re.MatchString(s) }) {
-		t.Fatalf("screen never matched %s:\n%s", re, s)
-	}
-	return s
-}
-
 // The UI shows what the agent streams while its call runs; an abort then
 // cancels the call, recorded as cancelled by the abort.
 func TestE2EAgentOutputInTheUI(t *testing.T) {
@@ -347,14 +338,17 @@ func TestE2EAgentOutputInTheUI(t *testing.T) {
 	p := newAgentProject(t, "FAKE_AGENT_DELAY=2") // each line of the stream two seconds after the last
 	tm := newTmux(t, tmuxScript(t, p.dir, p.env, "run"))
 	tm.waitFor("Working on step 1 of 3.")
-	s := waitScreen(t, tm, regexp.MustCompile(`Agent ─+ ⟳ \d+s`)) // still running
+	running := regexp.MustCompile(`Agent ─+ ⟳ \d+s`) // still running
+	s := tm.waitScreen(running.String(), running.MatchString)
 	if !strings.Contains(s, "⟳ agent.run") && !strings.Contains(s, "⟳ Agent") {
 		t.Errorf("the agent's step is not shown running:\n%s", s)
 	}
 	tm.send("a")
 	tm.waitFor("Abort the run?")
 	tm.send("y")
-	tm.waitFor("Aborted by user_abort")
+	if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Aborted by user_abort") {
+		t.Fatalf("the run's end lacks the abort:\n%s", s)
+	}
 	tm.send("q")
 	if code := waitFile(t, filepath.Join(p.dir, "exit")); code != "4" {
 		t.Fatalf("ralph run exited %s, want 4 (aborted):\n%s", code, tm.screen())

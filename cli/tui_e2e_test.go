@@ -23,8 +23,8 @@ func TestE2ERunTUIInTerminal(t *testing.T) {
 	exitFile, sttyFile := filepath.Join(dir, "exit"), filepath.Join(dir, "stty")
 	tm := newTmux(t, "cd "+dir+" && "+ralphBin+" run "+cfg+" --store "+filepath.Join(dir, "store")+
 		"; echo $? > "+exitFile+"; stty -a > "+sttyFile+"; sleep 60")
-	screen := tm.waitFor("Done by counted-to-three (success)")
-	for _, want := range []string{"Causal chain", "Iteration 3", "Stop conditions", "100%", "3/5", "Plan (RTFS",
+	screen := tm.waitIdle(untilEnd)
+	for _, want := range []string{"Done by counted-to-three (success)", "Causal chain", "Iteration 3", "Stop conditions", "100%", "3/5", "Plan (RTFS",
 		"the completion predicate held"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)

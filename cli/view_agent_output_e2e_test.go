@@ -22,7 +22,9 @@ func TestE2EViewShowsRecordedAgentOutput(t *testing.T) {
 		}
 	}
 	tm := newTmux(t, "cd "+p.dir+" && "+strings.Join(env, " ")+" "+ralphBin+" view; sleep 30")
-	tm.waitFor("o output/plan") // o is offered once the run's agent calls have loaded
+	if s := tm.waitIdle(untilEnd); !strings.Contains(s, "o output/plan") { // o is offered once the run's agent calls have loaded
+		t.Fatalf("the loaded view does not offer o:\n%s", s)
+	}
 	tm.send("o")
 	screen := tm.waitFor("All steps are done.")
 	for _, want := range []string{"Edit", "whole output: logs/"} {

@@ -34,8 +34,8 @@ func TestE2EViewInTerminal(t *testing.T) {
 	id := quickstartRun(t, store)
 	exitFile, sttyFile := filepath.Join(dir, "exit"), filepath.Join(dir, "stty")
 	tm := newTmux(t, ralphBin+" view "+id[:13]+" --store "+store+"; echo $? > "+exitFile+"; stty -a > "+sttyFile+"; sleep 60")
-	screen := tm.waitFor("Done by counted-to-three (success)")
-	for _, want := range []string{"Causal chain", "Iteration 3", "✓ ccos.echo", "Stop conditions", "counted-to-three",
+	screen := tm.waitIdle(untilEnd)
+	for _, want := range []string{"Done by counted-to-three (success)", "Causal chain", "Iteration 3", "✓ ccos.echo", "Stop conditions", "counted-to-three",
 		"100%", "3/5", "Plan (RTFS · static)", "(step \"Greet\"", "read-only", "the completion predicate held"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)

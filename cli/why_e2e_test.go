@@ -121,8 +121,8 @@ func TestE2ETUIWhyAndKeys(t *testing.T) {
 	if b, err := exec.Command("tmux", "resize-window", "-t", tm.session, "-x", "80", "-y", "24").CombinedOutput(); err != nil {
 		t.Fatalf("tmux resize-window: %v %s", err, b)
 	}
-	screen := tm.waitFor("Failed by stuck (failure)")
-	for _, want := range []string{"✗ stuck", "FAIL TestAdd calc_test.go:7:", "✗ stop conditions · STOP by"} {
+	screen := tm.waitIdle(untilEnd)
+	for _, want := range []string{"Failed by stuck (failure)", "✗ stuck", "FAIL TestAdd calc_test.go:7:", "✗ stop conditions · STOP by"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the 80×24 screen lacks %q:\n%s", want, screen)
 		}
@@ -130,16 +130,16 @@ func TestE2ETUIWhyAndKeys(t *testing.T) {
 
 	tm.send("g")
 	const from = 2 // the first row of the chain, under the header and the pane's title
-	waitUntil(t, "g to select the first row", func() bool { return selectedChainRow(tm.screen()) == from })
+	tm.waitScreen("g selecting the first row", func(s string) bool { return selectedChainRow(s) == from })
 	tm.send("jjj") // one write
-	waitUntil(t, "jjj to move three rows", func() bool { return selectedChainRow(tm.screen()) == from+3 })
+	tm.waitScreen("jjj moving three rows", func(s string) bool { return selectedChainRow(s) == from+3 })
 	if err := exec.Command("tmux", "set-buffer", "-b", "ralph-e2e-paste", "kk").Run(); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := exec.Command("tmux", "paste-buffer", "-p", "-d", "-b", "ralph-e2e-paste", "-t", tm.session).CombinedOutput(); err != nil {
 		t.Fatalf("tmux paste-buffer: %v %s", err, b)
 	}
-	waitUntil(t, "a pasted kk to move two rows up", func() bool { return selectedChainRow(tm.screen()) == from+1 })
+	tm.waitScreen("a pasted kk moving two rows up", func(s string) bool { return selectedChainRow(s) == from+1 })
 
 	tm.send("Tab")
 	tm.send("jj") // from stuck, the closest to firing, to tests
@@ -152,6 +152,7 @@ func TestE2ETUIWhyAndKeys(t *testing.T) {
 		}
 	}
 	tm.send("Escape")
+	tm.waitFor("Causal chain") // back in the main view: a ? sent with the escape would read as alt+?
 	tm.send("?")
 	screen = tm.waitFor("Quitting")
 	if !strings.Contains(screen, "q or ctrl+c exits.") || strings.Contains(screen, "approve") || strings.Contains(screen, "p pause") {

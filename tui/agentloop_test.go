@@ -175,8 +175,8 @@ func agentLoopModel(t *testing.T, end agentLoopEnd, w, h int) (*model, []ledger.
 	feed(m, stored)
 	switch end {
 	case agentMidRun:
-		m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
-		m.Update(eventsMsg{agentEvents(3, m.now().Add(-40*time.Second))})
+		m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
+		m.Update(eventsMsg{events: agentEvents(3, m.now().Add(-40*time.Second))})
 	default:
 		m.Update(runDoneMsg{})
 	}

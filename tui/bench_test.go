@@ -73,8 +73,8 @@ func BenchmarkTUI(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			clear(m.chain.cache)
-			m.plan.cacheKey = [2]int{}
+			m.chain.cache.reset()
+			m.plan.cache.reset()
 			_ = m.View()
 		}
 	})
@@ -98,7 +98,7 @@ func BenchmarkTUI(b *testing.B) {
 		for b.Loop() {
 			seq++
 			call.Seq = seq
-			m.Update(eventsMsg{ev})
+			m.Update(eventsMsg{events: ev})
 		}
 	})
 }

@@ -10,9 +10,8 @@ import (
 
 // chainPane shows the causal chain as a live tree: iteration → plan → step
 // → call, with fold markers, ✓ ✗ ! ⊘ ↷ ⟳ status marks and durations. Only the
-// rows in view are drawn, each from a cache keyed by the row, the width
-// and the row's version, so a frame costs the same with a hundred actions
-// or a million. A running row shows how long it has been running; with a
+// rows in view are drawn, each kept in a rowCache under the row with its
+// version, so a frame costs the same with a hundred actions or a million. A running row shows how long it has been running; with a
 // filter, each match shows the iteration it belongs to.
 type chainPane struct {
 	t       *tree
@@ -23,25 +22,23 @@ type chainPane struct {
 	sel     int32
 	follow  bool // keep the newest row selected
 	focused bool
-	cache   map[int32]rowEntry
+	cache   rowCache[int32, rowVer, string]
 	// now is the clock for a running row's elapsed time (nil: none shown).
 	now func() time.Time
 }
 
-type rowEntry struct {
-	w     int
+// rowVer is what a chain row's text depends on besides the width: the
+// node's version, the tree's epoch (bumped when every row must be drawn
+// again) and a running row's elapsed seconds. A chain row is never
+// finished: folding it or noting it changes it at any time.
+type rowVer struct {
 	ver   uint16
 	epoch uint32
-	secs  int64 // a running row's elapsed seconds when drawn
-	s     string
+	secs  int64 // a running row's elapsed seconds; -1 for others
 }
 
-// maxRowCache bounds the row cache; it is cleared when it grows past this
-// (a few screens' worth), so memory stays flat however long the chain.
-const maxRowCache = 2048
-
 func newChainPane(t *tree, st *styles) *chainPane {
-	return &chainPane{t: t, st: st, sel: -1, follow: true, cache: make(map[int32]rowEntry, 256)}
+	return &chainPane{t: t, st: st, sel: -1, follow: true}
 }
 
 // SetSize sets the pane's outer size, border included.
@@ -257,15 +254,8 @@ func (p *chainPane) row(idx int32, w int) string {
 	if el, ok := p.elapsed(idx, n); ok {
 		secs = int64(el / time.Second)
 	}
-	if e, ok := p.cache[idx]; ok && e.w == w && e.ver == n.ver && e.epoch == p.t.epoch && e.secs == secs {
-		return e.s
-	}
-	s := p.drawRow(idx, n, w)
-	if len(p.cache) >= maxRowCache {
-		clear(p.cache)
-	}
-	p.cache[idx] = rowEntry{w: w, ver: n.ver, epoch: p.t.epoch, secs: secs, s: s}
-	return s
+	v := rowVer{ver: n.ver, epoch: p.t.epoch, secs: secs}
+	return p.cache.get(idx, w, v, false, func() string { return p.drawRow(idx, n, w) })
 }
 
 // elapsed is how long row idx has been running, when it is running in a

@@ -32,13 +32,12 @@ type condPane struct {
 	sel        int // the selected condition, while focused
 	h          int // inner height, in lines
 	bar        progress.Model
-	cacheKey   condKey
-	cache      []string
-	prefKey    condKey // what pref was measured for
+	cache      rowCache[struct{}, condKey, []string] // the pane's lines, kept as one row
+	prefKey    condKey                               // what pref was measured for
 	pref       int
 }
 
-// condKey is what the pane's drawing depends on.
+// condKey is what the pane's drawing depends on besides its width.
 type condKey struct {
 	eval              *stop.Evaluation
 	n                 int
@@ -222,11 +221,7 @@ func (p *condPane) lines(width, height int) []string {
 	p.h = max(0, height-2)
 	p.scroll()
 	k := condKey{p.eval, len(p.configured), width, height, p.offset, p.sel, p.focused}
-	if k == p.cacheKey && p.cache != nil {
-		return p.cache
-	}
-	p.cache, p.cacheKey = p.draw(width, height), k
-	return p.cache
+	return p.cache.get(struct{}{}, width, k, false, func() []string { return p.draw(width, height) })
 }
 
 func (p *condPane) draw(width, height int) []string {

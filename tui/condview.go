@@ -18,38 +18,38 @@ type condView struct {
 	iteration int // the evaluation's; 0 before the first
 	offset    int
 	h         int
-	cacheW    int
-	cache     []string
+	ver       int                               // bumped when another result is set
+	cache     rowCache[struct{}, int, []string] // the content, kept as one row
+	text      []string                          // the content as last drawn
 }
 
 func newCondView(st *styles) *condView { return &condView{st: st} }
 
 // set shows r, as evaluated after iteration it.
 func (v *condView) set(r stop.Result, it int) {
-	v.r, v.iteration, v.offset, v.cache, v.cacheW = r, it, 0, nil, 0
+	v.r, v.iteration, v.offset, v.text = r, it, 0, nil
+	v.ver++
 }
 
 func (v *condView) scrollBy(d int) {
-	v.offset = min(max(v.offset+d, 0), max(0, len(v.cache)-v.h))
+	v.offset = min(max(v.offset+d, 0), max(0, len(v.text)-v.h))
 }
 
 func (v *condView) lines(width, height int) []string {
 	v.h = max(0, height-2)
 	w := width - 3
-	if v.cache == nil || v.cacheW != w {
-		v.cache, v.cacheW = v.content(w), w
-	}
+	v.text = v.cache.get(struct{}{}, w, v.ver, false, func() []string { return v.content(w) })
 	v.scrollBy(0)
 	rows := make([]string, 0, v.h)
-	for _, l := range v.cache[v.offset:min(len(v.cache), v.offset+v.h)] {
+	for _, l := range v.text[v.offset:min(len(v.text), v.offset+v.h)] {
 		rows = append(rows, " "+l)
 	}
 	right := "not evaluated yet"
 	if v.iteration > 0 {
 		right = fmt.Sprintf("after iteration %d", v.iteration)
 	}
-	if len(v.cache) > v.h {
-		right = fmt.Sprintf("%s · lines %d–%d of %d", right, v.offset+1, min(len(v.cache), v.offset+v.h), len(v.cache))
+	if len(v.text) > v.h {
+		right = fmt.Sprintf("%s · lines %d–%d of %d", right, v.offset+1, min(len(v.text), v.offset+v.h), len(v.text))
 	}
 	return v.st.frame("Stop condition · "+v.r.Name, right, true, width, height, rows)
 }

@@ -81,7 +81,7 @@ func TestIterationDiff(t *testing.T) {
 	for i := range stored {
 		evs[i] = loop.Event{Kind: loop.EventAction, Action: &stored[i], Time: stored[i].Timestamp}
 	}
-	_, cmd := m.Update(eventsMsg{evs})
+	_, cmd := m.Update(eventsMsg{events: evs})
 	runDiffCmds(m, cmd)
 	screen := m.View()
 	if !strings.Contains(screen, "Iteration 1  +2 −1") || !strings.Contains(screen, "Iteration 2  +0 −0 · iteration-2.rtfs") {

@@ -36,8 +36,12 @@
 //     inside Update.
 //   - The chain is held as compact rows (no decoded actions): memory grows
 //     by ~60 bytes per shown action; a frame draws only the rows in view,
-//     each from a cache keyed by row, width and row version, so its cost
-//     does not grow with the chain.
+//     each kept by the one row-cache rule (rowCache: a finished row is
+//     drawn once per width, an unfinished one again when its version
+//     changes), so its cost does not grow with the chain.
+//   - The terminal title says the highest seq drawn and whether anything
+//     is pending (title.go): idle at seq N means every event up to N is
+//     applied and its frame written; a title is set once it held 50 ms.
 //   - Text is measured and cut with x/ansi, in cells, never in bytes.
 //   - NO_COLOR (or a non-terminal output) selects the ASCII profile: every
 //     meaning is carried by a marker or a word as well as by colour.

@@ -136,14 +136,14 @@ func TestFooterFollowsTheModel(t *testing.T) {
 	st, stored := fixtureStore(t, acts)
 	m := testModel(t, st, true, 120, 40)
 	feed(m, stored[:20])
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
 	f := footer(m)
 	for _, want := range []string{"p pause", "s skip", "a abort", "tab pane", "f follow", "l log", "/ filter", "q quit"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("running footer lacks %q: %q", want, f)
 		}
 	}
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StatePaused}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StatePaused}}})
 	if f := footer(m); !strings.Contains(f, "p resume") || strings.Contains(f, "p pause") {
 		t.Errorf("paused footer: %q", f)
 	}
@@ -274,7 +274,7 @@ func TestDelayAndRateLimitCountdowns(t *testing.T) {
 	m := testModel(t, st, true, 120, 40)
 	feed(m, stored)
 	now := m.now()
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventDelay, Until: now.Add(5 * time.Second), Iteration: 1}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventDelay, Until: now.Add(5 * time.Second), Iteration: 1}}})
 	if s := statusLine(m); !strings.Contains(s, "Next iteration in 5s") {
 		t.Errorf("status during the delay: %q", s)
 	}
@@ -282,7 +282,7 @@ func TestDelayAndRateLimitCountdowns(t *testing.T) {
 	if s := statusLine(m); !strings.Contains(s, "Next iteration in 3s") {
 		t.Errorf("status 2.5s into the delay: %q", s)
 	}
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: now.Add(30 * time.Second), Text: "429 from the API"}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventWait, Until: now.Add(30 * time.Second), Text: "429 from the API"}}})
 	if s := statusLine(m); !strings.Contains(s, "Rate limited: retrying in 28s") {
 		t.Errorf("status during a rate-limit wait: %q", s)
 	}

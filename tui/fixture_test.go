@@ -284,5 +284,5 @@ func feed(m *model, acts []ledger.Action) {
 	for i := range acts {
 		evs[i] = loop.Event{Kind: loop.EventAction, Action: &acts[i], Time: acts[i].Timestamp}
 	}
-	m.Update(eventsMsg{evs})
+	m.Update(eventsMsg{events: evs})
 }

@@ -91,11 +91,11 @@ func TestGolden(t *testing.T) {
 	}{
 		{"running", func(t *testing.T, m *model) {
 			feed(m, running)
-			m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
+			m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
 		}},
 		{"paused", func(t *testing.T, m *model) {
 			feed(m, running)
-			m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StatePaused}}})
+			m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StatePaused}}})
 		}},
 		{"stopped", func(t *testing.T, m *model) {
 			feed(m, stored)

@@ -25,8 +25,9 @@ type historyView struct {
 	loading bool
 	offset  int
 	h       int
-	cacheW  int
-	cache   []string
+	ver     int                               // bumped when new evaluations are set
+	cache   rowCache[struct{}, int, []string] // the content, kept as one row
+	text    []string                          // the content as last drawn
 	// replay, by iteration, is another stop configuration's verdicts
 	// (ralph view --replay), shown under the recorded ones.
 	replay     map[int]*stop.ReplayStep
@@ -86,15 +87,16 @@ const maxHistory = 500
 func newHistoryView(st *styles) *historyView { return &historyView{st: st} }
 
 func (h *historyView) set(msg historyMsg) {
-	atEnd := h.offset >= len(h.cache)-h.h
-	h.entries, h.total, h.err, h.loading, h.cache, h.cacheW = msg.entries, msg.total, msg.err, false, nil, 0
+	atEnd := h.offset >= len(h.text)-h.h
+	h.entries, h.total, h.err, h.loading, h.text = msg.entries, msg.total, msg.err, false, nil
+	h.ver++
 	if atEnd {
 		h.offset = 1 << 30 // stay with the newest evaluation
 	}
 }
 
 func (h *historyView) scrollBy(n int) {
-	h.offset = min(max(h.offset+n, 0), max(0, len(h.cache)-h.h))
+	h.offset = min(max(h.offset+n, 0), max(0, len(h.text)-h.h))
 }
 
 // openHistory reads the evaluations for the history view.
@@ -136,12 +138,10 @@ func (h *historyView) Render(width, height int) string {
 func (h *historyView) lines(width, height int) []string {
 	h.h = max(0, height-2)
 	w := width - 3
-	if h.cache == nil || h.cacheW != w {
-		h.cache, h.cacheW = h.content(w), w
-	}
+	h.text = h.cache.get(struct{}{}, w, h.ver, false, func() []string { return h.content(w) })
 	h.scrollBy(0)
 	rows := make([]string, 0, h.h)
-	for _, l := range h.cache[h.offset:min(len(h.cache), h.offset+h.h)] {
+	for _, l := range h.text[h.offset:min(len(h.text), h.offset+h.h)] {
 		rows = append(rows, " "+l)
 	}
 	right := strconv.Itoa(h.total) + " evaluations"

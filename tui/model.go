@@ -123,6 +123,15 @@ type model struct {
 	helpCache    map[helpKey]string
 	ticking      bool
 	historyStale bool
+
+	// What the terminal title says (title.go).
+	seq          uint64     // the highest chain seq applied
+	queued       bool       // the forwarder had more ready than its last batch
+	statsAsked   int        // iteration summaries asked for, not yet back
+	titleWant    titleState // the title for what is shown now
+	titleSet     titleState // the title last set
+	titleGen     uint64     // bumped when titleWant changes
+	titleTicking bool       // a titleMsg is on its way
 }
 
 // outcome is how the run ended, read from its closing action.
@@ -319,6 +328,7 @@ func runEndState(t ledger.ActionType) string {
 func (m *model) event(e *loop.Event) {
 	switch e.Kind {
 	case loop.EventAction:
+		m.seq = max(m.seq, e.Action.Seq)
 		m.ingest(e.Action)
 	case loop.EventState:
 		if m.outcome == nil || isEndState(e.State) {

@@ -324,18 +324,18 @@ func TestTransientEvents(t *testing.T) {
 	m.run = &localRun{Store: st, approver: m.approver} // answers only: no runner behind it
 	feed(m, stored[:3])
 	at := fixtureStart.Add(4*time.Minute + 12*time.Second)
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: at.Add(9 * time.Second), Text: "429 from the provider"}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventWait, Until: at.Add(9 * time.Second), Text: "429 from the provider"}}})
 	if v := m.View(); !strings.Contains(v, "Rate limited: retrying in 9s") || !strings.Contains(v, "429 from the provider") {
 		t.Errorf("no countdown:\n%s", v)
 	}
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "pause requested"}}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "pause requested"}}}})
 	press(m, "l")
 	if !strings.Contains(m.View(), "pause requested") {
 		t.Error("log view does not show the log line")
 	}
 	press(m, "esc")
 	plan := &loop.PlanInfo{Iteration: 2, Source: `(do (step "A" (call :ccos.echo {:message "x"})))`, Mode: "A", Repairs: 1}
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventApprove, Plan: plan}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventApprove, Plan: plan}}})
 	v := m.View()
 	if !strings.Contains(v, "Run the plan for iteration 2") || !strings.Contains(v, "Plan awaiting approval") {
 		t.Fatalf("no approve prompt:\n%s", v)
@@ -364,7 +364,7 @@ func TestMultiLineTextKeepsTheLayout(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		m := testModel(t, st, true, size[0], size[1])
 		feed(m, stored)
-		m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "check failed\nsecond line",
+		m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventLog, Log: loop.LogLine{Msg: "check failed\nsecond line",
 			Attrs: "err=\"exit 1:\nstderr line\""}}}})
 		for _, k := range []string{"", "l"} {
 			if k != "" {

@@ -16,8 +16,10 @@ import (
 // how long the call has run, its tool uses and the spend it has reported so
 // far. It keeps the last maxOutputLines lines of one call (the running one,
 // else the last); a new call starts it over. Like the other panes it draws
-// only the rows in view, each line's wrapped rows from a cache keyed by the
-// line, the width and the line's version.
+// only the rows in view, each line's wrapped rows kept in a rowCache under
+// the line's number: a line is finished once a newer one follows it or it
+// ends with a newline; the open line is drawn again when its version
+// changes.
 type outputPane struct {
 	st      *styles
 	w, h    int // content size inside the border
@@ -26,7 +28,7 @@ type outputPane struct {
 
 	call   *agentCall // nil before the first agent event
 	offset int        // lines hidden below the view; 0 follows the newest
-	cache  map[int]outRows
+	cache  rowCache[int, uint32, []string]
 }
 
 // maxOutputLines bounds one call's scrollback.
@@ -69,14 +71,8 @@ type outLine struct {
 	ver  uint32
 }
 
-type outRows struct {
-	w    int
-	ver  uint32
-	rows []string
-}
-
 func newOutputPane(st *styles, now func() time.Time) *outputPane {
-	return &outputPane{st: st, now: now, cache: map[int]outRows{}}
+	return &outputPane{st: st, now: now}
 }
 
 // SetSize sets the pane's outer size, border included.
@@ -114,7 +110,7 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 	if c == nil || (c.id != callID && callID != "") || c.ended {
 		c = &agentCall{id: callID, iteration: it, started: at}
 		p.call, p.offset = c, 0
-		clear(p.cache)
+		p.cache.reset()
 	}
 	if e.Kind == agent.EventCost && !e.Total { // a step's cost adds to the call's
 		e.CostUSD += c.cost
@@ -194,7 +190,7 @@ func (p *outputPane) push(l outLine) {
 	if len(c.lines) >= maxOutputLines { // drop the oldest tenth: amortised, never a copy per line
 		cut := maxOutputLines / 10
 		for i := c.first; i < c.first+cut; i++ {
-			delete(p.cache, i)
+			p.cache.drop(i)
 		}
 		c.lines = append(c.lines[:0], c.lines[cut:]...)
 		c.first += cut
@@ -252,7 +248,8 @@ func (p *outputPane) lines(width, height int) []string {
 	inner := width - 3
 	var rows []string // bottom up
 	for i := len(c.lines) - 1 - p.offset; i >= 0 && len(rows) < p.h; i-- {
-		r := p.rowsOf(c.first+i, &c.lines[i], inner)
+		open := c.open && i == len(c.lines)-1
+		r := p.rowsOf(c.first+i, &c.lines[i], !open, inner)
 		for j := len(r) - 1; j >= 0 && len(rows) < p.h; j-- {
 			rows = append(rows, " "+r[j])
 		}
@@ -301,11 +298,12 @@ func (p *outputPane) status() string {
 }
 
 // rowsOf is line n wrapped to w cells and styled, from the cache when
-// current.
-func (p *outputPane) rowsOf(n int, l *outLine, w int) []string {
-	if e, ok := p.cache[n]; ok && e.w == w && e.ver == l.ver {
-		return e.rows
-	}
+// current; a finished line's text does not change again.
+func (p *outputPane) rowsOf(n int, l *outLine, finished bool, w int) []string {
+	return p.cache.get(n, w, l.ver, finished, func() []string { return p.drawLine(l, w) })
+}
+
+func (p *outputPane) drawLine(l *outLine, w int) []string {
 	st := p.st
 	prefix, style := "", st.text
 	switch l.kind {
@@ -330,9 +328,5 @@ func (p *outputPane) rowsOf(n int, l *outLine, w int) []string {
 	for i, s := range wrapped {
 		rows[i] = style.Render(s)
 	}
-	if len(p.cache) >= maxRowCache {
-		clear(p.cache)
-	}
-	p.cache[n] = outRows{w: w, ver: l.ver, rows: rows}
 	return rows
 }

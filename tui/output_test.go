@@ -53,8 +53,8 @@ func agentModel(t *testing.T, w, h int) (*model, []ledger.Action) {
 	m := testModel(t, st, true, w, h)
 	greet := seqOf(t, stored, ledger.PlanStepStarted, "Greet", 1)
 	feed(m, stored[:greet])
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
-	m.Update(eventsMsg{agentEvents(1, m.now().Add(-83*time.Second))})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventState, State: loop.StateRunning}}})
+	m.Update(eventsMsg{events: agentEvents(1, m.now().Add(-83*time.Second))})
 	return m, stored
 }
 
@@ -78,7 +78,7 @@ func TestAgentOutputPane(t *testing.T) {
 	// A tool use is recorded as it ends, before its call: it shows under
 	// the running step.
 	greetStep := seqOf(t, stored, ledger.PlanStepStarted, "Greet", 1)
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventAction, Action: &ledger.Action{Seq: 9998, ActionID: "tool-1",
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventAction, Action: &ledger.Action{Seq: 9998, ActionID: "tool-1",
 		Type: ledger.AgentToolUse, ParentActionID: agentCallID, RunID: fixtureRun, FunctionName: "Bash", Success: true,
 		Arguments: []rtfs.Value{rtfs.String("go test ./...")}, DurationMS: 2000}}}})
 	tool := findRow(t, m, "tool Bash")
@@ -93,7 +93,7 @@ func TestAgentOutputPane(t *testing.T) {
 		t.Error("the agent's escape sequences reach the terminal")
 	}
 	greet := seqOf(t, stored, ledger.PlanStepStarted, "Greet", 1)
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventAction, Action: ptr(agentCallAction(stored[greet-1].ActionID, m.now()))}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventAction, Action: ptr(agentCallAction(stored[greet-1].ActionID, m.now()))}}})
 	v = m.View()
 	for _, want := range []string{"✓ exit 0 · 1m23s · $0.40 · 1.2k tok"} {
 		if !strings.Contains(v, want) {

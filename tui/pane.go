@@ -4,9 +4,8 @@ package tui
 // conditions.go, plan.go, output.go — one file each): SetSize takes the
 // pane's outer size, border included, so paging and scrolling know it
 // before a frame is drawn; Render draws exactly width×height cells, its
-// border included, and only the rows in view, each from a cache keyed by
-// what the row shows (the row or line, the width, a version that changes
-// with its text). Full-screen views (history, detail, log, help) keep the
+// border included, and only the rows in view, each kept in a rowCache
+// (rowcache.go) under its key with a version that changes with its text. Full-screen views (history, detail, log, help) keep the
 // same Render signature. tui/README.md says how to add a pane, a message
 // or a key.
 type pane interface {

@@ -15,16 +15,16 @@ import (
 // was generated: provider, mode, repairs and each diagnostic. While a plan
 // awaits approval it shows that plan; while a model streams, its text.
 type planPane struct {
-	st       *styles
-	plan     *loop.PlanInfo
-	pending  bool   // plan awaits approval (y/n)
-	stream   string // the tail of streamed model output for the next plan
-	focused  bool
-	offset   int
-	h        int
-	ver      int
-	cacheKey [2]int // width, ver
-	cache    []string
+	st      *styles
+	plan    *loop.PlanInfo
+	pending bool   // plan awaits approval (y/n)
+	stream  string // the tail of streamed model output for the next plan
+	focused bool
+	offset  int
+	h       int
+	ver     int                               // bumped on every change the pane shows
+	cache   rowCache[struct{}, int, []string] // the content, kept as one row
+	text    []string                          // the content as last drawn
 }
 
 // maxStream bounds the streamed text kept for display.
@@ -61,7 +61,7 @@ func (p *planPane) addStream(text string) {
 }
 
 func (p *planPane) scrollBy(d int) {
-	p.offset = min(max(p.offset+d, 0), max(0, len(p.cache)-p.h))
+	p.offset = min(max(p.offset+d, 0), max(0, len(p.text)-p.h))
 }
 
 // Render draws the pane in its border.
@@ -72,9 +72,7 @@ func (p *planPane) Render(width, height int) string {
 func (p *planPane) lines(width, height int) []string {
 	p.h = max(0, height-2)
 	inner := width - 3
-	if p.cacheKey != [2]int{inner, p.ver} {
-		p.cache, p.cacheKey = p.content(inner), [2]int{inner, p.ver}
-	}
+	p.text = p.cache.get(struct{}{}, inner, p.ver, false, func() []string { return p.content(inner) })
 	p.scrollBy(0)
 	title, right := "Plan", ""
 	if pl := p.plan; pl != nil {
@@ -84,9 +82,9 @@ func (p *planPane) lines(width, height int) []string {
 			title = "Plan awaiting approval · y/n"
 		}
 	}
-	end := min(len(p.cache), p.offset+p.h)
+	end := min(len(p.text), p.offset+p.h)
 	rows := make([]string, 0, p.h)
-	for _, l := range p.cache[p.offset:end] {
+	for _, l := range p.text[p.offset:end] {
 		rows = append(rows, " "+l)
 	}
 	return p.st.frame(title, right, p.focused || p.pending, width, height, rows)

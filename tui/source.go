@@ -54,7 +54,7 @@ func forward(ctx context.Context, events <-chan loop.Event, send func(tea.Msg), 
 				}
 			}
 		}
-		send(eventsMsg{batch})
+		send(eventsMsg{events: batch, more: len(batch) == maxBatch})
 		if !open {
 			return
 		}
@@ -89,13 +89,13 @@ func load(ctx context.Context, st Scanner, runID string, send func(tea.Msg), par
 		}
 		batch = append(batch, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: runID, Action: &a})
 		if len(batch) == loadBatch {
-			send(eventsMsg{batch})
+			send(eventsMsg{events: batch})
 			batch = make([]loop.Event, 0, loadBatch)
 		}
 		return ctx.Err()
 	})
 	if len(batch) > 0 {
-		send(eventsMsg{batch})
+		send(eventsMsg{events: batch})
 	}
 	send(loadedMsg{err: err})
 }

@@ -14,8 +14,12 @@ import (
 
 // Messages the program receives from outside Update.
 type (
-	// eventsMsg is a batch of the run's events, from the forwarder.
-	eventsMsg struct{ events []loop.Event }
+	// eventsMsg is a batch of the run's events, from the forwarder; more
+	// says it had more ready than the batch holds.
+	eventsMsg struct {
+		events []loop.Event
+		more   bool
+	}
 	// configMsg is the config recorded with the run and the conditions it
 	// declares (read by the loader).
 	configMsg struct {
@@ -51,6 +55,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		m.chain.sync()
+		m.queued = msg.more
 		cmd = m.afterEvents()
 	case configMsg:
 		m.setConfig(msg.cfg, msg.conds)
@@ -71,6 +76,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.ticking = false
 		cmd = m.tick()
+	case titleMsg:
+		cmd = m.setTitle(msg)
 	case approveMsg:
 		m.askApproval(loop.PlanInfo{Iteration: msg.iteration, Source: msg.plan, OK: true})
 		cmd = waitApproval(m.approver)
@@ -79,6 +86,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case diffMsg:
 		m.diff.set(msg)
 	case diffStatMsg:
+		m.statsAsked = max(0, m.statsAsked-1)
 		m.setSummary(msg)
 	case historyMsg:
 		m.history.set(msg)
@@ -97,7 +105,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	m.syncControls()
 	m.layout()
-	return m, cmd
+	return m, tea.Batch(cmd, m.retitle())
 }
 
 // syncControls turns the run's controls (p, a, s) off once it has ended,
@@ -135,7 +143,9 @@ func (m *model) afterEvents() tea.Cmd {
 	if m.quitting && m.ended() {
 		return tea.Quit
 	}
+	asked := len(m.checkpoints.asked)
 	sums := m.checkpoints.summaries(m.ctx)
+	m.statsAsked += len(m.checkpoints.asked) - asked
 	if m.view == viewHistory && m.historyStale && !m.history.loading {
 		return tea.Batch(m.openHistory(), sums)
 	}

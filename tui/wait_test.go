@@ -18,7 +18,7 @@ func TestWaitDateAndRetryNotice(t *testing.T) {
 	feed(m, stored)
 	now := time.Date(2026, 11, 25, 21, 59, 10, 0, time.Local)
 	m.now = func() time.Time { return now }
-	m.Update(eventsMsg{[]loop.Event{{Kind: loop.EventWait, Until: time.Date(2026, 11, 26, 9, 59, 0, 0, time.Local), Text: "agent usage-limit"}}})
+	m.Update(eventsMsg{events: []loop.Event{{Kind: loop.EventWait, Until: time.Date(2026, 11, 26, 9, 59, 0, 0, time.Local), Text: "agent usage-limit"}}})
 	if s := statusLine(m); !strings.Contains(s, "(at 2026-11-26 09:59:00)") {
 		t.Errorf("status during a wait past midnight: %q", s)
 	}
