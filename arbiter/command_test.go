@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/proctest"
 )
 
 // script writes an executable /bin/sh script into a temp dir.
@@ -147,13 +147,7 @@ func TestCommandTimeoutKillsProcessGroup(t *testing.T) {
 	}
 	// The child was SIGKILLed with its group; give the kernel a moment to
 	// reap it (it was reparented), then it must be gone.
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("background child %d survived the timeout", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.WaitGone(t, pid)
 }
 
 func TestCommandOutputIsCapped(t *testing.T) {

@@ -20,25 +20,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ralphloop/ralph/internal/proctest"
 	"github.com/ralphloop/ralph/serve"
 )
-
-// processGone reports whether pid has exited (a zombie waiting for a
-// parent that does not reap counts as exited).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
-}
 
 // A foreground UI run exits when its run has ended, whether its terminal
 // closes before the UI is up, while the run goes on, or after it ended.
@@ -57,7 +41,7 @@ func TestE2ETerminalClosedRunExits(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
-				if !processGone(pid) {
+				if proctest.Alive(pid) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			})
@@ -72,7 +56,7 @@ func TestE2ETerminalClosedRunExits(t *testing.T) {
 			if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "ralph (pid "+strconv.Itoa(pid)+") exits", func() bool { return processGone(pid) })
+			waitUntil(t, "ralph (pid "+strconv.Itoa(pid)+") exits", func() bool { return !proctest.Alive(pid) })
 			if _, err := os.Stat(filepath.Join(store, "data")); err == nil {
 				if runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store); strings.Contains(runs, "running") {
 					t.Errorf("a run is left running after its process exited:\n%s", runs)

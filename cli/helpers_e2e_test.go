@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 // tmux drives ralph in a real terminal, as a user would.
@@ -88,7 +90,7 @@ var titleRE = regexp.MustCompile(`^ralph · (?:\S+ · )?seq (\d+) · (idle|runni
 func (tm *tmux) waitIdle(seq uint64) string {
 	tm.t.Helper()
 	var title string
-	ok := poll(func() bool {
+	ok := eventually.Poll(func() bool {
 		title = tm.title()
 		m := titleRE.FindStringSubmatch(title)
 		if m == nil {
@@ -117,7 +119,7 @@ func (tm *tmux) waitScreen(what string, ok func(screen string) bool, resend ...s
 	tm.t.Helper()
 	var s string
 	sent, tries := time.Time{}, 0
-	if !poll(func() bool {
+	if !eventually.Poll(func() bool {
 		if len(resend) > 0 && tries < 10 && time.Since(sent) > 3*time.Second {
 			tm.send(resend...)
 			sent, tries = time.Now(), tries+1
@@ -139,16 +141,13 @@ func (tm *tmux) waitFor(want string, resend ...string) string {
 // waitFile waits for path to hold a line and returns it.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.Contains(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was never written", path)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var b []byte
+	waitUntil(t, path+" written", func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil && strings.Contains(string(b), "\n")
+	})
+	return strings.TrimSpace(string(b))
 }
 
 // startRalph starts the binary in the background with output to files and
@@ -175,32 +174,18 @@ func startRalph(t *testing.T, dir string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// waitUntil polls cond until it holds: the one wait of the end-to-end
-// tests. Its bound only guards against a hang (two minutes, for a loaded
-// machine); no test measures time.
+// waitUntil waits until cond holds (eventually.True, the one wait of the
+// tests).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	if !poll(cond) {
-		t.Fatalf("%s never happened", what)
-	}
+	eventually.True(t, what, cond)
 }
 
-// poll is waitUntil's loop: whether cond held within the bound.
-func poll(cond func() bool) bool {
-	for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
-}
-
-// waitCommitted waits (up to a minute) until the Badger memtables glob
+// waitCommitted waits until the Badger memtables glob
 // names hold more than 4 MiB: an import's first chunks are committed.
 func waitCommitted(t *testing.T, glob string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	waitUntil(t, "the import's first chunks committed", func() bool {
 		mems, _ := filepath.Glob(glob)
 		var size int64
 		for _, m := range mems {
@@ -208,12 +193,6 @@ func waitCommitted(t *testing.T, glob string) {
 				size += int64(len(bytes.TrimRight(b, "\x00")))
 			}
 		}
-		if size > 4<<20 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the import committed nothing")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return size > 4<<20
+	})
 }

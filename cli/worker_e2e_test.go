@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -146,17 +147,7 @@ func (f *e2eFleet) state(id string) fleet.RunState {
 // with timeouts for a while.
 func (f *e2eFleet) retry(what string, fn func() error) {
 	f.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually.NoError(f.t, what, fn)
 }
 
 // chain rebuilds the run's chain from the stream, verifying it.

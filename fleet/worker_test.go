@@ -19,6 +19,7 @@ import (
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
@@ -235,20 +236,16 @@ func (fx *fleetFixture) holdWorker(id string) (release func()) {
 // waits for.
 func waitState(t *testing.T, h *Handles, runID string, what string, done func(RunState) bool) RunState {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s, found, err := GetState(context.Background(), h.Runs, runID)
-		if err != nil {
-			t.Fatal(err)
+	var s RunState
+	eventually.NoError(t, fmt.Sprintf("run %s: no %s", runID, what), func() error {
+		var found bool
+		var err error
+		if s, found, err = GetState(context.Background(), h.Runs, runID); err != nil || found && done(s) {
+			return err
 		}
-		if found && done(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: no %s after 60s; last state %+v", runID, what, s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("last state %+v", s)
+	})
+	return s
 }
 
 // streamChain rebuilds the run's chain from the stream into memory,
@@ -356,30 +353,19 @@ func TestWorkersRunJobsToTheirEnd(t *testing.T) {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never happened", what)
-		}
-	}
+	eventually.True(t, what, cond)
 }
 
 // waitNoPending waits until every job is acked (or terminated).
 func waitNoPending(t *testing.T, h *Handles) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually.NoError(t, "every job acked", func() error {
 		info, err := h.Jobs.Info(context.Background())
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && info.State.Msgs > 0 {
+			err = fmt.Errorf("%d jobs still in stream %s", info.State.Msgs, StreamJobs)
 		}
-		if info.State.Msgs == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still in stream %s", info.State.Msgs, StreamJobs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // A worker that dies mid-run (its connection gone, its process abandoned)
@@ -422,17 +408,10 @@ func TestFailoverAfterAWorkerDies(t *testing.T) {
 				t.Fatalf("held %s, want A/2", got)
 			}
 			// the charge of iteration 2 is in the stream before A dies
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			waitUntil(t, "iteration 2's charge reaching the stream", func() bool {
 				acts, _ := streamChain(t, h, id)
-				if charged(acts, 2) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("iteration 2's charge never reached the stream")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return charged(acts, 2)
+			})
 			ncA.Close() // A is dead to the fleet: no heartbeats, no more replication
 			ncB, hB := fx.connect()
 			fx.worker("B", 1, c.ackWait, ncB, hB)

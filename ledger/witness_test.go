@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 const loopChildEnv = "RALPH_LEDGER_LOOP_CHILD_DIR"
@@ -215,8 +217,8 @@ func TestWitnessAdvancesAtIterationEnd(t *testing.T) {
 		// The end of a run is witnessed before Append returns; the end of an
 		// iteration just after, by the witness goroutine.
 		got := witnessed()
-		for deadline := time.Now().Add(10 * time.Second); tc.typ == IterationCompleted && got != tc.want && time.Now().Before(deadline); got = witnessed() {
-			time.Sleep(time.Millisecond)
+		if tc.typ == IterationCompleted {
+			eventually.Poll(func() bool { got = witnessed(); return got == tc.want })
 		}
 		if got != tc.want {
 			t.Fatalf("after appending %s (seq %d) the witness signs seq %d, want %d", tc.typ, i+1, got, tc.want)

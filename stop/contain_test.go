@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/internal/proctest"
 )
 
@@ -27,14 +28,12 @@ func TestCommandTimeoutKillsANewSession(t *testing.T) {
 	done := make(chan outcome, 1)
 	go func() { done <- c.check.check(ctx, &Input{}) }()
 	var pid int
-	for deadline := time.Now().Add(5 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+	eventually.True(t, "the command's child starting", func() bool {
 		if b, err := os.ReadFile(f); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command's child never started")
-		}
-	}
+		return pid != 0
+	})
 	cancel()
 	if o := <-done; o.met || o.detail != "cancelled" {
 		t.Errorf("cancelled command: %+v", o)

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/internal/proctest"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -195,25 +195,7 @@ func TestShellTimeoutKillsProcessGroup(t *testing.T) {
 	}
 	// The kill is synchronous, but the grandchild may be a zombie until init
 	// reaps it; wait for it to be gone (bounded), never for a fixed time.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) || isZombie(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d still running after the timeout", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func isZombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
+	proctest.WaitGone(t, pid)
 }
 
 func TestFilesConfined(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/internal/proctest"
 )
 
@@ -228,16 +229,10 @@ func TestKill9OfTheParentEndsANewSession(t *testing.T) {
 				proctest.WaitGone(t, leader)
 				proctest.WaitGone(t, child)
 				if f[2] != "-" {
-					deadline := time.Now().Add(5 * time.Second)
-					for {
-						if _, err := os.Stat(f[2]); os.IsNotExist(err) {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("the watcher did not remove the cgroup %s", f[2])
-						}
-						time.Sleep(10 * time.Millisecond)
-					}
+					eventually.True(t, "the watcher removing the cgroup "+f[2], func() bool {
+						_, err := os.Stat(f[2])
+						return os.IsNotExist(err)
+					})
 				}
 			})
 		}

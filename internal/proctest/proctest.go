@@ -9,11 +9,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 // Alive reports whether pid is a live process; a zombie, which has exited
-// and waits only to be reaped, is not.
+// and waits only to be reaped, is not, nor is one being torn down (X).
 func Alive(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -21,26 +22,17 @@ func Alive(pid int) bool {
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// Gone polls until pid is no longer alive and reports whether that
-// happened within d.
-func Gone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for Alive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+// Gone polls until pid is no longer alive (eventually.Poll) and reports
+// whether that happened before the wait gave up.
+func Gone(pid int) bool {
+	return eventually.Poll(func() bool { return !Alive(pid) })
 }
 
-// WaitGone fails t when pid is still alive after 5 s.
+// WaitGone fails t when pid never stops being alive.
 func WaitGone(t testing.TB, pid int) {
 	t.Helper()
-	if !Gone(pid, 5*time.Second) {
-		t.Fatalf("process %d is still alive", pid)
-	}
+	eventually.True(t, "process "+strconv.Itoa(pid)+" ending", func() bool { return !Alive(pid) })
 }
