@@ -1,4 +1,4 @@
-package notify
+package notify_test
 
 import (
 	"context"
@@ -7,15 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ralphloop/ralph/arbiter"
-	"github.com/ralphloop/ralph/capability"
-	"github.com/ralphloop/ralph/capability/builtin"
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/governance"
-	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
-	"github.com/ralphloop/ralph/rtfs"
-	"github.com/ralphloop/ralph/stop"
+	"github.com/ralphloop/ralph/notify"
 )
 
 // BenchmarkNotify/storm runs the same loop twice in one run, b.N
@@ -25,10 +20,10 @@ import (
 // difference (target ≤ 1 ms): the loop never waits for a sink.
 func BenchmarkNotify(b *testing.B) {
 	b.Run("storm", func(b *testing.B) {
-		hang, addr := neverAnswers(b)
+		hang, addr := notify.NeverAnswers(b)
 		defer close(hang)
-		n, err := New(Options{Sinks: []config.Notify{sinkCfg("webhook", func(c *config.Notify) { c.URL = addr })},
-			Logger: discardLogger(), Grace: time.Millisecond})
+		n, err := notify.New(notify.Options{Sinks: []config.Notify{notify.SinkCfg("webhook", func(c *config.Notify) { c.URL = addr })},
+			Logger: notify.DiscardLogger(), Grace: time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,7 +57,8 @@ func BenchmarkNotify(b *testing.B) {
 }
 
 // runLoop runs iterations iterations of a one-step loop on an in-memory
-// store, with follow as its Follow, and returns how long Run took.
+// store, built as ralph run builds it (assemble.NewRun), with follow as its
+// Follow, and returns how long Run took.
 func runLoop(b *testing.B, iterations int, follow func(context.Context, <-chan loop.Event) <-chan struct{}) time.Duration {
 	b.Helper()
 	dir := b.TempDir()
@@ -71,25 +67,13 @@ func runLoop(b *testing.B, iterations int, follow func(context.Context, <-chan l
 	if err != nil {
 		b.Fatal(err)
 	}
-	store, err := ledger.Open(ledger.Options{InMemory: true})
+	run, err := assemble.NewRun(context.Background(), cfg, assemble.RunOptions{Open: assemble.InMemory})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
-	reg := capability.NewRegistry()
-	if err := builtin.Register(reg, builtin.Options{Workdir: dir, KV: store.KV()}); err != nil {
-		b.Fatal(err)
-	}
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: governance.New(governance.Constitution{}, reg, nil), Ledger: store, KV: store.KV()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := loop.NewRunner(loop.RunnerOptions{Config: cfg, Store: store, Orchestrator: orch, Provider: arbiter.StaticProvider{Source: cfg.Plan.RTFS},
-		Conditions: conds, Intent: arbiter.Intent{Goal: "bench", Params: rtfs.MapValue(rtfs.NewMap())}, Follow: follow, Logger: discardLogger()})
+	defer run.Store.Close()
+	run.Options.Follow, run.Options.Logger = follow, notify.DiscardLogger()
+	r, err := run.NewRunner()
 	if err != nil {
 		b.Fatal(err)
 	}
