@@ -8,11 +8,12 @@
 //
 //	logs := tui.NewLogHandler(slog.LevelInfo, nil)
 //	approver := tui.NewApprover()                 // approve mode only
+//	run, _ := assemble.NewRun(ctx, cfg, assemble.RunOptions{…}) // the one place a run is built
+//	run.Options.Logger = slog.New(logs)
+//	run.Options.Approve = approver.Approve        // approve mode only
+//	runner, _ := run.NewRunner()
+//	store := run.Store
 //	from := store.Head().Seq + 1                  // 0 for a resumed run
-//	runner, _ := loop.NewRunner(loop.RunnerOptions{…,
-//		Logger:  slog.New(logs),
-//		Approve: approver.Approve,                // approve mode only
-//	})
 //	var out *loop.Outcome
 //	done := tui.Start(func() (err error) { out, err = runner.Run(ctx); return err })
 //	err := tui.Run(ctx, tui.Options{Run: tui.Local(runner, store, approver), Config: cfg,
