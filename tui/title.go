@@ -32,6 +32,15 @@ import (
 // everything up to seq N. At most one titleMsg is on its way at a time, so
 // a stream of events costs no timer each.
 
+// pushTitle and popTitle save the terminal's window and icon titles on
+// its title stack and restore them (xterm's window operations 22 and 23,
+// which tmux and most terminals take), so that the title the UI sets ends
+// with it.
+const (
+	pushTitle = "\x1b[22;0t"
+	popTitle  = "\x1b[23;0t"
+)
+
 // titleDelay is how long a title must hold before it is set: three of
 // Bubble Tea's frames.
 const titleDelay = 50 * time.Millisecond

@@ -189,7 +189,12 @@ func run(ctx context.Context, o *Options, source func(context.Context, func(tea.
 		tea.WithMouseCellMotion(), tea.WithoutSignalHandler())
 	s := &session{p: p}
 	s.goSafe(func() { source(ctx, p.Send) })
+	// The UI's title (title.go) is the terminal's while it runs: the one
+	// before it is pushed on the terminal's title stack and popped when the
+	// UI ends (a closed terminal takes neither).
+	_, _ = io.WriteString(out, pushTitle)
 	final, err := p.Run()
+	_, _ = io.WriteString(out, popTitle)
 	cancel()
 	// A UI that quit takes the plan question with it (the runner ends the
 	// run); one that detached, or whose context was cancelled (a closed
