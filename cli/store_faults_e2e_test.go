@@ -145,6 +145,25 @@ func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
 	}
 }
 
+// killedCounterRun runs counterConfig headless in a new directory until
+// iterations iterations have completed, then kills it (SIGKILL), and
+// returns the directory, the config and the store it left.
+func killedCounterRun(t *testing.T, iterations int) (dir, cfg, store string) {
+	t.Helper()
+	dir = t.TempDir()
+	cfg, store = filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
+	writeFile(t, cfg, counterConfig)
+	cmd, lines, _ := startHeadless(t, dir, cfg, store)
+	for range iterations {
+		waitLine(t, lines, "IterationCompleted")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for range lines {
+	}
+	return dir, cfg, store
+}
+
 // TestE2EDamagedLogIsNamedNotLost kills a run, flips a byte in the middle
 // of its memtable log, and checks that chain verify fails naming the loss
 // against the witness, that a new run on the store is refused with one
@@ -152,17 +171,7 @@ func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
 func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 	skipWithoutBinary(t)
 	t.Parallel()
-	dir := t.TempDir()
-	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
-	writeFile(t, cfg, counterConfig)
-	cmd, lines, _ := startHeadless(t, dir, cfg, store)
-	for range 40 {
-		waitLine(t, lines, "IterationCompleted")
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	for range lines {
-	}
+	dir, cfg, store := killedCounterRun(t, 40)
 	mems, _ := filepath.Glob(filepath.Join(store, "data", "*.mem"))
 	if len(mems) == 0 {
 		t.Fatal("the killed run left no memtable log")
@@ -200,17 +209,7 @@ func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 func TestE2EWitnessSlotsSurviveAKill(t *testing.T) {
 	skipWithoutBinary(t)
 	t.Parallel()
-	dir := t.TempDir()
-	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
-	writeFile(t, cfg, counterConfig)
-	cmd, lines, _ := startHeadless(t, dir, cfg, store)
-	for range 6 {
-		waitLine(t, lines, "IterationCompleted")
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	for range lines {
-	}
+	dir, _, store := killedCounterRun(t, 6)
 	ws, _ := filepath.Glob(filepath.Join(dir, "xdg-state", "ralph", "witness", "*"))
 	if len(ws) != 1 {
 		t.Fatalf("witness files: %v", ws)
