@@ -23,25 +23,10 @@ type iterationTally struct {
 // newIterationTally reads the limits the brief line measures against
 // from cfg: the smallest max_iterations and max_cost (or governance cap).
 func newIterationTally(cfg *config.Config) *iterationTally {
-	t := &iterationTally{}
 	if cfg == nil {
-		return t
+		return &iterationTally{}
 	}
-	for _, s := range cfg.Stop {
-		if s.Kind == "max_iterations" && s.Max > 0 && (t.maxIterations == 0 || s.Max < t.maxIterations) {
-			t.maxIterations = s.Max
-		}
-		if s.Kind == "max_cost" && s.USD > 0 && (t.budget == 0 || s.USD < t.budget) {
-			t.budget = s.USD
-		}
-	}
-	if l := cfg.Loop.MaxIterations; l > 0 && (t.maxIterations == 0 || l < t.maxIterations) {
-		t.maxIterations = l
-	}
-	if g := cfg.Governance.MaxCostUSD; g > 0 && (t.budget == 0 || g < t.budget) {
-		t.budget = g
-	}
-	return t
+	return &iterationTally{maxIterations: cfg.IterationLimit(), budget: cfg.CostLimit()}
 }
 
 // take counts a; after an evaluation it returns the iteration's brief

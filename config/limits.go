@@ -51,7 +51,7 @@ func (c *Config) CheckAgentBudget(cli string) error {
 	}
 	budget := ""
 	for _, s := range c.Stop {
-		if s.Kind == "max_cost" {
+		if s.Kind == KindMaxCost {
 			budget = s.Name
 			break
 		}
@@ -89,4 +89,28 @@ func examplePriced(cli string) string {
 		return "gemini-2.5-pro"
 	}
 	return "claude-sonnet-4-5"
+}
+
+// IterationLimit is the run's iteration budget: the smallest of the
+// max_iterations stop conditions and [loop] max_iterations, or 0 for none.
+func (c *Config) IterationLimit() int {
+	n := c.Loop.MaxIterations
+	for _, s := range c.Stop {
+		if s.Kind == KindMaxIterations && s.Max > 0 && (n <= 0 || s.Max < n) {
+			n = s.Max
+		}
+	}
+	return max(n, 0)
+}
+
+// CostLimit is the run's spend budget in USD: the smallest of the
+// max_cost stop conditions and [governance] max_cost_usd, or 0 for none.
+func (c *Config) CostLimit() float64 {
+	b := c.Governance.MaxCostUSD
+	for _, s := range c.Stop {
+		if s.Kind == KindMaxCost && s.USD > 0 && (b <= 0 || s.USD < b) {
+			b = s.USD
+		}
+	}
+	return max(b, 0)
 }

@@ -228,7 +228,7 @@ func (p *WorkerPolicy) applyMaxCost(c *Config, g *PolicyGovernance) error {
 	}
 	budget, name := 0.0, ""
 	for _, s := range c.Stop {
-		if s.Kind == "max_cost" && (name == "" || s.USD < budget) {
+		if s.Kind == KindMaxCost && (name == "" || s.USD < budget) {
 			budget, name = s.USD, s.Name
 		}
 	}
@@ -236,7 +236,7 @@ func (p *WorkerPolicy) applyMaxCost(c *Config, g *PolicyGovernance) error {
 	case name != "" && budget > ceiling:
 		return p.refuse("its stop condition %q allows $%g, above the policy's max_cost_usd %g", name, budget, ceiling)
 	case name == "":
-		c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-cost", Kind: "max_cost", USD: ceiling})
+		c.Stop = append(c.Stop, Stop{Name: PolicyStopName + "-max-cost", Kind: KindMaxCost, USD: ceiling})
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (c *Config) firstProgram(allow []string) (prog, where string) {
 	var walk func(stops []Stop) (string, string)
 	walk = func(stops []Stop) (string, string) {
 		for _, s := range stops {
-			if s.Kind == "command" && len(s.Cmd) > 0 && !slices.Contains(allow, s.Cmd[0]) {
+			if s.Kind == KindCommand && len(s.Cmd) > 0 && !slices.Contains(allow, s.Cmd[0]) {
 				return s.Cmd[0], fmt.Sprintf("stop condition %q", s.Name)
 			}
 			if p, w := walk(s.Conditions); p != "" {

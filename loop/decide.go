@@ -96,7 +96,7 @@ func (r *Runner) durationOutcome() *Outcome {
 	d := r.maxDuration()
 	name, class := "max_duration", stop.ClassLimit
 	for _, s := range r.o.Config.Stop {
-		if s.Kind == "max_duration" && s.Duration.Duration == d {
+		if s.Kind == config.KindMaxDuration && s.Duration.Duration == d {
 			name, class = s.Name, classOf(s)
 		}
 	}
@@ -106,7 +106,7 @@ func (r *Runner) durationOutcome() *Outcome {
 func (r *Runner) maxDuration() time.Duration {
 	var d time.Duration
 	for _, s := range r.o.Config.Stop {
-		if s.Kind == "max_duration" && (d == 0 || s.Duration.Duration < d) {
+		if s.Kind == config.KindMaxDuration && (d == 0 || s.Duration.Duration < d) {
 			d = s.Duration.Duration
 		}
 	}

@@ -50,11 +50,11 @@ func BeforeIteration(specs []config.Stop, s Spent) *Forbidden {
 	for i := range specs {
 		sp := &specs[i]
 		switch {
-		case sp.Kind == "max_cost" && s.Cost+meanCost > sp.USD:
+		case sp.Kind == config.KindMaxCost && s.Cost+meanCost > sp.USD:
 			return &Forbidden{Spec: sp, Class: classOf(sp),
 				Reason:   fmt.Sprintf("the next iteration is expected to cost $%.2f (the mean so far), which would take $%.2f past max_cost $%.2f", meanCost, s.Cost, sp.USD),
 				Evidence: fmt.Sprintf("%d iterations cost $%.4f", n, s.Cost)}
-		case sp.Kind == "max_tokens" && s.Tokens+meanTok > sp.Tokens:
+		case sp.Kind == config.KindMaxTokens && s.Tokens+meanTok > sp.Tokens:
 			return &Forbidden{Spec: sp, Class: classOf(sp),
 				Reason:   fmt.Sprintf("the next iteration is expected to use %d tokens (the mean so far), which would take %d past max_tokens %d", meanTok, s.Tokens, sp.Tokens),
 				Evidence: fmt.Sprintf("%d iterations used %d tokens", n, s.Tokens)}

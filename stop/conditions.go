@@ -363,7 +363,7 @@ func buildComposite(s *config.Stop, file string, line int) (checker, error) {
 	if len(s.Conditions) == 0 {
 		return nil, fmt.Errorf("kind %q needs conditions, a list of stop tables", s.Kind)
 	}
-	if s.Kind == "not" && len(s.Conditions) != 1 {
+	if s.Kind == config.KindNot && len(s.Conditions) != 1 {
 		return nil, errors.New(`kind "not" takes exactly one condition`)
 	}
 	kids := make([]*Condition, len(s.Conditions))

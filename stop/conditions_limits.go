@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ralphloop/ralph/config"
 )
 
 // The in-process kinds: budgets, signals and composition. Each is a pure
@@ -138,13 +140,13 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 	}
 	o := outcome{evidence: strings.Join(parts, "; ")}
 	switch c.op {
-	case "all":
+	case config.KindAll:
 		o.met, o.progress = met == len(c.kids), sum/float64(len(c.kids))
 		o.detail = fmt.Sprintf("%d/%d met", met, len(c.kids))
-	case "any":
+	case config.KindAny:
 		o.met, o.progress = met > 0, maxP
 		o.detail = fmt.Sprintf("%d/%d met", met, len(c.kids))
-	case "not":
+	case config.KindNot:
 		o.met = met == 0
 		o.detail = "child " + metWord(!o.met)
 		if o.met {
@@ -162,7 +164,7 @@ func ownTimeout(c *Condition) time.Duration {
 	switch {
 	case c.Timeout > 0:
 		return c.Timeout
-	case c.Kind == "command":
+	case c.Kind == config.KindCommand:
 		return DefaultCommandTimeout
 	}
 	return 0

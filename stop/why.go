@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ralphloop/ralph/config"
 )
 
 // Why is the one line that says why r stands where it does, for the places
@@ -27,11 +29,11 @@ func Why(r *Result) string {
 	}
 	var s string
 	switch r.Kind {
-	case "command":
+	case config.KindCommand:
 		s = commandWhy(r)
-	case "predicate":
+	case config.KindPredicate:
 		s = predicateWhy(r.Evidence, r.Met)
-	case "file_exists", "file_contains", "output_pattern", "on_error":
+	case config.KindFileExists, config.KindFileContains, config.KindOutputPattern, config.KindOnError:
 		s = firstMeaningful(r.Evidence)
 	}
 	if s == "" {

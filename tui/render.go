@@ -207,35 +207,17 @@ func (m *model) elapsed() string {
 }
 
 func (m *model) maxIterations() int {
-	n := 0
 	if m.cfg == nil {
 		return 0
 	}
-	for _, s := range m.cfg.Stop {
-		if s.Kind == "max_iterations" && s.Max > 0 && (n == 0 || s.Max < n) {
-			n = s.Max
-		}
-	}
-	if l := m.cfg.Loop.MaxIterations; l > 0 && (n == 0 || l < n) {
-		n = l
-	}
-	return n
+	return m.cfg.IterationLimit()
 }
 
 func (m *model) maxCost() float64 {
-	b := 0.0
 	if m.cfg == nil {
 		return 0
 	}
-	for _, s := range m.cfg.Stop {
-		if s.Kind == "max_cost" && s.USD > 0 && (b == 0 || s.USD < b) {
-			b = s.USD
-		}
-	}
-	if g := m.cfg.Governance.MaxCostUSD; g > 0 && (b == 0 || g < b) {
-		b = g
-	}
-	return b
+	return m.cfg.CostLimit()
 }
 
 // statusLines is the status line: the one thing the user most needs to
