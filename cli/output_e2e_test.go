@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// TestE2EAgentFloodIsRecordedWhole: an agent (cli = "command") prints 64 MiB
+// TestE2EAgentFloodIsRecordedWhole: an agent (cli = "command") prints 16 MiB
 // — text, a line longer than any buffer, binary bytes — and the run
 // completes with the call recorded: the output file holds every byte, its
 // size and SHA-256 (computed here) are on the call, the recorded text is a
@@ -22,11 +22,11 @@ func TestE2EAgentFloodIsRecordedWhole(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var data bytes.Buffer
-	for i := 0; data.Len() < 60<<20; i++ {
+	for i := 0; data.Len() < 10<<20; i++ {
 		fmt.Fprintf(&data, "flood line %07d: the agent explains what it changes next\n", i)
 	}
 	data.WriteString(strings.Repeat("x", 5<<20) + "\n") // longer than the 4 MiB a line is parsed to
-	for i := 0; data.Len() < 64<<20; i++ {
+	for i := 0; data.Len() < 16<<20; i++ {
 		data.WriteByte(byte(i * 31 % 256)) // binary: NULs, invalid UTF-8, escapes
 	}
 	data.WriteString("\nthe end\n")
@@ -90,7 +90,7 @@ dir = ".ralph"
 	if !strings.Contains(text, "bytes cut before this; the whole output is in "+rel) || !strings.Contains(text, "the end") || len(text) > 80<<10 {
 		t.Errorf("recorded text: %d bytes: %.300s", len(text), text)
 	}
-	if n, _ := strconv.ParseInt(fmt.Sprint(md["text_cut_bytes"]), 10, 64); n < 60<<20 {
+	if n, _ := strconv.ParseInt(fmt.Sprint(md["text_cut_bytes"]), 10, 64); n < 14<<20 {
 		t.Errorf("text_cut_bytes %v", md["text_cut_bytes"])
 	}
 	// ralph view --output prints it whole.
