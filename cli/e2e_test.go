@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -82,6 +83,11 @@ func runCommand(t *testing.T, bin, stdin string, env []string, args ...string) (
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, withCreds(args)...)
+	// A process that outlives the deadline gets SIGQUIT first, so that the
+	// Go runtime prints where each of its goroutines was: the failure
+	// says where it hung.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Env = env
 	var out, errOut bytes.Buffer
@@ -89,6 +95,8 @@ func runCommand(t *testing.T, bin, stdin string, env []string, args ...string) (
 	err := cmd.Run()
 	var exitErr *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("ralph %q did not end within %s; its goroutines then:\n%s", args, 2*time.Minute, errOut.String())
 	case err == nil:
 	case errors.As(err, &exitErr) && exitErr.Exited():
 		code = exitErr.ExitCode()
