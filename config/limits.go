@@ -94,23 +94,23 @@ func examplePriced(cli string) string {
 // IterationLimit is the run's iteration budget: the smallest of the
 // max_iterations stop conditions and [loop] max_iterations, or 0 for none.
 func (c *Config) IterationLimit() int {
-	n := c.Loop.MaxIterations
-	for _, s := range c.Stop {
-		if s.Kind == KindMaxIterations && s.Max > 0 && (n <= 0 || s.Max < n) {
-			n = s.Max
-		}
-	}
-	return max(n, 0)
+	return smallestLimit(c.Stop, KindMaxIterations, c.Loop.MaxIterations, func(s Stop) int { return s.Max })
 }
 
 // CostLimit is the run's spend budget in USD: the smallest of the
 // max_cost stop conditions and [governance] max_cost_usd, or 0 for none.
 func (c *Config) CostLimit() float64 {
-	b := c.Governance.MaxCostUSD
-	for _, s := range c.Stop {
-		if s.Kind == KindMaxCost && s.USD > 0 && (b <= 0 || s.USD < b) {
-			b = s.USD
+	return smallestLimit(c.Stop, KindMaxCost, c.Governance.MaxCostUSD, func(s Stop) float64 { return s.USD })
+}
+
+// smallestLimit is the smallest positive of limit and of each stop of kind
+// (its limit read by of), or 0 when none is positive.
+func smallestLimit[T int | float64](stops []Stop, kind string, limit T, of func(Stop) T) T {
+	n := max(limit, 0)
+	for _, s := range stops {
+		if v := of(s); s.Kind == kind && v > 0 && (n == 0 || v < n) {
+			n = v
 		}
 	}
-	return max(b, 0)
+	return n
 }
