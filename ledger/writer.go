@@ -489,22 +489,29 @@ func firstDuplicate(req *request, stored, seen map[string]struct{}) string {
 // lookupIDs adds to stored each of ids that already has an action_id
 // index entry. The writer is the only writer, so the snapshot it reads is
 // the state the batch commits onto.
+//
+// Each id is looked up by an iterator bounded to its own prefix. One
+// iterator seeking from id to id would be one pass over a clean index, but
+// Badger's iterator reads ahead to the next two live keys: after an import
+// was rolled back, every seek would walk all the deleted entries of the
+// ids after it, and re-importing the same ids took time quadratic in their
+// number (12,000 actions: 4 s became 100 s under the race detector).
 func (s *Store) lookupIDs(ids []string, stored map[string]struct{}) error {
-	slices.Sort(ids) // one forward pass over the index
+	slices.Sort(ids)
 	return s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
-		defer it.Close()
 		for i, id := range ids {
 			if i > 0 && ids[i-1] == id {
 				continue
 			}
 			p := indexPrefix(IndexActionID, id)
-			for it.Seek(p); it.ValidForPrefix(p); it.Next() {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: p})
+			for it.Seek(p); it.Valid(); it.Next() {
 				if len(it.Item().Key()) == len(p)+8 {
 					stored[id] = struct{}{}
 					break
 				}
 			}
+			it.Close()
 		}
 		return nil
 	})
