@@ -52,9 +52,13 @@ func encodeWitnessSlot(seq uint64, note []byte) []byte {
 	binary.BigEndian.PutUint64(b[0:8], seq)
 	binary.BigEndian.PutUint32(b[8:12], uint32(len(note)))
 	copy(b[witnessSlotHead:], note)
-	crc := crc32.Update(crc32.Checksum(b[0:12], castagnoli), castagnoli, b[witnessSlotHead:])
-	binary.BigEndian.PutUint32(b[12:16], crc)
+	binary.BigEndian.PutUint32(b[12:16], slotCRC(b[0:12], note))
 	return b
+}
+
+// slotCRC is the CRC-32C of a slot's seq and length (head) and its note.
+func slotCRC(head, note []byte) uint32 {
+	return crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, note)
 }
 
 // encodeWitnessFile returns a whole witness file whose slot 0 holds note,
@@ -69,10 +73,9 @@ func encodeWitnessFile(seq uint64, note []byte) []byte {
 	return b
 }
 
-// witnessSlots is a witness file read: its slot size, and the whole slot
-// with the highest seq (newest: -1 when neither slot is whole).
+// witnessSlots is a witness file read: the whole slot with the highest
+// seq (newest: -1 when neither slot is whole).
 type witnessSlots struct {
-	size   int
 	seq    uint64
 	note   []byte
 	newest int
@@ -94,7 +97,7 @@ func decodeWitnessFile(path string, b []byte) (witnessSlots, error) {
 	if err != nil || size < witnessMinSlot || size > 1<<24 {
 		return witnessSlots{}, damaged("its header names no slot size")
 	}
-	w := witnessSlots{size: size, newest: -1}
+	w := witnessSlots{newest: -1}
 	for i := range 2 {
 		off := witnessHeaderSize + i*size
 		if off+witnessSlotHead > len(b) {
@@ -107,8 +110,7 @@ func decodeWitnessFile(path string, b []byte) (witnessSlots, error) {
 			continue
 		}
 		note := slot[witnessSlotHead : witnessSlotHead+n]
-		crc := crc32.Update(crc32.Checksum(slot[0:12], castagnoli), castagnoli, note)
-		if crc != binary.BigEndian.Uint32(slot[12:16]) {
+		if slotCRC(slot[0:12], note) != binary.BigEndian.Uint32(slot[12:16]) {
 			continue
 		}
 		if w.newest < 0 || seq > w.seq {
