@@ -65,13 +65,17 @@ type spaceState struct {
 const reserveTTL = 200 * time.Millisecond
 
 // checkSpace returns a DiskFullError unless the store's filesystem has room
-// for a commit of n bytes; closing commits may use closeMargin.
+// for a commit of n bytes (closing commits may use closeMargin), and a
+// LostError when the store is no longer in its place (place.go).
 func (s *Store) checkSpace(n int64, closing bool) error {
 	if s.dir == "" || s.readOnly {
 		return nil
 	}
 	data := filepath.Join(s.dir, dataDir)
-	free, ok := freeBytes(data)
+	free, readOnly, ok := statFS(data)
+	if err := s.checkPlace(!ok, readOnly); err != nil {
+		return err
+	}
 	if !ok {
 		return nil
 	}

@@ -71,9 +71,9 @@ func (k *KV) Put(ctx context.Context, key string, v rtfs.Value) error {
 	if err := k.s.checkSpace(int64(len(key)+len(text)), true); err != nil {
 		return err
 	}
-	return k.s.db.Update(func(txn *badger.Txn) error {
+	return k.s.lostOnWrite(k.s.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(kvKey(key), []byte(text))
-	})
+	}))
 }
 
 // kvText checks a write and returns the value's stored text.

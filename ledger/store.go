@@ -67,6 +67,14 @@ type Options struct {
 	// tables (compactions build whole tables in memory). ralph chain import
 	// uses it, so that an import of any size stays within a bounded RSS.
 	LowMemory bool
+	// CloseTimeout bounds Close: Badger gets at most this long to flush
+	// and stop (default DefaultCloseTimeout), then Close returns a
+	// StuckError and leaves what is on disk as it is.
+	CloseTimeout time.Duration
+	// OnCloseStuck, if set, is called with the StuckError when Close
+	// passes its bound, before Close returns it (cli prints it and exits:
+	// the goroutine inside Badger cannot be stopped).
+	OnCloseStuck func(*StuckError)
 	// NoCompactions runs no LSM compactions, for a short-lived reader
 	// (ralph view) that should not spend memory rewriting tables a writer
 	// left behind. Appends may stall on a store opened this way, so only
@@ -124,9 +132,17 @@ type Store struct {
 	witnessKick chan struct{}
 
 	// Free space (diskspace.go).
-	spaceMu    sync.Mutex
-	space      spaceState
-	rolledBack uint64 // actions of an interrupted import Open removed
+	spaceMu sync.Mutex
+	space   spaceState
+	// The store's place (place.go): placeMu guards place.at; lost is set,
+	// and lostCh closed, when the store is found lost.
+	placeMu    sync.Mutex
+	place      placeState
+	lost       atomic.Pointer[LostError]
+	lostCh     chan struct{}
+	closeLimit time.Duration     // Options.CloseTimeout, defaulted
+	onStuck    func(*StuckError) // Options.OnCloseStuck
+	rolledBack uint64            // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -178,6 +194,7 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closeDone atomic.Bool // Close has returned
 }
 
 // LockedError reports a store that another process has open.
@@ -227,6 +244,12 @@ func Open(opts Options) (*Store, error) {
 		commitCh:   make(chan struct{}),
 		recent:     newRing(4096),
 		done:       make(chan struct{}),
+		lostCh:     make(chan struct{}),
+		closeLimit: opts.CloseTimeout,
+		onStuck:    opts.OnCloseStuck,
+	}
+	if s.closeLimit <= 0 {
+		s.closeLimit = DefaultCloseTimeout
 	}
 	if !opts.InMemory {
 		if bopts, err = s.placeDir(opts, bopts); err != nil {
@@ -310,6 +333,13 @@ func (s *Store) startBackground(opts Options) {
 		s.witnessKick = make(chan struct{}, 1)
 		s.bgWG.Add(1)
 		go s.witnessLoop()
+	}
+	if !opts.InMemory && !opts.ReadOnly {
+		s.notePlace()
+		if s.place.known {
+			s.bgWG.Add(1)
+			go s.watchPlace()
+		}
 	}
 	if gc := opts.GCInterval; gc >= 0 && !opts.InMemory && !opts.ReadOnly {
 		if gc == 0 {
@@ -752,46 +782,117 @@ func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	return s.db.View(fn)
 }
 
+// DefaultCloseTimeout bounds Close when Options.CloseTimeout is not set.
+const DefaultCloseTimeout = 10 * time.Second
+
+// StuckError reports a store whose Close did not finish within its bound:
+// Badger is still flushing or stopping, and the process should exit,
+// leaving what is on disk as it is (the next writer recovers it).
+type StuckError struct {
+	Dir        string
+	Waited     time.Duration
+	Witness    string // the witness file ("" when none is kept)
+	WitnessSeq uint64 // the action its checkpoint signs (0: none)
+}
+
+func (e *StuckError) Error() string {
+	witness := "no witness of it is kept"
+	switch {
+	case e.Witness != "" && e.WitnessSeq > 0:
+		witness = fmt.Sprintf("its last witnessed action is seq %d (%s)", e.WitnessSeq, e.Witness)
+	case e.Witness != "":
+		witness = fmt.Sprintf("its witness %s holds no checkpoint of it yet", e.Witness)
+	}
+	return fmt.Sprintf("ledger store %s did not close within %s, so it is left as it is on disk (the next run or resume on it recovers it); %s",
+		e.Dir, e.Waited.Round(time.Millisecond), witness)
+}
+
 // Close waits for pending appends to commit, stops the subscribers and
-// background work, and closes Badger. Calling it again returns the first
-// call's result.
+// background work, and closes Badger, all within the store's close bound
+// (Options.CloseTimeout): past it, Close returns a StuckError and leaves
+// the rest to the process's exit. A store found lost (place.go) is not
+// flushed: Close returns its LostError. Calling Close again returns the
+// first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.sendMu.Lock()
-		s.sendClosed = true
-		close(s.reqCh)
-		s.sendMu.Unlock()
-		<-s.writerDone
-		// A witness that cannot be updated is kept as it is; the next
-		// verify reports why (truncation, rollback, rewrite).
-		if s.wrote.Load() {
-			s.advanceWitness(nil)
-		}
-		close(s.done)
-		s.subWG.Wait()
-		s.bgWG.Wait()
-		s.witnessMu.Lock()
-		s.witnessW.close()
-		s.witnessMu.Unlock()
-		s.readMu.Lock()
-		s.closed = true
-		s.readMu.Unlock()
-		if !s.canFlush() {
-			// Badger would flush the memtable into a table it cannot
-			// write, and die of SIGBUS: leave it in its log, which the
-			// next writer flushes, and release the lock file.
-			s.log.Error("the disk is too full to flush the ledger store; its memtable stays in its log", "store", s.describe())
-			if err := os.Remove(filepath.Join(s.dir, dataDir, "LOCK")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+		done := make(chan error, 1)
+		go func() { done <- s.close() }()
+		t := time.NewTimer(s.closeLimit)
+		defer t.Stop()
+		select {
+		case s.closeErr = <-done:
+		case <-t.C:
+			e := &StuckError{Dir: s.describe(), Waited: s.closeLimit}
+			e.Witness, e.WitnessSeq = s.Witnessed()
+			s.log.Error("ledger store did not close in time", "store", s.describe(), "waited", s.closeLimit)
+			if s.onStuck != nil {
+				s.onStuck(e)
 			}
-		} else if err := s.db.Close(); err != nil && s.closeErr == nil {
-			s.closeErr = fmt.Errorf("close ledger store %s: %w", s.describe(), err)
+			s.closeErr = e
 		}
-		if err := s.scratch.close(); err != nil {
-			s.log.Warn("remove the ledger's read-only view", "store", s.describe(), "err", err)
-		}
+		s.closeDone.Store(true)
 	})
 	return s.closeErr
+}
+
+// Closed reports whether Close has returned (the store's files may still
+// be in Badger's hands when it returned a StuckError).
+func (s *Store) Closed() bool { return s.closeDone.Load() }
+
+// Writable reports whether the store was opened for writing.
+func (s *Store) Writable() bool { return !s.readOnly }
+
+// close is Close's work: stop the writer, advance the witness, stop the
+// background goroutines, then close Badger unless its flush cannot be
+// written (a full disk, a lost store).
+func (s *Store) close() error {
+	s.sendMu.Lock()
+	s.sendClosed = true
+	close(s.reqCh)
+	s.sendMu.Unlock()
+	<-s.writerDone
+	if s.dir != "" && !s.readOnly {
+		_, ro, _ := statFS(filepath.Join(s.dir, dataDir))
+		s.checkPlace(true, ro)
+	}
+	lost := s.lost.Load()
+	// A witness that cannot be updated is kept as it is; the next
+	// verify reports why (truncation, rollback, rewrite).
+	if s.wrote.Load() && lost == nil {
+		s.advanceWitness(nil)
+	}
+	close(s.done)
+	s.subWG.Wait()
+	s.bgWG.Wait()
+	s.witnessMu.Lock()
+	s.witnessW.close()
+	s.witnessMu.Unlock()
+	s.readMu.Lock()
+	s.closed = true
+	s.readMu.Unlock()
+	var err error
+	switch {
+	case lost != nil:
+		// Badger would retry its flush into a directory that is gone, or
+		// a file system that takes no writes, forever: leave it.
+		err = lost
+	case !s.canFlush():
+		// Badger would flush the memtable into a table it cannot
+		// write, and die of SIGBUS: leave it in its log, which the
+		// next writer flushes, and release the lock file.
+		s.log.Error("the disk is too full to flush the ledger store; its memtable stays in its log", "store", s.describe())
+		if rerr := os.Remove(s.lockFile()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("close ledger store %s: %w", s.describe(), rerr)
+		}
+	default:
+		if cerr := s.db.Close(); cerr != nil {
+			err = fmt.Errorf("close ledger store %s: %w", s.describe(), cerr)
+		}
+	}
+	if serr := s.scratch.close(); serr != nil {
+		s.log.Warn("remove the ledger's read-only view", "store", s.describe(), "err", serr)
+	}
+	return err
 }
 
 // gcLoop runs value-log GC every interval until Close.

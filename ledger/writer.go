@@ -363,7 +363,7 @@ func (s *Store) commitBatch(batch []*request) {
 			return err
 		}
 		if err := s.commitTxn(txnItems); err != nil {
-			return err
+			return s.lostOnWrite(err)
 		}
 		if n := s.witnessDue; n != nil {
 			s.witnessDue = nil
