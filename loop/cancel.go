@@ -18,6 +18,10 @@ const (
 	// Nothing more is recorded; Run returns ErrHandedBack and the run stays
 	// open, as after a crash, for another process to resume.
 	CancelHandBack = "hand-back"
+	// CancelStoreLost stops the run because its store was removed,
+	// replaced or turned read-only (ledger.LostError): nothing more can
+	// be recorded, and Run returns the store's LostError.
+	CancelStoreLost = "store_lost"
 )
 
 // ErrHandedBack is what Run returns when its context was cancelled with

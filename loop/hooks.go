@@ -198,10 +198,14 @@ func (r *Runner) follow(ctx context.Context) func(ended bool) {
 	return func(ended bool) {
 		defer stop()
 		if ended {
+			wait := followEndWait
+			if ctx.Err() != nil {
+				wait = followSignalWait // a signal: ralph ends within 5 s
+			}
 			select {
 			case <-done:
 				return
-			case <-time.After(followEndWait):
+			case <-time.After(wait):
 				r.log.Warn("the run's followers did not see its end; stopping them")
 			}
 		}
@@ -211,8 +215,13 @@ func (r *Runner) follow(ctx context.Context) func(ended bool) {
 }
 
 // followEndWait bounds how long Run waits for a follower to see the run's
-// closing action (it reads the chain, so it normally takes milliseconds).
-const followEndWait = time.Minute
+// closing action (it reads the chain, so it normally takes milliseconds)
+// and deliver what it has (notify's grace); followSignalWait bounds it
+// when a signal ended the run.
+const (
+	followEndWait    = time.Minute
+	followSignalWait = 250 * time.Millisecond
+)
 
 // onError runs the on_error hooks after an iteration that failed (its
 // closing action done, which they get the error of).

@@ -109,7 +109,7 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 	cctx, cancel, cut := r.compensationContext(ctx, withFrame(base, &frame{parent: started, scope: &scope{}}))
 	start := r.now()
 	v, runErr := e.run(cctx, r)
-	cutOff := cut != nil && context.Cause(cctx) == cut
+	cutOff := context.Cause(cctx) == cut
 	cancel()
 	end := &ledger.Action{ParentActionID: started, FunctionName: e.name, Metadata: maps.Clone(meta),
 		DurationMS: r.now().Sub(start).Milliseconds()}
@@ -141,30 +141,54 @@ func (r *run) runCompensation(ctx context.Context, e compEntry) {
 }
 
 // SignalCompensationGrace is how long the compensations of a plan whose
-// run a signal aborted may take together (DESIGN §18).
-const SignalCompensationGrace = 5 * time.Second
+// run a signal aborted may take together: ralph ends within 5 s of a
+// signal (DESIGN §18), and the last second is for recording the abort,
+// the last notifications and closing the store.
+const SignalCompensationGrace = 4 * time.Second
 
 // MetaCutOff marks a CompensationFailed that a signal's grace cut off.
 const MetaCutOff = "cut_off"
 
 // compensationContext is the context a compensation runs in: bounded by
-// CompensationTimeout, and, when a signal aborted the run (ctx), by the
-// signal's grace shared by all of the plan's compensations, whose end
-// cancels it with cut as the cause.
+// CompensationTimeout, and, once a signal aborts the run (ctx) — before
+// the compensation started or while it runs — by the signal's grace
+// shared by all of the plan's compensations, whose end cancels it with
+// cut as the cause.
 func (r *run) compensationContext(ctx, base context.Context) (context.Context, context.CancelFunc, *Cancelled) {
 	cctx, cancel := context.WithTimeout(base, r.compTO)
-	if c := cancelledBy(ctx); c == nil || c.By != CancelSignal {
-		return cctx, cancel, nil
-	}
+	cut := &Cancelled{By: CancelSignal, Reason: fmt.Sprintf("cut off: ralph ends within 5s of a signal, and its compensations get %s of them in all", r.sigGrace)}
+	gctx, gcancel := context.WithCancelCause(cctx)
+	var mu sync.Mutex
+	var timer *time.Timer
+	stopWatch := context.AfterFunc(ctx, func() {
+		if c := cancelledBy(ctx); c == nil || c.By != CancelSignal {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(time.Until(r.signalGraceEnd()), func() { gcancel(cut) })
+	})
+	return gctx, func() {
+		stopWatch()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		gcancel(nil)
+		cancel()
+	}, cut
+}
+
+// signalGraceEnd is when a signal's grace for the plan's compensations
+// ends: sigGrace after the first compensation that saw the signal.
+func (r *run) signalGraceEnd() time.Time {
 	r.graceMu.Lock()
+	defer r.graceMu.Unlock()
 	if r.graceEnd.IsZero() {
 		r.graceEnd = time.Now().Add(r.sigGrace)
 	}
-	deadline := r.graceEnd
-	r.graceMu.Unlock()
-	cut := &Cancelled{By: CancelSignal, Reason: fmt.Sprintf("cut off: after a signal, compensations get %s in all", r.sigGrace)}
-	gctx, gcancel := context.WithDeadlineCause(cctx, deadline, cut)
-	return gctx, func() { gcancel(); cancel() }, cut
+	return r.graceEnd
 }
 
 func (r *run) noteFailedCompensation(name string) {

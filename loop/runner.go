@@ -196,6 +196,15 @@ func (r *Runner) Run(ctx context.Context) (out *Outcome, err error) {
 	defer func() { endFollow(err == nil && out != nil) }()
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
+	defer r.watchStore(abort)()
+	defer func() {
+		// A store found lost ends the run with what happened to it: what
+		// failed on the way (a cancelled call, a refused record) follows
+		// from it.
+		if lost := r.o.Store.LostErr(); lost != nil {
+			out, err = nil, lost
+		}
+	}()
 	r.ctl.mu.Lock()
 	r.ctl.abort = abort
 	if r.ctl.aborted {
@@ -212,6 +221,21 @@ func (r *Runner) Run(ctx context.Context) (out *Outcome, err error) {
 		return r.closeOnError(ctx, st, err)
 	}
 	return out, nil
+}
+
+// watchStore cancels the run (abort) when its store is found lost, so a
+// run waiting on a long call learns of it at once; it returns the function
+// that stops watching.
+func (r *Runner) watchStore(abort context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-r.o.Store.Lost():
+			abort(&Cancelled{By: CancelStoreLost, Reason: r.o.Store.LostErr().Error()})
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // closeOnError closes a run that cannot go on because of err (the store
@@ -360,6 +384,9 @@ func (r *Runner) record(ctx context.Context, st *runState, a *ledger.Action) (st
 // approve a plan, and before the run record says what happened.
 func (r *Runner) durable(ctx context.Context) error {
 	if err := r.o.Store.Sync(context.WithoutCancel(ctx)); err != nil {
+		if lost := r.o.Store.LostErr(); lost != nil {
+			return lost // says it all
+		}
 		return fmt.Errorf("make the run's actions durable: %w", err)
 	}
 	return nil

@@ -122,6 +122,9 @@ func (n *Notifier) Follow(ctx context.Context, events <-chan loop.Event) <-chan 
 		case <-time.After(n.o.Grace):
 			cancel() // what is still queued is dropped and recorded as it fails
 			<-drained
+		case <-ctx.Done(): // the run's end cannot wait (a signal)
+			cancel()
+			<-drained
 		}
 		end := Event{RunID: runID, Time: time.Now()}
 		for _, s := range sinks {
