@@ -47,6 +47,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "ralph: internal error: %v; please report it with the command that caused it\n", r)
 			code = ExitFailure
 		}
+		code = reportStuck(stderr, code)
 	}()
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil

@@ -101,7 +101,7 @@ func TestE2ESigtermCutsACompensationOff(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
 		show, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, ".ralph"))
-		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "cut off: after a signal, compensations get 5s in all") {
+		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "cut off: ralph ends within 5s of a signal, and its compensations get 4s of them in all") {
 			t.Errorf("the compensation is not recorded as cut off:\n%s", show)
 		}
 	})

@@ -86,6 +86,7 @@ func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 		}
 	}
 	stale := ledger.StaleLock(opts.Dir)
+	opts.OnCloseStuck = noteStuck
 	s, err := ledger.Open(opts)
 	var locked *ledger.LockedError
 	if errors.As(err, &locked) {
@@ -93,6 +94,9 @@ func openStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
 	}
 	if err != nil {
 		return nil, storeOpenError(err)
+	}
+	if !opts.ReadOnly {
+		keepStore(s)
 	}
 	if n := s.RolledBackImport(); n > 0 {
 		fmt.Fprintf(errOut, "ralph: rolled back an interrupted import of %d actions in %s\n", n, opts.Dir)

@@ -97,7 +97,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 
 // runLoop wires the runner for cfg and drives it, in the UI when stdout is
 // a terminal, headless otherwise. resumeID, when set, continues that run.
-func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) error {
+func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string) (err error) {
 	if f.brief && f.asJSON {
 		return usageErrorf("--brief and --json both choose what is printed; use one of them")
 	}
@@ -107,7 +107,10 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	runID := resumeID
 	if resumeID == "" {
-		runID = f.runID // set by run --detach; "" makes a new one
+		runID = f.runID // set by run --detach
+	}
+	if runID == "" {
+		runID = loop.NewID()
 	}
 	rs, err := setupRun(cmd.Context(), cfg, runSetupOptions{Store: f.store, Provider: f.provider, Model: f.model,
 		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", ErrOut: cmd.ErrOrStderr()})
@@ -115,7 +118,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return err
 	}
 	st := rs.Store
-	defer st.Close()
+	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()) }()
 	if interactive {
 		return runInteractive(cmd, rs, f.approve)
 	}
@@ -192,6 +195,26 @@ type noServer struct{}
 
 func (noServer) SetOutput(bool, string) {}
 func (noServer) Close() error           { return nil }
+
+// closeRunStore closes a run's store once the run has returned runErr, and
+// returns what the command ends with: runErr, or, when the run ended but
+// its store was then found lost, that (exit 1). A run whose store was lost
+// leaves its record outside the store (lost.go).
+func closeRunStore(st *ledger.Store, runID string, runErr error, errOut io.Writer) error {
+	cerr := st.Close()
+	var lost *ledger.LostError
+	switch {
+	case errors.As(runErr, &lost):
+		return noteLostRun(runID, runErr, errOut)
+	case errors.As(cerr, &lost) && (runErr == nil || isSilentSuccess(runErr)):
+		return exitError(ExitFailure, noteLostRun(runID, cerr, errOut))
+	}
+	return runErr // a close past its bound is Run's to report (reportStuck)
+}
+
+// isSilentSuccess reports whether err only carries a run's exit status
+// (its summary is printed), so a store that then fails to close says so.
+func isSilentSuccess(err error) bool { return errors.As(err, &silentError{}) }
 
 // runResult reports how runner.Run returned: the error the run could not go
 // on with, or the summary of the run that ended and its exit status.
@@ -398,16 +421,7 @@ func newRunsCmd() *cobra.Command {
 				}
 				return fleetRuns(cmd.Context(), cmd.OutOrStdout(), natsFlag, asJSON)
 			}
-			st, err := openReader(cmd.Context(), storeFlag, ledger.Options{}, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			runs, err := st.ListRuns()
-			if err != nil {
-				return exitError(ExitFailure, err)
-			}
-			return writeRuns(cmd.OutOrStdout(), runs, st.Served(), asJSON)
+			return listRuns(cmd, storeFlag, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR`")
@@ -415,6 +429,36 @@ func newRunsCmd() *cobra.Command {
 	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per run")
 	return cmd
+}
+
+// listRuns prints the runs of the store flag names, and those of its runs
+// the store lost (lost.go): a store that is gone lists only those, and
+// exits 1.
+func listRuns(cmd *cobra.Command, flag string, asJSON bool) error {
+	dir, err := commandStoreDir(flag)
+	if err != nil {
+		return err
+	}
+	if storeIsNew(dir) {
+		lost := lostRunsOf(absDir(dir))
+		if len(lost) == 0 {
+			return exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
+		}
+		if err := writeRuns(cmd.OutOrStdout(), lostRecords(lost), nil, asJSON); err != nil {
+			return err
+		}
+		return exitError(ExitFailure, silentError{})
+	}
+	st, err := openReaderAt(cmd.Context(), dir, ledger.Options{}, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.ListRuns()
+	if err != nil {
+		return exitError(ExitFailure, err)
+	}
+	return writeRuns(cmd.OutOrStdout(), withLost(runs, lostRunsOf(absDir(dir))), st.Served(), asJSON)
 }
 
 // writeRuns prints the runs (serve.RunRows: the same fields as GET

@@ -129,6 +129,10 @@ func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, 
 	events, caughtUp := trackSeq(followCtx, from-1, runner.Events().Subscribe(followCtx, from))
 	printed := p.follow(followCtx, events)
 	<-finished
+	if hungUp {
+		// Its terminal is gone: once its run has ended, nothing may keep it.
+		armWatchdog("the hangup signal (the run has ended)", os.Stderr)
+	}
 	out, runErr := result()
 	// The printer ends by itself at the run's closing action, but it may
 	// have started after that (the terminal closed once the run had ended),

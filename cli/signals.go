@@ -25,7 +25,8 @@ type hangupKey struct{}
 
 // withSignals returns ctx cancelled by the first Ctrl-C or SIGTERM (then
 // the default handlers return, so a second one ends the process at once)
-// and, unless a command claims it, by SIGHUP. A broken pipe on stdout
+// and, unless a command claims it, by SIGHUP; either arms the watchdog
+// that ends the process stopBound later if the command has not (ends.go). A broken pipe on stdout
 // (ralph chain show | head) becomes a write error, so the command closes
 // its store and exits instead of the process dying at the write.
 func withSignals(parent context.Context) (context.Context, func()) {
@@ -35,7 +36,10 @@ func withSignals(parent context.Context) (context.Context, func()) {
 	signal.Notify(ints, os.Interrupt, syscall.SIGTERM)
 	stop := func() { signal.Stop(ints) } // the default handlers again
 	context.AfterFunc(ctx, stop)
-	h := &hangup{handler: cancel}
+	h := &hangup{handler: func() {
+		armWatchdog("the hangup signal", os.Stderr)
+		cancel()
+	}}
 	ctx = context.WithValue(ctx, hangupKey{}, h)
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
@@ -52,6 +56,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 					fn()
 					continue
 				}
+				armWatchdog("the "+sig.String()+" signal", os.Stderr)
 				cancelCause(signalCause(sig.String() + " signal received")) // as signal.NotifyContext says it
 			case <-hups:
 				h.mu.Lock()
