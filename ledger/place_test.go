@@ -189,3 +189,25 @@ func TestCloseIsBounded(t *testing.T) {
 		t.Errorf("a second Close = %v, want the first's", err2)
 	}
 }
+
+// An append whose commit does not come (the writer held inside Badger,
+// which stalls writes while its flushes fail; here held on the space
+// lock it takes before each commit) waits at most CommitTimeout: then it
+// and every later append fail with a StuckError naming the store and its
+// last witnessed action.
+func TestStalledCommitIsBounded(t *testing.T) {
+	s := openPlaced(t, Options{CommitTimeout: 300 * time.Millisecond, CloseTimeout: 300 * time.Millisecond})
+	appendIter(t, s, 2)
+	s.spaceMu.Lock()
+	_, err := s.Append(context.Background(), sample(10))
+	var stuck *StuckError
+	if !errors.As(err, &stuck) || !stuck.Commit || stuck.WitnessSeq != 2 ||
+		!strings.Contains(err.Error(), "ledger store "+s.Dir()+" took no commit for 300ms") {
+		s.spaceMu.Unlock()
+		t.Fatalf("an append whose commit never came: %v", err)
+	}
+	s.spaceMu.Unlock()
+	if _, err := s.Append(context.Background(), sample(11)); !errors.As(err, &stuck) {
+		t.Errorf("a later append: %v, want the StuckError at once", err)
+	}
+}

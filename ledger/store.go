@@ -75,6 +75,11 @@ type Options struct {
 	// passes its bound, before Close returns it (cli prints it and exits:
 	// the goroutine inside Badger cannot be stopped).
 	OnCloseStuck func(*StuckError)
+	// CommitTimeout bounds how long an append waits for its commit
+	// (default DefaultCommitTimeout): Badger stalls writes while it cannot
+	// flush, forever when the flush keeps failing. Past it the append, and
+	// every later one, fails with a StuckError.
+	CommitTimeout time.Duration
 	// NoCompactions runs no LSM compactions, for a short-lived reader
 	// (ralph view) that should not spend memory rewriting tables a writer
 	// left behind. Appends may stall on a store opened this way, so only
@@ -140,9 +145,11 @@ type Store struct {
 	place      placeState
 	lost       atomic.Pointer[LostError]
 	lostCh     chan struct{}
-	closeLimit time.Duration     // Options.CloseTimeout, defaulted
-	onStuck    func(*StuckError) // Options.OnCloseStuck
-	rolledBack uint64            // actions of an interrupted import Open removed
+	closeLimit time.Duration              // Options.CloseTimeout, defaulted
+	onStuck    func(*StuckError)          // Options.OnCloseStuck
+	stalled    atomic.Pointer[StuckError] // a commit waited past commitLim
+	commitLim  time.Duration              // Options.CommitTimeout, defaulted
+	rolledBack uint64                     // actions of an interrupted import Open removed
 
 	// The writer's Merkle tree: the compact range of every committed leaf.
 	rf   *compact.RangeFactory
@@ -250,6 +257,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if s.closeLimit <= 0 {
 		s.closeLimit = DefaultCloseTimeout
+	}
+	if s.commitLim = opts.CommitTimeout; s.commitLim <= 0 {
+		s.commitLim = DefaultCommitTimeout
 	}
 	if !opts.InMemory {
 		if bopts, err = s.placeDir(opts, bopts); err != nil {
@@ -782,29 +792,44 @@ func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	return s.db.View(fn)
 }
 
-// DefaultCloseTimeout bounds Close when Options.CloseTimeout is not set.
-const DefaultCloseTimeout = 10 * time.Second
+// DefaultCloseTimeout bounds Close when Options.CloseTimeout is not set,
+// and DefaultCommitTimeout an append's wait for its commit (Badger stalls
+// writes for seconds at most while it compacts; only a flush that keeps
+// failing stalls them for a minute).
+const (
+	DefaultCloseTimeout  = 10 * time.Second
+	DefaultCommitTimeout = time.Minute
+)
 
-// StuckError reports a store whose Close did not finish within its bound:
-// Badger is still flushing or stopping, and the process should exit,
+// StuckError reports a store whose Close, or a commit (Commit), did not
+// finish within its bound: Badger is still flushing or stopping, or stalls
+// its writes because its flushes fail, and the process should exit,
 // leaving what is on disk as it is (the next writer recovers it).
 type StuckError struct {
 	Dir        string
+	Commit     bool // a commit, not Close, passed its bound
 	Waited     time.Duration
 	Witness    string // the witness file ("" when none is kept)
 	WitnessSeq uint64 // the action its checkpoint signs (0: none)
 }
 
 func (e *StuckError) Error() string {
-	witness := "no witness of it is kept"
-	switch {
-	case e.Witness != "" && e.WitnessSeq > 0:
-		witness = fmt.Sprintf("its last witnessed action is seq %d (%s)", e.WitnessSeq, e.Witness)
-	case e.Witness != "":
-		witness = fmt.Sprintf("its witness %s holds no checkpoint of it yet", e.Witness)
+	if e.Commit {
+		return fmt.Sprintf("ledger store %s took no commit for %s (Badger stalls its writes when it cannot flush; its log says why), so nothing more can be recorded; %s",
+			e.Dir, e.Waited.Round(time.Millisecond), e.witness())
 	}
 	return fmt.Sprintf("ledger store %s did not close within %s, so it is left as it is on disk (the next run or resume on it recovers it); %s",
-		e.Dir, e.Waited.Round(time.Millisecond), witness)
+		e.Dir, e.Waited.Round(time.Millisecond), e.witness())
+}
+
+func (e *StuckError) witness() string {
+	switch {
+	case e.Witness != "" && e.WitnessSeq > 0:
+		return fmt.Sprintf("its last witnessed action is seq %d (%s)", e.WitnessSeq, e.Witness)
+	case e.Witness != "":
+		return fmt.Sprintf("its witness %s holds no checkpoint of it yet", e.Witness)
+	}
+	return "no witness of it is kept"
 }
 
 // Close waits for pending appends to commit, stops the subscribers and
@@ -822,8 +847,7 @@ func (s *Store) Close() error {
 		select {
 		case s.closeErr = <-done:
 		case <-t.C:
-			e := &StuckError{Dir: s.describe(), Waited: s.closeLimit}
-			e.Witness, e.WitnessSeq = s.Witnessed()
+			e := s.stuck(false, s.closeLimit)
 			s.log.Error("ledger store did not close in time", "store", s.describe(), "waited", s.closeLimit)
 			if s.onStuck != nil {
 				s.onStuck(e)
@@ -833,6 +857,14 @@ func (s *Store) Close() error {
 		s.closeDone.Store(true)
 	})
 	return s.closeErr
+}
+
+// stuck is the StuckError of a close or a commit that waited past its
+// bound.
+func (s *Store) stuck(commit bool, waited time.Duration) *StuckError {
+	e := &StuckError{Dir: s.describe(), Commit: commit, Waited: waited}
+	e.Witness, e.WitnessSeq = s.Witnessed()
+	return e
 }
 
 // Closed reports whether Close has returned (the store's files may still

@@ -230,8 +230,18 @@ func (s *Store) submit(ctx context.Context, req *request) error {
 	if err := s.send(ctx, req); err != nil {
 		return err
 	}
-	<-req.done
-	return req.err
+	t := time.NewTimer(s.commitLim)
+	defer t.Stop()
+	select {
+	case <-req.done:
+		return req.err
+	case <-t.C:
+		e := s.stuck(true, s.commitLim)
+		if s.stalled.CompareAndSwap(nil, e) {
+			s.log.Error("ledger store takes no commits", "store", s.describe(), "waited", s.commitLim)
+		}
+		return s.stalled.Load()
+	}
 }
 
 // writable refuses a write to a store open read-only or damaged.
@@ -241,6 +251,9 @@ func (s *Store) writable() error {
 	}
 	if s.readOnly {
 		return fmt.Errorf("ledger store %s is open read-only", s.describe())
+	}
+	if e := s.stalled.Load(); e != nil {
+		return e
 	}
 	return s.damaged
 }
