@@ -12,6 +12,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // AgentCLI resolves [agent].cli to the backend agent.run runs ("auto": the
@@ -40,7 +41,58 @@ func AgentCLI(cfg *config.Config) (string, error) {
 // (its CLI reports no cost and nothing prices its model), before any store
 // is opened; cli is the resolved [agent].cli.
 func CheckAgentBudget(cfg *config.Config, cli string) error {
-	return configError(cfg.CheckAgentBudget(cli))
+	return configError(checkAgentBudget(cfg, cli))
+}
+
+// checkAgentBudget is CheckAgentBudget's check: a spend limit can never
+// fire when the agent loop's CLI (cli, resolved from "auto") reports no
+// cost, and neither [agent.price] nor the built-in table prices its model.
+// nil when no condition limits spend, there is no agent loop, or the spend
+// can be counted.
+func checkAgentBudget(c *config.Config, cli string) error {
+	if c.Agent == nil || c.Model.Provider != "agent" || cli == "" || agent.ReportsCost(cli) {
+		return nil
+	}
+	budget := ""
+	for i := range c.Stop {
+		if stop.SpecLimits(&c.Stop[i]).CostUSD > 0 {
+			budget = stop.SpecName(c.Stop, i)
+			break
+		}
+	}
+	if budget == "" {
+		return nil
+	}
+	if !agent.ReportsTokens(cli) {
+		return c.ErrorAt("agent.cli", fmt.Sprintf("stop condition %q (max_cost) can never fire: cli %q reports neither cost nor tokens; bound the run with max_iterations or max_duration instead, or use an agent CLI that reports its usage", budget, cli))
+	}
+	if c.Agent.Price != nil {
+		return nil
+	}
+	model := c.AgentModel(cli)
+	if _, ok := agent.LookupPrice(model); ok {
+		return nil
+	}
+	what := "names no model"
+	if model != "" {
+		what = fmt.Sprintf("runs model %q, which the built-in price table does not know", model)
+	}
+	key := "agent"
+	if len(c.Agent.Args) > 0 {
+		key = "agent.args"
+	}
+	return c.ErrorAt(key, fmt.Sprintf("stop condition %q (max_cost) can never fire: %s reports tokens but no cost, and [agent] %s; add an [agent.price] section (USD per million tokens: input, output, cache_read, cache_write) or pass a priced model in [agent] args (e.g. [\"--model\", \"%s\"])", budget, cli, what, examplePriced(cli)))
+}
+
+// examplePriced is a model of the price table the CLI runs, for the fix.
+func examplePriced(cli string) string {
+	switch cli {
+	case "codex":
+		return "gpt-5-codex"
+	case "gemini":
+		return "gemini-2.5-pro"
+	}
+	return "claude-sonnet-4-5"
 }
 
 // agentOptions configures agent.run from [agent] and agent_allow; cli is

@@ -8,6 +8,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // NewProvider builds the plan provider [model].provider names, over the
@@ -41,7 +42,7 @@ func NewProvider(cfg *config.Config, eng *Engine) (arbiter.Provider, error) {
 			Registry: eng.Registry, Governance: eng.Governance, MaxRepairs: cfg.Model.MaxRepairs, Secrets: eng.Secrets,
 		}), nil
 	case "agent":
-		p := loop.AgentPlanner{PromptFile: cfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: cfg.MaxIterations()}
+		p := loop.AgentPlanner{PromptFile: cfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: stop.SpecBudgets(cfg.Stop).Iterations}
 		if eng != nil {
 			p.Secrets = eng.Secrets
 		}

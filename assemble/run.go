@@ -47,13 +47,11 @@ type Run struct {
 // engine and orchestrator over the store, and the plan's admission. A
 // store this call created is removed again when a config error stops it.
 func NewRun(ctx context.Context, cfg *config.Config, o RunOptions) (*Run, error) {
-	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	chk, err := Check(cfg, CheckOptions{})
 	if err != nil {
-		return nil, configError(err)
+		return nil, err
 	}
-	if err := cfg.CheckPaths(); err != nil {
-		return nil, configError(err)
-	}
+	conds := chk.Conditions
 	intent, err := Intent(cfg)
 	if err != nil {
 		return nil, err

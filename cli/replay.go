@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/loop"
@@ -103,10 +104,11 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}
-	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	chk, err := assemble.Check(cfg, assemble.CheckOptions{Paths: assemble.NoPaths})
 	if err != nil {
-		return nil, exitError(ExitUsage, err)
+		return nil, setupError(err)
 	}
+	conds := chk.Conditions
 	if len(conds) == 0 {
 		return nil, exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
 	}

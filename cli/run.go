@@ -154,7 +154,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		})()
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
-	p.verbose, p.brief, p.tally = f.verbose, f.brief, newIterationTally(opts.Config)
+	p.verbose, p.brief, p.tally = f.verbose, f.brief, newIterationTally(opts.Conditions, opts.Config)
 	followCtx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFollowing()
 	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))

@@ -20,13 +20,16 @@ type iterationTally struct {
 	dur           time.Duration
 }
 
-// newIterationTally reads the limits the brief line measures against
-// from cfg: the smallest max_iterations and max_cost (or governance cap).
-func newIterationTally(cfg *config.Config) *iterationTally {
-	if cfg == nil {
-		return &iterationTally{}
+// newIterationTally takes the budgets the brief line measures against
+// from the run's conditions (the smallest iteration and spend limits),
+// within the config's caps ([loop] max_iterations, [governance]
+// max_cost_usd).
+func newIterationTally(conds []*stop.Condition, cfg *config.Config) *iterationTally {
+	b := stop.Budgets(conds)
+	if cfg != nil {
+		b = b.Within(stop.Limits{Iterations: cfg.Loop.MaxIterations, CostUSD: cfg.Governance.MaxCostUSD})
 	}
-	return &iterationTally{maxIterations: cfg.IterationLimit(), budget: cfg.CostLimit()}
+	return &iterationTally{maxIterations: b.Iterations, budget: b.CostUSD}
 }
 
 // take counts a; after an evaluation it returns the iteration's brief

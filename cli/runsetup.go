@@ -8,6 +8,7 @@ import (
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // runSetupOptions are what a command adds to a config to make a run of it.
@@ -34,7 +35,7 @@ func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*asse
 		cfg.Model.Model = o.Model
 	}
 	if o.MaxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
-		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: config.KindMaxIterations, Max: o.MaxIterations})
+		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: stop.KindMaxIterations, Max: o.MaxIterations})
 	}
 	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{Open: storeOpener(cfg, o.Store, o.ErrOut),
 		Dir: storeDir(o.Store, cfg), RunID: o.RunID, Resume: o.Resume})

@@ -336,12 +336,6 @@ func gitMessage(err error) string { return strings.TrimSuffix(gitx.Message(err),
 // params, the files the config names (in tree, not on this machine), and
 // the plan every iteration would run, admitted by governance.
 func checkJobConfig(ctx context.Context, cfg *config.Config, cfgRel string, tree workspaceTree) error {
-	if _, err := stop.FromConfig(cfg.Stop, cfg.File); err != nil {
-		return exitError(ExitUsage, err)
-	}
-	if _, err := assemble.IntentParams(cfg); err != nil {
-		return exitError(ExitUsage, err)
-	}
 	// Every path the config names, as a path in the tree; the plan check
 	// below reads the files from there.
 	wcfg := *cfg
@@ -349,45 +343,36 @@ func checkJobConfig(ctx context.Context, cfg *config.Config, cfgRel string, tree
 		a := *cfg.Agent
 		wcfg.Agent = &a
 	}
-	paths := []struct {
-		key string
-		p   *string
-		dir bool
-	}{
-		{"loop.workdir", &wcfg.Loop.Workdir, true},
-		{"intent.prompt_file", &wcfg.Intent.PromptFile, false},
-		{"plan.file", &wcfg.Plan.File, false},
-		{"model.script", &wcfg.Model.Script, false},
+	inTree := func(keys []config.PathKey) error { return treePaths(cfg, cfgRel, tree, keys) }
+	if _, err := assemble.Check(&wcfg, assemble.CheckOptions{Paths: inTree}); err != nil {
+		return setupError(err)
 	}
-	if wcfg.Agent != nil {
-		paths = append(paths, struct {
-			key string
-			p   *string
-			dir bool
-		}{"agent.prompt_file", &wcfg.Agent.PromptFile, false})
-	}
-	for _, p := range paths {
-		if *p.p == "" || (p.key == "plan.file" && cfg.Model.Provider != "static") || (p.key == "model.script" && cfg.Model.Provider != "script") {
-			continue
-		}
-		rel, err := treePath(cfg, cfgRel, *p.p)
+	return checkJobPlan(ctx, cfg, &wcfg, cfgRel, tree)
+}
+
+// treePaths checks each of the config's path keys as a path in the
+// run's workspace tree, and points it at the file this machine holds of
+// it (where the plan check reads it).
+func treePaths(cfg *config.Config, cfgRel string, tree workspaceTree, keys []config.PathKey) error {
+	for _, k := range keys {
+		rel, err := treePath(cfg, cfgRel, *k.Path)
 		if err != nil {
-			return exitError(ExitUsage, cfg.ErrorAt(p.key, fmt.Sprintf("%s %s", p.key, err)))
+			return cfg.ErrorAt(k.Key, fmt.Sprintf("%s %s", k.Key, err))
 		}
 		exists, isDir := tree.stat(rel)
 		switch {
 		case !exists:
-			return exitError(ExitUsage, cfg.ErrorAt(p.key, fmt.Sprintf("%s %s is not in the run's workspace: %s", p.key, rel, tree.missing(rel))))
-		case p.dir && !isDir:
-			return exitError(ExitUsage, cfg.ErrorAt(p.key, fmt.Sprintf("%s %s is not a directory in %s; fix the path", p.key, rel, tree.describe())))
-		case !p.dir && isDir:
-			return exitError(ExitUsage, cfg.ErrorAt(p.key, fmt.Sprintf("%s %s is a directory in %s, not a file; fix the path", p.key, rel, tree.describe())))
+			return cfg.ErrorAt(k.Key, fmt.Sprintf("%s %s is not in the run's workspace: %s", k.Key, rel, tree.missing(rel)))
+		case k.Dir && !isDir:
+			return cfg.ErrorAt(k.Key, fmt.Sprintf("%s %s is not a directory in %s; fix the path", k.Key, rel, tree.describe()))
+		case !k.Dir && isDir:
+			return cfg.ErrorAt(k.Key, fmt.Sprintf("%s %s is a directory in %s, not a file; fix the path", k.Key, rel, tree.describe()))
 		}
 		if l := tree.local(rel); l != "" {
-			*p.p = l
+			*k.Path = l
 		}
 	}
-	return checkJobPlan(ctx, cfg, &wcfg, cfgRel, tree)
+	return nil
 }
 
 // treePath is the config's path p (made absolute against the config's
@@ -453,7 +438,7 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 		}
 		return nil
 	}
-	p := loop.AgentPlanner{PromptFile: wcfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: cfg.MaxIterations()}
+	p := loop.AgentPlanner{PromptFile: wcfg.AgentPromptFile(), Prompt: cfg.Intent.Goal, MaxIterations: stop.SpecBudgets(cfg.Stop).Iterations}
 	if err := assemble.CheckAgentPlan(ctx, eng, p); err != nil {
 		return exitError(ExitUsage, err)
 	}

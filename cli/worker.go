@@ -181,7 +181,7 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 		if err != nil {
 			return nil, &fleet.BadJobError{Err: err}
 		}
-		if err := spec.Policy.Apply(cfg, spec.Job.Workspace); err != nil {
+		if err := fleet.ApplyPolicy(spec.Policy, cfg, spec.Job.Workspace); err != nil {
 			return nil, &fleet.BadJobError{Err: err}
 		}
 		if cfg.Agent != nil {

@@ -117,18 +117,6 @@ func (a *Agent) EnvList() []string {
 	return out
 }
 
-// MaxIterations is the smallest max_iterations of the stop conditions, or
-// 0 when none bounds the run.
-func (c *Config) MaxIterations() int {
-	n := 0
-	for _, s := range c.Stop {
-		if s.Kind == KindMaxIterations && (n == 0 || s.Max < n) {
-			n = s.Max
-		}
-	}
-	return n
-}
-
 func (c *Config) validateAgent(file string) error {
 	known := agent.Known()
 	if err := c.validateAgentCLI(file, known); err != nil {

@@ -46,8 +46,6 @@ max = 5
 		t.Errorf("agent_allow = %v, want [claude] by default", c.Governance.AgentAllow)
 	case c.AgentPromptFile() != filepath.Join("/tmp/x", "PROMPT.md"):
 		t.Errorf("prompt file = %q, want [intent].prompt_file", c.AgentPromptFile())
-	case c.MaxIterations() != 5:
-		t.Errorf("MaxIterations = %d, want the smallest max_iterations", c.MaxIterations())
 	}
 	// The snapshot a resumed run reads back keeps all of it.
 	back, err := Parse([]byte(c.Snapshot()), "snapshot", noEnv)
@@ -115,12 +113,15 @@ func TestAgentStarterLoads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Model.Provider != "agent" || c.Agent.CLI != cli || c.MaxIterations() != 20 {
-				t.Errorf("provider %q cli %q max %d", c.Model.Provider, c.Agent.CLI, c.MaxIterations())
+			if c.Model.Provider != "agent" || c.Agent.CLI != cli {
+				t.Errorf("provider %q cli %q", c.Model.Provider, c.Agent.CLI)
 			}
 			kinds := map[string]bool{}
 			for _, s := range c.Stop {
 				kinds[s.Kind] = true
+				if s.Kind == "max_iterations" && s.Max != 20 {
+					t.Errorf("init bounds the loop at %d iterations, want 20", s.Max)
+				}
 				if s.Kind == "command" && (s.MustMatch == "" || s.MustNotMatch == "") {
 					t.Errorf("the tests condition must refuse \"no tests ran\": %+v", s)
 				}
@@ -133,9 +134,6 @@ func TestAgentStarterLoads(t *testing.T) {
 			p := agent.PermissionsFor(cli, []string{"go", "test", "./..."}, false)
 			if m := agent.InitModel(cli); m != "" {
 				p.Args = append(p.Args, "--model", m)
-			}
-			if err := c.CheckAgentBudget(cli); err != nil {
-				t.Errorf("the max_cost init writes cannot fire: %v", err)
 			}
 			if !slices.Equal(c.Agent.Args, p.Args) || !slices.Equal(c.Agent.EnvList(), p.Env) {
 				t.Errorf("init wrote args %q env %q, want the backend's permissions %q %q", c.Agent.Args, c.Agent.EnvList(), p.Args, p.Env)

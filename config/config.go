@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -410,26 +408,13 @@ func (c *Config) validateModel(file string) error {
 	return nil
 }
 
-// validateRest checks governance globs and stop conditions.
+// validateRest checks governance globs ([[stop]] tables are checked by
+// their kinds' rows: stop.FromConfig).
 func (c *Config) validateRest(file string) error {
 	for _, g := range append(append(slices.Clone(c.Governance.Allow), c.Governance.Deny...), c.Governance.RequireContracts...) {
 		if _, err := filepathMatch(g); err != nil {
 			return c.errAt(file, "governance", "bad glob %q in [governance]: %v", g, err)
 		}
-	}
-	names := map[string]int{}
-	for i := range c.Stop {
-		s := &c.Stop[i]
-		if err := validateStop(s, file, s.Line); err != nil {
-			return err
-		}
-		if s.Name == "" {
-			s.Name = fmt.Sprintf("%s-%d", s.Kind, i+1)
-		}
-		if prev, dup := names[s.Name]; dup {
-			return &Error{File: file, Line: s.Line, Msg: fmt.Sprintf("stop condition name %q is used twice (first at line %d)", s.Name, prev)}
-		}
-		names[s.Name] = s.Line
 	}
 	return nil
 }
@@ -453,161 +438,49 @@ func (c *Config) displayName() string {
 // created) with the key's file:line rather than failing half-way.
 func (c *Config) CheckPaths() error {
 	name := c.displayName()
-	check := func(key, path string, dir bool) error {
-		if path == "" {
-			return nil
-		}
-		fi, err := os.Stat(path)
+	for _, k := range c.PathKeys() {
+		fi, err := os.Stat(*k.Path)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return c.errAt(name, key, "%s %s does not exist; create it or fix the path", key, path)
+			return c.errAt(name, k.Key, "%s %s does not exist; create it or fix the path", k.Key, *k.Path)
 		case err != nil:
-			return c.errAt(name, key, "%s %s cannot be read (%v); fix the path or its permissions", key, path, err)
-		case dir && !fi.IsDir():
-			return c.errAt(name, key, "%s %s is not a directory; fix the path", key, path)
-		case !dir && fi.IsDir():
-			return c.errAt(name, key, "%s %s is a directory, not a file; fix the path", key, path)
+			return c.errAt(name, k.Key, "%s %s cannot be read (%v); fix the path or its permissions", k.Key, *k.Path, err)
+		case k.Dir && !fi.IsDir():
+			return c.errAt(name, k.Key, "%s %s is not a directory; fix the path", k.Key, *k.Path)
+		case !k.Dir && fi.IsDir():
+			return c.errAt(name, k.Key, "%s %s is a directory, not a file; fix the path", k.Key, *k.Path)
 		}
-		return nil
 	}
-	if err := check("loop.workdir", c.Loop.Workdir, true); err != nil {
-		return err
-	}
-	if err := check("intent.prompt_file", c.Intent.PromptFile, false); err != nil {
-		return err
-	}
+	return nil
+}
+
+// PathKey is a key of the config that names a file or directory the run
+// reads: its key, where its value lives (so a caller may rewrite it, as
+// submit does into the run's workspace), and whether it is a directory.
+type PathKey struct {
+	Key  string
+	Path *string
+	Dir  bool
+}
+
+// PathKeys lists, once, every path the config names that the run will
+// read, as set (an empty one is left out): the workdir, the prompt files,
+// and the plan file or script its provider reads.
+func (c *Config) PathKeys() []PathKey {
+	keys := []PathKey{{"loop.workdir", &c.Loop.Workdir, true}, {"intent.prompt_file", &c.Intent.PromptFile, false}}
 	if c.Agent != nil {
-		if err := check("agent.prompt_file", c.Agent.PromptFile, false); err != nil {
-			return err
-		}
+		keys = append(keys, PathKey{"agent.prompt_file", &c.Agent.PromptFile, false})
 	}
 	switch c.Model.Provider {
 	case "static":
-		return check("plan.file", c.Plan.File, false)
+		keys = append(keys, PathKey{"plan.file", &c.Plan.File, false})
 	case "script":
-		return check("model.script", c.Model.Script, false)
+		keys = append(keys, PathKey{"model.script", &c.Model.Script, false})
 	}
-	return nil
+	return slices.DeleteFunc(keys, func(k PathKey) bool { return *k.Path == "" })
 }
 
 func filepathMatch(glob string) (bool, error) { return filepath.Match(glob, "") }
-
-// strayStopFields names the fields set on s that its kind does not read.
-func strayStopFields(s *Stop, k StopKind) []string {
-	set := map[string]bool{
-		"max": s.Max != 0, "duration": s.Duration.Duration != 0, "usd": s.USD != 0, "tokens": s.Tokens != 0,
-		"count": s.Count != 0, "iterations": s.Iterations != 0, "cmd": len(s.Cmd) > 0, "expect_exit": s.ExpectExit != nil,
-		"must_match": s.MustMatch != "", "must_not_match": s.MustNotMatch != "", "rtfs": s.RTFS != "", "json": s.JSON != "",
-		"pattern": s.Pattern != "", "regex": s.Regex, "path": s.Path != "", "conditions": len(s.Conditions) > 0,
-	}
-	var out []string
-	for _, f := range slices.Sorted(maps.Keys(set)) {
-		if set[f] && !slices.Contains(k.Required, f) && !slices.Contains(k.Optional, f) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// missingStopField is the first field kind k requires that s leaves unset
-// (or not positive), or "".
-func missingStopField(s *Stop, k StopKind) string {
-	for _, f := range k.Required {
-		missing := false
-		switch f {
-		case "pattern":
-			missing = s.Pattern == ""
-		case "max":
-			missing = s.Max <= 0
-		case "duration":
-			missing = s.Duration.Duration <= 0
-		case "usd":
-			missing = s.USD <= 0
-		case "tokens":
-			missing = s.Tokens <= 0
-		case "count":
-			missing = s.Count <= 0
-		case "iterations":
-			missing = s.Iterations <= 0
-		case "cmd":
-			missing = len(s.Cmd) == 0
-		case "path":
-			missing = s.Path == ""
-		case "conditions":
-			missing = len(s.Conditions) == 0
-		}
-		if missing {
-			return f
-		}
-	}
-	return ""
-}
-
-func validateStop(s *Stop, file string, line int) error {
-	fail := func(format string, args ...any) error {
-		return &Error{File: file, Line: line, Msg: fmt.Sprintf("[[stop]] %s: ", describeStop(s)) + fmt.Sprintf(format, args...)}
-	}
-	k, ok := LookupStopKind(s.Kind)
-	if !ok {
-		return fail("%s", UnknownStopKind(s.Kind))
-	}
-	if f := missingStopField(s, k); f != "" {
-		return fail("kind %q needs a positive %s", s.Kind, f)
-	}
-	if extra := strayStopFields(s, k); len(extra) > 0 {
-		return fail("%s does not apply to kind %q and would be ignored; remove it", strings.Join(extra, ", "), s.Kind)
-	}
-	if s.ExpectExit != nil && (*s.ExpectExit < 0 || *s.ExpectExit > 255) {
-		return fail("expect_exit %d is not an exit status; use 0 to 255", *s.ExpectExit)
-	}
-	if s.Kind == KindNot && len(s.Conditions) != 1 {
-		return fail("kind \"not\" takes exactly one condition")
-	}
-	if s.Kind == KindPredicate && (s.RTFS == "") == (s.JSON == "") {
-		return fail("kind \"predicate\" needs exactly one of rtfs or json")
-	}
-	switch s.Class {
-	case "", "success", "failure", "limit":
-	default:
-		return fail("class %q must be success, failure or limit", s.Class)
-	}
-	switch s.TimeoutClass {
-	case "", "not_met", "success", "failure", "limit":
-	default:
-		return fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
-	}
-	switch s.ErrorClass {
-	case "", "not_met", "success", "failure", "limit":
-	default:
-		return fail("error_class %q must be not_met, success, failure or limit", s.ErrorClass)
-	}
-	for name, re := range map[string]string{"must_match": s.MustMatch, "must_not_match": s.MustNotMatch} {
-		if re == "" {
-			continue
-		}
-		if _, err := regexp.Compile(re); err != nil {
-			return fail("%s is not a valid regex: %v", name, err)
-		}
-	}
-	if (s.Kind == KindOutputPattern && s.Regex) || s.Kind == KindOnError || s.Kind == KindFileContains {
-		if _, err := regexp.Compile(s.Pattern); err != nil {
-			return fail("pattern is not a valid regex: %v", err)
-		}
-	}
-	for i := range s.Conditions {
-		if err := validateStop(&s.Conditions[i], file, line); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func describeStop(s *Stop) string {
-	if s.Name != "" {
-		return fmt.Sprintf("%q", s.Name)
-	}
-	return fmt.Sprintf("(kind %q)", s.Kind)
-}
 
 // Snapshot renders the config as TOML for the run record. Secrets never
 // appear: the API key is read from the environment and is not part of the

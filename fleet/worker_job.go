@@ -167,7 +167,7 @@ func (j *jobRun) run(ctx context.Context) settle {
 	j.state = cur
 	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
 	if cfgErr == nil {
-		if err := j.w.o.Policy.Apply(cfg, j.job.Workspace); err != nil {
+		if err := ApplyPolicy(j.w.o.Policy, cfg, j.job.Workspace); err != nil {
 			return j.fail(bg, err)
 		}
 	}

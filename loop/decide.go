@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/arbiter"
-	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/stop"
 )
@@ -76,40 +75,28 @@ func (r *Runner) preflight(runCtx, ctx context.Context, st *runState) *Outcome {
 	if runCtx.Err() != nil {
 		return r.durationOutcome()
 	}
-	f := stop.BeforeIteration(r.o.Config.Stop, stop.Spent{Iteration: st.iteration, Cost: st.cost, Tokens: st.tokens,
+	f := stop.BeforeIteration(r.o.Conditions, stop.Spent{Iteration: st.iteration, Cost: st.cost, Tokens: st.tokens,
 		DoneIters: st.doneIters, DoneCost: st.doneCost, DoneTokens: st.doneTokens})
 	if f == nil {
 		return nil
 	}
-	return &Outcome{Class: f.Class, TriggeredBy: f.Spec.Name, Reason: f.Reason, Evidence: f.Evidence}
+	return &Outcome{Class: f.Class, TriggeredBy: f.Cond.Name, Reason: f.Reason, Evidence: f.Evidence}
 }
 
-// classOf is a budget condition's class: limit unless the config says otherwise.
-func classOf(s config.Stop) stop.Class {
-	if s.Class != "" {
-		return stop.Class(s.Class)
-	}
-	return stop.ClassLimit
-}
-
+// durationOutcome is the outcome of the run's time limit passing: the
+// condition with the soonest deadline, by its class.
 func (r *Runner) durationOutcome() *Outcome {
-	d := r.maxDuration()
+	c, d := stop.Deadline(r.o.Conditions)
 	name, class := "max_duration", stop.ClassLimit
-	for _, s := range r.o.Config.Stop {
-		if s.Kind == config.KindMaxDuration && s.Duration.Duration == d {
-			name, class = s.Name, classOf(s)
-		}
+	if c != nil {
+		name, class = c.Name, c.Class
 	}
 	return &Outcome{Class: class, TriggeredBy: name, Reason: fmt.Sprintf("max_duration %s reached", d)}
 }
 
+// maxDuration is the run's time limit (0: none), asked of its conditions.
 func (r *Runner) maxDuration() time.Duration {
-	var d time.Duration
-	for _, s := range r.o.Config.Stop {
-		if s.Kind == config.KindMaxDuration && (d == 0 || s.Duration.Duration < d) {
-			d = s.Duration.Duration
-		}
-	}
+	_, d := stop.Deadline(r.o.Conditions)
 	return d
 }
 

@@ -323,6 +323,7 @@ max = 3
 `, nil)
 	ctx := context.Background()
 	r.o.Config.Stop[0].Max = 1 // the first process completes one iteration …
+	r.o.Conditions, _ = stop.FromConfig(r.o.Config.Stop, r.o.Config.File)
 	out, err := r.Run(ctx)
 	if err != nil || out.Iterations != 1 {
 		t.Fatalf("first run: %+v %v", out, err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
@@ -111,8 +110,10 @@ func (t *translator) over(base Event) Event {
 func (t *translator) conditions(base Event, ev *stop.Evaluation) []Event {
 	var out []Event
 	for _, r := range ev.Results {
-		switch r.Kind {
-		case config.KindNoProgress:
+		k, _ := stop.Lookup(r.Kind)
+		switch {
+		case k == nil:
+		case k.Streak:
 			var k, n int
 			if _, err := fmt.Sscanf(r.Detail, "no progress %d/%d", &k, &n); err != nil {
 				continue
@@ -127,7 +128,7 @@ func (t *translator) conditions(base Event, ev *stop.Evaluation) []Event {
 				w.Text = fmt.Sprintf("ralph: run %s made no progress for %d of %d iterations; one more and %s stops it", w.RunID, k, n, r.Name)
 				out = append(out, w)
 			}
-		case config.KindMaxCost:
+		case k.Spend:
 			pct := int(r.Progress*100 + 1e-9)
 			for _, step := range budgetSteps {
 				if pct >= step && step > t.budgetShown {

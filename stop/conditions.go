@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 
@@ -121,7 +120,10 @@ type Condition struct {
 	File       string // config file, for error positions
 	Line       int    // config line of its [[stop]] table, 0 when built in code
 
-	check checker
+	check  checker
+	kind   *Kind  // its row
+	limits Limits // what it bounds (Kind.Limits of its table)
+	runs   string // the program it runs (Kind.Runs of its table)
 }
 
 // outcome is what a checker found.
@@ -151,19 +153,21 @@ type checker interface {
 // *config.Error naming file:line.
 func FromConfig(specs []config.Stop, file string) ([]*Condition, error) {
 	out := make([]*Condition, 0, len(specs))
-	seen := map[string]bool{}
+	seen := map[string]int{} // name → its line
 	for i := range specs {
 		c, err := build(&specs[i], file, specs[i].Line)
 		if err != nil {
 			return nil, err
 		}
-		if c.Name == "" {
-			c.Name = fmt.Sprintf("%s-%d", c.Kind, i+1)
+		c.Name = SpecName(specs, i)
+		if first, dup := seen[c.Name]; dup {
+			msg := fmt.Sprintf("stop condition name %q is used twice", c.Name)
+			if first > 0 {
+				msg += fmt.Sprintf(" (first at line %d)", first)
+			}
+			return nil, &config.Error{File: file, Line: c.Line, Msg: msg}
 		}
-		if seen[c.Name] {
-			return nil, &config.Error{File: file, Line: c.Line, Msg: fmt.Sprintf("stop condition name %q is used twice", c.Name)}
-		}
-		seen[c.Name] = true
+		seen[c.Name] = c.Line
 		out = append(out, c)
 	}
 	return out, nil
@@ -192,85 +196,43 @@ func build(s *config.Stop, file string, line int) (*Condition, error) {
 		}
 		return &config.Error{File: file, Line: line, Msg: "[[stop]] " + what + ": " + fmt.Sprintf(format, args...)}
 	}
-	kind, ok := config.LookupStopKind(s.Kind)
-	b, built := builders[s.Kind]
-	if !ok || !built {
-		return nil, fail("%s", config.UnknownStopKind(s.Kind))
+	kind, ok := Lookup(s.Kind)
+	if !ok {
+		return nil, fail("%s", unknownKind(s.Kind))
 	}
-	c := &Condition{Name: s.Name, Kind: s.Kind, Class: Class(kind.Class), Priority: kind.Priority,
-		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, ErrorClass: s.ErrorClass, File: file, Line: line}
+	if err := checkFields(s, kind); err != nil {
+		return nil, fail("%v", err)
+	}
+	c := &Condition{Name: s.Name, Kind: s.Kind, Class: kind.Class, Priority: kind.Priority,
+		Timeout: s.Timeout.Duration, TimeoutClass: s.TimeoutClass, ErrorClass: s.ErrorClass, File: file, Line: line, kind: kind}
 	if s.Priority != nil {
 		c.Priority = *s.Priority
 	}
-	if s.Kind == config.KindUserSignal && s.Class != "" {
-		return nil, fail("user_signal always aborts the run (exit 4); remove class %q", s.Class)
-	}
-	switch Class(s.Class) {
-	case "":
-	case ClassSuccess, ClassFailure, ClassLimit:
+	if s.Class != "" {
 		c.Class = Class(s.Class)
-	default:
-		return nil, fail("class %q must be success, failure or limit", s.Class)
 	}
-	switch s.TimeoutClass {
-	case "", "not_met", "success", "failure", "limit":
-	default:
-		return nil, fail("timeout_class %q must be not_met, success, failure or limit", s.TimeoutClass)
+	if kind.Limits != nil {
+		c.limits = kind.Limits(s)
 	}
-	switch s.ErrorClass {
-	case "", "not_met", "success", "failure", "limit":
-	default:
-		return nil, fail("error_class %q must be not_met, success, failure or limit", s.ErrorClass)
+	if kind.Runs != nil {
+		c.runs = kind.Runs(s)
 	}
 	var err error
-	c.check, err = b(s, file, line)
+	c.check, err = kind.Build(s, file, line)
 	if err != nil {
 		return nil, fail("%v", err)
 	}
 	return c, nil
 }
 
-// builder makes the checker of one kind from its [[stop]] table, which
-// config has checked against the kind's declaration (config.StopKind).
-type builder func(s *config.Stop, file string, line int) (checker, error)
+func buildOnError(s *config.Stop, _ string, _ int) (checker, error) {
+	re, err := compileRe("pattern", s.Pattern, true)
+	return onError{re}, err
+}
 
-// builders are the checkers of the kinds config declares, one per kind
-// (TestEveryKindHasABuilder keeps the two tables in step). It is filled
-// in init: the composites' builder builds their parts through it.
-var builders map[string]builder
-
-func init() {
-	builders = map[string]builder{
-		config.KindMaxIterations: func(s *config.Stop, _ string, _ int) (checker, error) { return maxIterations{s.Max}, nil },
-		config.KindMaxDuration: func(s *config.Stop, _ string, _ int) (checker, error) {
-			return maxDuration{s.Duration.Duration}, nil
-		},
-		config.KindMaxCost:   func(s *config.Stop, _ string, _ int) (checker, error) { return maxCost{s.USD}, nil },
-		config.KindMaxTokens: func(s *config.Stop, _ string, _ int) (checker, error) { return maxTokens{s.Tokens}, nil },
-		config.KindConsecutiveFailures: func(s *config.Stop, _ string, _ int) (checker, error) {
-			return consecutiveFailures{s.Count}, nil
-		},
-		config.KindNoProgress: func(s *config.Stop, _ string, _ int) (checker, error) {
-			return &noProgress{n: s.Iterations}, nil
-		},
-		config.KindUserSignal: func(*config.Stop, string, int) (checker, error) { return userSignal{}, nil },
-		config.KindNever:      func(*config.Stop, string, int) (checker, error) { return never{}, nil },
-		config.KindOnError: func(s *config.Stop, _ string, _ int) (checker, error) {
-			re, err := compileRe("pattern", s.Pattern, true)
-			return onError{re}, err
-		},
-		config.KindOutputPattern: buildOutputPattern,
-		config.KindFileExists:    func(s *config.Stop, _ string, _ int) (checker, error) { return fileExists{s.Path}, nil },
-		config.KindFileContains: func(s *config.Stop, _ string, _ int) (checker, error) {
-			re, err := compileRe("pattern", s.Pattern, true)
-			return fileContains{path: s.Path, re: re}, err
-		},
-		config.KindCommand:   func(s *config.Stop, _ string, _ int) (checker, error) { return buildCommand(s) },
-		config.KindPredicate: func(s *config.Stop, _ string, _ int) (checker, error) { return buildPredicate(s) },
-		config.KindAll:       buildComposite,
-		config.KindAny:       buildComposite,
-		config.KindNot:       buildComposite,
-	}
+func buildFileContains(s *config.Stop, _ string, _ int) (checker, error) {
+	re, err := compileRe("pattern", s.Pattern, true)
+	return fileContains{path: s.Path, re: re}, err
 }
 
 func buildOutputPattern(s *config.Stop, _ string, _ int) (checker, error) {
@@ -303,20 +265,6 @@ func (c *Condition) where() string {
 		return fmt.Sprintf("%s: [[stop]] %q", c.File, c.Name)
 	}
 	return fmt.Sprintf("[[stop]] %q", c.Name)
-}
-
-func compileRe(field, pattern string, required bool) (*regexp.Regexp, error) {
-	if pattern == "" {
-		if required {
-			return nil, fmt.Errorf("needs a %s", field)
-		}
-		return nil, nil
-	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid regex: %v", field, err)
-	}
-	return re, nil
 }
 
 func buildCommand(s *config.Stop) (checker, error) {
@@ -363,7 +311,7 @@ func buildComposite(s *config.Stop, file string, line int) (checker, error) {
 	if len(s.Conditions) == 0 {
 		return nil, fmt.Errorf("kind %q needs conditions, a list of stop tables", s.Kind)
 	}
-	if s.Kind == config.KindNot && len(s.Conditions) != 1 {
+	if s.Kind == KindNot && len(s.Conditions) != 1 {
 		return nil, errors.New(`kind "not" takes exactly one condition`)
 	}
 	kids := make([]*Condition, len(s.Conditions))

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/ralphloop/ralph/config"
 )
 
 // The in-process kinds: budgets, signals and composition. Each is a pure
@@ -140,13 +138,13 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 	}
 	o := outcome{evidence: strings.Join(parts, "; ")}
 	switch c.op {
-	case config.KindAll:
+	case KindAll:
 		o.met, o.progress = met == len(c.kids), sum/float64(len(c.kids))
 		o.detail = fmt.Sprintf("%d/%d met", met, len(c.kids))
-	case config.KindAny:
+	case KindAny:
 		o.met, o.progress = met > 0, maxP
 		o.detail = fmt.Sprintf("%d/%d met", met, len(c.kids))
-	case config.KindNot:
+	case KindNot:
 		o.met = met == 0
 		o.detail = "child " + metWord(!o.met)
 		if o.met {
@@ -157,17 +155,14 @@ func (c *composite) check(ctx context.Context, in *Input) outcome {
 	return o
 }
 
-// ownTimeout is the bound c carries itself: its timeout, else
-// DefaultCommandTimeout for a command, else 0 (in-process checks and
-// composites, whose children bound themselves).
+// ownTimeout is the bound c carries itself: its timeout, else its kind's
+// default (a command's DefaultCommandTimeout), else 0 (in-process checks
+// and composites, whose children bound themselves).
 func ownTimeout(c *Condition) time.Duration {
-	switch {
-	case c.Timeout > 0:
+	if c.Timeout > 0 {
 		return c.Timeout
-	case c.Kind == config.KindCommand:
-		return DefaultCommandTimeout
 	}
-	return 0
+	return c.row().DefaultTimeout
 }
 
 // budget is the time the bounded children may take together, one after

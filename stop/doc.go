@@ -26,16 +26,25 @@
 //
 // # Adding a stop-condition kind
 //
-// A kind is two entries, one per package, and nothing else:
-//  1. its declaration in config's one table (config/stopkinds.go,
-//     builtinStopKinds): its name (with a Kind* constant), the [[stop]]
-//     fields it needs and may take, and its default priority and class.
-//     config then decodes and checks it (required fields, stray fields,
-//     file:line errors, "did you mean" the kinds listed).
-//  2. its builder here (builders in conditions.go): a func from the
-//     checked *config.Stop to a checker (check, fingerprint, inputs).
+// A kind is one row and one checker, and nothing else:
+//  1. its row in kinds.go (builtinKinds): its name (with a Kind* constant),
+//     the [[stop]] fields it needs and may take, its default priority and
+//     class, and every fact other code asks of it — where its answer
+//     comes from (Reads, which every row must say: replay), its why line, what it bounds (Limits: the runner's
+//     budgets and deadline, the UI's bars, a worker's policy), the program
+//     it runs (Runs: a worker's shell_allow), whether notify warns of it
+//     (Streak, Spend), its default timeout — and its Build;
+//  2. its checker, a type with check, fingerprint and inputs, beside the
+//     others (conditions_limits.go for in-process checks,
+//     conditions_world.go for those that read files or run commands).
 //
-// TestEveryKindHasABuilder keeps the two tables in step, and
-// TestAKindIsOneEntryInEachTable adds a kind with nothing but those two
-// entries and runs it.
+// FromConfig checks a table against the row (required and stray fields,
+// classes, with the config's file:line) before Build sees it; config only
+// decodes the tables. No code outside this package compares a kind's name
+// (kinds_test.go at the repository root holds that), and inside it code
+// reads the row rather than the name (only the composites all, any and not
+// are handled structurally). TestAKindIsOneRow adds a kind with nothing but
+// a row and a checker and shows that validation, evaluation, the why line,
+// budgets, replay and the docs check all see it; TestEveryKindIsDocumented
+// holds docs/stop.md's table to the rows.
 package stop

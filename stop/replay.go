@@ -152,7 +152,7 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 			return nil, err
 		}
 		step := ReplayStep{Iteration: it.n, Evaluation: evaluation, Recorded: it.recorded, Unknown: rs.u.names(it.n),
-			Decision: replayDecision(&evaluation, trig, trigName, o.Specs, it.spent)}
+			Decision: replayDecision(&evaluation, trig, trigName, o.Conditions, it.spent)}
 		res.Steps = append(res.Steps, step)
 		if step.Stop {
 			res.Stopped, res.Iteration, res.Decision = true, it.n, step.Decision
@@ -220,7 +220,7 @@ func feedPredicates(ctx context.Context, index *Index, preds []namedBound, acts 
 // iteration: a completion predicate that held, unless an abort or failure
 // condition fired too; else the evaluation's stop; else a budget the next
 // iteration would cross.
-func replayDecision(evaluation *Evaluation, trig *ledger.Action, trigName string, specs []config.Stop, spent Spent) Decision {
+func replayDecision(evaluation *Evaluation, trig *ledger.Action, trigName string, conds []*Condition, spent Spent) Decision {
 	strong := evaluation.ShouldStop && (evaluation.Class == ClassAbort || evaluation.Class == ClassFailure)
 	switch {
 	case trig != nil && !strong:
@@ -229,8 +229,8 @@ func replayDecision(evaluation *Evaluation, trig *ledger.Action, trigName string
 	case evaluation.ShouldStop:
 		return Decision{Stop: true, Class: evaluation.Class, TriggeredBy: evaluation.TriggeredBy, Reason: evaluation.Reason}
 	default:
-		if f := BeforeIteration(specs, spent); f != nil {
-			return Decision{Stop: true, Class: f.Class, TriggeredBy: f.Spec.Name, Reason: f.Reason, Before: true}
+		if f := BeforeIteration(conds, spent); f != nil {
+			return Decision{Stop: true, Class: f.Class, TriggeredBy: f.Cond.Name, Reason: f.Reason, Before: true}
 		}
 	}
 	return Decision{}
@@ -323,7 +323,7 @@ func workspaceOf(o ReplayOptions, it recordedIteration) string {
 	if it.recorded != nil {
 		for _, r := range it.recorded.Results {
 			var sum uint64
-			if r.Kind == config.KindNoProgress {
+			if k, ok := Lookup(r.Kind); ok && k.Fingerprints {
 				if _, err := fmt.Sscanf(r.Evidence, "fingerprint %x", &sum); err == nil {
 					return fmt.Sprintf("recorded %016x", sum)
 				}
@@ -362,15 +362,10 @@ func (u *unknowns) names(n int) []string {
 	return out
 }
 
-// readsWorld reports kinds whose answer depends on the files or on a
-// command, not on the chain.
-func readsWorld(kind string) bool {
-	return kind == config.KindCommand || kind == config.KindFileExists || kind == config.KindFileContains
-}
-
-// worldLeaves reports whether c or any condition inside it reads the world.
+// worldLeaves reports whether c or any condition inside it reads the world
+// (its kind's ReadsWorld).
 func worldLeaves(c *Condition) bool {
-	if readsWorld(c.Kind) {
+	if c.row().Reads == FromWorld {
 		return true
 	}
 	if cc, ok := c.check.(*composite); ok {
@@ -410,11 +405,7 @@ func withoutLines(s config.Stop) config.Stop {
 func replayConditions(o ReplayOptions, rs *replayState, iters []recordedIteration) ([]*Condition, map[int][]leafTask) {
 	recorded := map[string]string{} // name → spec key
 	for i, s := range o.RecordedSpecs {
-		name := s.Name
-		if name == "" {
-			name = fmt.Sprintf("%s-%d", s.Kind, i+1)
-		}
-		recorded[name] = SpecKey(s)
+		recorded[SpecName(o.RecordedSpecs, i)] = SpecKey(s)
 	}
 	tasks := map[int][]leafTask{}
 	out := make([]*Condition, len(o.Conditions))

@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/ralphloop/ralph/config"
 )
 
 // Why is the one line that says why r stands where it does, for the places
@@ -28,13 +26,8 @@ func Why(r *Result) string {
 		return "error: " + firstMeaningful(r.Err)
 	}
 	var s string
-	switch r.Kind {
-	case config.KindCommand:
-		s = commandWhy(r)
-	case config.KindPredicate:
-		s = predicateWhy(r.Evidence, r.Met)
-	case config.KindFileExists, config.KindFileContains, config.KindOutputPattern, config.KindOnError:
-		s = firstMeaningful(r.Evidence)
+	if k, ok := Lookup(r.Kind); ok && k.Why != nil {
+		s = k.Why(r)
 	}
 	if s == "" {
 		s = firstMeaningful(r.Reason)
@@ -44,6 +37,10 @@ func Why(r *Result) string {
 	}
 	return s
 }
+
+// evidenceWhy is the first line of r's evidence (file and output
+// conditions).
+func evidenceWhy(r *Result) string { return firstMeaningful(r.Evidence) }
 
 // commandWhy reads a command condition's evidence ("$ CMD\nexit N\nOUTPUT").
 func commandWhy(r *Result) string {

@@ -65,6 +65,7 @@ type model struct {
 	tree   *tree
 	chain  *chainPane
 	conds  *condPane
+	budget stop.Limits // the run's budgets (stop.SpecBudgets of its config)
 	plan   *planPane
 	output *outputPane
 	// outputShown pins the bottom-right pane (o): 0 shows the agent's
@@ -211,6 +212,7 @@ func (m *model) setConfig(cfg *config.Config, conds []stop.Result) {
 		return
 	}
 	m.cfg = cfg
+	m.budget = stop.SpecBudgets(cfg.Stop).Within(stop.Limits{Iterations: cfg.Loop.MaxIterations, CostUSD: cfg.Governance.MaxCostUSD})
 	if m.provider == "" {
 		m.provider, m.modelName = cfg.Model.Provider, cfg.Model.Model
 	}

@@ -206,19 +206,11 @@ func (m *model) elapsed() string {
 	return fmtClock(end.Sub(m.started))
 }
 
-func (m *model) maxIterations() int {
-	if m.cfg == nil {
-		return 0
-	}
-	return m.cfg.IterationLimit()
-}
+// maxIterations and maxCost are the run's budgets, as its stop
+// conditions bound it (set with the config).
+func (m *model) maxIterations() int { return m.budget.Iterations }
 
-func (m *model) maxCost() float64 {
-	if m.cfg == nil {
-		return 0
-	}
-	return m.cfg.CostLimit()
-}
+func (m *model) maxCost() float64 { return m.budget.CostUSD }
 
 // statusLines is the status line: the one thing the user most needs to
 // know now — a question waiting for y/n, how the run ended, a pause, a

@@ -1,0 +1,226 @@
+package fleet
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/stop"
+)
+
+// A worker's policy (config.WorkerPolicy, read from --policy) held against
+// a job's config before anything of the job runs. What a stop table bounds
+// or runs is its kind's row's to say (stop.SpecLimits, stop.SpecRuns).
+
+// PolicyStopName names the stop conditions Apply adds for a policy's
+// ceilings.
+const PolicyStopName = "worker-policy"
+
+// ApplyPolicy holds c, a job's config, and workspace, the URL it is cloned from
+// ("" none), to the policy: c's governance becomes the smaller of the two
+// (allow narrowed to the policy's, deny joined, max_steps and the budgets
+// the lower, a ceiling the job does not bound added as a stop condition),
+// and a job that needs more than the policy allows is an error saying what
+// and the fix. A nil policy is the default one.
+func ApplyPolicy(p *config.WorkerPolicy, c *config.Config, workspace string) error {
+	var g config.PolicyGovernance
+	if p != nil {
+		g = p.Governance
+	}
+	if workspace != "" && len(g.Workspaces) > 0 && !matchGlob(g.Workspaces, workspace) {
+		return refuse(p, "its workspace %s matches none of the policy's workspaces %q", workspace, g.Workspaces)
+	}
+	for _, s := range c.Governance.ShellAllow {
+		if !slices.Contains(g.ShellAllow, s) {
+			return refuse(p, "its [governance].shell_allow names %q, which the policy's shell_allow %q does not", s, g.ShellAllow)
+		}
+	}
+	if prog, where := firstProgram(c, g.ShellAllow); prog != "" {
+		return refuse(p, "its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
+	}
+	if err := applyAgents(p, c, &g); err != nil {
+		return err
+	}
+	if err := applyLimits(p, &c.Governance, &g); err != nil {
+		return err
+	}
+	if err := applyMaxCost(p, c, &g); err != nil {
+		return err
+	}
+	return applyMaxIterations(p, c, &g)
+}
+
+// refuse says that the policy refuses the job, why, and the fix.
+func refuse(p *config.WorkerPolicy, format string, args ...any) error {
+	return fmt.Errorf("job refused by %s: %s; run it on a worker whose --policy allows it", p.Name(), fmt.Sprintf(format, args...))
+}
+
+// applyAgents resolves agent CLI "auto" to the policy's first CLI on this
+// worker's PATH and refuses an agent CLI the policy does not allow.
+func applyAgents(p *config.WorkerPolicy, c *config.Config, g *config.PolicyGovernance) error {
+	jg := &c.Governance
+	if c.Agent != nil && c.Agent.CLI == "auto" {
+		// "auto" is the first CLI of the policy's on this worker's PATH;
+		// with none there, the first (the worker hands the job back, as
+		// for any missing agent CLI).
+		if cli := autoCLI(g.AgentAllow); cli != "" {
+			c.Agent.CLI = cli
+			if i := slices.Index(jg.AgentAllow, "auto"); i >= 0 {
+				jg.AgentAllow = slices.DeleteFunc(slices.Clone(jg.AgentAllow), func(a string) bool { return a == "auto" || a == cli })
+				jg.AgentAllow = append(jg.AgentAllow, cli)
+			}
+		}
+	}
+	if c.Agent != nil && !slices.Contains(g.AgentAllow, c.Agent.CLI) {
+		return refuse(p, "its [agent] runs the agent CLI %q, which the policy's agent_allow %q does not name", c.Agent.CLI, g.AgentAllow)
+	}
+	for _, a := range jg.AgentAllow {
+		if !slices.Contains(g.AgentAllow, a) {
+			return refuse(p, "its [governance].agent_allow names %q, which the policy's agent_allow %q does not", a, g.AgentAllow)
+		}
+	}
+	return nil
+}
+
+// applyLimits narrows the job's allow to the policy's, joins the denies
+// and takes the lower max_steps.
+func applyLimits(p *config.WorkerPolicy, jg *config.Governance, g *config.PolicyGovernance) error {
+	if len(g.Allow) > 0 {
+		if len(jg.Allow) == 0 {
+			jg.Allow = slices.Clone(g.Allow)
+		}
+		for _, a := range jg.Allow {
+			if !matchGlob(g.Allow, a) {
+				return refuse(p, "its [governance].allow names %q, beyond the policy's allow %q", a, g.Allow)
+			}
+		}
+	}
+	for _, d := range g.Deny {
+		if !slices.Contains(jg.Deny, d) {
+			jg.Deny = append(jg.Deny, d)
+		}
+	}
+	if g.MaxSteps > 0 {
+		if jg.MaxSteps > g.MaxSteps {
+			return refuse(p, "its [governance].max_steps %d is above the policy's max_steps %d", jg.MaxSteps, g.MaxSteps)
+		}
+		if jg.MaxSteps == 0 {
+			jg.MaxSteps = g.MaxSteps
+		}
+	}
+	return nil
+}
+
+// applyMaxCost holds the job's max_cost_usd and max_cost stop conditions
+// to the policy's max_cost_usd, adding a stop condition when none bounds
+// the job.
+func applyMaxCost(p *config.WorkerPolicy, c *config.Config, g *config.PolicyGovernance) error {
+	if g.MaxCostUSD == nil {
+		return nil
+	}
+	ceiling := *g.MaxCostUSD
+	if c.Governance.MaxCostUSD > ceiling {
+		return refuse(p, "its [governance].max_cost_usd %g is above the policy's max_cost_usd %g", c.Governance.MaxCostUSD, ceiling)
+	}
+	budget, name := 0.0, ""
+	for i := range c.Stop {
+		if usd := stop.SpecLimits(&c.Stop[i]).CostUSD; usd > 0 && (name == "" || usd < budget) {
+			budget, name = usd, stop.SpecName(c.Stop, i)
+		}
+	}
+	switch {
+	case name != "" && budget > ceiling:
+		return refuse(p, "its stop condition %q allows $%g, above the policy's max_cost_usd %g", name, budget, ceiling)
+	case name == "":
+		c.Stop = append(c.Stop, config.Stop{Name: PolicyStopName + "-max-cost", Kind: stop.KindMaxCost, USD: ceiling})
+	}
+	return nil
+}
+
+// applyMaxIterations holds the job's iterations to the policy's
+// max_iterations, adding a stop condition when none bounds the job.
+func applyMaxIterations(p *config.WorkerPolicy, c *config.Config, g *config.PolicyGovernance) error {
+	if g.MaxIterations == nil {
+		return nil
+	}
+	ceiling := *g.MaxIterations
+	if l := c.Loop.MaxIterations; l > ceiling {
+		return refuse(p, "its loop.max_iterations %d is above the policy's max_iterations %d", l, ceiling)
+	}
+	switch n := specIterations(c.Stop); {
+	case n > ceiling:
+		return refuse(p, "its max_iterations stop condition allows %d iterations, above the policy's max_iterations %d", n, ceiling)
+	case n == 0:
+		c.Stop = append(c.Stop, config.Stop{Name: PolicyStopName + "-max-iterations", Kind: stop.KindMaxIterations, Max: ceiling})
+	}
+	return nil
+}
+
+// specIterations is the smallest iteration limit of the stop tables, or 0
+// when none bounds the run.
+func specIterations(specs []config.Stop) int {
+	n := 0
+	for i := range specs {
+		if m := stop.SpecLimits(&specs[i]).Iterations; m > 0 && (n == 0 || m < n) {
+			n = m
+		}
+	}
+	return n
+}
+
+// autoCLI is the agent CLI "auto" stands for under a policy allowing
+// allow: the first of them (but "command") on PATH, else the first of
+// them, else "".
+func autoCLI(allow []string) string {
+	first := ""
+	for _, a := range allow {
+		if a == "command" {
+			continue
+		}
+		if first == "" {
+			first = a
+		}
+		if name, _, err := agent.Resolve(a, nil); err == nil && name == a {
+			return a
+		}
+	}
+	return first
+}
+
+// firstProgram returns the first program c runs outside shell.exec (a
+// command stop condition's, a command model's) that allow does not name,
+// and where it is written, or "".
+func firstProgram(c *config.Config, allow []string) (prog, where string) {
+	if c.Model.Provider == "command" && len(c.Model.Command) > 0 && !slices.Contains(allow, c.Model.Command[0]) {
+		return c.Model.Command[0], "model.command"
+	}
+	if a := c.Agent; a != nil && a.CLI == "command" && len(a.Command) > 0 && !slices.Contains(allow, a.Command[0]) {
+		return a.Command[0], "agent.command"
+	}
+	var walk func(stops []config.Stop) (string, string)
+	walk = func(stops []config.Stop) (string, string) {
+		for i, s := range stops {
+			if prog := stop.SpecRuns(&s); prog != "" && !slices.Contains(allow, prog) {
+				return prog, fmt.Sprintf("stop condition %q", stop.SpecName(stops, i))
+			}
+			if p, w := walk(s.Conditions); p != "" {
+				return p, w
+			}
+		}
+		return "", ""
+	}
+	return walk(c.Stop)
+}
+
+// matchGlob reports whether s is one of globs or matches one of them
+// (path.Match: '*' stands for any run of characters but '/').
+func matchGlob(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok || g == s {
+			return true
+		}
+	}
+	return false
+}
