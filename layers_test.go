@@ -33,6 +33,7 @@ var layers = map[string][]string{
 	"arbiter":             {"rtfs", "capability", "governance", "config", "agent", "internal/"},
 	"arbiter/oaitest":     {},
 	"stop":                {"rtfs", "ledger", "config", "internal/"},
+	"mcpserver":           {"ledger", "loop", "stop", "internal/"},
 	"loop":                {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "config", "agent", "internal/"},
 	"notify":              {"rtfs", "ledger", "stop", "loop", "config", "internal/"},
 	"serve":               {"ledger", "stop", "loop", "agent"},
