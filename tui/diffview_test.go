@@ -109,6 +109,14 @@ func TestIterationDiff(t *testing.T) {
 			t.Errorf("line %d of the diff view is %d cells, want 120", i, w)
 		}
 	}
+	press(m, "?") // the help lists the keys that act in the diff view, not the panes'
+	if screen = m.View(); !strings.Contains(screen, "Keys in the diff view") || strings.Contains(screen, "Panes") {
+		t.Fatalf("? in the diff view does not list its keys:\n%s", screen)
+	}
+	press(m, "esc")
+	if m.view != viewDiff {
+		t.Fatal("esc from the help did not go back to the diff view")
+	}
 	press(m, "G")
 	press(m, "esc")
 	if m.view != viewMain {

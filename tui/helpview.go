@@ -32,7 +32,7 @@ func (m *model) helpGroups(from view) []helpGroup {
 	switch from {
 	case viewDetail:
 		return []helpGroup{scroll, {"This view", []key.Binding{k.Verify, k.Back, k.Help, k.Quit}}}
-	case viewHistory, viewLog, viewCond:
+	case viewHistory, viewDiff, viewLog, viewCond:
 		return []helpGroup{scroll, {"This view", []key.Binding{k.Back, k.Help, k.Quit}}}
 	}
 	scroll.keys = append(scroll.keys, k.Fold, k.Unfold)
@@ -110,7 +110,7 @@ func (m *model) helpLines() []string {
 	}
 	from := m.helpFrom
 	title := map[view]string{viewMain: "Keys", viewDetail: "Keys in the detail view", viewHistory: "Keys in the history view",
-		viewLog: "Keys in the log view", viewCond: "Keys in a condition's detail"}[from]
+		viewDiff: "Keys in the diff view", viewLog: "Keys in the log view", viewCond: "Keys in a condition's detail"}[from]
 	out = append(out, st.bold.Render(title), "")
 	for _, g := range m.helpGroups(from) {
 		out = append(out, m.keyLines(g, w)...)
