@@ -43,16 +43,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 	case eventsMsg:
-		for i := range msg.events {
-			m.event(&msg.events[i])
-			if !m.live && msg.events[i].Kind == loop.EventAction {
-				m.loaded++
-				m.noteRecordedCall(msg.events[i].Action)
-			}
-		}
-		m.chain.sync()
-		m.queued = msg.more
-		cmd = m.afterEvents()
+		cmd = m.events(msg)
 	case configMsg:
 		m.setConfig(msg.cfg, msg.conds)
 	case recordedOutputMsg:
@@ -63,11 +54,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.tree.end()
 		}
 	case runDoneMsg:
-		m.runDone, m.runErr = true, msg.err
-		m.tree.end()
-		drop[*approveMode](&m.modes) // nothing waits for the answer now
-		m.wait = nil
-		if m.quitting {
+		if m.runEnded(msg.err) {
 			return m, tea.Quit
 		}
 	case tickMsg:
@@ -103,6 +90,30 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.syncControls()
 	m.layout()
 	return m, tea.Batch(cmd, m.retitle())
+}
+
+// events takes a batch of the run's events from the forwarder.
+func (m *model) events(msg eventsMsg) tea.Cmd {
+	for i := range msg.events {
+		m.event(&msg.events[i])
+		if !m.live && msg.events[i].Kind == loop.EventAction {
+			m.loaded++
+			m.noteRecordedCall(msg.events[i].Action)
+		}
+	}
+	m.chain.sync()
+	m.queued = msg.more
+	return m.afterEvents()
+}
+
+// runEnded takes runner.Run's return: the rows still open end, and a plan
+// awaiting y/n waits no more. It reports whether a quit waited for it.
+func (m *model) runEnded(err error) (quit bool) {
+	m.runDone, m.runErr = true, err
+	m.tree.end()
+	drop[*approveMode](&m.modes) // nothing waits for the answer now
+	m.wait = nil
+	return m.quitting
 }
 
 // syncControls turns the run's controls (p, a, s) off once it has ended,
