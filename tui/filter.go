@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -129,12 +130,7 @@ func (*filterMode) layer() layer { return layerQuestion }
 
 func (*filterMode) status(m *model) []string { return []string{" " + m.input.View()} }
 
-// input takes what the input does with a message that is not a key (its
-// cursor's blink).
-func (*filterMode) input(m *model, msg tea.Msg) (cmd tea.Cmd) {
-	m.input, cmd = m.input.Update(msg)
-	return cmd
-}
+func (*filterMode) field(m *model) *textinput.Model { return &m.input }
 
 func (f *filterMode) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) {
 	switch k.Type {

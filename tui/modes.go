@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -57,10 +58,13 @@ type prompt interface {
 
 // textMode is a mode that takes what is typed as text (the filter's
 // input): the rest of a read of several runes reaches it whole, and the
-// messages Update does not know (its cursor's blink) go to it.
+// messages Update does not know (its cursor's blink) go to its field.
 type textMode interface {
 	mode
-	input(m *model, msg tea.Msg) tea.Cmd
+	// field is the input it types into. (Update calls the field's Update:
+	// a message passed to an interface's method would escape, one
+	// allocation for every message the UI gets.)
+	field(m *model) *textinput.Model
 }
 
 // modeStack is the open modes, the top one last.

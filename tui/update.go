@@ -84,7 +84,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.mouse(msg)
 	default:
 		if t := m.modes.typing(); t != nil { // the filter input's cursor blink
-			cmd = t.input(m, msg)
+			f := t.field(m)
+			*f, cmd = f.Update(msg)
 		}
 	}
 	m.syncControls()
