@@ -233,8 +233,8 @@ func TestGoldenHelp(t *testing.T) {
 			m := c.setup(t)
 			golden.RequireEqual(t, []byte(m.View()+"\n"))
 			press(m, "esc")
-			if want := map[string]view{"live": viewMain, "recorded": viewMain, "history": viewHistory}[c.name]; m.view != want {
-				t.Errorf("esc from the help went to view %d, want %d", m.view, want)
+			if want := map[string]screen{"live": nil, "recorded": nil, "history": m.history}[c.name]; m.modes.screen() != want {
+				t.Errorf("esc from the help went to %T, want %T", m.modes.screen(), want)
 			}
 		})
 	}

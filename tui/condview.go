@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -13,6 +15,7 @@ import (
 // readable text — the command's output line by line, not an escaped
 // string — scrollable.
 type condView struct {
+	fullScreen
 	st        *styles
 	r         stop.Result
 	iteration int // the evaluation's; 0 before the first
@@ -23,7 +26,13 @@ type condView struct {
 	text      []string                          // the content as last drawn
 }
 
-func newCondView(st *styles) *condView { return &condView{st: st} }
+func newCondView(st *styles) *condView {
+	return &condView{fullScreen: fullScreen{"a condition's detail"}, st: st}
+}
+
+func (v *condView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) { return m.screenKey(v, k) }
+
+func (v *condView) body(_ *model, width, height int) []string { return v.lines(width, height) }
 
 // set shows r, as evaluated after iteration it.
 func (v *condView) set(r stop.Result, it int) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -25,6 +26,7 @@ import (
 // shows which part broke. r verifies the whole store as well. A row with a
 // closing action (a step and its PlanStepCompleted) shows that action too.
 type detailView struct {
+	fullScreen
 	st      *styles
 	seq     uint64
 	end     uint64     // the closing action's seq; 0 if none
@@ -63,7 +65,31 @@ type verifyMsg struct {
 	err    error
 }
 
-func newDetailView(st *styles) *detailView { return &detailView{st: st} }
+func newDetailView(st *styles) *detailView {
+	return &detailView{fullScreen: fullScreen{"the detail view"}, st: st}
+}
+
+// key: r verifies the store and proves the action again (reverify); the
+// rest as in every view.
+func (d *detailView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) {
+	if key.Matches(k, m.keys.Verify) {
+		return true, m.reverify()
+	}
+	return m.screenKey(d, k)
+}
+
+func (d *detailView) body(m *model, width, height int) []string {
+	d.verify = m.verify
+	return d.lines(width, height)
+}
+
+func (*detailView) footer(k *keyMap) []key.Binding {
+	return []key.Binding{k.move, k.Verify, k.Back, k.Quit}
+}
+
+func (*detailView) keysHelp(k *keyMap) (string, []helpGroup) {
+	return "Keys in the detail view", []helpGroup{scrollGroup(k), {"This view", []key.Binding{k.Verify, k.Back, k.Help, k.Quit}}}
+}
 
 func (d *detailView) open(seq, end uint64) {
 	d.seq, d.end, d.msg, d.offset, d.loading = seq, end, nil, 0, true
@@ -92,7 +118,7 @@ func (m *model) openDetail() tea.Cmd {
 		end = n.seq + uint64(n.endDelta)
 	}
 	m.detail.open(n.seq, end)
-	m.view = viewDetail
+	m.show(m.detail)
 	return fetchDetail(m.ctx, m.store, m.storeDir, n.seq, end)
 }
 

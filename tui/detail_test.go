@@ -91,7 +91,7 @@ func showDetail(t *testing.T, st *ledger.Store, stored []ledger.Action, seq uint
 	m.Update(runDoneMsg{})
 	selectSeq(t, m, seq)
 	press(m, "enter")
-	if m.view != viewDetail || m.detail.msg == nil {
+	if m.modes.screen() != m.detail || m.detail.msg == nil {
 		t.Fatalf("enter on #%d does not show its detail", seq)
 	}
 	return m

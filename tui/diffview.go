@@ -108,6 +108,7 @@ func (m *model) setSummary(msg diffStatMsg) {
 
 // diffView shows one iteration's diff (D on its row), scrollable.
 type diffView struct {
+	fullScreen
 	st        *styles
 	iteration int
 	lines     []string
@@ -126,7 +127,13 @@ type diffMsg struct {
 	err       error
 }
 
-func newDiffView(st *styles) *diffView { return &diffView{st: st} }
+func newDiffView(st *styles) *diffView {
+	return &diffView{fullScreen: fullScreen{"the diff view"}, st: st}
+}
+
+func (d *diffView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) { return m.screenKey(d, k) }
+
+func (d *diffView) body(_ *model, width, height int) []string { return d.render(width, height) }
 
 func (d *diffView) scrollBy(n int) {
 	d.offset = min(max(d.offset+n, 0), max(0, len(d.lines)-d.h))
@@ -163,7 +170,7 @@ func (m *model) openDiff() tea.Cmd {
 	}
 	d := m.diff
 	d.iteration, d.loading, d.err, d.lines, d.offset = n, true, nil, nil, 0
-	m.view = viewDiff
+	m.show(m.diff)
 	ctx, workdir := m.ctx, c.workdir
 	return func() tea.Msg {
 		repo, err := gitx.Open(ctx, workdir)

@@ -90,7 +90,7 @@ func TestIterationDiff(t *testing.T) {
 
 	selectSeq(t, m, stored[findSeq(stored, ledger.IterationStarted, 1)].Seq)
 	_, cmd = m.Update(keyMsg("D"))
-	if m.view != viewDiff {
+	if m.modes.screen() != m.diff {
 		t.Fatal("D did not open the diff view")
 	}
 	runDiffCmds(m, cmd)
@@ -109,9 +109,17 @@ func TestIterationDiff(t *testing.T) {
 			t.Errorf("line %d of the diff view is %d cells, want 120", i, w)
 		}
 	}
+	press(m, "?") // the help lists the keys that act in the diff view, not the panes'
+	if screen = m.View(); !strings.Contains(screen, "Keys in the diff view") || strings.Contains(screen, "Panes") {
+		t.Fatalf("? in the diff view does not list its keys:\n%s", screen)
+	}
+	press(m, "esc")
+	if m.modes.screen() != m.diff {
+		t.Fatal("esc from the help did not go back to the diff view")
+	}
 	press(m, "G")
 	press(m, "esc")
-	if m.view != viewMain {
+	if m.modes.screen() != nil {
 		t.Fatal("esc did not close the diff view")
 	}
 }

@@ -30,6 +30,10 @@
 // Invariants:
 //   - One root model (model) owns routing, focus and layout; panes are
 //     plain structs drawn with Render(width, height).
+//   - Modal input is a stack of modes (modes.go): a key goes to the top
+//     mode (a full-screen view, a question, the filter's input, a plan
+//     awaiting y/n), down the stack while no mode takes it, and to the
+//     panes when none does. What is open is what is on the stack.
 //   - Update does no I/O: store reads (detail, history, verification) and
 //     calls into the runner (pause, abort, skip, approve) are tea.Cmds.
 //   - Events reach the program through one forwarder goroutine calling

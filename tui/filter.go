@@ -3,6 +3,9 @@ package tui
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // filter selects chain rows. Its text is words separated by spaces, all of
@@ -100,4 +103,68 @@ func containsFold(s, sub string) bool {
 		i += size
 	}
 	return false
+}
+
+// filterLiveLimit is the chain size up to which the filter applies as you
+// type; past it, on enter.
+const filterLiveLimit = 200_000
+
+// filterMode is the filter's input in the status line (/), a mode
+// (modes.go): everything typed is its text, applied as typed; enter keeps
+// the filter, esc clears it and puts the chain back where it was when /
+// opened.
+type filterMode struct {
+	sel    int32 // the chain's selection when / opened
+	follow bool
+}
+
+// openFilter opens the filter's input, empty: the applied filter stays
+// until typing replaces it.
+func (m *model) openFilter() tea.Cmd {
+	m.input.SetValue("")
+	m.modes.push(&filterMode{sel: m.chain.sel, follow: m.chain.follow})
+	return m.input.Focus()
+}
+
+func (*filterMode) layer() layer { return layerQuestion }
+
+func (*filterMode) status(m *model) []string { return []string{" " + m.input.View()} }
+
+func (*filterMode) field(m *model) *textinput.Model { return &m.input }
+
+func (f *filterMode) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) {
+	switch k.Type {
+	case tea.KeyEnter:
+		m.closeFilter(f)
+		m.setFilter(m.input.Value())
+		return true, nil
+	case tea.KeyEsc: // no filter, and the chain where it was when / opened
+		m.closeFilter(f)
+		m.input.SetValue("")
+		m.setFilter("")
+		m.chain.restore(f.sel, f.follow)
+		return true, nil
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	if m.tree.n <= filterLiveLimit {
+		m.setFilter(m.input.Value())
+	}
+	return true, cmd
+}
+
+func (m *model) closeFilter(f *filterMode) {
+	m.modes.remove(f)
+	m.input.Blur()
+}
+
+// setFilter applies the filter s says (none for "") to the chain.
+func (m *model) setFilter(s string) {
+	f := parseFilter(s)
+	if (f == nil) == (m.tree.filter == nil) && (f == nil || f.raw == m.tree.filter.raw) {
+		return
+	}
+	m.tree.setFilter(f)
+	m.chain.follow = f == nil && m.chain.follow
+	m.chain.sync()
 }

@@ -38,7 +38,7 @@ func runCmd(m *model, cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	if m.filtering {
+	if m.modes.typing() != nil {
 		return // the filter input's cursor blinks forever
 	}
 	switch msg := cmd().(type) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -11,13 +12,21 @@ import (
 // the key map: only bindings that act there and then), the markers the
 // panes use, and the filter syntax (?), wrapped to the screen's width.
 type helpView struct {
+	fullScreen
 	st     *styles
+	from   screen // the view ? was pressed in (nil: the panes); the help lists its keys
 	offset int
 	h      int
 	n      int
 }
 
+func newHelpView(st *styles) *helpView { return &helpView{fullScreen: fullScreen{"the help"}, st: st} }
+
 func (v *helpView) scrollBy(d int) { v.offset = min(max(v.offset+d, 0), max(0, v.n-v.h)) }
+
+func (v *helpView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) { return m.screenKey(v, k) }
+
+func (v *helpView) body(m *model, width, height int) []string { return m.renderHelp(width, height) }
 
 // helpGroup is a titled list of bindings.
 type helpGroup struct {
@@ -25,16 +34,10 @@ type helpGroup struct {
 	keys  []key.Binding
 }
 
-// helpGroups are the bindings that act in view from, grouped.
-func (m *model) helpGroups(from view) []helpGroup {
-	k := m.keys
-	scroll := helpGroup{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}}
-	switch from {
-	case viewDetail:
-		return []helpGroup{scroll, {"This view", []key.Binding{k.Verify, k.Back, k.Help, k.Quit}}}
-	case viewHistory, viewLog, viewCond:
-		return []helpGroup{scroll, {"This view", []key.Binding{k.Back, k.Help, k.Quit}}}
-	}
+// pageHelp is the bindings that act on the panes, grouped.
+func (m *model) pageHelp() []helpGroup {
+	k := &m.keys
+	scroll := scrollGroup(k)
 	scroll.keys = append(scroll.keys, k.Fold, k.Unfold)
 	detail := key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail of a row/condition"))
 	run := []key.Binding{k.Pause, k.Abort, k.Skip}
@@ -108,16 +111,18 @@ func (m *model) helpLines() []string {
 			}
 		}
 	}
-	from := m.helpFrom
-	title := map[view]string{viewMain: "Keys", viewDetail: "Keys in the detail view", viewHistory: "Keys in the history view",
-		viewLog: "Keys in the log view", viewCond: "Keys in a condition's detail"}[from]
+	from := m.helpV.from
+	title, groups := "Keys", m.pageHelp()
+	if from != nil {
+		title, groups = from.keysHelp(&m.keys)
+	}
 	out = append(out, st.bold.Render(title), "")
-	for _, g := range m.helpGroups(from) {
+	for _, g := range groups {
 		out = append(out, m.keyLines(g, w)...)
 	}
 	out = append(out, "", st.bold.Render("Quitting"))
 	para(m.quitText())
-	if from != viewMain {
+	if from != nil {
 		return out
 	}
 	out = append(out, "", st.bold.Render("Markers"))

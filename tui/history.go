@@ -18,6 +18,7 @@ import (
 // condition that fired with its reason and evidence. Evaluations are read
 // from the store when the view opens, not kept in memory.
 type historyView struct {
+	fullScreen
 	st      *styles
 	entries []histEntry
 	total   int
@@ -84,7 +85,13 @@ type historyMsg struct {
 // maxHistory is how many of the latest evaluations the view reads.
 const maxHistory = 500
 
-func newHistoryView(st *styles) *historyView { return &historyView{st: st} }
+func newHistoryView(st *styles) *historyView {
+	return &historyView{fullScreen: fullScreen{"the history view"}, st: st}
+}
+
+func (h *historyView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) { return m.screenKey(h, k) }
+
+func (h *historyView) body(_ *model, width, height int) []string { return h.lines(width, height) }
 
 func (h *historyView) set(msg historyMsg) {
 	atEnd := h.offset >= len(h.text)-h.h

@@ -5,12 +5,15 @@ import (
 	"strings"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/ralphloop/ralph/loop"
 )
 
 // logView shows the run's slog lines (l), newest at the bottom. It keeps
 // the last maxLogLines; older lines are dropped, and the title says so.
 type logView struct {
+	fullScreen
 	st      *styles
 	lines   []logEntry // ring: the oldest at start
 	start   int
@@ -27,7 +30,13 @@ type logEntry struct {
 
 const maxLogLines = 2000
 
-func newLogView(st *styles) *logView { return &logView{st: st, follow: true} }
+func newLogView(st *styles) *logView {
+	return &logView{fullScreen: fullScreen{"the log view"}, st: st, follow: true}
+}
+
+func (v *logView) key(m *model, k tea.KeyMsg) (bool, tea.Cmd) { return m.screenKey(v, k) }
+
+func (v *logView) body(_ *model, width, height int) []string { return v.render(width, height) }
 
 func (v *logView) add(at time.Time, l loop.LogLine) {
 	if len(v.lines) < maxLogLines {

@@ -17,19 +17,6 @@ import (
 	"github.com/ralphloop/ralph/stop"
 )
 
-// view is what fills the body of the screen.
-type view uint8
-
-const (
-	viewMain view = iota
-	viewHistory
-	viewDetail
-	viewDiff
-	viewLog
-	viewHelp
-	viewCond // one stop condition in full (enter on a condition)
-)
-
 // Focusable panes of the main view, in tab order.
 const (
 	focusChain = iota
@@ -60,7 +47,7 @@ type model struct {
 
 	w, h   int
 	bodyH  int
-	view   view
+	modes  modeStack // the open views and questions, the top last (modes.go)
 	focus  int
 	tree   *tree
 	chain  *chainPane
@@ -78,14 +65,7 @@ type model struct {
 	condV       *condView
 	logs        *logView
 	helpV       *helpView
-	helpFrom    view // the view ? was pressed in: the help lists its keys
-	filtering   bool
-	input       textinput.Model
-	// Where the chain was when / opened, so esc goes back to it.
-	filterFrom struct {
-		sel    int32
-		follow bool
-	}
+	input       textinput.Model // the filter's (filterMode)
 
 	// The run as the header and status line show it.
 	runID     string
@@ -106,17 +86,14 @@ type model struct {
 	// Control of a live run.
 	runDone      bool // runner.Run returned
 	runErr       error
-	quitting     bool           // q pressed while running: abort, then exit
-	forced       bool           // q pressed twice: exit now
-	abortAsk     bool           // a pressed: waiting for y/n
-	quitAsk      bool           // q pressed in a foreground UI: waiting for y/d/n
-	detached     bool           // the user left the run going (Run returns ErrDetached)
-	aborting     bool           // abort requested
-	pauseAsked   bool           // p pressed, the runner has not paused yet
-	skipping     int            // s pressed during this iteration, not closed yet
-	delayUntil   time.Time      // the runner waits for loop.delay until then
-	approving    *loop.PlanInfo // a plan awaiting y/n
-	answered     int            // the last iteration whose plan was answered
+	quitting     bool      // q pressed while running: abort, then exit
+	forced       bool      // q pressed twice: exit now
+	detached     bool      // the user left the run going (Run returns ErrDetached)
+	aborting     bool      // abort requested
+	pauseAsked   bool      // p pressed, the runner has not paused yet
+	skipping     int       // s pressed during this iteration, not closed yet
+	delayUntil   time.Time // the runner waits for loop.delay until then
+	answered     int       // the last iteration whose plan was answered
 	wait         *waitInfo
 	dropped      int
 	lastLog      string
@@ -154,7 +131,7 @@ func newModel(o *Options, st *styles) *model {
 	t := newTree()
 	m := &model{run: o.Run, store: o.Store, attached: o.Attached, goesOn: o.GoesOn, ctx: context.Background(), approver: o.Approver, now: now, st: st, keys: newKeyMap(),
 		help: help.New(), live: o.Run != nil, done: o.Done, hasDone: o.Done != nil, tree: t, chain: newChainPane(t, st),
-		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: &helpView{st: st},
+		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: newHelpView(st),
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
 	m.storeDir = o.StoreDir
 	if d, ok := o.Store.(interface{ Dir() string }); ok && m.storeDir == "" {
@@ -283,7 +260,7 @@ func (m *model) ingest(a *ledger.Action) {
 		m.outcome = &outcome{state: runEndState(a.Type), condition: md["condition"].Str(), class: md["class"].Str(),
 			reason: md["reason"].Str(), evidence: md["evidence"].Str(), at: a.Timestamp}
 		m.state = m.outcome.state
-		m.approving = nil
+		drop[*approveMode](&m.modes)
 		m.wait = nil
 		m.skipping, m.delayUntil = 0, time.Time{}
 	}
@@ -378,18 +355,4 @@ func isEndState(s string) bool {
 // Init starts the clock and, for a live run, waits for the runner to return.
 func (m *model) Init() tea.Cmd {
 	return tea.Batch(m.tick(), waitDone(m.done), waitApproval(m.approver))
-}
-
-// askApproval shows plan as awaiting y/n. The request comes from the bus
-// (with the plan's mode and repairs) and from the Approver (which cannot be
-// missed); whichever arrives first asks, the other fills in.
-func (m *model) askApproval(p loop.PlanInfo) {
-	if m.outcome != nil || p.Iteration <= m.answered {
-		return
-	}
-	if a := m.approving; a != nil && a.Iteration == p.Iteration && p.Mode == "" {
-		return // the bus already gave the fuller description
-	}
-	m.approving = &p
-	m.plan.setPlan(&p, true)
 }

@@ -230,8 +230,8 @@ func TestRunEndAndQuit(t *testing.T) {
 	feed(m, stored[:10])
 	// q while the run goes on asks; y aborts the run and waits for its end.
 	_, cmd := m.Update(keyMsg("q"))
-	if !m.quitAsk || m.quitting || isQuit(cmd) {
-		t.Fatalf("q did not ask first (quitAsk=%v quitting=%v)", m.quitAsk, m.quitting)
+	if !asking[quitMode](m) || m.quitting || isQuit(cmd) {
+		t.Fatalf("q did not ask first (asking=%v quitting=%v)", asking[quitMode](m), m.quitting)
 	}
 	if v := m.View(); !strings.Contains(v, "y aborts the run · d detaches") {
 		t.Errorf("no quit question:\n%s", v)
@@ -283,8 +283,8 @@ func TestQuitDetaches(t *testing.T) {
 	m.hasDone = true
 	feed(m, stored[:10])
 	m.Update(keyMsg("q"))
-	if _, cmd := m.Update(keyMsg("n")); isQuit(cmd) || m.quitAsk || m.quitting {
-		t.Fatalf("n did not stay (quitAsk=%v quitting=%v)", m.quitAsk, m.quitting)
+	if _, cmd := m.Update(keyMsg("n")); isQuit(cmd) || asking[quitMode](m) || m.quitting {
+		t.Fatalf("n did not stay (asking=%v quitting=%v)", asking[quitMode](m), m.quitting)
 	}
 	m.Update(keyMsg("q"))
 	if _, cmd := m.Update(keyMsg("d")); !isQuit(cmd) || !m.detached || m.aborting {
@@ -349,7 +349,7 @@ func TestTransientEvents(t *testing.T) {
 	default:
 		t.Error("y did not answer the approver")
 	}
-	if m.approving != nil {
+	if m.approving() != nil {
 		t.Error("prompt still shown after y")
 	}
 }
@@ -422,12 +422,12 @@ func TestQuitDuringAbortConfirmation(t *testing.T) {
 	m.hasDone = true
 	feed(m, stored[:10])
 	m.Update(keyMsg("a"))
-	if !m.abortAsk {
+	if !asking[abortMode](m) {
 		t.Fatal("a does not ask for confirmation")
 	}
 	m.Update(keyMsg("q"))
-	if !m.quitting || m.abortAsk {
-		t.Fatalf("q during the abort confirmation: quitting=%v abortAsk=%v", m.quitting, m.abortAsk)
+	if !m.quitting || asking[abortMode](m) {
+		t.Fatalf("q during the abort confirmation: quitting=%v asking=%v", m.quitting, asking[abortMode](m))
 	}
 	if _, cmd := m.Update(keyMsg("q")); !isQuit(cmd) || !m.forced {
 		t.Error("a second q does not force the exit")

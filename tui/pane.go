@@ -5,9 +5,10 @@ package tui
 // pane's outer size, border included, so paging and scrolling know it
 // before a frame is drawn; Render draws exactly width×height cells, its
 // border included, and only the rows in view, each kept in a rowCache
-// (rowcache.go) under its key with a version that changes with its text. Full-screen views (history, detail, log, help) keep the
-// same Render signature. tui/README.md says how to add a pane, a message
-// or a key.
+// (rowcache.go) under its key with a version that changes with its text.
+// Full-screen views (history, detail, diff, log, help) are modes
+// (modes.go) and draw the whole body. tui/README.md says how to add a
+// pane, a view, a message or a key.
 type pane interface {
 	SetSize(width, height int)
 	Render(width, height int) string

@@ -74,20 +74,8 @@ func (m *model) split() (leftW, condH int) {
 
 func (m *model) body() []string {
 	h := m.bodyH
-	switch m.view {
-	case viewHistory:
-		return m.history.lines(m.w, h)
-	case viewDetail:
-		m.detail.verify = m.verify
-		return m.detail.lines(m.w, h)
-	case viewDiff:
-		return m.diff.render(m.w, h)
-	case viewLog:
-		return m.logs.render(m.w, h)
-	case viewHelp:
-		return m.renderHelp(m.w, h)
-	case viewCond:
-		return m.condV.lines(m.w, h)
+	if s := m.modes.screen(); s != nil {
+		return s.body(m, m.w, h)
 	}
 	leftW, condH := m.split()
 	lower := m.plan.lines
@@ -216,18 +204,11 @@ func (m *model) maxCost() float64 { return m.budget.CostUSD }
 // know now — a question waiting for y/n, how the run ended, a pause, a
 // rate-limit countdown — or the latest log line.
 func (m *model) statusLines() []string {
+	if p, ok := top[prompt](m.modes); ok { // a question, the filter's input
+		return p.status(m)
+	}
 	st := m.st
 	switch {
-	case m.filtering:
-		return []string{" " + m.input.View()}
-	case m.quitAsk:
-		return []string{st.statusPrompt.Render(" Quit? y aborts the run · d detaches: it goes on, `ralph attach` reopens it · n stays")}
-	case m.abortAsk:
-		return []string{st.statusPrompt.Render(" Abort the run? Compensations run first. y aborts · n keeps it running")}
-	case m.approving != nil && !m.canApprove():
-		return []string{st.statusAlert.Render(fmt.Sprintf(" The plan for iteration %d awaits approval, but this UI has no Approver to answer it", m.approving.Iteration))}
-	case m.approving != nil:
-		return []string{st.statusPrompt.Render(fmt.Sprintf(" Run the plan for iteration %d (shown on the right)? y runs it · n skips the iteration", m.approving.Iteration))}
 	case m.quitting && !m.ended():
 		return []string{st.statusAlert.Render(" Aborting… compensations run before the run ends · q again exits at once")}
 	case m.ended():
@@ -299,7 +280,7 @@ func (m *model) outcomeLines() []string {
 // helpLine is the footer's short help for the current view, drawn once
 // per view and width.
 func (m *model) helpLine() string {
-	key := helpKey{m.view, m.w, m.approving != nil && m.canApprove()}
+	key := helpKey{m.modes.screen(), m.w, m.approving() != nil && m.canApprove()}
 	if s, ok := m.helpCache[key]; ok {
 		return s
 	}
@@ -309,21 +290,18 @@ func (m *model) helpLine() string {
 }
 
 type helpKey struct {
-	view      view
+	view      screen // nil: the panes
 	w         int
 	approving bool
 }
 
 func (m *model) drawHelpLine() string {
-	k := m.keys
-	switch m.view {
-	case viewMain:
-		if m.approving != nil && m.canApprove() {
-			return m.help.ShortHelpView(append([]keyBinding{k.Yes, k.No}, k.ShortHelp()...))
-		}
-		return m.help.ShortHelpView(k.ShortHelp())
-	case viewDetail:
-		return m.help.ShortHelpView([]keyBinding{k.move, k.Verify, k.Back, k.Quit})
+	k := &m.keys
+	switch {
+	case m.modes.screen() != nil:
+		return m.help.ShortHelpView(m.modes.screen().footer(k))
+	case m.approving() != nil && m.canApprove():
+		return m.help.ShortHelpView(append([]keyBinding{k.Yes, k.No}, k.ShortHelp()...))
 	}
-	return m.help.ShortHelpView([]keyBinding{k.move, k.PageDown, k.Back, k.Quit})
+	return m.help.ShortHelpView(k.ShortHelp())
 }

@@ -47,21 +47,24 @@ func profileFor(out io.Writer) termenv.Profile {
 	return termenv.NewOutput(out).EnvColorProfile()
 }
 
+// The palette follows crush: a violet accent on neutral greys, green, red
+// and amber for outcomes.
+const (
+	violet = lipgloss.Color("#8B75F9")
+	grey   = lipgloss.Color("#6B6B6B")
+	light  = lipgloss.Color("#BFBCC8")
+	green  = lipgloss.Color("#4FD18B")
+	red    = lipgloss.Color("#F0667A")
+	amber  = lipgloss.Color("#E8B44C")
+	blue   = lipgloss.Color("#6CB6FF")
+	pink   = lipgloss.Color("#F28FCB")
+)
+
+// newStyles draws with the palette in profile's colours (none for ASCII)
+// on out.
 func newStyles(out io.Writer, profile termenv.Profile) *styles {
 	r := lipgloss.NewRenderer(out)
 	r.SetColorProfile(profile)
-	// The palette follows crush: a violet accent on neutral greys, green,
-	// red and amber for outcomes.
-	var (
-		violet = lipgloss.Color("#8B75F9")
-		grey   = lipgloss.Color("#6B6B6B")
-		light  = lipgloss.Color("#BFBCC8")
-		green  = lipgloss.Color("#4FD18B")
-		red    = lipgloss.Color("#F0667A")
-		amber  = lipgloss.Color("#E8B44C")
-		blue   = lipgloss.Color("#6CB6FF")
-		pink   = lipgloss.Color("#F28FCB")
-	)
 	n := r.NewStyle
 	s := &styles{profile: profile, r: r, pieces: map[edgeKey]string{}}
 	s.border = n().Foreground(grey)

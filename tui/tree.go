@@ -297,12 +297,53 @@ func (t *tree) push(a *ledger.Action, parent int32) int32 {
 	return idx
 }
 
-// describe sets the row's kind, status and label from its action.
+// describe sets the row's kind, status and label from its action, and
+// its note: what failed, or a call's command.
 func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	n.st = stInfo
 	if !a.Success {
 		n.st = stFailed
 	}
+	if !t.describeOpener(n, idx, a) {
+		t.describeEvent(n, idx, a)
+	}
+	if !a.Success && a.ErrorMessage != "" {
+		t.notes[idx] = t.str(cut(firstLine(a.ErrorMessage), maxNote))
+	}
+}
+
+// describeOpener describes an action that opens a row for others to go
+// under and a later action to close (the run, an iteration, a plan, a
+// step, a compensation): it runs until then. It reports whether a is one.
+func (t *tree) describeOpener(n *node, idx int32, a *ledger.Action) bool {
+	fn := a.FunctionName
+	switch a.Type {
+	case ledger.RunStarted:
+		n.kind, n.st, n.label = kindRun, stRunning, "Run · "+fn
+	case ledger.IterationStarted:
+		n.kind, n.st = kindIteration, stRunning
+		n.label = "Iteration " + strconv.FormatInt(a.Metadata["iteration"].AsInt(), 10)
+	case ledger.PlanStarted:
+		n.kind, n.st = kindPlan, stRunning
+		n.label = t.str(fn)
+		if t.iterNum > 0 {
+			n.label = "Plan " + strconv.FormatInt(t.iterNum, 10)
+		}
+	case ledger.PlanStepStarted:
+		n.kind, n.st, n.label = kindStep, stRunning, t.str(fn)
+		t.step = idx
+	case ledger.CompensationStarted:
+		n.kind, n.st, n.label = kindCompensation, stRunning, t.str("↺ compensate "+fn)
+	default:
+		return false
+	}
+	return true
+}
+
+// describeEvent describes an action that is a row of its own (a call, a
+// plan's generation, a decision, a check, an evaluation) or the run's end:
+// ✓ when it succeeded, unless its kind says otherwise.
+func (t *tree) describeEvent(n *node, idx int32, a *ledger.Action) {
 	ok := func() {
 		if a.Success {
 			n.st = stOK
@@ -310,13 +351,8 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 	}
 	fn := a.FunctionName
 	switch a.Type {
-	case ledger.RunStarted:
-		n.kind, n.st, n.label = kindRun, stRunning, "Run · "+fn
 	case ledger.RunCompleted, ledger.RunFailed, ledger.RunStopped, ledger.RunAborted:
 		t.describeRunEnd(n, a)
-	case ledger.IterationStarted:
-		n.kind, n.st = kindIteration, stRunning
-		n.label = "Iteration " + strconv.FormatInt(a.Metadata["iteration"].AsInt(), 10)
 	case ledger.PlanGenerated:
 		n.kind = kindPlanGen
 		ok()
@@ -329,15 +365,6 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		n.kind = kindGovernance
 		ok()
 		n.label = t.str("governance · " + fn)
-	case ledger.PlanStarted:
-		n.kind, n.st = kindPlan, stRunning
-		n.label = t.str(fn)
-		if t.iterNum > 0 {
-			n.label = "Plan " + strconv.FormatInt(t.iterNum, 10)
-		}
-	case ledger.PlanStepStarted:
-		n.kind, n.st, n.label = kindStep, stRunning, t.str(fn)
-		t.step = idx
 	case ledger.AgentToolUse:
 		n.kind, n.label = kindCall, t.str("tool "+fn)
 		ok()
@@ -355,8 +382,6 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		ok()
 	case ledger.ContractViolation:
 		n.kind, n.st, n.label = kindContract, stFailed, t.str("contract violated "+fn)
-	case ledger.CompensationStarted:
-		n.kind, n.st, n.label = kindCompensation, stRunning, t.str("↺ compensate "+fn)
 	case ledger.StopConditionsEvaluated:
 		describeStopEvaluation(n, a)
 	case ledger.PlanStepRetrying:
@@ -365,9 +390,6 @@ func (t *tree) describe(n *node, idx int32, a *ledger.Action) {
 		n.kind = kindOther
 		ok()
 		n.label = t.str(a.Type.String() + " " + fn)
-	}
-	if !a.Success && a.ErrorMessage != "" {
-		t.notes[idx] = t.str(cut(firstLine(a.ErrorMessage), maxNote))
 	}
 }
 

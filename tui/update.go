@@ -35,10 +35,6 @@ type (
 	tickMsg       time.Time
 )
 
-// filterLiveLimit is the chain size up to which the filter applies as you
-// type; past it, on enter.
-const filterLiveLimit = 200_000
-
 // Update routes one message. It does no I/O: reads of the store and calls
 // into the runner are returned as commands.
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -47,16 +43,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 	case eventsMsg:
-		for i := range msg.events {
-			m.event(&msg.events[i])
-			if !m.live && msg.events[i].Kind == loop.EventAction {
-				m.loaded++
-				m.noteRecordedCall(msg.events[i].Action)
-			}
-		}
-		m.chain.sync()
-		m.queued = msg.more
-		cmd = m.afterEvents()
+		cmd = m.events(msg)
 	case configMsg:
 		m.setConfig(msg.cfg, msg.conds)
 	case recordedOutputMsg:
@@ -67,10 +54,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.tree.end()
 		}
 	case runDoneMsg:
-		m.runDone, m.runErr = true, msg.err
-		m.tree.end()
-		m.approving, m.wait = nil, nil
-		if m.quitting {
+		if m.runEnded(msg.err) {
 			return m, tea.Quit
 		}
 	case tickMsg:
@@ -99,13 +83,38 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		m.mouse(msg)
 	default:
-		if m.filtering { // the filter input's cursor blink
-			m.input, cmd = m.input.Update(msg)
+		if t := m.modes.typing(); t != nil { // the filter input's cursor blink
+			f := t.field(m)
+			*f, cmd = f.Update(msg)
 		}
 	}
 	m.syncControls()
 	m.layout()
 	return m, tea.Batch(cmd, m.retitle())
+}
+
+// events takes a batch of the run's events from the forwarder.
+func (m *model) events(msg eventsMsg) tea.Cmd {
+	for i := range msg.events {
+		m.event(&msg.events[i])
+		if !m.live && msg.events[i].Kind == loop.EventAction {
+			m.loaded++
+			m.noteRecordedCall(msg.events[i].Action)
+		}
+	}
+	m.chain.sync()
+	m.queued = msg.more
+	return m.afterEvents()
+}
+
+// runEnded takes runner.Run's return: the rows still open end, and a plan
+// awaiting y/n waits no more. It reports whether a quit waited for it.
+func (m *model) runEnded(err error) (quit bool) {
+	m.runDone, m.runErr = true, err
+	m.tree.end()
+	drop[*approveMode](&m.modes) // nothing waits for the answer now
+	m.wait = nil
+	return m.quitting
 }
 
 // syncControls turns the run's controls (p, a, s) off once it has ended,
@@ -114,7 +123,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *model) syncControls() {
 	on := m.live && !m.ended()
 	if !on {
-		m.abortAsk, m.quitAsk = false, false
+		drop[abortMode](&m.modes)
+		drop[quitMode](&m.modes)
 	}
 	paused := m.state == loop.StatePaused || m.pauseAsked
 	filtered := m.tree.filter != nil
@@ -146,7 +156,7 @@ func (m *model) afterEvents() tea.Cmd {
 	asked := len(m.checkpoints.asked)
 	sums := m.checkpoints.summaries(m.ctx)
 	m.statsAsked += len(m.checkpoints.asked) - asked
-	if m.view == viewHistory && m.historyStale && !m.history.loading {
+	if m.modes.screen() == m.history && m.historyStale && !m.history.loading {
 		return tea.Batch(m.openHistory(), sums)
 	}
 	return sums
@@ -171,15 +181,15 @@ func waitDone(done <-chan error) tea.Cmd {
 
 // keys1by1 handles the runes of one read one key at a time: the terminal
 // delivers "jjj" (tmux send-keys, key repeat over SSH, a paste) as one
-// message, which is three moves. Once a key opens the filter, the rest of
-// the read is its text.
+// message, which is three moves. Once a key opens a mode that takes text
+// (the filter), the rest of the read is its text.
 func (m *model) keys1by1(k tea.KeyMsg) tea.Cmd {
-	if k.Type != tea.KeyRunes || len(k.Runes) < 2 || m.filtering {
+	if k.Type != tea.KeyRunes || len(k.Runes) < 2 || m.modes.typing() != nil {
 		return m.key(k)
 	}
 	var cmds []tea.Cmd
 	for i, r := range k.Runes {
-		if m.filtering {
+		if m.modes.typing() != nil {
 			rest := k
 			rest.Runes = k.Runes[i:]
 			cmds = append(cmds, m.key(rest))
@@ -192,100 +202,10 @@ func (m *model) keys1by1(k tea.KeyMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (m *model) key(k tea.KeyMsg) tea.Cmd {
-	if k.String() == "ctrl+c" {
-		if m.attached && m.live && !m.ended() {
-			return m.detach() // the run is another process's: a only aborts it, after asking
-		}
-		return m.quit()
-	}
-	if m.filtering {
-		return m.filterKey(k)
-	}
-	if m.quitAsk {
-		return m.quitKey(k)
-	}
-	if m.abortAsk {
-		switch {
-		case key.Matches(k, m.keys.Yes):
-			m.abortAsk = false
-			return m.abort()
-		case key.Matches(k, m.keys.No, m.keys.Back, m.keys.Abort):
-			m.abortAsk = false
-		case key.Matches(k, m.keys.Quit):
-			return m.quit()
-		}
-		return nil
-	}
-	if m.approving != nil && m.canApprove() {
-		switch {
-		case key.Matches(k, m.keys.Yes):
-			return m.answer(true)
-		case key.Matches(k, m.keys.No):
-			return m.answer(false)
-		}
-	}
-	switch {
-	case key.Matches(k, m.keys.Quit):
-		return m.askQuit()
-	case key.Matches(k, m.keys.Help):
-		if m.view == viewHelp {
-			m.view = m.helpFrom
-		} else {
-			m.helpFrom, m.view = m.view, viewHelp
-			m.helpV.offset = 0
-		}
-		return nil
-	case key.Matches(k, m.keys.History):
-		if m.toggle(viewHistory) {
-			return m.openHistory()
-		}
-		return nil
-	case key.Matches(k, m.keys.Log):
-		m.toggle(viewLog)
-		return nil
-	case key.Matches(k, m.keys.Back) && m.view == viewHelp:
-		m.view = m.helpFrom
-		return nil
-	case key.Matches(k, m.keys.Back) && m.view != viewMain:
-		m.view = viewMain
-		return nil
-	}
-	switch m.view {
-	case viewMain:
-		return m.mainKey(k)
-	case viewDetail:
-		if key.Matches(k, m.keys.Verify) {
-			return m.reverify()
-		}
-		m.scrollKey(k, m.detail)
-	case viewHistory:
-		m.scrollKey(k, m.history)
-	case viewDiff:
-		m.scrollKey(k, m.diff)
-	case viewLog:
-		m.scrollKey(k, m.logs)
-	case viewHelp:
-		m.scrollKey(k, m.helpV)
-	case viewCond:
-		m.scrollKey(k, m.condV)
-	}
-	return nil
-}
-
-// toggle opens view v, or closes it when it is open; it reports whether v
-// is open now.
-func (m *model) toggle(v view) bool {
-	if m.view == v {
-		m.view = viewMain
-		return false
-	}
-	m.view = v
-	return true
-}
-
+// scroller is what the scroll keys and the mouse wheel move.
 type scroller interface{ scrollBy(int) }
 
+// scrollKey moves s by the key's step: a line, a page, to either end.
 func (m *model) scrollKey(k tea.KeyMsg, s scroller) {
 	page := max(1, m.bodyH-3)
 	switch {
@@ -322,10 +242,7 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, ks.Diff):
 		return m.openDiff()
 	case key.Matches(k, ks.Filter):
-		m.filtering = true
-		m.input.SetValue("") // a new search; the applied one stays until typing replaces it
-		m.filterFrom.sel, m.filterFrom.follow = m.chain.sel, m.chain.follow
-		return m.input.Focus()
+		return m.openFilter()
 	case key.Matches(k, ks.Back) && m.tree.filter != nil:
 		m.setFilter("")
 	case key.Matches(k, ks.Next, ks.Prev) && m.tree.filter != nil:
@@ -338,7 +255,7 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		return m.pause()
 	case key.Matches(k, ks.Abort):
 		if m.live && !m.ended() && !m.aborting {
-			m.abortAsk = true
+			m.modes.push(abortMode{})
 		}
 	case key.Matches(k, ks.Skip):
 		return m.skip()
@@ -405,40 +322,7 @@ func (m *model) openCond() {
 		it = m.conds.eval.Iteration
 	}
 	m.condV.set(*r, it)
-	m.view = viewCond
-}
-
-func (m *model) filterKey(k tea.KeyMsg) tea.Cmd {
-	switch k.Type {
-	case tea.KeyEnter:
-		m.filtering = false
-		m.input.Blur()
-		m.setFilter(m.input.Value())
-		return nil
-	case tea.KeyEsc: // no filter, and the chain where it was when / opened
-		m.filtering = false
-		m.input.Blur()
-		m.input.SetValue("")
-		m.setFilter("")
-		m.chain.restore(m.filterFrom.sel, m.filterFrom.follow)
-		return nil
-	}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(k)
-	if m.tree.n <= filterLiveLimit {
-		m.setFilter(m.input.Value())
-	}
-	return cmd
-}
-
-func (m *model) setFilter(s string) {
-	f := parseFilter(s)
-	if (f == nil) == (m.tree.filter == nil) && (f == nil || f.raw == m.tree.filter.raw) {
-		return
-	}
-	m.tree.setFilter(f)
-	m.chain.follow = f == nil && m.chain.follow
-	m.chain.sync()
+	m.show(m.condV)
 }
 
 func (m *model) mouse(msg tea.MouseMsg) {
@@ -454,32 +338,30 @@ func (m *model) mouse(msg tea.MouseMsg) {
 	default:
 		return
 	}
-	switch m.view {
-	case viewHistory:
-		m.history.scrollBy(d)
-	case viewDetail:
-		m.detail.scrollBy(d)
-	case viewDiff:
-		m.diff.scrollBy(d)
-	case viewLog:
-		m.logs.scrollBy(d)
-	case viewHelp:
-		m.helpV.scrollBy(d)
-	case viewCond:
-		m.condV.scrollBy(d)
-	default:
-		leftW, condH := m.split()
-		switch {
-		case msg.X < leftW:
-			m.chain.move(d)
-		case msg.Y-1 < condH:
-			m.conds.scrollBy(d)
-		case m.showsOutput():
-			m.output.scrollBy(d)
-		default:
-			m.plan.scrollBy(d)
-		}
+	if s := m.modes.screen(); s != nil {
+		s.scrollBy(d)
+		return
 	}
+	leftW, condH := m.split()
+	switch {
+	case msg.X < leftW:
+		m.chain.move(d)
+	case msg.Y-1 < condH:
+		m.conds.scrollBy(d)
+	case m.showsOutput():
+		m.output.scrollBy(d)
+	default:
+		m.plan.scrollBy(d)
+	}
+}
+
+// interrupt is ctrl+c, whatever is open: it detaches from a run another
+// process owns (a aborts it, after asking), else quits.
+func (m *model) interrupt() tea.Cmd {
+	if m.attached && m.live && !m.ended() {
+		return m.detach()
+	}
+	return m.quit()
 }
 
 // quit ends the UI: at once when the run is over or recorded; otherwise
@@ -491,7 +373,9 @@ func (m *model) quit() tea.Cmd {
 			m.forced = true
 			return tea.Quit
 		}
-		m.quitting, m.abortAsk, m.quitAsk = true, false, false
+		m.quitting = true
+		drop[abortMode](&m.modes)
+		drop[quitMode](&m.modes)
 		return m.abort()
 	}
 	return tea.Quit
@@ -506,7 +390,8 @@ func (m *model) askQuit() tea.Cmd {
 	case m.attached:
 		return m.detach()
 	}
-	m.quitAsk, m.abortAsk = true, false
+	drop[abortMode](&m.modes)
+	m.modes.push(quitMode{})
 	return nil
 }
 
@@ -514,24 +399,6 @@ func (m *model) askQuit() tea.Cmd {
 func (m *model) detach() tea.Cmd {
 	m.detached = true
 	return tea.Quit
-}
-
-// quitKey answers the question q asked in a foreground UI.
-func (m *model) quitKey(k tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(k, m.keys.Yes):
-		m.quitAsk = false
-		return m.quit()
-	case k.String() == "d":
-		m.quitAsk = false
-		return m.detach()
-	case key.Matches(k, m.keys.No, m.keys.Back):
-		m.quitAsk = false
-	case key.Matches(k, m.keys.Quit):
-		m.quitAsk = false
-		return m.quit()
-	}
-	return nil
 }
 
 func (m *model) abort() tea.Cmd {
@@ -579,15 +446,4 @@ func (m *model) skip() tea.Cmd {
 	}
 	m.skipping = m.iteration // the status says so until the iteration closes
 	return m.control(Live.Skip)
-}
-
-// answer sends y/n for the plan awaiting approval.
-func (m *model) answer(ok bool) tea.Cmd {
-	it := m.approving.Iteration
-	m.approving, m.answered = nil, it
-	m.plan.approved()
-	if !ok {
-		m.lastLog = "plan for iteration " + strconv.Itoa(it) + " declined: the iteration is skipped"
-	}
-	return m.control(func(r Live) error { return r.Approve(it, ok) })
 }

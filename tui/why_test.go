@@ -33,8 +33,8 @@ func TestRunesInOneReadAreSeveralKeys(t *testing.T) {
 		// follows while it is open is text too, j included.
 		m.Update(runesMsg("/kv.p", paste))
 		m.Update(runesMsg("ut j", paste))
-		if !m.filtering || m.input.Value() != "kv.put j" {
-			t.Errorf("paste %t: filtering %t, input %q; want the filter open with %q", paste, m.filtering, m.input.Value(), "kv.put j")
+		if m.modes.typing() == nil || m.input.Value() != "kv.put j" {
+			t.Errorf("paste %t: filter open %t, input %q; want the filter open with %q", paste, m.modes.typing() != nil, m.input.Value(), "kv.put j")
 		}
 	}
 }
@@ -59,8 +59,8 @@ func TestConditionDetailAndClassColours(t *testing.T) {
 	press(m, "down")
 	press(m, "down")
 	press(m, "enter")
-	if m.view != viewCond {
-		t.Fatalf("enter on a condition opened view %d, want its detail", m.view)
+	if m.modes.screen() != m.condV {
+		t.Fatalf("enter on a condition opened %T, want its detail", m.modes.screen())
 	}
 	view = ansi.Strip(m.View())
 	for _, want := range []string{"Stop condition · tests", "why       FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5",
@@ -73,8 +73,8 @@ func TestConditionDetailAndClassColours(t *testing.T) {
 		t.Errorf("the evidence is escaped:\n%s", view)
 	}
 	press(m, "esc")
-	if m.view != viewMain {
-		t.Errorf("esc left view %d, want the main view", m.view)
+	if m.modes.screen() != nil {
+		t.Errorf("esc left %T, want the main view", m.modes.screen())
 	}
 }
 
