@@ -16,6 +16,9 @@ import (
 type hangup struct {
 	mu      sync.Mutex
 	handler func()
+	// ownEnd is set by a command that bounds its own end after a signal
+	// (a fleet worker's hand-back grace): no watchdog is armed for it.
+	ownEnd bool
 	// interrupt, when set, is what a Ctrl-C does instead of cancelling the
 	// command (a run whose UI detached: keepInterruptFromRun).
 	interrupt func()
@@ -56,7 +59,12 @@ func withSignals(parent context.Context) (context.Context, func()) {
 					fn()
 					continue
 				}
-				armWatchdog("the "+sig.String()+" signal", os.Stderr)
+				h.mu.Lock()
+				own := h.ownEnd
+				h.mu.Unlock()
+				if !own {
+					armWatchdog("the "+sig.String()+" signal", os.Stderr)
+				}
 				cancelCause(signalCause(sig.String() + " signal received")) // as signal.NotifyContext says it
 			case <-hups:
 				h.mu.Lock()
@@ -103,3 +111,14 @@ func onHangup(ctx context.Context, fn func()) (restore func()) {
 // isBrokenPipe reports whether err is a write to a reader that has gone
 // (ralph chain show | head): not worth a message.
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+// ownsItsEnd says that the command bounds its own end after a signal (a
+// fleet worker hands its runs back within its StopGrace, and a second
+// signal kills what they run): the watchdog is not armed for it.
+func ownsItsEnd(ctx context.Context) {
+	if h, ok := ctx.Value(hangupKey{}).(*hangup); ok {
+		h.mu.Lock()
+		h.ownEnd = true
+		h.mu.Unlock()
+	}
+}

@@ -101,6 +101,7 @@ type workerOptions struct {
 
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
+	ownsItsEnd(ctx) // its hand-back grace, not the watchdog's 5 s
 	defer forceStopOnSecondSignal()()
 	signInFrom(ctx).makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")
