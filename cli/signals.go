@@ -39,10 +39,16 @@ func withSignals(parent context.Context) (context.Context, func()) {
 	signal.Notify(ints, os.Interrupt, syscall.SIGTERM)
 	stop := func() { signal.Stop(ints) } // the default handlers again
 	context.AfterFunc(ctx, stop)
-	h := &hangup{handler: func() {
-		armWatchdog("the hangup signal", os.Stderr)
+	h := &hangup{}
+	h.handler = func() {
+		h.mu.Lock()
+		own := h.ownEnd
+		h.mu.Unlock()
+		if !own {
+			armWatchdog("the hangup signal", os.Stderr)
+		}
 		cancel()
-	}}
+	}
 	ctx = context.WithValue(ctx, hangupKey{}, h)
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
