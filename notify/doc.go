@@ -27,8 +27,9 @@
 //     it takes beyond the common ones (a field config.Notify does not
 //     decode yet is one more field there), its Check (what it needs, the
 //     sentence after the table's file:line), its default timeout and
-//     retries, the program a table of it runs (Runs), whether it reaches
-//     the terminal ralph runs in (Attached: ralph attach), and its New;
+//     retries, the program a table of it runs (Runs: a worker's policy
+//     holds it to shell_allow), whether it reaches the terminal ralph runs
+//     in (Attached: ralph attach), and its New;
 //  2. its Sender, in a file of its own beside terminal.go, desktop.go,
 //     webhook.go and command.go;
 //
@@ -39,5 +40,6 @@
 // this package compares a sink's name (kinds_test.go at the repository
 // root holds that). TestASinkIsOneRow adds a sink with nothing but a row
 // and a Sender and shows that the config check, a run built by
-// assemble.NewRun, ralph attach and the docs check all see it.
+// assemble.NewRun, ralph attach, a worker's policy and the docs check all
+// see it.
 package notify

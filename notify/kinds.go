@@ -142,6 +142,17 @@ func Runs(n *config.Notify) string {
 	return ""
 }
 
+// Name is the name of tables[i]: its own, else the one Check gives it
+// (KIND-N, N counting from 1).
+func Name(tables []config.Notify, i int) string {
+	if tables[i].Name != "" {
+		return tables[i].Name
+	}
+	return defaultName(tables[i].Kind, i)
+}
+
+func defaultName(kind string, i int) string { return fmt.Sprintf("%s-%d", kind, i+1) }
+
 // Attached says whether the table n reaches the terminal ralph runs in,
 // by its kind's row: a terminal attached to the run gets it too.
 func Attached(n *config.Notify) bool {
@@ -198,7 +209,7 @@ func Check(tables []config.Notify, file string) error {
 // check holds n, the i-th table, to its row.
 func check(n *config.Notify, file string, i int) error {
 	if n.Name == "" {
-		n.Name = fmt.Sprintf("%s-%d", n.Kind, i+1)
+		n.Name = defaultName(n.Kind, i)
 	}
 	bad := func(format string, args ...any) error {
 		return &config.Error{File: file, Line: n.Line, Msg: "[[notify]] " + n.Name + ": " + fmt.Sprintf(format, args...)}

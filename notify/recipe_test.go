@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/notify"
 )
@@ -29,8 +30,9 @@ func (s argSink) Send(ctx context.Context, e notify.Event) error {
 // one config check (assemble.Check) holds a table of it to its row (its
 // own check with file:line, its defaults, its field refused on another
 // kind, its name among the kinds), a run built by assemble.NewRun sends
-// to it, ralph attach and a worker's policy read its row (Attached,
-// Runs), and the docs check sees it is undocumented.
+// to it, ralph attach and a worker's policy read its row (Attached, Runs:
+// the default policy refuses the program it runs), and the docs check
+// sees it is undocumented.
 func TestASinkIsOneRow(t *testing.T) {
 	err := notify.Register(notify.Sink{Name: "test_arg", Fields: []string{"cmd"}, Timeout: 3 * time.Second, Retries: 0,
 		Check: func(n *config.Notify) error {
@@ -60,6 +62,9 @@ func TestASinkIsOneRow(t *testing.T) {
 	}
 	if notify.Runs(&n) != "sh" || notify.Attached(&n) {
 		t.Errorf("its row read as running %q, attached %t", notify.Runs(&n), notify.Attached(&n))
+	}
+	if err := fleet.ApplyPolicy(nil, parse(t, loop+sink), ""); err == nil || !strings.Contains(err.Error(), `its [[notify]] test_arg-1 runs "sh"`) {
+		t.Errorf("a worker's default policy took the new sink's program: %v", err)
 	}
 	for src, want := range map[string]string{
 		loop + "[[notify]]\nkind = \"test_arg\"\n":                `ralph.toml:12: [[notify]] test_arg-1: a test_arg sink needs cmd, the program it runs with the text`,
