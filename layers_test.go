@@ -38,7 +38,7 @@ var layers = map[string][]string{
 	"notify":              {"rtfs", "ledger", "stop", "loop", "config", "internal/"},
 	"serve":               {"ledger", "stop", "loop", "agent"},
 	"tui":                 {"rtfs", "ledger", "stop", "loop", "config", "agent", "internal/"},
-	"fleet":               {"rtfs", "ledger", "stop", "loop", "serve", "config", "agent", "internal/"},
+	"fleet":               {"rtfs", "ledger", "stop", "loop", "serve", "notify", "config", "agent", "internal/"},
 	"fleet/fleettest":     {"fleet"},
 	"assemble":            {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "internal/"},
 	"cli":                 {"*"},

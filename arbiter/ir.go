@@ -238,23 +238,7 @@ func decodeStep(ds *diags, i int, x any) *irStep {
 		s.hasArgs = false
 	}
 	if d, ok := obj["deps"]; ok && d != nil {
-		arr, ok := d.([]any)
-		if !ok {
-			ds.add(path+".deps", "must be an array of step ids, got "+jsonKind(d), `write "deps": ["id", …] or "deps": []`)
-		} else if len(arr) > maxIRDeps {
-			ds.add(path+".deps", fmt.Sprintf("has %d entries, over the limit of %d", len(arr), maxIRDeps), "list each dependency once")
-		}
-		for j, e := range arr {
-			if len(arr) > maxIRDeps {
-				break
-			}
-			id, ok := e.(string)
-			if !ok {
-				ds.add(fmt.Sprintf("%s.deps[%d]", path, j), "must be a step id string, got "+jsonKind(e), "write the id of an earlier step")
-				continue
-			}
-			s.deps = append(s.deps, id)
-		}
+		s.deps = decodeDeps(ds, path, d)
 	}
 	if o, ok := obj["options"]; ok && o != nil {
 		m, ok := o.(map[string]any)
@@ -267,6 +251,30 @@ func decodeStep(ds *diags, i int, x any) *irStep {
 		return nil
 	}
 	return s
+}
+
+// decodeDeps decodes the deps d of the step at path: an array of at most
+// maxIRDeps step ids.
+func decodeDeps(ds *diags, path string, d any) []string {
+	arr, ok := d.([]any)
+	if !ok {
+		ds.add(path+".deps", "must be an array of step ids, got "+jsonKind(d), `write "deps": ["id", …] or "deps": []`)
+	} else if len(arr) > maxIRDeps {
+		ds.add(path+".deps", fmt.Sprintf("has %d entries, over the limit of %d", len(arr), maxIRDeps), "list each dependency once")
+	}
+	var deps []string
+	for j, e := range arr {
+		if len(arr) > maxIRDeps {
+			break
+		}
+		id, ok := e.(string)
+		if !ok {
+			ds.add(fmt.Sprintf("%s.deps[%d]", path, j), "must be a step id string, got "+jsonKind(e), "write the id of an earlier step")
+			continue
+		}
+		deps = append(deps, id)
+	}
+	return deps
 }
 
 // diags collects diagnostics of one stage.

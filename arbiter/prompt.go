@@ -110,7 +110,7 @@ func inventory(reg *capability.Registry, gov *governance.Kernel) string {
 			effects = strings.Join(parts, " ")
 		}
 		fmt.Fprintf(&b, "  effects: %s", effects)
-		if s.ID == "shell.exec" {
+		if s.Program != nil { // it runs a program: say which shell_allow lets it
 			if allow := gov.Constitution().ShellAllow; len(allow) > 0 {
 				fmt.Fprintf(&b, "; commands allowed: %s", strings.Join(allow, ", "))
 			} else {

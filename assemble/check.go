@@ -2,19 +2,25 @@ package assemble
 
 import (
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/notify"
 	"github.com/ralphloop/ralph/stop"
 )
 
 // Check is the one config check (DESIGN §21): NewRun (ralph run, resume
 // and a fleet worker's jobs), ralph submit and ralph replay call it, so a
 // config is refused the same way, with the same file:line sentence,
-// wherever it is used. It builds the stop conditions (each [[stop]] table
-// checked by its kind's row, stop.FromConfig), checks the intent's params,
+// wherever it is used. It checks each [[notify]] table against its sink's
+// row (notify.Check, which fills in the sinks' defaults), builds the stop
+// conditions (each [[stop]] table checked by its kind's row,
+// stop.FromConfig), checks the intent's params,
 // and checks every path the config names (config.PathKeys, listed once)
 // through o.Paths. What needs the store or the engine (the plan's
 // admission, an agent budget that cannot fire) is checked after it, by
 // NewRun and by submit's plan check.
 func Check(cfg *config.Config, o CheckOptions) (*Checked, error) {
+	if err := notify.Check(cfg.Notify, cfg.FileName()); err != nil {
+		return nil, configError(err)
+	}
 	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 	if err != nil {
 		return nil, configError(err)

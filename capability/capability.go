@@ -39,7 +39,9 @@ func (e Effect) Value() rtfs.Value {
 	return rtfs.Vector([]rtfs.Value{rtfs.Keyword(e.Kind), rtfs.MapValue(e.Params)})
 }
 
-// Spec describes a capability: what it takes, returns and touches.
+// Spec describes a capability: what it takes, returns and touches, and
+// every fact other packages ask of it (DESIGN §21), so that no code
+// outside its owner compares its id.
 type Spec struct {
 	ID          string // e.g. "shell.exec", without the colon
 	Version     string
@@ -49,6 +51,35 @@ type Spec struct {
 	Effects     []Effect
 	Risk        Risk
 	Examples    []string // RTFS call forms, e.g. (call :ccos.echo {:message "hi"})
+
+	// The fields below are what the rest of ralph asks of a capability.
+	// They are not part of its attestation (Value), which predates them.
+
+	// Program, when set, is the program a call runs, read from its shaped
+	// input: governance holds it to [governance].shell_allow when a plan
+	// is admitted (literal arguments) and before each call, and the
+	// prompt lists the commands allowed beside the capability.
+	Program func(input rtfs.Value) string
+	// AgentCLI, when set, is the agent CLI a call runs, read from its
+	// shaped input ("" when the call names none: the configured one):
+	// governance holds it to [governance].agent_allow, and refuses the
+	// capability altogether while agent_allow is empty.
+	AgentCLI func(input rtfs.Value) string
+	// EchoesStored: its result only echoes text already stored (a file, a
+	// kv value), so an output_pattern stop condition does not take it for
+	// output the run produced.
+	EchoesStored bool
+	// StoresResult: a successful call stores its result in the kv under
+	// its input's :key, so the kv can be rebuilt from the chain alone
+	// (loop.RebuildKV).
+	StoresResult bool
+	// Printout: a call prints what an agent says and does, live
+	// (Reporter.Stream) and into the output file it records (metadata
+	// output_file and cli), which a view of a recorded run shows again.
+	Printout bool
+	// Reports are the metadata keys its calls record (Result.Metadata),
+	// which displays and ledger.ReportedFailure read off the chain.
+	Reports []string
 }
 
 // Value renders the spec as an RTFS map; its canonical text is what the

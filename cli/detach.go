@@ -50,20 +50,9 @@ func absDir(dir string) string {
 	return dir
 }
 
-// startDetached starts `ralph run` again as a background process in its
-// own session (setsid: the terminal closing does not reach it), with the
-// run id chosen here. Until that process has opened the store and sent its
-// output to the run's log file, its output comes back here, so a config or
-// store that fails is reported as a foreground run reports it.
-func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runFlags) error {
-	if f.approve {
-		return usageErrorf("--approve asks on a terminal, which a detached run has not; run without --detach, or without --approve")
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return exitError(ExitFailure, fmt.Errorf("find the ralph executable to start in the background: %w", err))
-	}
-	id := loop.NewID()
+// detachedArgs are the arguments of the `ralph run` that runs run id in
+// the background: args and the flags f set, headless, logging to the store.
+func detachedArgs(args []string, f runFlags, id string) []string {
 	child := append([]string{"run"}, args...)
 	child = append(child, "--no-tui", "--log-to-store", "--run-id="+id)
 	for _, fl := range []struct {
@@ -81,6 +70,24 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 			child = append(child, "--"+fl.name+"="+fl.value)
 		}
 	}
+	return child
+}
+
+// startDetached starts `ralph run` again as a background process in its
+// own session (setsid: the terminal closing does not reach it), with the
+// run id chosen here. Until that process has opened the store and sent its
+// output to the run's log file, its output comes back here, so a config or
+// store that fails is reported as a foreground run reports it.
+func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runFlags) error {
+	if f.approve {
+		return usageErrorf("--approve asks on a terminal, which a detached run has not; run without --detach, or without --approve")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return exitError(ExitFailure, fmt.Errorf("find the ralph executable to start in the background: %w", err))
+	}
+	id := loop.NewID()
+	child := detachedArgs(args, f, id)
 	r, w, err := os.Pipe()
 	if err != nil {
 		return exitError(ExitFailure, err)

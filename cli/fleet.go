@@ -471,16 +471,28 @@ func fleetServe(cmd *cobra.Command, o serveOpts) error {
 	if err != nil {
 		return err
 	}
+	if err := writeOut(cmd.OutOrStdout(), serveMessage(o, url, len(made) > 0, members)); err != nil {
+		return err
+	}
+	reloadMembers(cmd.Context(), srv, dir, cmd.ErrOrStderr())
+	return nil
+}
+
+// serveMessage is what ralph fleet serve says once its server listens at
+// url: where the credentials are (made: new ones) and the commands that
+// reach the fleet.
+func serveMessage(o serveOpts, url string, made bool, members []fleet.Member) string {
+	dir := o.dir
 	creds := filepath.Join(dir, "creds")
 	tlsNote := ""
 	if o.tlsCert != "" {
 		tlsNote = " --tls-ca CA.pem"
 	}
 	status := "the fleet's members"
-	if len(made) > 0 {
+	if made {
 		status = "new credentials"
 	}
-	msg := fmt.Sprintf(`NATS with JetStream listening on %s (streams and buckets in %s)
+	return fmt.Sprintf(`NATS with JetStream listening on %s (streams and buckets in %s)
 %s in %s (0600; copy one to the machine that needs it):
   %s
 next, in other terminals or on other machines:
@@ -492,11 +504,6 @@ Ctrl-C stops the server.
 `, url, dir, status, creds, strings.Join(memberFiles(dir, members), "\n  "),
 		url, fleet.CredsPath(dir, "worker"), tlsNote, url, fleet.CredsPath(dir, "submitter"), tlsNote,
 		url, fleet.CredsPath(dir, "viewer"), tlsNote, dir)
-	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
-		return err
-	}
-	reloadMembers(cmd.Context(), srv, dir, cmd.ErrOrStderr())
-	return nil
 }
 
 func workerCreds(dir string, ms []fleet.Member) string {

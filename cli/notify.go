@@ -12,11 +12,11 @@ import (
 )
 
 // attachNotify gives a terminal attached to runID (ralph attach) the run's
-// terminal notifications: the [[notify]] kind = "terminal" sinks of the
-// config the run recorded, fed by c's event stream from now on. The run's
-// process keeps every other sink, and records their failures; an attached
-// terminal's are not recorded (it does not write to the store). The func
-// it returns stops it.
+// terminal notifications: the [[notify]] sinks of the config the run
+// recorded whose rows reach the terminal ralph runs in (notify.Attached),
+// fed by c's event stream from now on. The run's process keeps every
+// other sink, and records their failures; an attached terminal's are not
+// recorded (it does not write to the store). The func it returns stops it.
 func attachNotify(ctx context.Context, c *serve.Client, runID string) func() {
 	var snapshot string
 	err := c.Select(ledger.Filter{RunID: runID}, func(a ledger.Action) error {
@@ -35,7 +35,7 @@ func attachNotify(ctx context.Context, c *serve.Client, runID string) func() {
 	}
 	var term []config.Notify
 	for _, s := range cfg.Notify {
-		if s.Kind == "terminal" {
+		if notify.Attached(&s) {
 			term = append(term, s)
 		}
 	}

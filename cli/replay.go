@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
+	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/loop"
@@ -121,7 +122,8 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	if err != nil {
 		return nil, err
 	}
-	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir}
+	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir,
+		EchoesStored: func(id string) bool { s, ok := builtin.Lookup(id); return ok && s.EchoesStored }}
 	if rc.cfg != nil {
 		o.RecordedSpecs = rc.cfg.Stop
 	}

@@ -39,46 +39,7 @@ needs no terminal.`,
   ralph view 01a200c1 --output last | less`,
 		Args: optionalRunID("view"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			ref := runRefArg(args, 0)
-			if outputFlag != "" {
-				return viewOutput(cmd, storeFlag, natsFlag, ref, outputFlag)
-			}
-			if !isTTY(out) {
-				return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", ref.arg, ref.arg)
-			}
-			var replay *stop.ReplayResult
-			if replayFlag != "" {
-				if natsFlag != "" {
-					return usageErrorf("--replay replays against a run in a store; a fleet run's checkpoints are not here (pass --store, or drop --replay)")
-				}
-				var err error
-				if replay, err = replayRun(cmd, storeFlag, ref, replayFlag, false, 1); err != nil {
-					return err
-				}
-			}
-			st, err := viewStore(cmd.Context(), storeFlag, natsFlag, ref.arg, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			// A viewer holds compact rows, not actions, but decoding a long
-			// run makes garbage faster than the default pacer returns it:
-			// a soft limit keeps the heap near what is live.
-			debug.SetMemoryLimit(viewMemoryLimit)
-			runID, err := resolveRunRef(st, ref, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			o := tui.Options{Input: cmd.InOrStdin(), Output: out, Replay: replay, ReplayName: filepath.Base(replayFlag)}
-			if in := st.Served(); in != nil && in.RunID == runID {
-				o.GoesOn = fmt.Sprintf("process %d", in.PID)
-			}
-			err = tui.View(cmd.Context(), st, runID, o)
-			if err != nil && cmd.Context().Err() == nil {
-				return exitError(ExitFailure, err)
-			}
-			return nil
+			return runView(cmd, args, storeFlag, natsFlag, outputFlag, replayFlag)
 		},
 	}
 	cmd.Flags().StringVar(&storeFlag, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
@@ -87,6 +48,51 @@ needs no terminal.`,
 	cmd.Flags().StringVar(&replayFlag, "replay", "", "show, in the history view (v), where the [[stop]] conditions of `FILE` would have stopped the run, beside the recorded verdicts (ralph replay)")
 	cmd.Flags().StringVar(&outputFlag, "output", "", "print the whole output of agent call `CALL` (last, a seq or an action id) and check it against its record")
 	return cmd
+}
+
+// runView is ralph view: the UI over a recorded run, or with --output the
+// whole output of one of its agent calls.
+func runView(cmd *cobra.Command, args []string, storeFlag, natsFlag, outputFlag, replayFlag string) error {
+	out := cmd.OutOrStdout()
+	ref := runRefArg(args, 0)
+	if outputFlag != "" {
+		return viewOutput(cmd, storeFlag, natsFlag, ref, outputFlag)
+	}
+	if !isTTY(out) {
+		return usageErrorf("ralph view draws a full-screen UI and needs a terminal; for text use `ralph chain show --run %s --tree` or `ralph history %s`", ref.arg, ref.arg)
+	}
+	var replay *stop.ReplayResult
+	if replayFlag != "" {
+		if natsFlag != "" {
+			return usageErrorf("--replay replays against a run in a store; a fleet run's checkpoints are not here (pass --store, or drop --replay)")
+		}
+		var err error
+		if replay, err = replayRun(cmd, storeFlag, ref, replayFlag, false, 1); err != nil {
+			return err
+		}
+	}
+	st, err := viewStore(cmd.Context(), storeFlag, natsFlag, ref.arg, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// A viewer holds compact rows, not actions, but decoding a long
+	// run makes garbage faster than the default pacer returns it:
+	// a soft limit keeps the heap near what is live.
+	debug.SetMemoryLimit(viewMemoryLimit)
+	runID, err := resolveRunRef(st, ref, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	o := tui.Options{Input: cmd.InOrStdin(), Output: out, Replay: replay, ReplayName: filepath.Base(replayFlag)}
+	if in := st.Served(); in != nil && in.RunID == runID {
+		o.GoesOn = fmt.Sprintf("process %d", in.PID)
+	}
+	err = tui.View(cmd.Context(), st, runID, o)
+	if err != nil && cmd.Context().Err() == nil {
+		return exitError(ExitFailure, err)
+	}
+	return nil
 }
 
 // viewOutput is ralph view RUN --output CALL.

@@ -295,6 +295,9 @@ func Parse(data []byte, path string, env Env) (*Config, error) {
 	for i := range c.Stop {
 		c.Stop[i].Line = c.lines.stopLine(i)
 	}
+	for i := range c.Notify { // notify's rows check them (notify.Check)
+		c.Notify[i].Line = c.lines.arrayLine("notify", i)
+	}
 	if v := env("RALPH_STORE"); v != "" {
 		c.Store.Dir = v
 	}

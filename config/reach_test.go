@@ -10,15 +10,6 @@ func TestReachErrors(t *testing.T) {
 	t.Parallel()
 	const head = "[plan]\nrtfs = \"1\"\n"
 	cases := []struct{ name, src, want string }{
-		{"bad kind", head + "[[notify]]\nkind = \"pager\"\n", `ralph.toml:3: [[notify]] pager-1: kind "pager" is not one of terminal, desktop, webhook, command`},
-		{"bad event", head + "[[notify]]\nkind = \"terminal\"\non = [\"run_end\"]\n", `ralph.toml:3: [[notify]] terminal-1: on names "run_end"`},
-		{"webhook without url", head + "[[notify]]\nkind = \"terminal\"\n[[notify]]\nkind = \"webhook\"\n", `ralph.toml:5: [[notify]] webhook-2: a webhook needs url_env`},
-		{"url does not parse", head + "[[notify]]\nkind = \"webhook\"\nurl = \"example.com/hook\"\n", `is not an http(s) URL`},
-		{"url with userinfo", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://me:pw@example.com/hook\"\n", `https://REDACTED@example.com/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead`},
-		{"url with token", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://example.com/hook?token=abc\"\n", `(query parameter token)`},
-		{"slack url", head + "[[notify]]\nkind = \"webhook\"\nurl = \"https://hooks.slack.com/services/T/B/x\"\n", `url https://hooks.slack.com/… is a Slack webhook URL, which is itself a credential in clear; put the URL in an environment variable`},
-		{"command without cmd", head + "[[notify]]\nkind = \"command\"\n", `a command sink needs cmd`},
-		{"cmd on terminal", head + "[[notify]]\nkind = \"terminal\"\ncmd = [\"x\"]\n", `cmd is for kind = "command"`},
 		{"hook bad point", head + "[[hook]]\nat = \"before_all\"\ncmd = [\"x\"]\n", `ralph.toml:3: [[hook]] before_all-1: at "before_all" is not one of before_iteration`},
 		{"hook no cmd", head + "[[hook]]\nat = \"on_stop\"\n", `cmd is required`},
 		{"hook bad mode", head + "[[hook]]\nat = \"on_stop\"\ncmd = [\"x\"]\non_failure = \"block\"\n", `on_failure "block" is not one of warn, fail_iteration, pause`},
@@ -37,6 +28,7 @@ func TestReachErrors(t *testing.T) {
 	}
 }
 
+// [[hook]] gets its defaults here; [[notify]] is decoded with its line.
 func TestReachDefaults(t *testing.T) {
 	t.Parallel()
 	src := "[plan]\nrtfs = \"1\"\n[[notify]]\nkind = \"webhook\"\nurl_env = \"HOOK\"\n[[hook]]\nat = \"after_iteration\"\ncmd = [\"true\"]\n"
@@ -45,8 +37,8 @@ func TestReachDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, h := c.Notify[0], c.Hook[0]
-	if n.Name != "webhook-1" || n.Timeout.Duration != 10*time.Second || *n.Retries != 3 || n.Line != 3 {
-		t.Errorf("notify defaults: %+v", n)
+	if n.Line != 3 || n.Name != "" || n.Retries != nil { // notify's rows fill its defaults (notify.Check)
+		t.Errorf("notify decoded as %+v", n)
 	}
 	if h.Name != "after_iteration-1" || h.OnFailure != "warn" || h.Timeout.Duration != time.Minute || h.Line != 6 {
 		t.Errorf("hook defaults: %+v", h)

@@ -7,12 +7,14 @@ import (
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/notify"
 	"github.com/ralphloop/ralph/stop"
 )
 
 // A worker's policy (config.WorkerPolicy, read from --policy) held against
 // a job's config before anything of the job runs. What a stop table bounds
-// or runs is its kind's row's to say (stop.SpecLimits, stop.SpecRuns).
+// or runs is its kind's row's to say (stop.SpecLimits, stop.SpecRuns), and
+// what a [[notify]] table runs its sink's (notify.Runs).
 
 // PolicyStopName names the stop conditions Apply adds for a policy's
 // ceilings.
@@ -190,7 +192,8 @@ func autoCLI(allow []string) string {
 }
 
 // firstProgram returns the first program c runs outside shell.exec (a
-// command stop condition's, a command model's) that allow does not name,
+// command model's, a command agent's, a command stop condition's, a
+// [[notify]] sink's, by its row: notify.Runs) that allow does not name,
 // and where it is written, or "".
 func firstProgram(c *config.Config, allow []string) (prog, where string) {
 	if c.Model.Provider == "command" && len(c.Model.Command) > 0 && !slices.Contains(allow, c.Model.Command[0]) {
@@ -211,7 +214,15 @@ func firstProgram(c *config.Config, allow []string) (prog, where string) {
 		}
 		return "", ""
 	}
-	return walk(c.Stop)
+	if prog, where := walk(c.Stop); prog != "" {
+		return prog, where
+	}
+	for i := range c.Notify {
+		if prog := notify.Runs(&c.Notify[i]); prog != "" && !slices.Contains(allow, prog) {
+			return prog, "[[notify]] " + notify.Name(c.Notify, i)
+		}
+	}
+	return "", ""
 }
 
 // matchGlob reports whether s is one of globs or matches one of them

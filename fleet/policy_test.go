@@ -36,6 +36,7 @@ func TestPolicyDefaultDenies(t *testing.T) {
 		{"[[stop]]\nname = \"t\"\nkind = \"command\"\ncmd = [\"sh\", \"-c\", \"id\"]\n", `its stop condition "t" runs "sh"`},
 		{"[[stop]]\nkind = \"any\"\n[[stop.conditions]]\nkind = \"command\"\ncmd = [\"go\", \"test\"]\n", `runs "go"`},
 		{"[governance]\nagent_allow = [\"claude\"]\n", `its [governance].agent_allow names "claude"`},
+		{"[[notify]]\nkind = \"command\"\ncmd = [\"curl\", \"-d@-\", \"https://example.com\"]\n", `its [[notify]] command-1 runs "curl"`},
 	}
 	for _, c := range refused {
 		for _, p := range []*config.WorkerPolicy{nil, {}} {

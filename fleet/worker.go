@@ -122,16 +122,8 @@ type worker struct {
 	runs []string // the run ids it drives now, for its WorkerState
 }
 
-// RunWorker pulls jobs and runs up to o.Slots of them at once until ctx
-// ends. Each job is acked only once its run has ended (the closing action
-// replicated, the final state recorded); while it goes on the worker
-// heartbeats it. When ctx ends (SIGTERM) every run is paused after its
-// current call, its chain flushed to the stream, its state set handed-back
-// and its job given back to the queue; then RunWorker returns nil.
-func RunWorker(ctx context.Context, o WorkerOptions) error {
-	if o.NC == nil || o.Handles == nil || o.Start == nil || o.Dir == "" || o.Signer == nil {
-		return errors.New("a worker needs a NATS connection, the fleet's handles, a Start function, a directory and its member's signer")
-	}
+// defaults fills in the options left zero.
+func (o *WorkerOptions) defaults() {
 	if o.Slots < 1 {
 		o.Slots = 1
 	}
@@ -151,6 +143,19 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		host, _ := os.Hostname() // "" names the worker by its pid alone
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+}
+
+// RunWorker pulls jobs and runs up to o.Slots of them at once until ctx
+// ends. Each job is acked only once its run has ended (the closing action
+// replicated, the final state recorded); while it goes on the worker
+// heartbeats it. When ctx ends (SIGTERM) every run is paused after its
+// current call, its chain flushed to the stream, its state set handed-back
+// and its job given back to the queue; then RunWorker returns nil.
+func RunWorker(ctx context.Context, o WorkerOptions) error {
+	if o.NC == nil || o.Handles == nil || o.Start == nil || o.Dir == "" || o.Signer == nil {
+		return errors.New("a worker needs a NATS connection, the fleet's handles, a Start function, a directory and its member's signer")
+	}
+	o.defaults()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	roster, err := FetchRoster(rctx, o.NC)
 	cancel()

@@ -24,18 +24,7 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 	runCtx, cancelRun := context.WithCancelCause(bg)
 	defer cancelRun(nil)
 	j.stopRun = cancelRun
-	socket := ""
-	if srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log}); err != nil {
-		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
-	} else {
-		defer srv.Close()
-		socket = srv.Path()
-	}
-	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy}); err != nil {
-		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
-	} else {
-		defer stopCtl()
-	}
+	defer j.serveRun(h)()
 	watchCtx, stopWatch := context.WithCancel(bg)
 	stale := make(chan error, 1)
 	followed := make(chan struct{})
@@ -91,6 +80,29 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 			if handingBack && h.Events().State() == loop.StatePaused {
 				cancelRun(&loop.Cancelled{By: loop.CancelHandBack, Reason: "the worker stopped; another worker continues the run"})
 			}
+		}
+	}
+}
+
+// serveRun serves the run's store (attach and remote reads reach it) and
+// takes its controls while it runs; the func it returns stops both.
+func (j *jobRun) serveRun(h RunHandle) (stop func()) {
+	var stops []func()
+	socket := ""
+	if srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log}); err != nil {
+		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
+	} else {
+		stops = append(stops, func() { _ = srv.Close() }) // the run has ended: nothing waits on its socket
+		socket = srv.Path()
+	}
+	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy}); err != nil {
+		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
+	} else {
+		stops = append(stops, stopCtl)
+	}
+	return func() {
+		for i := len(stops) - 1; i >= 0; i-- { // the controls first, as deferred
+			stops[i]()
 		}
 	}
 }

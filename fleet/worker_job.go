@@ -140,17 +140,18 @@ func (j *jobRun) settle(ctx context.Context, s settle) {
 	}
 }
 
-// run drives the job's run on this worker.
-func (j *jobRun) run(ctx context.Context) settle {
-	bg := context.WithoutCancel(ctx)
+// admit reads the run's state into j.state and holds the job to this
+// worker: its config to the worker's policy, its agent CLI to this
+// worker's PATH. When it does not admit the job (ok false), s settles it.
+func (j *jobRun) admit(bg context.Context) (s settle, ok bool) {
 	runID := j.job.RunID
 	cur, found, err := GetState(bg, j.w.o.Handles.Runs, runID)
 	if err != nil {
 		j.log.Warn("cannot read the run's state; the job goes back to the queue", "err", err)
-		return settleRetry
+		return settleRetry, false
 	}
 	if found && Final(cur.State) {
-		return settleAck // the run ended on a worker that died before it acked the job
+		return settleAck, false // the run ended on a worker that died before it acked the job
 	}
 	if !found {
 		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
@@ -168,14 +169,24 @@ func (j *jobRun) run(ctx context.Context) settle {
 	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
 	if cfgErr == nil {
 		if err := ApplyPolicy(j.w.o.Policy, cfg, j.job.Workspace); err != nil {
-			return j.fail(bg, err)
+			return j.fail(bg, err), false
 		}
 	}
 	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
 		if _, err := exec.LookPath(a); err != nil {
-			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a))
+			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a)), false
 		}
 	}
+	return 0, true
+}
+
+// run drives the job's run on this worker.
+func (j *jobRun) run(ctx context.Context) settle {
+	bg := context.WithoutCancel(ctx)
+	if s, ok := j.admit(bg); !ok {
+		return s
+	}
+	runID := j.job.RunID
 	p, s, ok := j.prepare(ctx)
 	if !ok {
 		return s

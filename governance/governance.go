@@ -98,16 +98,18 @@ func matchAny(globs []string, id string) bool {
 	return false
 }
 
-// permitted checks allow/deny for one capability id.
-func (k *Kernel) permitted(id string) (string, string, bool) {
+// permitted checks allow/deny for capability c, and that one that runs an
+// agent CLI (its spec's AgentCLI) may run one at all.
+func (k *Kernel) permitted(c *capability.Capability) (string, string, bool) {
+	id := c.Spec.ID
 	if matchAny(k.c.Deny, id) {
 		return RuleDeny, fmt.Sprintf("capability %s is denied by [governance].deny %v", id, k.c.Deny), false
 	}
 	if len(k.c.Allow) > 0 && !matchAny(k.c.Allow, id) {
 		return RuleAllow, fmt.Sprintf("capability %s is not in [governance].allow %v; add it to allow", id, k.c.Allow), false
 	}
-	if id == AgentRun && len(k.c.AgentAllow) == 0 {
-		return RuleAgentAllow, "agent.run may run no agent CLI: [governance].agent_allow is empty; add an [agent] section with cli = \"claude\" (or list the CLI in agent_allow)", false
+	if c.Spec.AgentCLI != nil && len(k.c.AgentAllow) == 0 {
+		return RuleAgentAllow, id + " may run no agent CLI: [governance].agent_allow is empty; add an [agent] section with cli = \"claude\" (or list the CLI in agent_allow)", false
 	}
 	return RuleAllow, "", true
 }
@@ -116,54 +118,53 @@ func (k *Kernel) permitted(id string) (string, string, bool) {
 // registered, and allow/deny let it through. (shell.exec's commands are
 // judged per call.)
 func (k *Kernel) Permits(id string) bool {
-	if k.reg.Get(id) == nil {
+	c := k.reg.Get(id)
+	if c == nil {
 		return false
 	}
-	_, _, ok := k.permitted(id)
+	_, _, ok := k.permitted(c)
 	return ok
 }
 
 // CheckCall is the run-time check of one call with its shaped input:
-// allow/deny and, for shell.exec, the shell allowlist.
+// allow/deny and, for a capability that runs a program or an agent CLI
+// (its spec's Program, AgentCLI), the shell or agent allowlist.
 func (k *Kernel) CheckCall(id string, input rtfs.Value) *Decision {
 	d := &Decision{Allowed: true, Capabilities: []string{id}}
-	if k.reg.Get(id) == nil {
+	c := k.reg.Get(id)
+	if c == nil {
 		return refuse(d, RuleKnownCapability, fmt.Sprintf("unknown capability %s", id))
 	}
-	rule, reason, ok := k.permitted(id)
+	rule, reason, ok := k.permitted(c)
 	d.RuleIDs = append(d.RuleIDs, rule)
 	if !ok {
 		return refuse(d, rule, reason)
 	}
-	if id == "shell.exec" {
+	if c.Spec.Program != nil {
 		d.RuleIDs = append(d.RuleIDs, RuleShellAllow)
-		if reason := k.shellRefusal(input); reason != "" {
+		if reason := k.shellRefusal(c.Spec.Program(input)); reason != "" {
 			return refuse(d, RuleShellAllow, reason)
 		}
 	}
-	if id == AgentRun {
+	if c.Spec.AgentCLI != nil {
 		d.RuleIDs = append(d.RuleIDs, RuleAgentAllow)
-		if reason := k.agentRefusal(input); reason != "" {
+		if reason := k.agentRefusal(c.Spec, input); reason != "" {
 			return refuse(d, RuleAgentAllow, reason)
 		}
 	}
 	return d
 }
 
-// AgentRun is the capability that runs an agent CLI; agent_allow names the
-// CLIs it may run.
-const AgentRun = "agent.run"
-
-// agentRefusal says why agent.run's shaped input names a CLI outside
-// [governance].agent_allow (the call's :cli, else the configured one), or
-// returns "" when it is allowed.
-func (k *Kernel) agentRefusal(input rtfs.Value) string {
-	cli := input.AsMap().GetKey("cli").Str()
+// agentRefusal says why the agent CLI a call of s runs (its shaped
+// input's, by s.AgentCLI, else the configured one) is outside
+// [governance].agent_allow, or returns "" when it is allowed.
+func (k *Kernel) agentRefusal(s *capability.Spec, input rtfs.Value) string {
+	cli := s.AgentCLI(input)
 	if cli == "" {
 		cli = k.c.AgentCLI
 	}
 	if cli == "" {
-		return "agent.run names no :cli and no [agent] section sets one; add [agent] with cli = \"claude\" or pass :cli"
+		return s.ID + " names no :cli and no [agent] section sets one; add [agent] with cli = \"claude\" or pass :cli"
 	}
 	if slices.Contains(k.c.AgentAllow, cli) {
 		return ""
@@ -171,10 +172,10 @@ func (k *Kernel) agentRefusal(input rtfs.Value) string {
 	return fmt.Sprintf("agent CLI %q is not in [governance].agent_allow %v; add it there to permit it", cli, k.c.AgentAllow)
 }
 
-// shellRefusal says why shell.exec's shaped input names a command outside
-// [governance].shell_allow, or returns "" when the command is allowed.
-func (k *Kernel) shellRefusal(input rtfs.Value) string {
-	cmd := input.AsMap().GetKey("cmd").Str()
+// shellRefusal says why cmd, the program a call runs (its spec's
+// Program), is outside [governance].shell_allow, or returns "" when the
+// command is allowed.
+func (k *Kernel) shellRefusal(cmd string) string {
 	if capability.CommandAllowed(cmd, k.c.ShellAllow) {
 		return ""
 	}
@@ -314,7 +315,7 @@ func (w *walker) call(n, step *rtfs.Node, compensated bool) {
 	}
 	d.Capabilities = append(d.Capabilities, id)
 	d.Effects = append(d.Effects, c.Spec.EffectKinds()...)
-	if rule, reason, ok := w.k.permitted(id); !ok {
+	if rule, reason, ok := w.k.permitted(c); !ok {
 		refuse(d, rule, w.at(n)+": "+reason)
 	}
 	// Literal arguments are checked now; others when the call runs.
@@ -333,12 +334,12 @@ func (w *walker) call(n, step *rtfs.Node, compensated bool) {
 		input, err := c.Spec.InputFrom(vals)
 		if err != nil {
 			refuse(d, RuleArguments, fmt.Sprintf("%s: %v", w.at(n), err))
-		} else if id == "shell.exec" {
-			if reason := w.k.shellRefusal(input); reason != "" {
+		} else if c.Spec.Program != nil {
+			if reason := w.k.shellRefusal(c.Spec.Program(input)); reason != "" {
 				refuse(d, RuleShellAllow, w.at(n)+": "+reason)
 			}
-		} else if id == AgentRun {
-			if reason := w.k.agentRefusal(input); reason != "" {
+		} else if c.Spec.AgentCLI != nil {
+			if reason := w.k.agentRefusal(c.Spec, input); reason != "" {
 				refuse(d, RuleAgentAllow, w.at(n)+": "+reason)
 			}
 		}

@@ -27,7 +27,8 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 	}
 	ev, err := r.eval.Evaluate(runCtx, stop.Input{RunID: st.id, Iteration: st.iteration, Started: st.started,
 		Now: r.o.Now(), CostUSD: st.cost, Tokens: st.tokens, ConsecutiveFailures: st.failures, LastActions: last,
-		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed})
+		Audit: index, Workdir: r.o.Config.Loop.Workdir, StoreDir: r.o.Store.Dir(), HeadSeq: r.o.Store.Head().Seq, Failed: failed,
+		EchoesStored: r.o.Orchestrator.EchoesStored})
 	if ctx.Err() != nil {
 		return abortOutcome(ctx), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ralphloop/ralph/capability"
+	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -15,6 +16,15 @@ type CallStream struct {
 	CallID     string // the CapabilityCall's action id (recorded when the call ends)
 	Capability string // e.g. "agent.run"
 	Event      any    // *agent.Event for agent.run
+}
+
+// Printout says whether a call of capability id prints what an agent says
+// and does (its spec's Printout, capability/builtin): live, its streamed events
+// come as CallStreams; a view of a recorded run shows that call's output
+// again.
+func Printout(id string) bool {
+	s, ok := builtin.Lookup(id)
+	return ok && s.Printout
 }
 
 // callReporter is the capability.Reporter of one call. The call's action

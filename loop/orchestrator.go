@@ -215,6 +215,14 @@ func (o *Orchestrator) Redact(s string) string { return arbiter.Redact(s, o.o.Se
 // (see Redact, the function).
 func (o *Orchestrator) RedactAction(a *ledger.Action) { Redact(a, o.o.Secrets) }
 
+// EchoesStored says whether capability id's results only echo stored
+// text, by its spec in the orchestrator's registry (stop.Input's
+// EchoesStored).
+func (o *Orchestrator) EchoesStored(id string) bool {
+	c := o.o.Registry.Get(id)
+	return c != nil && c.Spec.EchoesStored
+}
+
 // Execute reads, admits and runs one plan. A plan that cannot be read or
 // is refused returns an error wrapping ErrRefused (and records why); a plan
 // that fails at run time returns a result whose Err is set.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
@@ -106,7 +107,8 @@ func RebuildKV(ctx context.Context, st *ledger.Store, runID string) error {
 }
 
 // kvWritten is the kv entry an action's effect wrote, as its record says:
-// an idempotency record set or cleared, or a value kv.put stored.
+// an idempotency record set or cleared, or a value a call whose spec
+// stores its result (capability.Spec.StoresResult: kv.put) stored.
 func kvWritten(a *ledger.Action) (string, rtfs.Value, bool) {
 	switch a.Type {
 	case ledger.PlanStepCompleted:
@@ -118,7 +120,7 @@ func kvWritten(a *ledger.Action) (string, rtfs.Value, bool) {
 			return k, rtfs.Nil, true
 		}
 	case ledger.CapabilityCall:
-		if a.FunctionName != "kv.put" || !a.Success || len(a.Arguments) == 0 {
+		if s, ok := builtin.Lookup(a.FunctionName); !ok || !s.StoresResult || !a.Success || len(a.Arguments) == 0 {
 			break
 		}
 		// The call's input, as capability.Spec.InputFrom reads it: one map,

@@ -16,4 +16,30 @@
 //     recorded on the chain as a NotifyFailed action.
 //   - At the run's end the notifier waits at most its grace for the last
 //     notifications; what is still queued then is dropped, logged and recorded.
+//   - A [[notify]] table is held to its kind's row before a run starts
+//     (Check, from assemble.Check, the one config check), and again by
+//     New: config only decodes the tables and their lines.
+//
+// # Adding a sink
+//
+// A sink is one row and one Sender, and nothing else:
+//  1. its row in kinds.go (builtinSinks): its name, the [[notify]] fields
+//     it takes beyond the common ones (a field config.Notify does not
+//     decode yet is one more field there), its Check (what it needs, the
+//     sentence after the table's file:line), its default timeout and
+//     retries, the program a table of it runs (Runs: a worker's policy
+//     holds it to shell_allow), whether it reaches the terminal ralph runs
+//     in (Attached: ralph attach), and its New;
+//  2. its Sender, in a file of its own beside terminal.go, desktop.go,
+//     webhook.go and command.go;
+//
+// and its line in the [[notify]] tables of docs/notify.md and
+// docs/config.md, which TestEverySinkIsDocumented holds to the rows.
+// A field of another kind set on a table is refused naming the kinds that
+// take it; an unknown kind is refused listing the rows. No code outside
+// this package compares a sink's name (kinds_test.go at the repository
+// root holds that). TestASinkIsOneRow adds a sink with nothing but a row
+// and a Sender and shows that the config check, a run built by
+// assemble.NewRun, ralph attach, a worker's policy and the docs check all
+// see it.
 package notify

@@ -7,4 +7,7 @@ var (
 	NeverAnswers  = neverAnswers
 	SinkCfg       = sinkCfg
 	DiscardLogger = discardLogger
+	Register      = register
+	Unregister    = unregister
+	Undocumented  = undocumented
 )

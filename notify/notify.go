@@ -57,8 +57,10 @@ type sink struct {
 	lost    atomic.Int64 // still queued when the grace ran out
 }
 
-// New checks the sinks against the environment (a webhook's url_env must
-// hold a URL that parses, secret_env must be set) and builds them.
+// New checks the sinks, each against its kind's row (as Check does, so a
+// table nothing checked yet is refused the same way) and against the
+// environment (a webhook's url_env must hold a URL that parses, secret_env
+// must be set), and builds them with their rows' New.
 func New(o Options) (*Notifier, error) {
 	if o.Env == nil {
 		o.Env = os.Getenv
@@ -70,28 +72,18 @@ func New(o Options) (*Notifier, error) {
 		o.Grace = DefaultGrace
 	}
 	n := &Notifier{o: o}
-	for _, c := range o.Sinks {
-		s, err := newSender(c, o)
+	for i, c := range o.Sinks {
+		if err := check(&c, o.File, i); err != nil {
+			return nil, err
+		}
+		row, _ := Lookup(c.Kind) // check found it
+		s, err := row.New(&c, &o)
 		if err != nil {
 			return nil, &config.Error{File: o.File, Line: c.Line, Msg: fmt.Sprintf("[[notify]] %s: %v", c.Name, err)}
 		}
 		n.sinks = append(n.sinks, &sink{cfg: c, send: s})
 	}
 	return n, nil
-}
-
-func newSender(c config.Notify, o Options) (Sender, error) {
-	switch c.Kind {
-	case "webhook":
-		return newWebhook(c, o.Env)
-	case "command":
-		return &command{argv: c.Cmd, dir: o.Workdir, timeout: c.Timeout.Duration}, nil
-	case "terminal":
-		return &terminal{open: openTTY, tmux: o.Env("TMUX") != ""}, nil
-	case "desktop":
-		return &desktop{address: o.Env("DBUS_SESSION_BUS_ADDRESS"), timeout: c.Timeout.Duration}, nil
-	}
-	return nil, fmt.Errorf("kind %q is not one of %v", c.Kind, config.NotifyKinds)
 }
 
 // Follow reads a run's events until its closing action (or until events

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/ralphloop/ralph/config"
@@ -40,7 +42,7 @@ func newWebhook(c config.Notify, env func(string) string) (*webhook, error) {
 		if raw == "" {
 			return nil, fmt.Errorf("url_env names %s, which is not set; export it with the webhook's URL", c.URLEnv)
 		}
-		if err := config.CheckWebhookURL(raw, false); err != nil {
+		if err := checkURL(raw, false); err != nil {
 			return nil, fmt.Errorf("%s holds %v", c.URLEnv, err)
 		}
 	}
@@ -54,6 +56,49 @@ func newWebhook(c config.Notify, env func(string) string) (*webhook, error) {
 		w.secret = []byte(v)
 	}
 	return w, nil
+}
+
+// checkWebhook: a webhook has its URL in url_env (or, without a secret in
+// it, in url), not both.
+func checkWebhook(n *config.Notify) error {
+	switch {
+	case n.URL == "" && n.URLEnv == "":
+		return errors.New("a webhook needs url_env, the environment variable that holds its URL (a Slack webhook URL is itself a secret)")
+	case n.URL != "" && n.URLEnv != "":
+		return errors.New("a webhook has url or url_env, not both; keep url_env")
+	case n.URL != "":
+		if err := checkURL(n.URL, true); err != nil {
+			return fmt.Errorf("url %v", err)
+		}
+	}
+	return nil
+}
+
+// checkURL refuses a webhook URL that does not parse as http(s) or, when
+// inConfig, carries a credential a config file would show in clear: a
+// user or password, or a secret-looking query parameter, or a Slack
+// webhook path (whose path is the secret).
+func checkURL(raw string, inConfig bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL; write it like https://example.com/hook", config.RedactURL(raw))
+	}
+	if !inConfig {
+		return nil
+	}
+	fix := "; put the URL in an environment variable and name it with url_env instead"
+	if u.User != nil {
+		return fmt.Errorf("%s carries a credential in clear%s", config.RedactURL(raw), fix)
+	}
+	for k := range u.Query() {
+		if config.IsSecretQueryKey(k) {
+			return fmt.Errorf("%s://%s%s carries a credential in clear (query parameter %s)%s", u.Scheme, u.Host, u.Path, k, fix)
+		}
+	}
+	if strings.EqualFold(u.Hostname(), "hooks.slack.com") {
+		return fmt.Errorf("%s://%s/… is a Slack webhook URL, which is itself a credential in clear%s", u.Scheme, u.Host, fix)
+	}
+	return nil
 }
 
 // Sign is the SignatureHeader value of body under key.

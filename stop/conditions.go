@@ -62,6 +62,10 @@ type Input struct {
 	// not be evaluated since the last evaluation (a completion predicate
 	// watched after every action): their result is that error, not a new check.
 	Failed map[string]error
+	// EchoesStored says which capabilities' results only echo text
+	// already stored (their specs' EchoesStored: fs.read, kv.get, …), which
+	// output_pattern passes over; nil: none do.
+	EchoesStored func(capability string) bool
 
 	// verdicts are the answers of the conditions that do not read them,
 	// set by the evaluator before it checks those that do (no_progress).

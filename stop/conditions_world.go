@@ -206,7 +206,7 @@ func (c outputPattern) check(_ context.Context, in *Input) outcome {
 		// is not a completion, and reading a file or the kv store only
 		// repeats what is already written (the prompt itself may contain the
 		// promise).
-		if !a.Success || readsStoredText(a.FunctionName) {
+		if !a.Success || (in.EchoesStored != nil && in.EchoesStored(a.FunctionName)) {
 			continue
 		}
 		n++
@@ -230,10 +230,6 @@ func (c outputPattern) check(_ context.Context, in *Input) outcome {
 }
 func (c outputPattern) fingerprint(in *Input, f *fp) bool { f.lastActions(in); return false }
 
-// readsStoredText reports capabilities whose results only echo stored text.
-func readsStoredText(fn string) bool {
-	return fn == "fs.read" || fn == "fs.list" || fn == "kv.get"
-}
 func (c outputPattern) inputs(in *Input) string {
 	return fmt.Sprintf("pattern=%q regex=%t actions=%d", c.text, c.re != nil, len(in.LastActions))
 }

@@ -45,6 +45,9 @@ type ReplayOptions struct {
 	// cannot answer against each iteration's checkpoint; nil leaves them
 	// unknown.
 	Rerun *Rerun
+	// EchoesStored is the run's Input.EchoesStored: which capabilities'
+	// results only echo stored text.
+	EchoesStored func(capability string) bool
 }
 
 // Rerun runs world-reading checks against iterations' checkpoints.
@@ -146,7 +149,7 @@ func Replay(ctx context.Context, acts []ledger.Action, o ReplayOptions) (*Replay
 		trig, trigName, failed := feedPredicates(ctx, index, preds, it.preceding)
 		in := Input{RunID: runID, Iteration: it.n, Started: started, Now: it.at, CostUSD: it.spent.Cost,
 			Tokens: it.spent.Tokens, ConsecutiveFailures: it.failures, LastActions: it.last, Audit: index,
-			Workdir: o.Workdir, HeadSeq: it.endSeq, Failed: failed, Workspace: workspaceOf(o, it)}
+			Workdir: o.Workdir, HeadSeq: it.endSeq, Failed: failed, Workspace: workspaceOf(o, it), EchoesStored: o.EchoesStored}
 		evaluation, err := ev.Evaluate(ctx, in)
 		if err != nil {
 			return nil, err

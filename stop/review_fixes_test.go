@@ -25,7 +25,9 @@ func TestOutputPatternReadsOnlyWhatTheWorkPrinted(t *testing.T) {
 		{"the agent printing it", ledger.Action{Type: ledger.CapabilityCall, FunctionName: "shell.exec", Success: true, Result: shellResult("all good <promise>DONE</promise>")}, true},
 	}
 	for _, tc := range cases {
-		o := c.check.check(context.Background(), &Input{Iteration: 1, LastActions: []ledger.Action{tc.act}})
+		// fs.read's spec says it echoes stored text (capability.Spec.EchoesStored)
+		echoes := func(id string) bool { return id == "fs.read" }
+		o := c.check.check(context.Background(), &Input{Iteration: 1, LastActions: []ledger.Action{tc.act}, EchoesStored: echoes})
 		if o.met != tc.met {
 			t.Errorf("%s: met = %v, want %v (%s)", tc.name, o.met, tc.met, o.reason)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
 )
 
 // recordedOutputMsg is the output of a recorded run's last agent call, for
@@ -39,7 +40,7 @@ func loadRecordedOutput(ctx context.Context, st Reader, dir, runID string) tea.C
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if a.RunID == runID && a.Type == ledger.CapabilityCall && a.FunctionName == "agent.run" {
+			if a.RunID == runID && a.Type == ledger.CapabilityCall && loop.Printout(a.FunctionName) {
 				last, found = a, true
 			}
 			return nil
@@ -92,7 +93,7 @@ func (m *model) recordedOutput(msg recordedOutputMsg) {
 // noteRecordedCall notes that a recorded run made an agent call, so that o
 // shows its output.
 func (m *model) noteRecordedCall(a *ledger.Action) {
-	if a != nil && a.Type == ledger.CapabilityCall && a.FunctionName == "agent.run" {
+	if a != nil && a.Type == ledger.CapabilityCall && loop.Printout(a.FunctionName) {
 		m.recordedCall = true
 	}
 }

@@ -53,9 +53,9 @@ type agentRunner struct {
 	env     []string
 }
 
-func (a *agentRunner) capability() *capability.Capability {
-	return &capability.Capability{
-		Spec: &capability.Spec{
+func agentRow() row {
+	return row{
+		spec: &capability.Spec{
 			ID: "agent.run", Version: "1.0.0",
 			Description: "Run a coding agent CLI on a prompt in the workdir; its tool uses, tokens and cost are recorded.",
 			Input: rtfs.MustParseType(`[:map [:prompt :string] [:cli {:optional true} :string]
@@ -68,8 +68,17 @@ func (a *agentRunner) capability() *capability.Capability {
 			Effects:  []capability.Effect{{Kind: "process"}, {Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}, {Kind: "network"}},
 			Risk:     capability.RiskHigh,
 			Examples: []string{`(call :agent.run {:prompt "Make the failing test pass."})`},
+			AgentCLI: func(in rtfs.Value) string { return in.AsMap().GetKey("cli").Str() },
+			Printout: true,
+			Reports: []string{"cli", "exit", "cost_usd", "cost_source", "prompt_tokens", "completion_tokens", "reasoning_tokens",
+				"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "session_id", "turns", "tool_uses",
+				"stopped", "model", "retries", "retry_log", "output_file", "output_bytes", "output_sha256", "output_error",
+				"stderr_file", "stderr_bytes", "stderr_sha256", "stderr_error", "text_cut_bytes", "containment",
+				"limit_reset", "limit_reset_exact", "denied"},
 		},
-		Handler: a.run,
+		handler: func(h *host) capability.Handler {
+			return (&agentRunner{o: h.Agent, workdir: h.workdir, env: h.agentEnv}).run
+		},
 	}
 }
 

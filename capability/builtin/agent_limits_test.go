@@ -36,8 +36,7 @@ func TestAgentResultReasoningAndRetries(t *testing.T) {
 		t.Errorf("retry_log %q, want %q", m["retry_log"], want)
 	}
 	// The output type admits :reasoning.
-	a := &agentRunner{}
-	if err := a.capability().Spec.Output.Check(r.Value); err != nil {
+	if err := agentRow().spec.Output.Check(r.Value); err != nil {
 		t.Errorf("output type: %v", err)
 	}
 }

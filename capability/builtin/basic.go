@@ -9,9 +9,9 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-func echo() *capability.Capability {
-	return &capability.Capability{
-		Spec: &capability.Spec{
+func echoRow() row {
+	return row{
+		spec: &capability.Spec{
 			ID: "ccos.echo", Version: "1.0.0",
 			Description: "Return the message unchanged.",
 			Input:       rtfs.MustParseType("[:map [:message :string]]"),
@@ -19,48 +19,51 @@ func echo() *capability.Capability {
 			Risk:        capability.RiskLow,
 			Examples:    []string{`(call :ccos.echo {:message "hello"})`},
 		},
-		Handler: func(_ context.Context, in rtfs.Value) (capability.Result, error) {
-			return capability.Result{Value: in.AsMap().GetKey("message")}, nil
-		},
+		handler: func(*host) capability.Handler { return echo },
 	}
+}
+
+func echo(_ context.Context, in rtfs.Value) (capability.Result, error) {
+	return capability.Result{Value: in.AsMap().GetKey("message")}, nil
 }
 
 var errDivZero = errors.New("ccos.math.div: division by zero")
 
-func mathOp(name, desc string, intOp func(a, b int64) (int64, bool), fop func(a, b float64) float64) *capability.Capability {
+func mathOp(name, desc string, intOp func(a, b int64) (int64, bool), fop func(a, b float64) float64) row {
 	id := "ccos.math." + name
-	return &capability.Capability{
-		Spec: &capability.Spec{
+	run := func(_ context.Context, in rtfs.Value) (capability.Result, error) {
+		a, b := in.Items()[0], in.Items()[1]
+		if name == "div" && b.AsFloat() == 0 {
+			return capability.Result{}, errDivZero
+		}
+		if a.Kind() == rtfs.KindInt && b.Kind() == rtfs.KindInt && intOp != nil {
+			if r, ok := intOp(a.AsInt(), b.AsInt()); ok {
+				return capability.Result{Value: rtfs.Int(r)}, nil
+			}
+			if name != "div" {
+				return capability.Result{}, errors.New(id + ": integer overflow")
+			}
+		}
+		r := fop(a.AsFloat(), b.AsFloat())
+		if math.IsInf(r, 0) || math.IsNaN(r) {
+			return capability.Result{}, errors.New(id + ": result is not a finite number")
+		}
+		return capability.Result{Value: rtfs.Float(r)}, nil
+	}
+	return row{
+		spec: &capability.Spec{
 			ID: id, Version: "1.0.0", Description: desc,
 			Input:    rtfs.MustParseType("[:tuple :number :number]"),
 			Output:   rtfs.MustParseType(":number"),
 			Risk:     capability.RiskLow,
 			Examples: []string{"(call :" + id + " 6 3)"},
 		},
-		Handler: func(_ context.Context, in rtfs.Value) (capability.Result, error) {
-			a, b := in.Items()[0], in.Items()[1]
-			if name == "div" && b.AsFloat() == 0 {
-				return capability.Result{}, errDivZero
-			}
-			if a.Kind() == rtfs.KindInt && b.Kind() == rtfs.KindInt && intOp != nil {
-				if r, ok := intOp(a.AsInt(), b.AsInt()); ok {
-					return capability.Result{Value: rtfs.Int(r)}, nil
-				}
-				if name != "div" {
-					return capability.Result{}, errors.New(id + ": integer overflow")
-				}
-			}
-			r := fop(a.AsFloat(), b.AsFloat())
-			if math.IsInf(r, 0) || math.IsNaN(r) {
-				return capability.Result{}, errors.New(id + ": result is not a finite number")
-			}
-			return capability.Result{Value: rtfs.Float(r)}, nil
-		},
+		handler: func(*host) capability.Handler { return run },
 	}
 }
 
-func mathCaps() []*capability.Capability {
-	return []*capability.Capability{
+func mathRows() []row {
+	return []row{
 		mathOp("add", "Add two numbers.", func(a, b int64) (int64, bool) {
 			s := a + b
 			return s, (s > a) == (b > 0)

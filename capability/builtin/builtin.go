@@ -1,11 +1,13 @@
 package builtin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ralphloop/ralph/capability"
 )
@@ -20,7 +22,94 @@ type Options struct {
 	Agent      AgentOptions
 }
 
-// Register adds every built-in capability to r.
+// row is one built-in capability: its spec, where every fact the rest of
+// ralph asks of it is a field (capability.Spec), and the handler a run
+// gets of its host; a nil handler leaves the capability out of that run
+// (kv.* without a KV).
+type row struct {
+	spec    *capability.Spec
+	handler func(h *host) capability.Handler
+}
+
+// host is what a run gives the built-ins' handlers: its Options, resolved.
+type host struct {
+	Options
+	workdir  string   // absolute, symlinks resolved
+	env      []string // shell.exec's children: Env, else os.Environ() minus SecretEnv
+	agentEnv []string // the agent CLI's: Env, else all of os.Environ()
+}
+
+// builtinRows is the one table of built-in capabilities (a file's rows
+// sit in its file: mathRows, fileRows, kvRows). To add a capability: its
+// row here, its spec and handler in a file of its own, and its id in the
+// README's list; TestACapabilityIsOneRow shows that is all it takes.
+func builtinRows() []row {
+	rows := []row{echoRow()}
+	rows = append(rows, mathRows()...)
+	rows = append(rows, shellRow())
+	rows = append(rows, fileRows()...)
+	rows = append(rows, agentRow())
+	return append(rows, kvRows()...)
+}
+
+// rows are the built-ins, filled in init; a test of the extension point
+// adds one (register). Their specs are shared by every registry.
+var (
+	rowsMu sync.RWMutex
+	rows   []row
+)
+
+func init() { rows = builtinRows() }
+
+// register adds row r (a test of the extension point adds one). It
+// refuses an id already taken and a row with no spec or handler.
+func register(r row) error {
+	if r.spec == nil || r.handler == nil || r.spec.ID == "" {
+		return errors.New("a built-in capability needs a spec with an id and a handler")
+	}
+	rowsMu.Lock()
+	defer rowsMu.Unlock()
+	if slices.ContainsFunc(rows, func(o row) bool { return o.spec.ID == r.spec.ID }) {
+		return fmt.Errorf("capability %s is taken", r.spec.ID)
+	}
+	rows = append(rows, r)
+	return nil
+}
+
+// unregister removes a row register added.
+func unregister(id string) {
+	rowsMu.Lock()
+	defer rowsMu.Unlock()
+	rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.spec.ID == id })
+}
+
+// Lookup is the spec of built-in capability id: what code that reads a
+// run off its chain, with no registry at hand (a replay, the kv's rebuild,
+// a view of a recorded run), asks of a call's capability.
+func Lookup(id string) (*capability.Spec, bool) {
+	rowsMu.RLock()
+	defer rowsMu.RUnlock()
+	for _, r := range rows {
+		if r.spec.ID == id {
+			return r.spec, true
+		}
+	}
+	return nil, false
+}
+
+// Specs are the built-ins' specs, in the table's order.
+func Specs() []*capability.Spec {
+	rowsMu.RLock()
+	defer rowsMu.RUnlock()
+	out := make([]*capability.Spec, len(rows))
+	for i, r := range rows {
+		out[i] = r.spec
+	}
+	return out
+}
+
+// Register adds every built-in capability to r, each with the handler its
+// row makes of opts.
 func Register(r *capability.Registry, opts Options) error {
 	wd, err := filepath.Abs(opts.Workdir)
 	if err != nil {
@@ -32,26 +121,24 @@ func Register(r *capability.Registry, opts Options) error {
 	if resolved, err := filepath.EvalSymlinks(wd); err == nil {
 		wd = resolved
 	}
-	env := opts.Env
-	if env == nil {
-		env = filterEnv(os.Environ(), opts.SecretEnv)
+	h := &host{Options: opts, workdir: wd, env: opts.Env, agentEnv: opts.Env}
+	if h.env == nil {
+		h.env = filterEnv(os.Environ(), opts.SecretEnv)
 	}
-	caps := []*capability.Capability{echo()}
-	caps = append(caps, mathCaps()...)
-	caps = append(caps, (&shell{workdir: wd, allow: opts.ShellAllow, env: env}).capability())
-	caps = append(caps, (&files{workdir: wd}).capabilities()...)
 	// The agent CLI reads its own credentials (ANTHROPIC_API_KEY,
 	// OPENAI_API_KEY for codex, …) from the environment: it gets all of it.
-	agentEnv := opts.Env
-	if agentEnv == nil {
-		agentEnv = os.Environ()
+	if h.agentEnv == nil {
+		h.agentEnv = os.Environ()
 	}
-	caps = append(caps, (&agentRunner{o: opts.Agent, workdir: wd, env: agentEnv}).capability())
-	if opts.KV != nil {
-		caps = append(caps, kvCaps(opts.KV)...)
-	}
-	for _, c := range caps {
-		if err := r.Register(c); err != nil {
+	rowsMu.RLock()
+	table := rows
+	rowsMu.RUnlock()
+	for _, row := range table {
+		handler := row.handler(h)
+		if handler == nil {
+			continue
+		}
+		if err := r.Register(&capability.Capability{Spec: row.spec, Handler: handler}); err != nil {
 			return err
 		}
 	}

@@ -91,17 +91,17 @@ func TestEchoAndMath(t *testing.T) {
 
 func TestAttestationTracksSpec(t *testing.T) {
 	t.Parallel()
-	s := echo().Spec
+	s := echoRow().spec
 	a := s.Attestation()
 	if len(a) != 64 {
 		t.Fatalf("attestation %q", a)
 	}
-	s2 := echo().Spec
+	s2 := echoRow().spec
 	s2.Risk = capability.RiskHigh
 	if s2.Attestation() == a {
 		t.Error("changing the risk did not change the attestation")
 	}
-	if echo().Spec.Attestation() != a {
+	if echoRow().spec.Attestation() != a {
 		t.Error("attestation is not deterministic")
 	}
 }

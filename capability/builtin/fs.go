@@ -76,21 +76,27 @@ func (f *files) root() (*os.Root, error) {
 	return r, nil
 }
 
-func (f *files) capabilities() []*capability.Capability {
-	return []*capability.Capability{
+// fileRows are fs.read, fs.write and fs.list: each handler resolves its
+// path inside the host's workdir.
+func fileRows() []row {
+	handler := func(m func(*files) capability.Handler) func(h *host) capability.Handler {
+		return func(h *host) capability.Handler { return m(&files{workdir: h.workdir}) }
+	}
+	return []row{
 		{
-			Spec: &capability.Spec{
+			spec: &capability.Spec{
 				ID: "fs.read", Version: "1.0.0", Description: "Read a text file inside the workdir.",
-				Input:    rtfs.MustParseType("[:map [:path :string]]"),
-				Output:   rtfs.MustParseType(":string"),
-				Effects:  []capability.Effect{{Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("read"), rtfs.True)}},
-				Risk:     capability.RiskLow,
-				Examples: []string{`(call :fs.read {:path "README.md"})`},
+				Input:        rtfs.MustParseType("[:map [:path :string]]"),
+				Output:       rtfs.MustParseType(":string"),
+				Effects:      []capability.Effect{{Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("read"), rtfs.True)}},
+				Risk:         capability.RiskLow,
+				Examples:     []string{`(call :fs.read {:path "README.md"})`},
+				EchoesStored: true,
 			},
-			Handler: f.read,
+			handler: handler(func(f *files) capability.Handler { return f.read }),
 		},
 		{
-			Spec: &capability.Spec{
+			spec: &capability.Spec{
 				ID: "fs.write", Version: "1.0.0", Description: "Write (or append to) a file inside the workdir, creating parent directories.",
 				Input:    rtfs.MustParseType("[:map [:path :string] [:content :string] [:append {:optional true} :boolean]]"),
 				Output:   rtfs.MustParseType("[:map [:path :string] [:bytes :int]]"),
@@ -98,18 +104,19 @@ func (f *files) capabilities() []*capability.Capability {
 				Risk:     capability.RiskMedium,
 				Examples: []string{`(call :fs.write {:path "notes.txt" :content "done"})`},
 			},
-			Handler: f.write,
+			handler: handler(func(f *files) capability.Handler { return f.write }),
 		},
 		{
-			Spec: &capability.Spec{
+			spec: &capability.Spec{
 				ID: "fs.list", Version: "1.0.0", Description: "List a directory inside the workdir, sorted by name.",
-				Input:    rtfs.MustParseType("[:map [:path :string]]"),
-				Output:   rtfs.MustParseType("[:vector [:map [:name :string] [:dir :boolean] [:size :int]]]"),
-				Effects:  []capability.Effect{{Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("read"), rtfs.True)}},
-				Risk:     capability.RiskLow,
-				Examples: []string{`(call :fs.list {:path "."})`},
+				Input:        rtfs.MustParseType("[:map [:path :string]]"),
+				Output:       rtfs.MustParseType("[:vector [:map [:name :string] [:dir :boolean] [:size :int]]]"),
+				Effects:      []capability.Effect{{Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("read"), rtfs.True)}},
+				Risk:         capability.RiskLow,
+				Examples:     []string{`(call :fs.list {:path "."})`},
+				EchoesStored: true,
 			},
-			Handler: f.list,
+			handler: handler(func(f *files) capability.Handler { return f.list }),
 		},
 	}
 }

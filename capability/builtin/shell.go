@@ -41,9 +41,9 @@ type shell struct {
 	env     []string
 }
 
-func (s *shell) capability() *capability.Capability {
-	return &capability.Capability{
-		Spec: &capability.Spec{
+func shellRow() row {
+	return row{
+		spec: &capability.Spec{
 			ID: "shell.exec", Version: "1.0.0",
 			Description: "Run a program (argv, no shell) in the workdir; non-zero exit fails unless :check false.",
 			Input: rtfs.MustParseType(`[:map [:cmd :string] [:args {:optional true} [:vector :string]]
@@ -54,8 +54,12 @@ func (s *shell) capability() *capability.Capability {
 			Effects:  []capability.Effect{{Kind: "process"}, {Kind: "fs", Params: rtfs.NewMap(rtfs.Keyword("write"), rtfs.True)}},
 			Risk:     capability.RiskHigh,
 			Examples: []string{`(call :shell.exec {:cmd "go" :args ["test" "./..."]})`},
+			Program:  func(in rtfs.Value) string { return in.AsMap().GetKey("cmd").Str() },
+			Reports:  []string{"exit", "cmd", "containment"},
 		},
-		Handler: s.run,
+		handler: func(h *host) capability.Handler {
+			return (&shell{workdir: h.workdir, allow: h.ShellAllow, env: h.env}).run
+		},
 	}
 }
 
