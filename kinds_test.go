@@ -16,6 +16,7 @@ import (
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/notify"
+	"github.com/ralphloop/ralph/stop"
 )
 
 // kindRow is one extension point whose kinds are named (DESIGN §21): the
@@ -32,9 +33,9 @@ type kindRow struct {
 }
 
 // kindRows are the extension points held to their owners. Another one is
-// a row more: e.g. {what: "stop kind", owner: "stop", names:
-// stop.KindNames, holds: kindField}.
+// a row more.
 var kindRows = []kindRow{
+	{what: "stop kind", owner: "stop", names: stop.KindNames, holds: kindField},
 	{what: "notify sink", owner: "notify", names: notify.SinkNames, holds: kindField},
 	{what: "capability", owner: "capability/builtin", names: builtinIDs},
 	{what: "capability", owner: "arbiter", names: func() []string { return []string{arbiter.LLMAskID} }},

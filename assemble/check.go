@@ -23,6 +23,11 @@ func Check(cfg *config.Config, o CheckOptions) (*Checked, error) {
 	}
 	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
 	if err != nil {
+		// The sentence names the file as the user named it; the
+		// conditions keep its full path for the errors of a run.
+		if ce, ok := err.(*config.Error); ok && ce.File == cfg.File {
+			ce.File = cfg.FileName()
+		}
 		return nil, configError(err)
 	}
 	if _, err := IntentParams(cfg); err != nil {
