@@ -105,6 +105,49 @@ max = 3
 	}
 }
 
+// A run that a limit stops while a success condition fails says so in
+// its outcome: the condition and its why, from the last evaluation. A run
+// that ends in success lists nothing, though another success condition
+// may not hold.
+func TestRunnerOutcomeSaysWhatStillFails(t *testing.T) {
+	t.Parallel()
+	const failing = `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "cap"
+kind = "max_iterations"
+max = 2
+[[stop]]
+name = "tests"
+kind = "command"
+cmd = ['sh', '-c', 'printf -- "--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\nFAIL\n"; exit 1']
+`
+	r, _ := newRunner(t, failing, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []stop.Unmet{{Condition: "tests", Why: "FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5"}}
+	if out.TriggeredBy != "cap" || len(out.StillFailing) != 1 || out.StillFailing[0] != want[0] {
+		t.Errorf("outcome %s, still failing %+v; want cap and %+v", out.TriggeredBy, out.StillFailing, want)
+	}
+
+	r, _ = newRunner(t, failing+`
+[[stop]]
+name = "done"
+kind = "command"
+cmd = ["true"]
+`, nil)
+	out, err = r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.TriggeredBy != "done" || out.StillFailing != nil {
+		t.Errorf("a run done by success: outcome %s, still failing %+v; want done and none", out.TriggeredBy, out.StillFailing)
+	}
+}
+
 func TestRunnerPredicateCompletes(t *testing.T) {
 	t.Parallel()
 	cfg := `
