@@ -13,6 +13,7 @@ import (
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
@@ -549,9 +550,7 @@ max = 1
 // off at the deadline instead of carrying the run past it.
 func TestMaxDurationCutsSlowStopChecks(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/bin/sleep"); err != nil {
-		t.Skip("no /bin/sleep")
-	}
+	testenv.File(t, "/bin/sleep")
 	r, fx := newRunner(t, `
 [plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'

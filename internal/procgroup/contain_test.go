@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/internal/proctest"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // helperEnv makes the test binary, started again, a parent that starts a
@@ -344,7 +345,7 @@ func TestRemoveStale(t *testing.T) {
 	t.Parallel()
 	parent, ok := cgroupUsable()
 	if !ok {
-		t.Skip("no cgroup here: ", cgroupReason)
+		testenv.Need(t, "a cgroup of its own", cgroupReason)
 	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -438,7 +439,7 @@ func BenchmarkRun(b *testing.B) {
 func TestNestedCgroupIsRemoved(t *testing.T) {
 	t.Parallel()
 	if _, ok := cgroupUsable(); !ok {
-		t.Skip("no cgroup here: ", cgroupReason)
+		testenv.Need(t, "a cgroup of its own", cgroupReason)
 	}
 	p, _ := startPrinting(t, "echo started; sleep 300", StartOptions{})
 	nested := filepath.Join(p.cont.cg.path, "ralph-1-1", "ralph-2-1")
