@@ -21,6 +21,7 @@ var layers = map[string][]string{
 	"internal/procgroup":  {},
 	"internal/proctest":   {"internal/eventually"},
 	"internal/eventually": {},
+	"internal/testenv":    {},
 	"internal/mockmodel":  {},
 	"internal/gitx":       {"internal/"},
 	"agent":               {"internal/"},

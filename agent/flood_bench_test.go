@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // BenchmarkAgentFlood measures the whole reading path of a real process's
@@ -30,10 +32,7 @@ func BenchmarkAgentFlood(b *testing.B) {
 		if err := os.WriteFile(src, []byte(c.data), 0o600); err != nil {
 			b.Fatal(err)
 		}
-		cat, err := exec.LookPath("cat")
-		if err != nil {
-			b.Skip("no cat")
-		}
+		cat := testenv.Tool(b, "cat")
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(c.data)))
 			o := Options{CLI: c.cli, Command: []string{cat, src}, Dir: dir, OutputFile: filepath.Join(dir, "out", c.name+".out"),

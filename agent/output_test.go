@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // floodData is 64 MiB of numbered text lines with one line longer than
@@ -265,9 +267,7 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 // output is still parsed, and the Result says what went wrong.
 func TestRunOutputFileWriteError(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
+	testenv.File(t, "/dev/full")
 	res, err := Run(context.Background(), Options{CLI: "command", Dir: t.TempDir(), OutputFile: "/dev/full",
 		Command: []string{"sh", "-c", "i=0; while [ $i -lt 2000 ]; do echo line $i of the output; i=$((i+1)); done"}})
 	if err != nil {

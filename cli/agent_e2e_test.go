@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // fakeAgentBin is the directory of the fake agent CLIs (claude, codex, …),
@@ -337,7 +339,7 @@ func agentPIDs(t *testing.T, state string, ralph int) []int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Skipf("no /proc: %v", err)
+		testenv.Need(t, "/proc", err)
 	}
 	marker := []byte("FAKE_AGENT_STATE=" + state + "\x00")
 	var out []int

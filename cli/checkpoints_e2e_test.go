@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // gitProject is an agent project (see newAgentProject) in a git work tree
@@ -16,9 +18,7 @@ import (
 // diffs, rollbacks and reruns must never change.
 func gitProject(t *testing.T, extraEnv ...string) *agentProject {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	testenv.Tool(t, "git")
 	p := newAgentProject(t, extraEnv...)
 	writeFile(t, filepath.Join(p.dir, ".gitignore"), ".ralph/\n")
 	p.git(t, "init", "-q", "-b", "main")

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/internal/eventually"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // tmux drives ralph in a real terminal, as a user would.
@@ -38,9 +39,7 @@ func newTmux(t *testing.T, command string) *tmux {
 // name tells its sessions apart.
 func newTmuxNamed(t *testing.T, name, command string) *tmux {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
+	testenv.Tool(t, "tmux")
 	tm := &tmux{t: t, session: fmt.Sprintf("ralph-e2e-%d-%s%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"), name)}
 	// A test that closes a terminal (tmux kill-session) can stop the tmux
 	// server as this starts one: start again then.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/notify"
 )
 
@@ -162,9 +163,7 @@ func (d *desktopDaemon) Notify(app string, replaces uint32, icon, summary, body 
 // DBUS_SESSION_BUS_ADDRESS names.
 func TestE2ENotifyDesktop(t *testing.T) {
 	skipWithoutBinary(t)
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
-	}
+	testenv.Tool(t, "dbus-daemon") // apt-get install dbus
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1", "--address=unix:dir="+t.TempDir())
 	out, err := bus.StdoutPipe()
 	if err != nil {

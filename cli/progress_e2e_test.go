@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // stuckLoop is a loop whose plan changes nothing while its "tests" print a
@@ -45,9 +47,7 @@ func isolatedEnv(dir string) []string {
 // iteration limit.
 func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
 	skipWithoutBinary(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	testenv.Tool(t, "git")
 	t.Parallel()
 	cases := []struct {
 		name, work string

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,15 +179,16 @@ func TestE2EReplayChangedConfig(t *testing.T) {
 	if code != 3 || r.Iteration != 2 || r.Decision.By != "iterations" || r.Decision.Class != "limit" {
 		t.Fatalf("tighter max_iterations: exit %d: %s", code, r.Summary)
 	}
-	// The UI's history view shows the same replay beside the recorded verdicts.
-	if _, err := exec.LookPath("tmux"); err == nil {
+	// The UI's history view shows the same replay beside the recorded verdicts
+	// (a subtest: without tmux it alone is skipped).
+	t.Run("history view", func(t *testing.T) {
 		tm := newTmux(t, tmuxScript(t, t.TempDir(), append(p.env, "PWD="+p.dir), "view", run, "--replay", tight, "--store", filepath.Join(p.dir, ".ralph")))
 		if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Done") {
 			t.Fatalf("the view of the recorded run:\n%s", s)
 		}
 		tm.send("v")
 		tm.waitFor("tight.toml would have stopped the run here: reached max_iterations 2")
-	}
+	})
 	promise := variant("promise.toml", base+"\n[[stop]]\nname = \"step-two\"\nkind = \"output_pattern\"\npattern = \"Step 2 of 4 is done\"\n")
 	r, code = replayJSON(t, p.dir, p.env, run, "--config", promise)
 	if code != 0 || r.Iteration != 2 || r.Decision.By != "step-two" {

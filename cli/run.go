@@ -20,6 +20,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
+	"github.com/ralphloop/ralph/stop"
 )
 
 type runFlags struct {
@@ -47,7 +48,8 @@ When stdout is a terminal the live UI shows the run (p pause, s skip, a abort,
 v history, ? help, q quit). Otherwise, or with --no-tui, the run is headless:
 one line per event (and after each evaluation, the iteration in one line:
 it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd …),
-then a summary; --brief prints only those iteration lines and the summary;
+then a summary, which for a run that ends without success says what still
+fails; --brief prints only those iteration lines and the summary;
 --json prints one JSON object per line.
 
 Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config,
@@ -388,9 +390,14 @@ func (p *printer) write(e *loop.Event) {
 
 func (p *printer) summary(out *loop.Outcome) error {
 	if p.asJSON {
+		failing := out.StillFailing
+		if failing == nil {
+			failing = []stop.Unmet{}
+		}
 		b, err := json.Marshal(map[string]any{"summary": true, "run_id": out.RunID, "state": out.State,
 			"class": out.Class, "condition": out.TriggeredBy, "reason": out.Reason, "evidence": out.Evidence,
-			"iterations": out.Iterations, "cost_usd": out.CostUSD, "tokens": out.Tokens, "exit_code": out.ExitCode})
+			"iterations": out.Iterations, "cost_usd": out.CostUSD, "tokens": out.Tokens, "exit_code": out.ExitCode,
+			"still_failing": failing})
 		if err != nil {
 			return err
 		}
@@ -399,8 +406,12 @@ func (p *printer) summary(out *loop.Outcome) error {
 		}
 		return p.w.Flush()
 	}
-	msg := fmt.Sprintf("run %s %s after %d iteration(s) ($%.4f, %d tokens): %s by %s — %s\n",
+	msg := fmt.Sprintf("run %s %s after %d iteration(s) ($%.4f, %d tokens): %s by %s — %s",
 		out.RunID, out.State, out.Iterations, out.CostUSD, out.Tokens, out.Class, out.TriggeredBy, out.Reason)
+	if u := stop.UnmetText(out.StillFailing); u != "" {
+		msg += " · still failing: " + u
+	}
+	msg += "\n"
 	if err := writeOut(p.w, msg); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // counterConfig is a run that counts in the kv, one kv.put an iteration,
@@ -45,7 +48,7 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("mounting a 2 MiB tmpfs is not permitted here (%v: %s); the full-disk test needs root", err, out)
+		testenv.Need(t, "a tmpfs it may mount (root)", fmt.Sprintf("mounting a 2 MiB tmpfs is not permitted here (%v: %s)", err, out))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,8 @@ iterations = 2
 
 // Headless --brief prints one line per iteration, after its actions: the
 // iteration, its status and duration, and the first failing test with its
-// message; the failure that ends the run is named with its class. ralph
+// message; the failure that ends the run is named with its class, and the
+// failing test still follows it, on that line and in the summary. ralph
 // history shows the same why under the condition.
 func TestE2EBriefNamesTheFailingTest(t *testing.T) {
 	skipWithoutBinary(t)
@@ -53,8 +55,8 @@ func TestE2EBriefNamesTheFailingTest(t *testing.T) {
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^it 1/5 done \d+(ms|s) · tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
 		regexp.MustCompile(`^it 2/5 done \d+(ms|s) · tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
-		regexp.MustCompile(`^it 3/5 done \d+(ms|s) · stop: stuck \(failure\): nothing changed for 2 iterations$`),
-		regexp.MustCompile(`^run \S+ failed after 3 iteration\(s\)`),
+		regexp.MustCompile(`^it 3/5 done \d+(ms|s) · stop: stuck \(failure\): nothing changed for 2 iterations · tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
+		regexp.MustCompile(`^run \S+ failed after 3 iteration\(s\) .* · still failing: tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5$`),
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("--brief printed %d lines, want %d:\n%s", len(lines), len(want), out)
@@ -84,6 +86,72 @@ func TestE2EBriefNamesTheFailingTest(t *testing.T) {
 
 	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--json", "--store", store); code != 2 || !strings.Contains(errOut, "--brief and --json") {
 		t.Errorf("--brief --json: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// An agent loop whose tests never pass, stopped by its max_iterations:
+// the stopping iteration's line names the limit and still carries the
+// failing test, as the lines before it do; so does the summary, and
+// --json's summary carries it as still_failing. Headless with --brief,
+// plain --no-tui, and --json.
+func TestE2ELimitSaysWhatStillFails(t *testing.T) {
+	skipWithoutBinary(t)
+	t.Parallel()
+	p := newAgentProject(t, "FAKE_AGENT_DONE_AFTER=100") // never fixes Add
+	cfg := filepath.Join(p.dir, "ralph.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(strings.Replace(string(b), `name = "iterations"`, `name = "cap"`, 1), "max = 20", "max = 3", 1)
+	if limited == string(b) || !strings.Contains(limited, `name = "cap"`) {
+		t.Fatalf("ralph init's config has no iterations condition of max 20 to make the cap:\n%s", b)
+	}
+	writeFile(t, cfg, limited)
+	const why = `tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5`
+
+	out, errOut, code := p.ralph(t, "run", "--brief", "--store", filepath.Join(p.dir, "brief"))
+	if code != 3 {
+		t.Fatalf("--brief: exit %d, want 3 (limit)\n%s\n%s", code, out, errOut)
+	}
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^it 1/3 done \S+ \+\$0\.01 \(\$0\.01, 0% of budget\) · ` + why + `$`),
+		regexp.MustCompile(`^it 2/3 done \S+ \+\$0\.01 \(\$0\.02, 0% of budget\) · ` + why + `$`),
+		regexp.MustCompile(`^it 3/3 done \S+ \+\$0\.01 \(\$0\.03, 0% of budget\) · stop: cap \(limit\): reached max_iterations 3 · ` + why + `$`),
+		regexp.MustCompile(`^run \S+ stopped after 3 iteration\(s\) \(\$0\.0300, \d+ tokens\): limit by cap — reached max_iterations 3 · still failing: ` + why + `$`),
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("--brief printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("--brief line %d = %q, want %s", i+1, lines[i], re)
+		}
+	}
+
+	out, errOut, code = p.ralph(t, "run", "--no-tui", "--store", filepath.Join(p.dir, "plain"))
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	stopping := regexp.MustCompile(`StopConditionsEvaluated stop ok[^\n]*\n\S+ it 3/3 done [^\n]* · stop: cap \(limit\): reached max_iterations 3 · ` + why + `\n`)
+	if code != 3 || !stopping.MatchString(out) || !want[3].MatchString(lines[len(lines)-1]) {
+		t.Errorf("--no-tui: exit %d, want 3, the stopping iteration's line and the summary with the failing test:\n%s\n%s", code, out, errOut)
+	}
+
+	out, errOut, code = p.ralph(t, "run", "--json", "--store", filepath.Join(p.dir, "json"))
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		Condition    string `json:"condition"`
+		StillFailing []struct {
+			Condition string `json:"condition"`
+			Why       string `json:"why"`
+		} `json:"still_failing"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || code != 3 {
+		t.Fatalf("--json: exit %d, summary %q: %v\n%s", code, lines[len(lines)-1], err, errOut)
+	}
+	if sum.Condition != "cap" || len(sum.StillFailing) != 1 || sum.StillFailing[0].Condition != "tests" ||
+		sum.StillFailing[0].Why != "FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5" {
+		t.Errorf("--json summary %s: want cap, and tests with its failing test in still_failing", lines[len(lines)-1])
 	}
 }
 

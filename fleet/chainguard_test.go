@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -99,8 +100,13 @@ func TestRebuildSkipsGarbage(t *testing.T) {
 	stopA := fx.worker("A", 1, 30*time.Second, ncA, hA)
 	id := fx.submit(h, limitJob(3))
 	<-fx.holding // A/1
-	go func() { time.Sleep(200 * time.Millisecond); release() }()
-	if err := stopA(); err != nil { // hands the run back after iteration 1
+	stopped := make(chan error, 1)
+	go func() { stopped <- stopA() }()
+	// A's stop asks the run to pause; the held call then ends, and A hands
+	// the run back after iteration 1.
+	eventually.True(t, "A asking the run to pause", func() bool { return fx.pauseRequested(id) })
+	release()
+	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, h, id, "handed back", func(s RunState) bool { return s.State == StateHandedBack })

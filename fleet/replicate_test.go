@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -517,10 +518,40 @@ func TestFollowChain(t *testing.T) {
 	if out.String() != want.String() {
 		t.Fatalf("followed:\n%s\nwant:\n%s", out.String(), want.String())
 	}
-	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	followNeverBegins(t, ctx, js, "run6")
+}
+
+// followNeverBegins follows the chain of runID, which never begins: once
+// its consumer is in place (the chains stream counts one more) it waits,
+// and only its context ends it, with the context's error. (The fleet's
+// roles may not list consumers, so the stream's count is what shows it.)
+func followNeverBegins(t *testing.T, ctx context.Context, js jetstream.JetStream, runID string) {
+	t.Helper()
+	consumers := func() int {
+		stream, err := js.Stream(ctx, fleet.StreamChains)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return si.State.Consumers
+	}
+	before := consumers()
+	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if _, err := fleet.FollowChain(cctx, js, "run6", &bytes.Buffer{}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("following a chain that never begins: %v", err)
+	followed := make(chan error, 1)
+	go func() { _, err := fleet.FollowChain(fctx, js, runID, &bytes.Buffer{}); followed <- err }()
+	eventually.True(t, "a consumer of run "+runID+"'s chain", func() bool { return consumers() > before })
+	select {
+	case err := <-followed:
+		t.Fatalf("following a chain that never begins returned by itself: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-followed; !errors.Is(err, context.Canceled) {
+		t.Fatalf("following a chain that never begins, cancelled: %v", err)
 	}
 }
 

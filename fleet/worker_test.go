@@ -65,6 +65,7 @@ type fleetFixture struct {
 	dirs    []string // the workers' directories
 	// releases end every hold; a worker's stop calls them first.
 	releases []func()
+	runners  map[string]*loop.Runner // the last runner started for each run id
 }
 
 func newFleetFixture(t *testing.T) *fleetFixture {
@@ -171,6 +172,12 @@ func (fx *fleetFixture) start(workerID string) func(context.Context, RunSpec) (R
 			run.Discard()
 			return nil, &BadJobError{Err: err}
 		}
+		fx.mu.Lock()
+		if fx.runners == nil {
+			fx.runners = map[string]*loop.Runner{}
+		}
+		fx.runners[spec.Job.RunID] = r
+		fx.mu.Unlock()
 		return testRun{r, run.Store}, nil
 	}
 }
@@ -216,6 +223,15 @@ func (fx *fleetFixture) testCaps(reg *capability.Registry, workerID, runID strin
 			return context.Cause(ctx)
 		}
 	})
+}
+
+// pauseRequested reports whether the last runner started for runID has
+// been asked to pause (a stopping worker asks before it hands the run back).
+func (fx *fleetFixture) pauseRequested(runID string) bool {
+	fx.mu.Lock()
+	r := fx.runners[runID]
+	fx.mu.Unlock()
+	return r != nil && r.Paused()
 }
 
 // holdWorker makes worker id's test.slow block until release is called;

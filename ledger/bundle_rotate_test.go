@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // linesOf collects BundleLines from fromSeq as text, one line each.
@@ -185,10 +187,7 @@ func TestBundleKeyRotation(t *testing.T) {
 // and takes pins.
 func TestRotatedBundleCheckedWithoutGo(t *testing.T) {
 	t.Parallel()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := testenv.Tool(t, "python3")
 	bundle, a, b := rotatedBundle(t)
 	path := filepath.Join(t.TempDir(), "rotated.bundle")
 	if err := os.WriteFile(path, []byte(bundle), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -103,10 +104,7 @@ func TestBundleNamesTampering(t *testing.T) {
 // golden bundle and of a store's bundle, and refuses a tampered one.
 func TestBundleCheckedWithoutGo(t *testing.T) {
 	t.Parallel()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := testenv.Tool(t, "python3")
 	s := newMemStore(t)
 	appendN(t, s, 0, 40)
 	dir := t.TempDir()
@@ -133,7 +131,7 @@ func TestBundleCheckedWithoutGo(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command(py, filepath.Join("testdata", "check_bundle.py"), bad).CombinedOutput()
+	out, err := exec.Command(py, filepath.Join("testdata", "check_bundle.py"), bad).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "checkpoint 39: the Ed25519 signature does not verify") {
 		t.Fatalf("python accepted a forged checkpoint: %v %s", err, out)
 	}

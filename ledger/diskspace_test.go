@@ -5,12 +5,15 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // mountTmpfs mounts a tmpfs of size (as mount takes it: "4m") on a new
@@ -20,7 +23,7 @@ func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mounting a %s tmpfs is not permitted here (%v: %s); the full-disk test needs root", size, err, out)
+		testenv.Need(t, "a tmpfs it may mount (root)", fmt.Sprintf("mounting a %s tmpfs is not permitted here (%v: %s)", size, err, out))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 func TestStaleLock(t *testing.T) {
@@ -20,7 +22,7 @@ func TestStaleLock(t *testing.T) {
 	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
-		t.Skip("cannot run true:", err)
+		testenv.Need(t, "the program true", err)
 	}
 	lock := func(pid int) {
 		if err := os.MkdirAll(filepath.Join(dir, dataDir), 0o700); err != nil {

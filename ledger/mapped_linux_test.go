@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // mappedRSS sums the resident kilobytes of this process's mappings of
@@ -16,7 +18,7 @@ func mappedRSS(t *testing.T, dir string) int {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
-		t.Skip("no /proc/self/smaps")
+		testenv.Need(t, "/proc/self/smaps", err)
 	}
 	defer f.Close()
 	total, inStore := 0, false

@@ -192,12 +192,12 @@ type Store struct {
 	// done is closed by Close; background goroutines end when it is.
 	done chan struct{}
 	bgWG sync.WaitGroup
-	// gcPasses counts the value-log GC loop's ticks, and gcStopped is set
-	// when the loop returns (Close waits for it).
-	gcPasses  atomic.Int64
-	gcStopped atomic.Bool
-	readMu    sync.RWMutex // held for reading by every read of db
-	closed    bool         // under readMu
+	// gcPasses counts the value-log GC loop's ticks, and gcLoops the GC
+	// loops that have not returned (Close waits for them).
+	gcPasses atomic.Int64
+	gcLoops  atomic.Int32
+	readMu   sync.RWMutex // held for reading by every read of db
+	closed   bool         // under readMu
 
 	closeOnce sync.Once
 	closeErr  error
@@ -356,6 +356,7 @@ func (s *Store) startBackground(opts Options) {
 			gc = defaultGCInterval
 		}
 		s.bgWG.Add(1)
+		s.gcLoops.Add(1)
 		go s.gcLoop(gc)
 	}
 }
@@ -930,7 +931,7 @@ func (s *Store) close() error {
 // gcLoop runs value-log GC every interval until Close.
 func (s *Store) gcLoop(every time.Duration) {
 	defer s.bgWG.Done()
-	defer s.gcStopped.Store(true)
+	defer s.gcLoops.Add(-1)
 	defer s.recoverBackground("value-log GC")
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/google/go-cmp/cmp"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -443,22 +444,16 @@ func TestBadgerLogsGoToSlogAndGCStopsOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendN(t, s, 0, 10)
-	for s.gcPasses.Load() < 3 { // a few GC passes (the test's deadline bounds the wait)
-		time.Sleep(time.Millisecond)
-	}
-	if s.gcStopped.Load() {
-		t.Fatal("the value-log GC loop stopped before Close")
+	eventually.True(t, "three value-log GC passes", func() bool { return s.gcPasses.Load() >= 3 })
+	if n := s.gcLoops.Load(); n != 1 {
+		t.Fatalf("%d value-log GC loops run before Close, want 1", n)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !s.gcStopped.Load() {
-		t.Error("the value-log GC loop still runs after Close")
-	}
-	passes := s.gcPasses.Load()
-	time.Sleep(5 * time.Millisecond) // several GC intervals: a loop still running would tick
-	if n := s.gcPasses.Load(); n != passes {
-		t.Errorf("value-log GC ran %d more times after Close", n-passes)
+	// Only a GC loop counts a pass, and none is left: GC cannot run again.
+	if n := s.gcLoops.Load(); n != 0 {
+		t.Errorf("%d value-log GC loops still run after Close", n)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

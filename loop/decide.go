@@ -38,6 +38,7 @@ func (r *Runner) decide(ctx, runCtx context.Context, st *runState, index *stop.I
 		}
 		return nil, err
 	}
+	st.lastEval = &ev
 	st.feedback.Conditions = conditionStatus(ev.Results)
 	strong := ev.ShouldStop && (ev.Class == stop.ClassAbort || ev.Class == stop.ClassFailure)
 	switch {

@@ -97,6 +97,10 @@ type Outcome struct {
 	Tokens      int64
 	ExitCode    int
 	FinalSeq    uint64 // the Run* action that closed the run
+	// StillFailing is, for a run that did not end in success, each success
+	// condition that did not hold at its last stop evaluation, with why
+	// (a run stopped by max_iterations while its tests fail).
+	StillFailing []stop.Unmet
 
 	trigger   *ledger.Action // the action after which a completion predicate held
 	usageExit bool           // the run could not work at all (exit 2)
@@ -181,7 +185,7 @@ type runState struct {
 	abort                   string             // set when the run cannot go on (approval impossible)
 	fatal                   string             // a provider error no retry can fix: the run stops with exit 2
 	denied                  *capability.Denial // the agent was refused a tool it needed: the run stops after this iteration
-	lastEval                *stop.Evaluation   // resume: the last recorded stop evaluation
+	lastEval                *stop.Evaluation   // the last stop evaluation (on resume, the last recorded one)
 	unevaluated             []ledger.Action    // resume: the last completed iteration, when it was never evaluated
 	closed                  bool               // the closing action is recorded
 	limited                 *limitWait         // the last iteration stopped at an account limit: wait, then run it again
@@ -523,6 +527,9 @@ func (r *Runner) finish(ctx context.Context, st *runState, out *Outcome) (*Outco
 		out.ExitCode = ExitUsage
 	}
 	out.State = state
+	if out.Class != stop.ClassSuccess && st.lastEval != nil {
+		out.StillFailing = st.lastEval.Unmet()
+	}
 	if _, err := r.runHooks(ctx, st, st.startedID, HookEvent{At: "on_stop", Class: string(out.Class), Condition: out.TriggeredBy, Reason: out.Reason}); err != nil {
 		return nil, err
 	}

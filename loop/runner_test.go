@@ -13,6 +13,7 @@ import (
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/governance"
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/stop"
@@ -102,6 +103,49 @@ max = 3
 	runs, err := ListRuns(fx.store)
 	if err != nil || len(runs) != 1 || runs[0].State != StateStopped || runs[0].Iterations != 3 {
 		t.Errorf("runs %+v %v", runs, err)
+	}
+}
+
+// A run that a limit stops while a success condition fails says so in
+// its outcome: the condition and its why, from the last evaluation. A run
+// that ends in success lists nothing, though another success condition
+// may not hold.
+func TestRunnerOutcomeSaysWhatStillFails(t *testing.T) {
+	t.Parallel()
+	const failing = `
+[plan]
+rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'
+[[stop]]
+name = "cap"
+kind = "max_iterations"
+max = 2
+[[stop]]
+name = "tests"
+kind = "command"
+cmd = ['sh', '-c', 'printf -- "--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\nFAIL\n"; exit 1']
+`
+	r, _ := newRunner(t, failing, nil)
+	out, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []stop.Unmet{{Condition: "tests", Why: "FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5"}}
+	if out.TriggeredBy != "cap" || len(out.StillFailing) != 1 || out.StillFailing[0] != want[0] {
+		t.Errorf("outcome %s, still failing %+v; want cap and %+v", out.TriggeredBy, out.StillFailing, want)
+	}
+
+	r, _ = newRunner(t, failing+`
+[[stop]]
+name = "done"
+kind = "command"
+cmd = ["true"]
+`, nil)
+	out, err = r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.TriggeredBy != "done" || out.StillFailing != nil {
+		t.Errorf("a run done by success: outcome %s, still failing %+v; want done and none", out.TriggeredBy, out.StillFailing)
 	}
 }
 
@@ -507,9 +551,7 @@ max = 1
 // off at the deadline instead of carrying the run past it.
 func TestMaxDurationCutsSlowStopChecks(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/bin/sleep"); err != nil {
-		t.Skip("no /bin/sleep")
-	}
+	testenv.File(t, "/bin/sleep")
 	r, fx := newRunner(t, `
 [plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "x"}))'

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // notifications stands for the desktop's notification daemon on a real,
@@ -38,9 +40,7 @@ func (n *notifications) Notify(app string, replaces uint32, icon, summary, body 
 // and returns its address.
 func privateBus(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("dbus-daemon"); err != nil {
-		t.Skip("dbus-daemon is not installed (apt-get install dbus)")
-	}
+	testenv.Tool(t, "dbus-daemon") // apt-get install dbus
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "dbus-daemon", "--session", "--nofork", "--print-address=1",
 		"--address=unix:dir="+t.TempDir())

@@ -3,11 +3,11 @@ package stop
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -135,9 +135,7 @@ func BenchmarkEvaluator(b *testing.B) {
 
 // BenchmarkCommand is the cost of one real command condition (fork/exec).
 func BenchmarkCommand(b *testing.B) {
-	if _, err := exec.LookPath("true"); err != nil {
-		b.Skip("no true")
-	}
+	testenv.Tool(b, "true")
 	c, err := New(config.Stop{Kind: "command", Cmd: []string{"true"}})
 	if err != nil {
 		b.Fatal(err)

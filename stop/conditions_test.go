@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -35,9 +35,7 @@ func shellResult(stdout string) rtfs.Value {
 
 func needShell(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
+	testenv.Tool(t, "sh")
 }
 
 // TestKindsMetAndNotMet gives every kind one input that meets it and one

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/testenv"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
@@ -20,9 +21,7 @@ import (
 // test when git is missing.
 func gitRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	testenv.Tool(t, "git")
 	dir := t.TempDir()
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, name), content)
@@ -326,7 +325,7 @@ func TestStoreSkipper(t *testing.T) {
 	real := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(real, link); err != nil {
-		t.Skip("no symlinks:", err)
+		testenv.Need(t, "symlinks", err)
 	}
 	if err := os.Mkdir(filepath.Join(real, "st"), 0o755); err != nil { // a store exists by the time it is skipped
 		t.Fatal(err)

@@ -223,31 +223,64 @@ func (b Brief) String() string {
 
 // Whys says where the conditions stand after the iteration, in one line:
 // the condition that stops the run ("stop: stuck (failure): nothing
-// changed for 3 iterations"), else each success condition that does not
-// hold yet ("tests: FAIL TestAdd …"), else the condition closest to
-// firing with its detail.
+// changed for 3 iterations"), followed, when that stop is not a success,
+// by each success condition that still does not hold; else each success
+// condition that does not hold yet ("tests: FAIL TestAdd …"), else the
+// condition closest to firing with its detail.
 func (b Brief) Whys() string {
 	ev := b.Eval
 	if ev == nil {
 		return ""
 	}
+	unmet := UnmetText(ev.Unmet())
 	if t := ev.Trigger(); ev.ShouldStop && t != nil {
-		return fmt.Sprintf("stop: %s (%s): %s", t.Name, t.Class, Why(t))
+		s := fmt.Sprintf("stop: %s (%s): %s", t.Name, t.Class, Why(t))
+		if t.Class != ClassSuccess && unmet != "" {
+			s += " · " + unmet
+		}
+		return s
 	}
-	var parts []string
+	if unmet != "" {
+		return unmet
+	}
 	best := -1
 	for i := range ev.Results {
 		r := &ev.Results[i]
-		if r.Class == ClassSuccess && !r.Met {
-			parts = append(parts, r.Name+": "+Why(r))
-		}
 		if !r.Met && (best < 0 || r.Progress > ev.Results[best].Progress) {
 			best = i
 		}
 	}
-	if len(parts) == 0 && best >= 0 {
-		r := &ev.Results[best]
-		parts = append(parts, fmt.Sprintf("closest: %s %d%% (%s)", r.Name, Percent(r.Progress, r.Met), r.Detail))
+	if best < 0 {
+		return ""
+	}
+	r := &ev.Results[best]
+	return fmt.Sprintf("closest: %s %d%% (%s)", r.Name, Percent(r.Progress, r.Met), r.Detail)
+}
+
+// Unmet is a success condition that does not hold, and why (Why).
+type Unmet struct {
+	Condition string `json:"condition"`
+	Why       string `json:"why"`
+}
+
+// Unmet lists the success conditions of ev that do not hold, in priority
+// order, each with its why: what a run that stops here without success
+// still fails.
+func (ev *Evaluation) Unmet() []Unmet {
+	var u []Unmet
+	for i := range ev.Results {
+		if r := &ev.Results[i]; r.Class == ClassSuccess && !r.Met {
+			u = append(u, Unmet{Condition: r.Name, Why: Why(r)})
+		}
+	}
+	return u
+}
+
+// UnmetText is u in one line: "tests: FAIL TestAdd … · lint: …"; "" for none.
+func UnmetText(u []Unmet) string {
+	parts := make([]string, len(u))
+	for i, x := range u {
+		parts[i] = x.Condition + ": " + x.Why
 	}
 	return strings.Join(parts, " · ")
 }

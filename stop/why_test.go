@@ -1,6 +1,7 @@
 package stop
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -64,6 +65,12 @@ func TestBrief(t *testing.T) {
 	limit := Result{Name: "iterations", Kind: "max_iterations", Class: ClassLimit, Priority: 80, Progress: 0.15, Detail: "3/20"}
 	fired := stuck
 	fired.Met, fired.Progress, fired.Reason = true, 1, "nothing changed for 3 iterations"
+	capped := Result{Name: "cap", Kind: "max_iterations", Class: ClassLimit, Priority: 80, Met: true, Progress: 1, Detail: "3/3",
+		Reason: "reached max_iterations 3"}
+	lint := Result{Name: "lint", Kind: "command", Class: ClassSuccess, Priority: 50, Detail: "exit 1",
+		Evidence: "$ go vet ./...\nexit 1\nvet: x.go:1: bad"}
+	passed := tests
+	passed.Met, passed.Reason, passed.Evidence = true, "go test ./... exited 0", "$ go test ./...\nexit 0\nok calc"
 	cases := []struct {
 		name string
 		b    Brief
@@ -74,7 +81,16 @@ func TestBrief(t *testing.T) {
 			"it 3/20 done 1m12s +$0.14 ($0.42, 4% of budget) · tests: FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5"},
 		{"a failure fires", Brief{Iteration: 4, MaxIterations: 20, Status: "ok", Duration: 944 * time.Millisecond,
 			Eval: &Evaluation{Results: []Result{limit, fired, tests}, ShouldStop: true, Class: ClassFailure, TriggeredBy: "stuck"}},
-			"it 4/20 done 944ms · stop: stuck (failure): nothing changed for 3 iterations"},
+			"it 4/20 done 944ms · stop: stuck (failure): nothing changed for 3 iterations · tests: FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5"},
+		{"a limit fires while the tests fail", Brief{Iteration: 3, MaxIterations: 3, Status: "ok", Duration: 2 * time.Second,
+			Eval: &Evaluation{Results: []Result{capped, stuck, tests, lint}, ShouldStop: true, Class: ClassLimit, TriggeredBy: "cap"}},
+			"it 3/3 done 2s · stop: cap (limit): reached max_iterations 3 · tests: FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5 · lint: vet: x.go:1: bad"},
+		{"a limit fires with no success condition", Brief{Iteration: 3, MaxIterations: 3, Status: "ok", Duration: 2 * time.Second,
+			Eval: &Evaluation{Results: []Result{capped, stuck}, ShouldStop: true, Class: ClassLimit, TriggeredBy: "cap"}},
+			"it 3/3 done 2s · stop: cap (limit): reached max_iterations 3"},
+		{"a success fires: another success condition is not a failure", Brief{Iteration: 5, Status: "ok", Duration: time.Second,
+			Eval: &Evaluation{Results: []Result{passed, lint}, ShouldStop: true, Class: ClassSuccess, TriggeredBy: "tests"}},
+			"it 5 done 1s · stop: tests (success): go test ./... exited 0"},
 		{"no success condition: the closest", Brief{Iteration: 2, Status: "failed", Duration: 3 * time.Second, Cost: 0.01, Total: 0.03,
 			Eval: &Evaluation{Results: []Result{limit, stuck}}},
 			"it 2 failed 3s +$0.01 ($0.03) · closest: stuck 66% (no progress 2/3)"},
@@ -87,5 +103,31 @@ func TestBrief(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c.want)
 			}
 		})
+	}
+}
+
+// Unmet lists only success conditions that do not hold, in the order of
+// the results (priority), with their whys: a success condition that could
+// not be evaluated and counts as a failure (error_class) is the trigger,
+// not an unmet one.
+func TestEvaluationUnmet(t *testing.T) {
+	t.Parallel()
+	ev := Evaluation{Results: []Result{
+		{Name: "cap", Class: ClassLimit, Met: true, Reason: "reached max_iterations 3"},
+		{Name: "tests", Kind: "command", Class: ClassSuccess, Evidence: "$ go test ./...\nexit 1\n--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: boom"},
+		{Name: "done", Kind: "file_exists", Class: ClassSuccess, Met: true, Evidence: "DONE exists"},
+		{Name: "broken", Kind: "command", Class: ClassFailure, Met: true, Err: "ralph.toml:9: sh: not found"},
+		{Name: "lint", Kind: "command", Class: ClassSuccess, Evidence: "$ go vet ./...\nexit 1\nx.go:1:2: bad"},
+	}}
+	got := ev.Unmet()
+	want := []Unmet{{"tests", "FAIL TestAdd calc_test.go:7: boom"}, {"lint", "x.go:1:2: bad"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Unmet = %+v, want %+v", got, want)
+	}
+	if s := UnmetText(got); s != "tests: FAIL TestAdd calc_test.go:7: boom · lint: x.go:1:2: bad" {
+		t.Errorf("UnmetText = %q", s)
+	}
+	if s := UnmetText(nil); s != "" {
+		t.Errorf("UnmetText(nil) = %q, want empty", s)
 	}
 }

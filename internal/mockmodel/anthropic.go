@@ -57,6 +57,7 @@ type Anthropic struct {
 	mu       sync.Mutex
 	attempts map[int]int // the tries of each step so far
 	requests int
+	silent   // Hanging: the hang replies waiting now
 }
 
 // Requests is how many requests to /v1/messages the server has answered.
@@ -253,6 +254,7 @@ func (a *Anthropic) hang(r *http.Request, s *sse, step int) {
 	if hang <= 0 {
 		hang = 2 * time.Minute
 	}
+	defer a.enter()()
 	select { // bounded, so that a client that never leaves cannot block the server's Close
 	case <-r.Context().Done():
 	case <-time.After(hang):

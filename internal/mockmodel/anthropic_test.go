@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 // conversation is a request body whose conversation has assistants
@@ -182,18 +184,22 @@ func TestAnthropicFloodHangAndErrors(t *testing.T) {
 		t.Errorf("flood: %d bytes", len(text))
 	}
 
-	h := httptest.NewServer(&Anthropic{Script: "hang"})
+	hanging := &Anthropic{Script: "hang"}
+	h := httptest.NewServer(hanging)
 	defer h.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.URL+"/v1/messages", strings.NewReader(conversation(0, false)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Once the mock keeps the stream silent, only the client leaving ends it.
+	eventually.True(t, "the stream hanging", func() bool { return hanging.Hanging() == 1 })
+	cancel()
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err == nil || !strings.Contains(string(b), "message_start") {
+	if err == nil || !strings.Contains(string(b), "message_start") || strings.Contains(string(b), "message_stop") {
 		t.Errorf("hang: the stream ended (%v) or never started: %q", err, b)
 	}
 

@@ -33,6 +33,7 @@ type Gemini struct {
 	bodies   [][]byte    // the body of every streaming request
 	done     chan struct{}
 	once     sync.Once
+	silent   // Hanging: the Hang replies waiting now
 }
 
 // GeminiTurn is one model turn. Its first len(Errors) attempts are
@@ -239,6 +240,7 @@ func (g *Gemini) stream(w http.ResponseWriter, r *http.Request, model string, re
 			return
 		}
 		if t.Hang {
+			defer g.enter()()
 			select {
 			case <-r.Context().Done():
 			case <-g.done:

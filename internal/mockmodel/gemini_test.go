@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 func geminiPost(t *testing.T, url, path, key, body string) *http.Response {
@@ -217,16 +219,22 @@ func TestGeminiHangAndFlood(t *testing.T) {
 		_, _ = io.ReadAll(br)
 		close(done)
 	}()
+	// Once the mock keeps the reply silent, only Close (or the client
+	// leaving) ends it.
+	eventually.True(t, "the reply hanging", func() bool { return g.Hanging() == 1 })
 	select {
 	case <-done:
 		t.Fatal("the hanging reply ended by itself")
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	g.Close()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(5 * time.Second): // a hang guard
 		t.Fatal("Close did not end the hanging reply")
+	}
+	if n := g.Hanging(); n != 0 {
+		t.Errorf("%d replies still hang after Close", n)
 	}
 	resp.Body.Close()
 

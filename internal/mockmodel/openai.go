@@ -56,6 +56,7 @@ type OpenAI struct {
 	// gets the API's 401 invalid_api_key.
 	APIKey string
 
+	silent   // Hanging: the hang replies waiting now
 	mu       sync.Mutex
 	attempts map[string]int       // requests seen per script turn
 	resets   map[string]time.Time // the limit script's reset, per conversation
@@ -273,6 +274,7 @@ func (s *OpenAI) serve(r *http.Request, t *turnWriter, sc script, attempt int) {
 		}
 		s.fix(t, sc)
 	case "hang":
+		defer s.enter()()
 		t.hang(r)
 	case "sleep":
 		switch sc.turn {

@@ -77,6 +77,7 @@ type OpenCode struct {
 	mu       sync.Mutex
 	attempts map[int]int // turn → requests seen
 	requests []string    // one line per request: "turn 2 attempt 1", "title", …
+	silent               // Hanging: the Hang replies waiting now
 }
 
 // NewOpenCode returns a handler answering from script; logf (nil: none)
@@ -218,6 +219,7 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	flush()
 	if t.Hang {
+		defer o.enter()()
 		<-r.Context().Done()
 		return
 	}

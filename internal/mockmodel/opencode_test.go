@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 )
 
 // chatBody is a request as OpenCode's provider sends it: the system
@@ -188,9 +190,10 @@ func TestOpenCodeUnknownPathIs404(t *testing.T) {
 }
 
 func TestOpenCodeHangAndFlood(t *testing.T) {
-	srv := httptest.NewServer(NewOpenCode(OpenCodeScript("hang", 0, 0), t.Logf))
+	hanging := NewOpenCode(OpenCodeScript("hang", 0, 0), t.Logf)
+	srv := httptest.NewServer(hanging)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatBody(0, true)))
 	req.Header.Set("Authorization", "Bearer mock-key")
@@ -198,6 +201,9 @@ func TestOpenCodeHangAndFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Once the mock keeps the stream silent, only the client leaving ends it.
+	eventually.True(t, "the stream hanging", func() bool { return hanging.Hanging() == 1 })
+	cancel()
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err == nil || !strings.Contains(string(b), `"role":"assistant"`) || strings.Contains(string(b), "[DONE]") {

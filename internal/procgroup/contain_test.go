@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/internal/proctest"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // helperEnv makes the test binary, started again, a parent that starts a
@@ -284,6 +285,18 @@ func TestParseWatchLine(t *testing.T) {
 
 // zombieChildren lists this process's children that have exited and wait
 // to be reaped.
+// anyMarked reports whether a live process carries one of markers.
+func anyMarked(markers []string) bool {
+	for _, q := range scanProcs() {
+		for _, m := range markers {
+			if !q.zombie && hasMarker(q.pid, m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func zombieChildren() []procInfo {
 	var zs []procInfo
 	for _, p := range scanProcs() {
@@ -306,6 +319,7 @@ func TestOrphansAreReaped(t *testing.T) {
 		before[z.pid] = true
 	}
 	for _, m := range mechanisms(t) {
+		var markers []string // each call's, which every process of the call carries
 		for _, script := range []string{
 			"( setsid sleep 300 & ); ( sleep 300 & ); echo started; sleep 300",
 			"( setsid sleep 300 & ); ( sleep 300 & ); echo started; exit 3",
@@ -313,6 +327,7 @@ func TestOrphansAreReaped(t *testing.T) {
 			"( sleep 0.05 & ); sleep 0.3; echo started; sleep 300",
 		} {
 			p, _ := startPrinting(t, script, StartOptions{NoCgroup: m.noCgroup})
+			markers = append(markers, p.cont.t.marker)
 			if strings.HasSuffix(script, "sleep 300") {
 				p.Kill()
 			}
@@ -321,7 +336,9 @@ func TestOrphansAreReaped(t *testing.T) {
 				t.Errorf("%s: %q: Wait = %v, exit %d; want 3", m.want, script, err, p.ExitCode())
 			}
 		}
-		time.Sleep(200 * time.Millisecond) // a zombie left behind would still be there
+		// Once no process of the calls is alive (a zombie's environment is
+		// gone), each has ended as a zombie of this process or been reaped.
+		eventually.True(t, m.want+": every process of the calls ending", func() bool { return !anyMarked(markers) })
 		for _, z := range zombieChildren() {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", z.pid))
 			if c := strings.TrimSpace(string(comm)); !before[z.pid] && (c == "sh" || c == "sleep") {
@@ -344,7 +361,7 @@ func TestRemoveStale(t *testing.T) {
 	t.Parallel()
 	parent, ok := cgroupUsable()
 	if !ok {
-		t.Skip("no cgroup here: ", cgroupReason)
+		testenv.Need(t, "a cgroup of its own", cgroupReason)
 	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
@@ -438,7 +455,7 @@ func BenchmarkRun(b *testing.B) {
 func TestNestedCgroupIsRemoved(t *testing.T) {
 	t.Parallel()
 	if _, ok := cgroupUsable(); !ok {
-		t.Skip("no cgroup here: ", cgroupReason)
+		testenv.Need(t, "a cgroup of its own", cgroupReason)
 	}
 	p, _ := startPrinting(t, "echo started; sleep 300", StartOptions{})
 	nested := filepath.Join(p.cont.cg.path, "ralph-1-1", "ralph-2-1")
