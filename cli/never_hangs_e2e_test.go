@@ -9,6 +9,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/internal/proctest"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // signalBound is how long ralph may take to exit after a signal: 5 s
@@ -56,8 +58,8 @@ func exited(t *testing.T, cmd *exec.Cmd, since time.Time, bound time.Duration) (
 // clears it again at the end.
 func immutable(t *testing.T, dir string) {
 	t.Helper()
-	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i %s: %v %s (a store that cannot flush needs an ext2/3/4 or similar file system and root)", dir, err, out)
+	if out, err := exec.Command(testenv.Tool(t, "chattr"), "+i", dir).CombinedOutput(); err != nil {
+		testenv.Need(t, "an immutable directory (chattr +i)", fmt.Sprintf("chattr +i %s: %v %s; a store that cannot flush needs root and an ext2/3/4 file system under $TMPDIR", dir, err, out))
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
 }
@@ -143,8 +145,8 @@ func ext4Mount(t *testing.T, dir string) string {
 	img, mnt := filepath.Join(dir, "ext4.img"), filepath.Join(dir, "ext4")
 	for _, c := range [][]string{{"truncate", "-s", "64M", img}, {"mkfs.ext4", "-q", img}, {"mkdir", mnt},
 		{"mount", "-o", "loop,errors=remount-ro", img, mnt}} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Skipf("%s: %v %s (a read-only store needs root, loop devices and mkfs.ext4)", strings.Join(c, " "), err, out)
+		if out, err := exec.Command(testenv.Tool(t, c[0]), c[1:]...).CombinedOutput(); err != nil {
+			testenv.Need(t, "an ext4 file system on a loop device", fmt.Sprintf("%s: %v %s; a store on a file system turned read-only needs root and loop devices", strings.Join(c, " "), err, out))
 		}
 	}
 	t.Cleanup(func() {
@@ -158,7 +160,7 @@ func ext4Mount(t *testing.T, dir string) string {
 // mountSource is the device mounted at mnt.
 func mountSource(t *testing.T, mnt string) string {
 	t.Helper()
-	out, err := exec.Command("findmnt", "-no", "SOURCE", mnt).Output()
+	out, err := exec.Command(testenv.Tool(t, "findmnt"), "-no", "SOURCE", mnt).Output()
 	if err != nil {
 		t.Fatalf("findmnt %s: %v", mnt, err)
 	}

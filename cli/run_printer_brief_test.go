@@ -30,8 +30,8 @@ func (e *evaluations) Append(_ context.Context, a *ledger.Action) (ledger.Receip
 func limitedRunEvents(t *testing.T) ([]loop.Event, *stop.Evaluation) {
 	t.Helper()
 	conds, err := stop.FromConfig([]config.Stop{
-		{Name: "cap", Kind: config.KindMaxIterations, Max: 2},
-		{Name: "tests", Kind: config.KindCommand, Cmd: []string{"sh", "-c",
+		{Name: "cap", Kind: stop.KindMaxIterations, Max: 2},
+		{Name: "tests", Kind: stop.KindCommand, Cmd: []string{"sh", "-c",
 			`printf -- '--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: Add(2, 3) = -1, want 5\nFAIL\n'; exit 1`}},
 	}, "ralph.toml")
 	if err != nil {

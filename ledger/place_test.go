@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/internal/eventually"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // openPlaced opens a store on disk with a witness, for the place tests.
@@ -171,8 +172,8 @@ func TestCloseIsBounded(t *testing.T) {
 	s := openPlaced(t, Options{CloseTimeout: 300 * time.Millisecond, OnCloseStuck: func(e *StuckError) { got = e }})
 	appendIter(t, s, 4)
 	data := filepath.Join(s.Dir(), dataDir)
-	if out, err := exec.Command("chattr", "+i", data).CombinedOutput(); err != nil {
-		t.Skipf("chattr +i: %v %s (needs root and an ext2/3/4 file system)", err, out)
+	if out, err := exec.Command(testenv.Tool(t, "chattr"), "+i", data).CombinedOutput(); err != nil {
+		testenv.Need(t, "an immutable directory (chattr +i)", fmt.Sprintf("%v %s; needs root and an ext2/3/4 file system under $TMPDIR", err, out))
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", data).Run() })
 	err := s.Close()
