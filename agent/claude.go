@@ -123,9 +123,11 @@ type claudeParser struct {
 	usage     [2]Usage // storage for l.Usage
 	session   lastSession
 	lastMsgID string // the assistant message whose usage was counted last
-	// reset is the exact end of a usage limit, from rate_limit_event's
-	// resetsAt: a later message's "resets 9:59pm" has only minutes.
-	reset time.Time
+	// rejected is the limit of the last rate_limit_event whose status was
+	// "rejected": the structured word of the account's limit, with its
+	// exact reset (resetsAt), which the error that follows in text ("You've
+	// hit your 5-hour limit · resets 2:19am (UTC)", minutes only) repeats.
+	rejected *Limit
 	// tools are the tool calls seen, by id, for naming a denial; denied
 	// are those whose denial was already emitted.
 	tools  map[string]claudeTool
@@ -250,6 +252,9 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 
 func (p *claudeParser) assistant(emit func(Event)) {
 	l := &p.l
+	if l.MsgError == "" {
+		p.rejected = nil // the API answered: no limit holds the call now
+	}
 	for _, bl := range l.Blocks {
 		switch bl.Type {
 		case "text":
@@ -277,22 +282,33 @@ func (p *claudeParser) assistant(emit func(Event)) {
 		if text == "" {
 			text = "claude: " + l.MsgError
 		}
-		lim := p.limit(text)
-		if lim == nil && l.MsgError == "rate_limit" {
-			lim = &Limit{Kind: LimitRate, Message: short(text)}
+		status := 0
+		if l.MsgError == "rate_limit" {
+			status = 429
 		}
+		lim := p.limit(text, status)
 		emit(Event{Kind: EventError, Text: claudeErrorText(text, l.MsgError == "authentication_failed"), Limit: lim})
 	}
 }
 
-// limit recognises a limit in text; a usage limit takes the exact reset
-// a rate_limit_event gave, if any, over the minutes of "resets 9:59pm".
-func (p *claudeParser) limit(text string) *Limit {
-	lim := claudeLimitText(text, p.now())
-	if lim != nil && lim.Kind == LimitUsage && !p.reset.IsZero() {
-		lim.Reset = p.reset
+// limit is the limit an error of the call names. The structured event
+// comes first: after a rejected rate_limit_event the error is that limit,
+// with its exact reset, whatever the text says (Claude Code words it
+// anew from version to version: "hit your session limit" in 2.1.197, "hit
+// your 5-hour limit" in 2.1.332); only without one is the text read
+// (claudeLimitText), then the API status.
+func (p *claudeParser) limit(text string, status int) *Limit {
+	if r := p.rejected; r != nil {
+		l := *r
+		if text != "" {
+			l.Message = short(text)
+		}
+		return &l
 	}
-	return lim
+	if l := claudeLimitText(text, p.now()); l != nil {
+		return l
+	}
+	return limitForStatus(status, text)
 }
 
 // claudeLogin is how Claude Code says it has no valid credentials:
@@ -412,16 +428,14 @@ func (p *claudeParser) result(emit func(Event)) {
 	if text == "" {
 		text = "claude ended with " + l.Subtype
 	}
-	lim := p.limit(text)
-	if lim == nil {
-		lim = limitForStatus(int(l.APIErrorStatus), text)
-	}
-	emit(Event{Kind: EventError, Text: claudeErrorText(text, l.APIErrorStatus == 401), Limit: lim, Turns: int(l.NumTurns)})
+	emit(Event{Kind: EventError, Text: claudeErrorText(text, l.APIErrorStatus == 401), Limit: p.limit(text, int(l.APIErrorStatus)),
+		Turns: int(l.NumTurns)})
 }
 
 // rateLimit reads rate_limit_event: status "rejected" means the limit is
-// hit until resetsAt (unix seconds); "allowed" and "allowed_warning" are
-// not limits.
+// hit until resetsAt (unix seconds, exact); "allowed" and
+// "allowed_warning" are not limits. rateLimitType names the window
+// (five_hour, seven_day, seven_day_opus, seven_day_sonnet, overage, …).
 func (p *claudeParser) rateLimit(emit func(Event)) {
 	l := &p.l
 	if l.RateLimitStatus != "rejected" {
@@ -432,9 +446,9 @@ func (p *claudeParser) rateLimit(emit func(Event)) {
 		lim.Message += " (" + l.RateLimitType + ")"
 	}
 	if l.ResetsAt > 0 {
-		lim.Reset = time.Unix(l.ResetsAt, 0)
-		p.reset = lim.Reset
+		lim.Reset, lim.Exact = time.Unix(l.ResetsAt, 0), true
 	}
+	p.rejected = lim
 	emit(Event{Kind: EventError, Text: lim.Message, Limit: lim})
 }
 

@@ -366,3 +366,45 @@ func TestClaudeRealSleep(t *testing.T) {
 		t.Errorf("events %+v", evs)
 	}
 }
+
+// TestClaudeLimitEventFirst: after a rejected rate_limit_event, the error
+// that follows is that limit with the event's exact reset, whatever its
+// words: Claude Code 2.1.332 says "hit your 5-hour limit" (2.1.197 said
+// "session limit"), and a wording ralph does not know yet with the API's
+// 429 is still the account's limit, never a plain rate limit. (Before, the
+// 2.1.332 text was taken for a rate limit without a reset: ralph backed off
+// 60 s, retried before the reset, and waited 120 s more.) Without the
+// event, the text is read, digits and all.
+func TestClaudeLimitEventFirst(t *testing.T) {
+	t.Parallel()
+	const resetsAt = 1795918755 // 2026-11-29 02:19:15 UTC
+	event := `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1795918755,"rateLimitType":"five_hour"},"session_id":"s1"}`
+	result := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": true, "api_error_status": 429,
+			"result": text, "session_id": "s1"})
+		return string(b)
+	}
+	now := time.Unix(resetsAt, 0).Add(-time.Hour)
+	for _, tc := range []struct {
+		name, stream string
+		kind         string
+		reset        time.Time
+		exact        bool
+	}{
+		{"5-hour", event + "\n" + result("You've hit your 5-hour limit · resets 2:19am (UTC)"), LimitUsage, time.Unix(resetsAt, 0), true},
+		{"weekly", event + "\n" + result("You've hit your weekly limit · resets Dec 3, 9am (UTC)"), LimitUsage, time.Unix(resetsAt, 0), true},
+		{"unknown words", event + "\n" + result("Your plan's allowance is spent."), LimitUsage, time.Unix(resetsAt, 0), true},
+		{"text only", result("You've hit your 5-hour limit · resets 2:19am (UTC)"), LimitUsage, time.Date(2026, 11, 29, 2, 19, 0, 0, time.UTC), false},
+		{"Opus text only", result("You've hit your Opus limit · resets 2:19am (UTC)"), LimitUsage, time.Date(2026, 11, 29, 2, 19, 0, 0, time.UTC), false},
+		{"usage credit text only", result("You've hit your usage credit limit"), LimitUsage, time.Time{}, false},
+		{"429 without words", result("API Error: Request rejected (429)"), LimitRate, time.Time{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := accumulate(t, tc.stream, now)
+			l := res.Limit
+			if l == nil || l.Kind != tc.kind || !l.Reset.Equal(tc.reset) || l.Exact != tc.exact {
+				t.Fatalf("limit %+v, want %s until %s (exact %t)", l, tc.kind, tc.reset, tc.exact)
+			}
+		})
+	}
+}

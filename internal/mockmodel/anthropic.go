@@ -286,12 +286,18 @@ func (a *Anthropic) fixTurn(step int, wd string) turn {
 // usage is spent: 429, the unified headers with the exact reset, and a
 // rate_limit_error.
 func (a *Anthropic) usageLimit(w http.ResponseWriter, reset time.Time) {
+	// The headers name whole seconds: the second in which the limit has
+	// lifted, never the one before it.
+	secs := reset.Unix()
+	if reset.After(time.Unix(secs, 0)) {
+		secs++
+	}
 	h := http.Header{}
 	h.Set("anthropic-ratelimit-unified-status", "rejected")
-	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(secs, 10))
 	h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
 	h.Set("anthropic-ratelimit-unified-5h-status", "rejected")
-	h.Set("anthropic-ratelimit-unified-5h-reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("anthropic-ratelimit-unified-5h-reset", strconv.FormatInt(secs, 10))
 	h.Set("anthropic-ratelimit-unified-5h-utilization", "1.0")
 	h.Set("retry-after", strconv.Itoa(max(1, int(time.Until(reset).Seconds()+0.5))))
 	apiError(w, http.StatusTooManyRequests, "rate_limit_error",
