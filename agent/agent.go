@@ -23,6 +23,11 @@ const (
 	EventRaw                             // Text: a line the parser does not know, kept as text (never fatal)
 	EventRetry                           // Retry: the CLI is retrying a failed request (a notice, not an end)
 	EventDenied                          // Denial: the CLI refused a tool for want of permission
+	// EventProgress: Tool, ToolID, Text (a short line, "Bash running for
+	// 30s"; "" for a bare heartbeat): a notice that the CLI, or a tool it
+	// runs, is still at work. It is not output: a call that prints nothing
+	// else for idle_timeout is idle.
+	EventProgress
 )
 
 // String is the kind's lower-case name ("text", "tool-use", …).
@@ -50,6 +55,8 @@ func (k EventKind) String() string {
 		return "retry"
 	case EventDenied:
 		return "denied"
+	case EventProgress:
+		return "progress"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

@@ -104,6 +104,9 @@ type claudeLine struct {
 	// rate_limit_event
 	RateLimitStatus, RateLimitType string
 	ResetsAt                       int64
+	// tool_progress
+	ToolUseID, ToolName, ParentToolUseID string
+	Elapsed                              int64
 	// system api_retry
 	Attempt, MaxRetries, ErrorStatus int64
 	RetryDelayMS                     float64
@@ -192,6 +195,11 @@ func (p *claudeParser) decode() bool {
 		l.RateLimitStatus = r.str(r.field(info, "status"))
 		l.RateLimitType = r.str(r.field(info, "rateLimitType"))
 		l.ResetsAt = r.int(r.field(info, "resetsAt"))
+	case "tool_progress":
+		l.ToolUseID = r.str(r.field(root, "tool_use_id"))
+		l.ToolName = r.str(r.field(root, "tool_name"))
+		l.ParentToolUseID = r.str(r.field(root, "parent_tool_use_id"))
+		l.Elapsed = r.int(r.field(root, "elapsed_time_seconds"))
 	case "system":
 		if l.Subtype == "api_retry" {
 			l.Attempt = r.int(r.field(root, "attempt"))
@@ -245,9 +253,38 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 		p.result(emit)
 	case "rate_limit_event":
 		p.rateLimit(emit)
+	case "tool_progress":
+		p.progress(emit)
+	case "keep_alive":
+		emit(Event{Kind: EventProgress}) // a bare heartbeat: not shown, not output
 	default:
 		emit(rawEvent(b))
 	}
+}
+
+// progress reads tool_progress, which Claude Code 2.1.332 prints while a
+// tool runs (every 30 s for Bash: {"type":"tool_progress","tool_use_id":
+// "toolu_1-heartbeat-0","tool_name":"Bash","parent_tool_use_id":"toolu_1",
+// "elapsed_time_seconds":30,"heartbeat":true,…}): a progress notice, not
+// output, so that a hung command still meets the idle timeout. A
+// heartbeat's tool call is its parent_tool_use_id.
+func (p *claudeParser) progress(emit func(Event)) {
+	l := &p.l
+	id := l.ToolUseID
+	if tool, ok := p.tools[l.ParentToolUseID]; ok {
+		id = l.ParentToolUseID
+		if l.ToolName == "" {
+			l.ToolName = tool.name
+		}
+	}
+	text := l.ToolName + " running"
+	if l.ToolName == "" {
+		text = "a tool is running"
+	}
+	if l.Elapsed > 0 {
+		text += " for " + (time.Duration(l.Elapsed) * time.Second).String()
+	}
+	emit(Event{Kind: EventProgress, Tool: l.ToolName, ToolID: id, Text: text})
 }
 
 func (p *claudeParser) assistant(emit func(Event)) {

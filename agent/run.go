@@ -346,20 +346,47 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 }
 
 // readLines feeds standard output to the parser line by line as it
-// arrives, and writes it, whole, to the output file as it is read.
+// arrives, and writes it, whole, to the output file as it is read. A
+// line is output for the idle clock unless all its parser made of it was
+// progress notices (EventProgress: a heartbeat of a tool still running
+// is no sign of life of the work); the part of a long line read so far
+// counts as output.
 func (c *call) readLines() {
-	var r io.Reader = activity{c.stdout, &c.lastOutput}
+	var r io.Reader = c.stdout
 	if c.logs != nil {
 		r = tee{r, c.logs.out}
 	}
 	if bp, ok := c.parser.(blockParser); ok {
-		scanBlocks(r, func(b []byte) { bp.block(b, c.emit) })
+		scanBlocks(activity{r, &c.lastOutput}, func(b []byte) { bp.block(b, c.emit) })
 	} else {
-		scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
+		l := lineActivity{c: c}
+		emit := l.emit
+		scanLinesPartial(r, func(line []byte) {
+			l.events, l.progress = 0, 0
+			c.parser.line(line, emit)
+			if l.events == 0 || l.progress < l.events {
+				c.lastOutput.Store(time.Now().UnixNano())
+			}
+		}, func() { c.lastOutput.Store(time.Now().UnixNano()) })
 	}
 	if e, ok := c.parser.(ender); ok {
 		e.end(c.emit)
 	}
+}
+
+// lineActivity counts the events one line of output made, and how many
+// of them were progress notices.
+type lineActivity struct {
+	c                *call
+	events, progress int
+}
+
+func (l *lineActivity) emit(e Event) {
+	l.events++
+	if e.Kind == EventProgress {
+		l.progress++
+	}
+	l.c.emit(e)
 }
 
 // blockParser is a parser that takes many complete lines at once: a
@@ -443,11 +470,16 @@ func (t tee) Read(p []byte) (int, error) {
 
 // scanLines calls line for each non-empty line of r (without its line
 // ending) as soon as it is complete, and for a last line without a
-// newline. A line longer than MaxLine is cut there (the output file has
-// it whole). It returns at end of input or on a read error (the pipe was
-// closed). It holds at most one line of MaxLine bytes: the buffer of a
-// long line is kept for the next one up to longKeep, and let go beyond.
-func scanLines(r io.Reader, line func([]byte)) {
+// newline. A line longer than MaxLine is cut there (the output
+// file has it whole). It returns at end of input or on a read error (the
+// pipe was closed). It holds at most one line of MaxLine bytes: the
+// buffer of a long line is kept for the next one up to longKeep, and let
+// go beyond.
+func scanLines(r io.Reader, line func([]byte)) { scanLinesPartial(r, line, nil) }
+
+// scanLinesPartial is scanLines that also calls partial (when set) each
+// time a part of a line longer than the buffer was read.
+func scanLinesPartial(r io.Reader, line func([]byte), partial func()) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	inLong := false
@@ -458,6 +490,9 @@ func scanLines(r io.Reader, line func([]byte)) {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
 			inLong = true
+			if partial != nil {
+				partial()
+			}
 			continue
 		}
 		if inLong {

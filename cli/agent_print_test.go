@@ -63,3 +63,16 @@ func TestPrinterWaitAcrossMidnightShowsTheDate(t *testing.T) {
 		t.Errorf("a wait that ends today shows the time only:\n%s", text)
 	}
 }
+
+// A tool's progress notice is a short line ("agent … Bash running for
+// 30s"), never raw JSON; a bare heartbeat prints nothing.
+func TestPrinterProgressLine(t *testing.T) {
+	now := time.Date(2026, 11, 25, 21, 0, 0, 0, time.Local)
+	ev := func(text string) loop.Event {
+		return loop.Event{Kind: loop.EventAgent, Time: now, Iteration: 2,
+			Agent: &agent.Event{Kind: agent.EventProgress, Tool: "Bash", ToolID: "toolu_1", Text: text}}
+	}
+	if got, want := printed(t, false, ev("Bash running for 30s"), ev("")), "21:00:00 it 2   agent … Bash running for 30s\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+}
