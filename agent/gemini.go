@@ -29,7 +29,23 @@ func geminiBackend() backend {
 		limitText:   geminiLimit,
 		stderrLine:  st.line,
 		permissions: geminiPermissions,
+		argsDenial:  geminiPlanMode,
 	}
+}
+
+// geminiPlanMode is the refusal of a call under --approval-mode plan.
+// There Gemini CLI runs read-only: its plan policy (policies/plan.toml in
+// 0.61) refuses every tool but the read-only ones, and an edit of source
+// code with "Tool execution denied by policy. You are in Plan Mode and
+// cannot modify source code. …" (a policy_violation the parser reports as
+// it comes); its system prompt tells the model to explain that it is in
+// Plan Mode rather than to try, so a model may refuse in words with no
+// tool call at all, and the loop would see no change and call it stuck.
+func geminiPlanMode(args []string) *Denial {
+	if argValue(args, "--approval-mode") != "plan" {
+		return nil
+	}
+	return &Denial{Tool: "edit tools", Message: "gemini runs in Plan Mode (--approval-mode plan): read-only, it cannot modify source code"}
 }
 
 // geminiPermissions: headless gemini refuses an untrusted folder and

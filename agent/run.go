@@ -88,24 +88,18 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	stopped := c.watch(ctx, &o)
 	c.finish()
 	c.wg.Wait()
+	if b.argsDenial != nil && len(acc.denials) == 0 {
+		if d := b.argsDenial(o.Args); d != nil {
+			emit(Event{Kind: EventDenied, Denial: d})
+		}
+	}
 
 	res.Duration = time.Since(start)
 	res.Exit = c.proc.ExitCode()
 	res.Containment = c.proc.Containment()
 	res.Stderr = c.stderr.String()
 	acc.result(&res)
-	if (res.Limit == nil || res.Limit.Reset.IsZero()) && b.limitText != nil && (res.Exit != 0 || res.IsError) {
-		// Only what the CLI said besides its retry notices: a notice of a
-		// 429 followed by a final 400 is that 400. A limit the stream
-		// named without its reset takes the reset standard error gives.
-		if l := b.limitText(c.errText.String(), time.Now()); res.Limit == nil {
-			res.Limit = l
-		} else if l != nil && !l.Reset.IsZero() {
-			with := *res.Limit
-			with.Reset, with.Exact = l.Reset, l.Exact
-			res.Limit = &with
-		}
-	}
+	stderrLimit(b, c.errText.String(), &res)
 	switch {
 	case stopped != "":
 		res.Stopped = stopped
@@ -113,6 +107,23 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		res.Stopped = StoppedUsageLimit
 	}
 	return res, nil
+}
+
+// stderrLimit reads a limit from what a failed call printed on standard
+// error besides its retry notices (a notice of a 429 followed by a final
+// 400 is that 400), when its stream named none, or named one without its
+// reset: that limit then takes the reset standard error gives.
+func stderrLimit(b backend, errText string, res *Result) {
+	if (res.Limit != nil && !res.Limit.Reset.IsZero()) || b.limitText == nil || (res.Exit == 0 && !res.IsError) {
+		return
+	}
+	if l := b.limitText(errText, time.Now()); res.Limit == nil {
+		res.Limit = l
+	} else if l != nil && !l.Reset.IsZero() {
+		with := *res.Limit
+		with.Reset, with.Exact = l.Reset, l.Exact
+		res.Limit = &with
+	}
 }
 
 // lookPathIn finds executables the way the agent's environment will: on
