@@ -86,7 +86,13 @@ func TestGeminiRealFix(t *testing.T) {
 		{Kind: EventText, Text: "Add now returns a + b; go test ./... passes."},
 		{Kind: EventText, Text: "Done."},
 		// total 47104 = prompt 47041 + output 51 + 12 thought tokens.
-		{Kind: EventUsage, Total: true, Usage: Usage{Input: 46977, Output: 51, CacheRead: 64, Reasoning: 12}},
+		// stats.models splits the totals: the router's small model and the
+		// main one, each priced as itself.
+		{Kind: EventUsage, Total: true, Usage: Usage{Input: 46977, Output: 51, CacheRead: 64, Reasoning: 12},
+			Model: "gemini-3.8-flash", Models: []ModelUsage{
+				{Model: "gemini-3.5-flash-lite", Usage: Usage{Input: 10, Output: 5}},
+				{Model: "gemini-3.8-flash", Usage: Usage{Input: 46967, Output: 46, CacheRead: 64, Reasoning: 12}},
+			}},
 		{Kind: EventFinal, Text: "Add now returns a + b; go test ./... passes.\nDone.", Turns: 4},
 	}
 	want[9].Text = short("ok  \tcalc\t0.018s")

@@ -309,6 +309,9 @@ func agentResult(r agent.Result) capability.Result {
 	if r.Model != "" {
 		meta["model"] = r.Model
 	}
+	if r.PricedAs != "" {
+		meta["priced_as"] = r.PricedAs
+	}
 	if len(r.Retries) > 0 {
 		meta["retries"] = strconv.Itoa(len(r.Retries))
 		meta["retry_log"] = retryLog(r.Retries)
