@@ -360,8 +360,9 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 // arrives, and writes it, whole, to the output file as it is read. A
 // line is output for the idle clock unless all its parser made of it was
 // progress notices (EventProgress: a heartbeat of a tool still running
-// is no sign of life of the work); the part of a long line read so far
-// counts as output.
+// is no sign of life of the work); bytes of a line not ended yet (a
+// prompt, a spinner, the part of a long line read so far) count as
+// output as they are read.
 func (c *call) readLines() {
 	var r io.Reader = c.stdout
 	if c.logs != nil {
@@ -372,13 +373,13 @@ func (c *call) readLines() {
 	} else {
 		l := lineActivity{c: c}
 		emit := l.emit
-		scanLinesPartial(r, func(line []byte) {
+		scanLines(unfinishedActivity{r, &c.lastOutput}, func(line []byte) {
 			l.events, l.progress = 0, 0
 			c.parser.line(line, emit)
 			if l.events == 0 || l.progress < l.events {
 				c.lastOutput.Store(time.Now().UnixNano())
 			}
-		}, func() { c.lastOutput.Store(time.Now().UnixNano()) })
+		})
 	}
 	if e, ok := c.parser.(ender); ok {
 		e.end(c.emit)
@@ -486,11 +487,7 @@ func (t tee) Read(p []byte) (int, error) {
 // pipe was closed). It holds at most one line of MaxLine bytes: the
 // buffer of a long line is kept for the next one up to longKeep, and let
 // go beyond.
-func scanLines(r io.Reader, line func([]byte)) { scanLinesPartial(r, line, nil) }
-
-// scanLinesPartial is scanLines that also calls partial (when set) each
-// time a part of a line longer than the buffer was read.
-func scanLinesPartial(r io.Reader, line func([]byte), partial func()) {
+func scanLines(r io.Reader, line func([]byte)) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
 	inLong := false
@@ -501,9 +498,6 @@ func scanLinesPartial(r io.Reader, line func([]byte), partial func()) {
 				long = append(long, chunk[:min(len(chunk), MaxLine-len(long))]...)
 			}
 			inLong = true
-			if partial != nil {
-				partial()
-			}
 			continue
 		}
 		if inLong {
@@ -534,6 +528,22 @@ func trimEOL(b []byte) []byte {
 		b = b[:n-1]
 	}
 	return b
+}
+
+// unfinishedActivity is a reader that notes when it read bytes that end
+// without a newline: a line not complete yet, which the line reader will
+// judge only once it ends.
+type unfinishedActivity struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a unfinishedActivity) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 && p[n-1] != '\n' {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // activity is a reader that notes when it last read a byte.

@@ -402,16 +402,19 @@ func TestIdleTimeoutIgnoresProgress(t *testing.T) {
 		name, line string
 		want       string
 	}{
-		{"progress", progress, StoppedIdleTimeout},
-		{"keep-alive", `{"type":"keep_alive"}`, StoppedIdleTimeout},
-		{"text", text, ""},
+		{"progress", "echo '" + progress + "'", StoppedIdleTimeout},
+		{"keep-alive", `echo '{"type":"keep_alive"}'`, StoppedIdleTimeout},
+		{"text", "echo '" + text + "'", ""},
+		// Bytes of a line not ended yet (a spinner, a prompt) are output
+		// as they come, as OpenCode's first bytes are.
+		{"unended line", "printf .", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			script := filepath.Join(t.TempDir(), "claude")
 			body := "#!/bin/sh\ncat >/dev/null\n" +
 				`echo '{"type":"assistant","message":{"id":"m0","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 300"}}]},"session_id":"s1"}'` + "\n" +
-				"i=0\nwhile [ $i -lt 60 ]; do echo '" + tc.line + "'; sleep 0.05; i=$((i+1)); done\n"
+				"i=0\nwhile [ $i -lt 60 ]; do " + tc.line + "; sleep 0.05; i=$((i+1)); done\n"
 			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 				t.Fatal(err)
 			}
