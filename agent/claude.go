@@ -31,10 +31,23 @@ func claudeBackend() backend {
 // be used with root/sudo privileges for security reasons", exit 1): that
 // becomes an error that says how to fix it. No line is a retry notice
 // (Claude Code prints those on stdout, as api_retry).
+//
+// A permission mode it does not know stops it the same way: 2.1.332 calls
+// the mode that asks for everything "manual" (it still takes "default"),
+// which 2.1.197 refuses ("error: option '--permission-mode <mode>' argument
+// 'manual' is invalid. Allowed choices are acceptEdits, auto,
+// bypassPermissions, default, dontAsk, plan.").
 func claudeStderrLine(line string, emit func(Event)) bool {
-	if strings.Contains(line, "--dangerously-skip-permissions cannot be used with root") {
+	switch {
+	case strings.Contains(line, "--dangerously-skip-permissions cannot be used with root"):
 		emit(Event{Kind: EventError, Text: "Claude Code refuses --dangerously-skip-permissions as root (" + short(line) +
 			"): run ralph as another user, set IS_SANDBOX=1 in [agent.env] if this is a sandbox, or remove the flag from [agent] args."})
+	case strings.Contains(line, "'--permission-mode <mode>' argument 'manual' is invalid"):
+		emit(Event{Kind: EventError, Text: "this Claude Code does not know --permission-mode manual, the name 2.1.332 gives the mode " +
+			"that asks for everything (" + short(line) + "): write default instead, or acceptEdits to let it edit in the workspace (`ralph init --agent claude` writes it)."})
+	case strings.Contains(line, "'--permission-mode <mode>' argument"):
+		emit(Event{Kind: EventError, Text: "Claude Code does not know that --permission-mode (" + short(line) +
+			"): use one it lists in [agent] args, e.g. acceptEdits (`ralph init --agent claude` writes it)."})
 	}
 	return false
 }

@@ -388,6 +388,14 @@ func TestClaudeRootBypass(t *testing.T) {
 	if b.stderrLine("some other complaint", func(e Event) { evs = append(evs, e) }) || len(evs) != 0 {
 		t.Errorf("another line made %+v", evs)
 	}
+	// 2.1.197 refuses the mode 2.1.332 calls manual (recorded from the real
+	// 2.1.197 given --permission-mode manual).
+	evs = nil
+	b.stderrLine("error: option '--permission-mode <mode>' argument 'manual' is invalid. Allowed choices are acceptEdits, auto, bypassPermissions, default, dontAsk, plan.",
+		func(e Event) { evs = append(evs, e) })
+	if len(evs) != 1 || evs[0].Kind != EventError || !strings.Contains(evs[0].Text, "write default instead") {
+		t.Errorf("manual on 2.1.197: %+v", evs)
+	}
 }
 
 // TestClaudeRealSleep: Bash runs `sleep 300` and claude is killed: the
