@@ -21,6 +21,7 @@ import (
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/internal/mockmodel"
+	"github.com/ralphloop/ralph/loop"
 )
 
 // mockAnthropic serves m for the test's length; unknown requests fail the
@@ -266,8 +267,19 @@ func TestClaudeLimit(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("ralph run: %s", r)
 		}
+		t.Logf("claude %s: %s", v, r)
 		if time.Now().Before(m.Reset) {
 			t.Errorf("the run ended done before the limit's reset")
+		}
+		// The wait ends at the exact reset the rate_limit_event gave (the
+		// mock names the whole second it has lifted in), never at a
+		// guessed back-off (60 s, then 120 s).
+		reset := m.Reset.Truncate(time.Second)
+		if reset.Before(m.Reset) {
+			reset = reset.Add(time.Second)
+		}
+		if want := "waiting until " + loop.WaitUntilText(reset, time.Now()) + ": agent usage-limit"; !strings.Contains(r.stdout, want) {
+			t.Errorf("the run did not wait for the exact reset (%q):\n%s", want, r)
 		}
 		if d := time.Since(start); d > 80*time.Second {
 			t.Errorf("the run took %s: it did not retry at the exact reset", d)
@@ -447,7 +459,7 @@ func TestClaudeIdleTimeoutTool(t *testing.T) {
 		e := claudeEnv(t, v, mockAnthropic(t, &mockmodel.Anthropic{Script: "sleep"}), apiKey, mark)
 		dir := claudeProject(t, e)
 		editToml(t, dir, `(?m)^#? ?args = .*$`, `args = ["--allowedTools", "Bash(timeout *)"]`)
-		editToml(t, dir, `(?m)^idle_timeout = .*$`, `idle_timeout = "5s"`)
+		editToml(t, dir, `(?m)^idle_timeout = .*$`, `idle_timeout = "10s"`)
 		editToml(t, dir, `(?m)^max = 20$`, "max = 1")
 		r := ralph(t, dir, e, 90*time.Second, "run", "--no-tui")
 		if r.code == 0 {
