@@ -52,8 +52,9 @@ test-race-e2e:
 	RALPH_E2E_RACE=1 $(GO) test -count 1 -timeout 15m -run 'E2E' ./cli/
 
 ## test-agents: install the pinned real agent CLIs (agents/package.json) into a cache directory and run
-## ralph's conformance tests with them against the mock model server (agent/conformance). When the
-## npm registry cannot be reached it says so loudly and skips (exit 0); any other failure fails.
+## ralph's conformance tests with them against the mock model server (agent/conformance), each pinned
+## version. Three tests at a time: most of their time is spent waiting (a limit's reset, an idle timeout).
+## When the npm registry cannot be reached it says so loudly and skips (exit 0); any other failure fails.
 test-agents:
 	@set +e; dir="$$(bash agents/install.sh)"; rc=$$?; set -e; \
 	if [ $$rc -eq 3 ]; then \
@@ -65,7 +66,7 @@ test-agents:
 	fi; \
 	if [ $$rc -ne 0 ]; then echo "make test-agents: agents/install.sh failed (exit $$rc)"; exit $$rc; fi; \
 	echo "make test-agents: the agent CLIs are in $$dir/bin"; \
-	RALPH_AGENTS_BIN="$$dir/bin" $(GO) test -race -count 1 -timeout 9m -v ./agent/conformance/ 2>&1 | \
+	RALPH_AGENTS_BIN="$$dir/bin" $(GO) test -race -count 1 -timeout 9m -parallel 3 -v ./agent/conformance/ 2>&1 | \
 		grep -v '^=== \(RUN\|PAUSE\|CONT\)' 
 
 ## bench: run the benchmarks six times each into bench.out (compare runs with benchstat)

@@ -1,5 +1,7 @@
 package agent
 
+import "strings"
+
 // accumulator sums a call's events into its Result. The readers of
 // standard output and standard error both emit events: Run serialises
 // them (add is not safe for concurrent use).
@@ -19,6 +21,7 @@ type accumulator struct {
 	denials   []Denial
 	retries   []Retry
 	model     string
+	models    []ModelUsage // the last usage totals' split by model
 }
 
 func (a *accumulator) add(e Event) {
@@ -32,7 +35,7 @@ func (a *accumulator) add(e Event) {
 		a.toolUses++
 	case EventUsage:
 		if e.Total {
-			a.tokens = e.Usage
+			a.tokens, a.models = e.Usage, e.Models
 		} else {
 			a.tokens = a.tokens.add(e.Usage)
 		}
@@ -110,8 +113,35 @@ func (a *accumulator) result(r *Result) {
 	case a.o.Price != nil:
 		r.CostUSD, r.CostSource = a.o.Price.Cost(a.tokens), "price"
 	default:
-		if p, ok := LookupPrice(r.Model); ok {
-			r.CostUSD, r.CostSource = p.Cost(a.tokens), "table"
+		a.tablePrice(r)
+	}
+}
+
+// tablePrice prices the call's tokens by the built-in table: each model's
+// own when the CLI split them by model, else the call's model. A model
+// the table does not name exactly is priced as the nearest of its family,
+// and r.PricedAs says so; a model of no known family as the configured
+// one. Nothing is priced when no price is found.
+func (a *accumulator) tablePrice(r *Result) {
+	parts := a.models
+	if len(parts) == 0 {
+		parts = []ModelUsage{{Model: r.Model, Usage: a.tokens}}
+	}
+	var cost float64
+	var notes []string
+	for _, m := range parts {
+		p, ok := LookupModelPrice(m.Model)
+		if !ok {
+			conf := ConfiguredModel(a.o.CLI, a.o.Args)
+			if p, ok = LookupModelPrice(conf); !ok || conf == m.Model {
+				return
+			}
+			p.Match = "configured"
+		}
+		cost += p.Price.Cost(m.Usage)
+		if p.Match != PriceExact {
+			notes = append(notes, m.Model+" as "+p.Model+" ("+p.Match+")")
 		}
 	}
+	r.CostUSD, r.CostSource, r.PricedAs = cost, "table", strings.Join(notes, ", ")
 }

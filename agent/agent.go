@@ -23,6 +23,11 @@ const (
 	EventRaw                             // Text: a line the parser does not know, kept as text (never fatal)
 	EventRetry                           // Retry: the CLI is retrying a failed request (a notice, not an end)
 	EventDenied                          // Denial: the CLI refused a tool for want of permission
+	// EventProgress: Tool, ToolID, Text (a short line, "Bash running for
+	// 30s"; "" for a bare heartbeat): a notice that the CLI, or a tool it
+	// runs, is still at work. It is not output: a call that prints nothing
+	// else for idle_timeout is idle.
+	EventProgress
 )
 
 // String is the kind's lower-case name ("text", "tool-use", …).
@@ -50,6 +55,8 @@ func (k EventKind) String() string {
 		return "retry"
 	case EventDenied:
 		return "denied"
+	case EventProgress:
+		return "progress"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -126,6 +133,28 @@ type Event struct {
 	// Model is the model the CLI says it runs, on any event that names it
 	// (e.g. EventSession); the price table is keyed by it.
 	Model string
+	// Models split an EventUsage's totals by model, when the CLI reports
+	// that (Gemini CLI's stats.models: its router's small model beside the
+	// main one); each is priced as its own model.
+	Models []ModelUsage
+}
+
+// ModelUsage is what one model of a call used.
+type ModelUsage struct {
+	Model string
+	Usage Usage
+}
+
+// mainModel is the model that used the most tokens.
+func mainModel(ms []ModelUsage) string {
+	best, most := "", int64(-1)
+	for _, m := range ms {
+		u := m.Usage
+		if n := u.Input + u.Output + u.CacheRead + u.CacheWrite + u.Reasoning; n > most {
+			best, most = m.Model, n
+		}
+	}
+	return best
 }
 
 // Price is the fallback USD price per million tokens, used when the CLI
@@ -181,7 +210,7 @@ type Result struct {
 	TextCut    int64   // bytes cut from the front of Text (the output file has them)
 	Exit       int     // the CLI's exit code; -1 when a signal ended it
 	CostUSD    float64 //
-	CostSource string  // "reported" (by the CLI) or "price" (from Options.Price) or "" (unknown → 0)
+	CostSource string  // "reported" (by the CLI), "price" (from Options.Price), "table" (the built-in prices) or "" (unknown → 0)
 	Tokens     Usage   // totals for the call
 	SessionID  string
 	Turns      int
@@ -200,9 +229,15 @@ type Result struct {
 	Denials []Denial
 	// Retries are the CLI's retry notices, in stream order.
 	Retries []Retry
-	// Model is the model the CLI reported, else the one named in Args
+	// Model is the model the CLI reported (the one that used the most
+	// tokens, when it reported several), else the one named in Args
 	// (--model X, -m X); "" when neither says.
 	Model string
+	// PricedAs says, for a cost from the built-in table ("table"), which
+	// price a model was given when the table does not name it exactly:
+	// "gemini-3.8-flash as gemini-3.5-flash (family)", the models joined
+	// by ", "; "" when every model was priced as itself.
+	PricedAs string
 	// Output and ErrOutput are the files standard output and standard
 	// error were written to (zero when Options.OutputFile is empty, and
 	// ErrOutput when nothing was printed there).

@@ -1,6 +1,9 @@
 package agent
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // A parser turns one CLI's output into events, one line at a time, in the
 // order the lines arrived. It keeps whatever state the format needs (for
@@ -37,6 +40,11 @@ type backend struct {
 	// whether the line was such a notice, which the limit check at the
 	// call's end then leaves out. nil: standard error is only kept.
 	stderrLine func(line string, emit func(Event)) bool
+	// argsDenial is the refusal a call's arguments make certain (a
+	// read-only mode: the CLI cannot edit, whatever the model does), or
+	// nil; Run reports it when the call reported no denial of its own.
+	// nil: the CLI has no such mode.
+	argsDenial func(args []string) *Denial
 	// permissions are the arguments and environment the CLI needs to edit
 	// files in its working directory and run test (the argv of the test
 	// command) headless, or, with full, its bypass of every check; nil
@@ -109,4 +117,19 @@ func backendFor(name string) backend {
 		return commandBackend()
 	}
 	return backend{}
+}
+
+// argValue is the value args give flag last ("--flag V" or "--flag=V"),
+// or "": the CLIs read the last one.
+func argValue(args []string, flag string) string {
+	v := ""
+	for i, a := range args {
+		switch {
+		case a == flag && i+1 < len(args):
+			v = args[i+1]
+		case strings.HasPrefix(a, flag+"="):
+			v = strings.TrimPrefix(a, flag+"=")
+		}
+	}
+	return v
 }

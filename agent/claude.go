@@ -31,10 +31,23 @@ func claudeBackend() backend {
 // be used with root/sudo privileges for security reasons", exit 1): that
 // becomes an error that says how to fix it. No line is a retry notice
 // (Claude Code prints those on stdout, as api_retry).
+//
+// A permission mode it does not know stops it the same way: 2.1.332 calls
+// the mode that asks for everything "manual" (it still takes "default"),
+// which 2.1.197 refuses ("error: option '--permission-mode <mode>' argument
+// 'manual' is invalid. Allowed choices are acceptEdits, auto,
+// bypassPermissions, default, dontAsk, plan.").
 func claudeStderrLine(line string, emit func(Event)) bool {
-	if strings.Contains(line, "--dangerously-skip-permissions cannot be used with root") {
+	switch {
+	case strings.Contains(line, "--dangerously-skip-permissions cannot be used with root"):
 		emit(Event{Kind: EventError, Text: "Claude Code refuses --dangerously-skip-permissions as root (" + short(line) +
 			"): run ralph as another user, set IS_SANDBOX=1 in [agent.env] if this is a sandbox, or remove the flag from [agent] args."})
+	case strings.Contains(line, "'--permission-mode <mode>' argument 'manual' is invalid"):
+		emit(Event{Kind: EventError, Text: "this Claude Code does not know --permission-mode manual, the name 2.1.332 gives the mode " +
+			"that asks for everything (" + short(line) + "): write default instead, or acceptEdits to let it edit in the workspace (`ralph init --agent claude` writes it)."})
+	case strings.Contains(line, "'--permission-mode <mode>' argument"):
+		emit(Event{Kind: EventError, Text: "Claude Code does not know that --permission-mode (" + short(line) +
+			"): use one it lists in [agent] args, e.g. acceptEdits (`ralph init --agent claude` writes it)."})
 	}
 	return false
 }
@@ -104,6 +117,9 @@ type claudeLine struct {
 	// rate_limit_event
 	RateLimitStatus, RateLimitType string
 	ResetsAt                       int64
+	// tool_progress
+	ToolUseID, ToolName, ParentToolUseID string
+	Elapsed                              int64
 	// system api_retry
 	Attempt, MaxRetries, ErrorStatus int64
 	RetryDelayMS                     float64
@@ -123,9 +139,11 @@ type claudeParser struct {
 	usage     [2]Usage // storage for l.Usage
 	session   lastSession
 	lastMsgID string // the assistant message whose usage was counted last
-	// reset is the exact end of a usage limit, from rate_limit_event's
-	// resetsAt: a later message's "resets 9:59pm" has only minutes.
-	reset time.Time
+	// rejected is the limit of the last rate_limit_event whose status was
+	// "rejected": the structured word of the account's limit, with its
+	// exact reset (resetsAt), which the error that follows in text ("You've
+	// hit your 5-hour limit · resets 2:19am (UTC)", minutes only) repeats.
+	rejected *Limit
 	// tools are the tool calls seen, by id, for naming a denial; denied
 	// are those whose denial was already emitted.
 	tools  map[string]claudeTool
@@ -190,6 +208,11 @@ func (p *claudeParser) decode() bool {
 		l.RateLimitStatus = r.str(r.field(info, "status"))
 		l.RateLimitType = r.str(r.field(info, "rateLimitType"))
 		l.ResetsAt = r.int(r.field(info, "resetsAt"))
+	case "tool_progress":
+		l.ToolUseID = r.str(r.field(root, "tool_use_id"))
+		l.ToolName = r.str(r.field(root, "tool_name"))
+		l.ParentToolUseID = r.str(r.field(root, "parent_tool_use_id"))
+		l.Elapsed = r.int(r.field(root, "elapsed_time_seconds"))
 	case "system":
 		if l.Subtype == "api_retry" {
 			l.Attempt = r.int(r.field(root, "attempt"))
@@ -243,13 +266,45 @@ func (p *claudeParser) line(b []byte, emit func(Event)) {
 		p.result(emit)
 	case "rate_limit_event":
 		p.rateLimit(emit)
+	case "tool_progress":
+		p.progress(emit)
+	case "keep_alive":
+		emit(Event{Kind: EventProgress}) // a bare heartbeat: not shown, not output
 	default:
 		emit(rawEvent(b))
 	}
 }
 
+// progress reads tool_progress, which Claude Code 2.1.332 prints while a
+// tool runs (every 30 s for Bash: {"type":"tool_progress","tool_use_id":
+// "toolu_1-heartbeat-0","tool_name":"Bash","parent_tool_use_id":"toolu_1",
+// "elapsed_time_seconds":30,"heartbeat":true,…}): a progress notice, not
+// output, so that a hung command still meets the idle timeout. A
+// heartbeat's tool call is its parent_tool_use_id.
+func (p *claudeParser) progress(emit func(Event)) {
+	l := &p.l
+	id := l.ToolUseID
+	if tool, ok := p.tools[l.ParentToolUseID]; ok {
+		id = l.ParentToolUseID
+		if l.ToolName == "" {
+			l.ToolName = tool.name
+		}
+	}
+	text := l.ToolName + " running"
+	if l.ToolName == "" {
+		text = "a tool is running"
+	}
+	if l.Elapsed > 0 {
+		text += " for " + (time.Duration(l.Elapsed) * time.Second).String()
+	}
+	emit(Event{Kind: EventProgress, Tool: l.ToolName, ToolID: id, Text: text})
+}
+
 func (p *claudeParser) assistant(emit func(Event)) {
 	l := &p.l
+	if l.MsgError == "" {
+		p.rejected = nil // the API answered: no limit holds the call now
+	}
 	for _, bl := range l.Blocks {
 		switch bl.Type {
 		case "text":
@@ -277,22 +332,33 @@ func (p *claudeParser) assistant(emit func(Event)) {
 		if text == "" {
 			text = "claude: " + l.MsgError
 		}
-		lim := p.limit(text)
-		if lim == nil && l.MsgError == "rate_limit" {
-			lim = &Limit{Kind: LimitRate, Message: short(text)}
+		status := 0
+		if l.MsgError == "rate_limit" {
+			status = 429
 		}
+		lim := p.limit(text, status)
 		emit(Event{Kind: EventError, Text: claudeErrorText(text, l.MsgError == "authentication_failed"), Limit: lim})
 	}
 }
 
-// limit recognises a limit in text; a usage limit takes the exact reset
-// a rate_limit_event gave, if any, over the minutes of "resets 9:59pm".
-func (p *claudeParser) limit(text string) *Limit {
-	lim := claudeLimitText(text, p.now())
-	if lim != nil && lim.Kind == LimitUsage && !p.reset.IsZero() {
-		lim.Reset = p.reset
+// limit is the limit an error of the call names. The structured event
+// comes first: after a rejected rate_limit_event the error is that limit,
+// with its exact reset, whatever the text says (Claude Code words it
+// anew from version to version: "hit your session limit" in 2.1.197, "hit
+// your 5-hour limit" in 2.1.332); only without one is the text read
+// (claudeLimitText), then the API status.
+func (p *claudeParser) limit(text string, status int) *Limit {
+	if r := p.rejected; r != nil {
+		l := *r
+		if text != "" {
+			l.Message = short(text)
+		}
+		return &l
 	}
-	return lim
+	if l := claudeLimitText(text, p.now()); l != nil {
+		return l
+	}
+	return limitForStatus(status, text)
 }
 
 // claudeLogin is how Claude Code says it has no valid credentials:
@@ -412,16 +478,14 @@ func (p *claudeParser) result(emit func(Event)) {
 	if text == "" {
 		text = "claude ended with " + l.Subtype
 	}
-	lim := p.limit(text)
-	if lim == nil {
-		lim = limitForStatus(int(l.APIErrorStatus), text)
-	}
-	emit(Event{Kind: EventError, Text: claudeErrorText(text, l.APIErrorStatus == 401), Limit: lim, Turns: int(l.NumTurns)})
+	emit(Event{Kind: EventError, Text: claudeErrorText(text, l.APIErrorStatus == 401), Limit: p.limit(text, int(l.APIErrorStatus)),
+		Turns: int(l.NumTurns)})
 }
 
 // rateLimit reads rate_limit_event: status "rejected" means the limit is
-// hit until resetsAt (unix seconds); "allowed" and "allowed_warning" are
-// not limits.
+// hit until resetsAt (unix seconds, exact); "allowed" and
+// "allowed_warning" are not limits. rateLimitType names the window
+// (five_hour, seven_day, seven_day_opus, seven_day_sonnet, overage, …).
 func (p *claudeParser) rateLimit(emit func(Event)) {
 	l := &p.l
 	if l.RateLimitStatus != "rejected" {
@@ -432,9 +496,9 @@ func (p *claudeParser) rateLimit(emit func(Event)) {
 		lim.Message += " (" + l.RateLimitType + ")"
 	}
 	if l.ResetsAt > 0 {
-		lim.Reset = time.Unix(l.ResetsAt, 0)
-		p.reset = lim.Reset
+		lim.Reset, lim.Exact = time.Unix(l.ResetsAt, 0), true
 	}
+	p.rejected = lim
 	emit(Event{Kind: EventError, Text: lim.Message, Limit: lim})
 }
 

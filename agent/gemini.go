@@ -29,7 +29,23 @@ func geminiBackend() backend {
 		limitText:   geminiLimit,
 		stderrLine:  st.line,
 		permissions: geminiPermissions,
+		argsDenial:  geminiPlanMode,
 	}
+}
+
+// geminiPlanMode is the refusal of a call under --approval-mode plan.
+// There Gemini CLI runs read-only: its plan policy (policies/plan.toml in
+// 0.61) refuses every tool but the read-only ones, and an edit of source
+// code with "Tool execution denied by policy. You are in Plan Mode and
+// cannot modify source code. …" (a policy_violation the parser reports as
+// it comes); its system prompt tells the model to explain that it is in
+// Plan Mode rather than to try, so a model may refuse in words with no
+// tool call at all, and the loop would see no change and call it stuck.
+func geminiPlanMode(args []string) *Denial {
+	if argValue(args, "--approval-mode") != "plan" {
+		return nil
+	}
+	return &Denial{Tool: "edit tools", Message: "gemini runs in Plan Mode (--approval-mode plan): read-only, it cannot modify source code"}
 }
 
 // geminiPermissions: headless gemini refuses an untrusted folder and
@@ -108,13 +124,31 @@ type geminiParser struct {
 	doc    jdoc
 	l      geminiLine
 	stats  Usage
-	text   []byte // the open message's text not yet emitted
-	answer []byte // the text since the last tool call: the final answer (its end)
-	inMsg  bool   // a streamed (delta) assistant message is open
-	inTurn bool   // a model turn is under way (text or tool calls since the last tool result)
+	models []ModelUsage // the result's stats.models: its usage split by model
+	text   []byte       // the open message's text not yet emitted
+	answer []byte       // the text since the last tool call: the final answer (its end)
+	inMsg  bool         // a streamed (delta) assistant message is open
+	inTurn bool         // a model turn is under way (text or tool calls since the last tool result)
 	turns  int
 	tools  map[string]geminiTool
 	warned string // the last error event's message
+}
+
+// geminiStats reads a stats object (the result's, or one model's in its
+// models): input_tokens is the whole prompt, input (not cached) plus
+// cached; thoughts are not reported apart: they are what total_tokens
+// holds beyond prompt and output.
+func geminiStats(r *jread, st int) Usage {
+	in, cached, whole := r.int(r.field(st, "input")), r.int(r.field(st, "cached")), r.int(r.field(st, "input_tokens"))
+	out, total := r.int(r.field(st, "output_tokens")), r.int(r.field(st, "total_tokens"))
+	if in == 0 && whole > cached {
+		in = whole - cached // older stats without the split
+	}
+	u := Usage{Input: in, Output: out, CacheRead: cached}
+	if whole > 0 && total > whole+out {
+		u.Reasoning = total - whole - out
+	}
+	return u
 }
 
 func (p *geminiParser) decode() bool {
@@ -150,19 +184,14 @@ func (p *geminiParser) decode() bool {
 		l.ErrorType = r.str(r.field(e, "type"))
 		l.ErrorMsg = r.str(r.field(e, "message"))
 		if st := r.object(r.field(root, "stats")); st >= 0 {
-			// input_tokens is the whole prompt: input (not cached) plus
-			// cached. Thoughts are not reported apart: they are what
-			// total_tokens holds beyond prompt and output.
-			in, cached, whole := r.int(r.field(st, "input")), r.int(r.field(st, "cached")), r.int(r.field(st, "input_tokens"))
-			out, total := r.int(r.field(st, "output_tokens")), r.int(r.field(st, "total_tokens"))
-			if in == 0 && whole > cached {
-				in = whole - cached // older stats without the split
-			}
-			p.stats = Usage{Input: in, Output: out, CacheRead: cached}
-			if whole > 0 && total > whole+out {
-				p.stats.Reasoning = total - whole - out
-			}
+			p.stats = geminiStats(&r, st)
 			l.Stats = &p.stats
+			p.models = p.models[:0]
+			r.members(r.field(st, "models"), func(name string, m int) {
+				if m = r.object(m); m >= 0 {
+					p.models = append(p.models, ModelUsage{Model: name, Usage: geminiStats(&r, m)})
+				}
+			})
 		}
 	case "error":
 		l.Severity = r.str(r.field(root, "severity"))
@@ -365,7 +394,12 @@ func geminiDenial(l *geminiLine, tool geminiTool) *Denial {
 
 func (p *geminiParser) result(l *geminiLine, emit func(Event)) {
 	if l.Stats != nil {
-		emit(Event{Kind: EventUsage, Total: true, Usage: *l.Stats})
+		e := Event{Kind: EventUsage, Total: true, Usage: *l.Stats}
+		if len(p.models) > 0 {
+			e.Models = append([]ModelUsage(nil), p.models...)
+			e.Model = mainModel(e.Models)
+		}
+		emit(e)
 	}
 	if l.Status == "success" {
 		emit(Event{Kind: EventFinal, Text: strings.TrimRight(string(p.answer), "\n"), Turns: p.turns})

@@ -19,8 +19,8 @@ import (
 var geminiReal = map[string]int{
 	"fix": 0, "denied": 0, "denied-shell": 0, "flood": 0, "retry": 0,
 	"limit": 173, "retry-fail": 144, "invalid-key": 144, "unauthenticated": 41, "untrusted": 55,
-	"outside": 0,
-	"hang":    -1, // killed mid-reply: replayed as a process that goes silent
+	"outside": 0, "denied-plan": 0,
+	"hang": -1, // killed mid-reply: replayed as a process that goes silent
 }
 
 func geminiRealFile(t testing.TB, name, ext string) string {
@@ -86,7 +86,13 @@ func TestGeminiRealFix(t *testing.T) {
 		{Kind: EventText, Text: "Add now returns a + b; go test ./... passes."},
 		{Kind: EventText, Text: "Done."},
 		// total 47104 = prompt 47041 + output 51 + 12 thought tokens.
-		{Kind: EventUsage, Total: true, Usage: Usage{Input: 46977, Output: 51, CacheRead: 64, Reasoning: 12}},
+		// stats.models splits the totals: the router's small model and the
+		// main one, each priced as itself.
+		{Kind: EventUsage, Total: true, Usage: Usage{Input: 46977, Output: 51, CacheRead: 64, Reasoning: 12},
+			Model: "gemini-3.8-flash", Models: []ModelUsage{
+				{Model: "gemini-3.5-flash-lite", Usage: Usage{Input: 10, Output: 5}},
+				{Model: "gemini-3.8-flash", Usage: Usage{Input: 46967, Output: 46, CacheRead: 64, Reasoning: 12}},
+			}},
 		{Kind: EventFinal, Text: "Add now returns a + b; go test ./... passes.\nDone.", Turns: 4},
 	}
 	want[9].Text = short("ok  \tcalc\t0.018s")
@@ -399,5 +405,42 @@ func TestGeminiRealOutsideWorkspace(t *testing.T) {
 	}
 	if r := ofKind(evs, EventToolResult); len(r) != 1 || !r[0].IsError || !strings.HasPrefix(r[0].Text, "Path not in workspace") {
 		t.Errorf("tool results %+v", r)
+	}
+}
+
+// TestGeminiPlanModeDenied: under --approval-mode plan Gemini CLI is
+// read-only. A model that tries the edit anyway is refused by the plan
+// policy (recorded: "Tool execution denied by policy. You are in Plan
+// Mode and cannot modify source code. …", policy_violation), and one that
+// explains in words that it is in Plan Mode, as gemini's system prompt
+// tells it to, calls no tool at all: either way the call is a denial,
+// never a quiet success the loop would call stuck.
+func TestGeminiPlanModeDenied(t *testing.T) {
+	t.Parallel()
+	plan := []string{"--skip-trust", "--approval-mode", "plan"}
+	res, _ := replayGemini(t, "denied-plan", Options{Args: plan})
+	if len(res.Denials) == 0 || res.Denials[0].Tool != "replace" ||
+		!strings.Contains(res.Denials[0].Message, "You are in Plan Mode and cannot modify source code") {
+		t.Errorf("plan-mode denials %+v", res.Denials)
+	}
+
+	script := filepath.Join(t.TempDir(), "gemini")
+	body := "#!/bin/sh\ncat >/dev/null\n" +
+		`echo '{"type":"init","session_id":"s1","model":"auto"}'` + "\n" +
+		`echo '{"type":"message","role":"assistant","content":"I am in Plan Mode, so I cannot modify calc.go; here is the plan."}'` + "\n" +
+		`echo '{"type":"result","status":"success","stats":{"total_tokens":10,"input_tokens":8,"output_tokens":2,"cached":0,"input":8}}'` + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{plan, {"--approval-mode=plan"}, {"--approval-mode", "plan", "--approval-mode", "auto_edit"}} {
+		res, err := Run(context.Background(), Options{CLI: "gemini", Dir: t.TempDir(), Args: args, Timeout: time.Minute,
+			LookPath: func(string) (string, error) { return script, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inPlan := argValue(args, "--approval-mode") == "plan"
+		if got := len(res.Denials) == 1 && res.Denials[0].Tool == "edit tools"; got != inPlan {
+			t.Errorf("args %q: denials %+v", args, res.Denials)
+		}
 	}
 }

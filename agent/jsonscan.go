@@ -307,6 +307,23 @@ func (d *jdoc) elems(arr int, fn func(int)) {
 	}
 }
 
+// members calls fn with the name and node of each member of object node
+// obj (none when obj is not an object).
+func (d *jdoc) members(obj int, fn func(name string, i int)) {
+	if obj < 0 || d.nodes[obj].kind != jObject {
+		return
+	}
+	for c := obj + 1; c < int(d.nodes[obj].after); c = int(d.nodes[c].after) {
+		n := &d.nodes[c]
+		key := d.src[n.keyStart:n.keyEnd]
+		if n.keyEsc {
+			fn(unquoteBytes(key), c)
+		} else {
+			fn(string(key), c)
+		}
+	}
+}
+
 func (d *jdoc) kind(i int) jkind {
 	if i < 0 {
 		return 0
@@ -545,6 +562,13 @@ func (r *jread) bool(i int) bool {
 // object notes a value that must be an object (or absent, or null) and
 // returns its node, or -1.
 func (r *jread) object(i int) int { return r.ofKind(i, jObject) }
+
+// members calls fn with each member of object node obj; obj of another
+// kind than object (or null, or absent) has none, and one that is not an
+// object or null makes the line bad.
+func (r *jread) members(obj int, fn func(name string, i int)) {
+	r.jdoc.members(r.object(obj), fn)
+}
 
 // array is object for arrays.
 func (r *jread) array(i int) int { return r.ofKind(i, jArray) }

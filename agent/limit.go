@@ -17,8 +17,11 @@ var (
 	// "… limit will reset at 9am (America/Chicago)", "resets 3:30am
 	// (Asia/Calcutta)", "resets Jan 30, 11:30am (Asia/Calcutta)".
 	resetClock = regexp.MustCompile(`(?i)\bresets?(?:\s+at)?\s+(?:([A-Z][a-z]{2}) (\d{1,2}), )?(\d{1,2})(?::(\d{2}))?\s*(am|pm)(?:\s*\(([^)]+)\))?`)
-	// "You've hit your limit", "You've hit your session limit".
-	hitLimit = regexp.MustCompile(`(?i)hit your (?:[a-z-]+ )?limit`)
+	// "You've hit your limit", "You've hit your session limit" (Claude
+	// Code 2.1.197), "You've hit your 5-hour limit", "… weekly limit",
+	// "… Opus limit", "… Sonnet limit", "… usage credit limit" (2.1.332,
+	// which names the window).
+	hitLimit = regexp.MustCompile(`(?i)hit your (?:[a-z0-9-]+ ){0,3}limit`)
 )
 
 // claudeLimitText recognises Claude Code's limit messages and the

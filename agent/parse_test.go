@@ -99,7 +99,7 @@ func TestParseClaude(t *testing.T) {
 		{"usage limit", limited, []Event{
 			{Kind: EventSession, SessionID: "2a7d4c1b-5e3f-4a9b-8c6d-0e1f2a3b4c5d"},
 			{Kind: EventError, Text: "Claude usage limit reached (five_hour)",
-				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Message: "Claude usage limit reached (five_hour)"}},
+				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude usage limit reached (five_hour)"}},
 			{Kind: EventUsage},
 			{Kind: EventError, Text: "Claude AI usage limit reached|1762952400",
 				Limit: &Limit{Kind: LimitUsage, Reset: time.Unix(1762952400, 0), Exact: true, Message: "Claude AI usage limit reached|1762952400"}},

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -74,22 +75,128 @@ var priceAliases = map[string]string{
 // dateSuffix is a model's snapshot date: "-20250929", "-2025-08-07".
 var dateSuffix = regexp.MustCompile(`-(?:\d{8}|\d{4}-\d{2}-\d{2})$`)
 
-// LookupPrice is the built-in price of a model, found by its name as a
-// CLI reports it or takes it: case and a provider prefix
-// ("anthropic/claude-sonnet-4-5", "models/gemini-2.5-pro") do not matter,
-// nor does a snapshot date ("claude-sonnet-4-5-20250929") or "-latest".
+// bracketSuffix is a variant a CLI appends to a model's name, as Claude
+// Code's "claude-opus-4-8[1m]" (its 1M-token context window).
+var bracketSuffix = regexp.MustCompile(`\[[^\]]*\]$`)
+
+// Price matches: how LookupModelPrice found a model's price.
+const (
+	PriceExact  = "exact"  // the table names the model
+	PriceAlias  = "alias"  // a name the CLI uses for a model of the table
+	PriceFamily = "family" // the nearest version of its family the table knows
+)
+
+// ModelPrice is the table's price for a model: the price, the table's
+// model it is (Model), and how it was found (Match: PriceExact,
+// PriceAlias or PriceFamily).
+type ModelPrice struct {
+	Price        Price
+	Model, Match string
+}
+
+// LookupPrice is the built-in price of a model (LookupModelPrice without
+// how it was found).
 func LookupPrice(model string) (Price, bool) {
+	p, ok := LookupModelPrice(model)
+	return p.Price, ok
+}
+
+// LookupModelPrice is the built-in price of a model, found by its name as
+// a CLI reports it or takes it: case and a provider prefix
+// ("anthropic/claude-sonnet-4-5", "models/gemini-2.5-pro") do not matter,
+// nor does a snapshot date ("claude-sonnet-4-5-20250929"), "-latest" or a
+// bracketed variant ("[1m]"). A model the table does not name is priced as
+// the nearest version of its family that it does (familyPrice): the
+// newest not newer than it, else the oldest.
+func LookupModelPrice(model string) (ModelPrice, bool) {
 	m := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:]
 	}
+	m = bracketSuffix.ReplaceAllString(m, "")
 	m = strings.TrimSuffix(m, "-latest")
 	m = dateSuffix.ReplaceAllString(m, "")
-	if a, ok := priceAliases[m]; ok {
-		m = a
+	if m == "" {
+		return ModelPrice{}, false
 	}
-	p, ok := prices[m]
-	return p, ok && m != ""
+	if p, ok := prices[m]; ok {
+		return ModelPrice{Price: p, Model: m, Match: PriceExact}, true
+	}
+	if a, ok := priceAliases[m]; ok {
+		return ModelPrice{Price: prices[a], Model: a, Match: PriceAlias}, true
+	}
+	return familyPrice(m)
+}
+
+// modelFamilies read a model's family and version from its name: Claude's
+// kind and major version (claude-opus-4-8, and the older claude-3-5-haiku),
+// Gemini's major version and tier (gemini-3.8-flash, gemini-3.1-flash-lite,
+// gemini-3-pro-preview), OpenAI's major version and variant (gpt-5.6-sol,
+// gpt-5.1-codex-mini). Submatches: family words, major, minor.
+var modelFamilies = []struct {
+	re                   *regexp.Regexp
+	family, major, minor int
+}{
+	{regexp.MustCompile(`^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:-|$)`), 1, 2, 3},
+	{regexp.MustCompile(`^claude-(\d+)(?:-(\d{1,2}))?-(opus|sonnet|haiku)(?:-|$)`), 3, 1, 2},
+	{regexp.MustCompile(`^gemini-(\d+)(?:\.(\d+))?-(flash-lite|flash|pro)(?:-|$)`), 3, 1, 2},
+	{regexp.MustCompile(`^gpt-(\d+)(?:\.(\d+))?(?:-([a-z-]+?))?(?:-preview)?$`), 3, 1, 2},
+}
+
+// modelFamily is a model's family ("claude opus 4", "gemini 3 flash",
+// "gpt 5 codex-mini") and minor version; false when its name is of no
+// family modelFamilies know.
+func modelFamily(m string) (family string, minor int, ok bool) {
+	for i, f := range modelFamilies {
+		s := f.re.FindStringSubmatch(m)
+		if s == nil {
+			continue
+		}
+		minor, _ = strconv.Atoi(s[f.minor]) // digits, or "" for 0
+		return strconv.Itoa(i) + " " + s[f.family] + " " + s[f.major], minor, true
+	}
+	return "", 0, false
+}
+
+// familyPrice is the price of the table's model of m's family whose
+// version is nearest below m's (the newest not newer), else the oldest
+// above it: "claude-opus-4-8" is priced as claude-opus-4-7,
+// "gemini-3.8-flash" as gemini-3.5-flash.
+func familyPrice(m string) (ModelPrice, bool) {
+	fam, minor, ok := modelFamily(m)
+	if !ok {
+		return ModelPrice{}, false
+	}
+	best, bestMinor := "", 0
+	for name := range prices {
+		f, v, ok := modelFamily(name)
+		if !ok || f != fam {
+			continue
+		}
+		below, bestBelow := v <= minor, bestMinor <= minor
+		switch {
+		case best == "",
+			below && !bestBelow,
+			below && bestBelow && (v > bestMinor || v == bestMinor && name < best),
+			!below && !bestBelow && (v < bestMinor || v == bestMinor && name < best):
+			best, bestMinor = name, v
+		}
+	}
+	if best == "" {
+		return ModelPrice{}, false
+	}
+	return ModelPrice{Price: prices[best], Model: best, Match: PriceFamily}, true
+}
+
+// PriceNote says how the built-in table prices model when it does not
+// name it exactly: "auto-gemini-2.5 is priced as gemini-2.5-pro (alias)";
+// "" when it names it, or has no price for it.
+func PriceNote(model string) string {
+	p, ok := LookupModelPrice(model)
+	if !ok || p.Match == PriceExact {
+		return ""
+	}
+	return model + " is priced as " + p.Model + " (" + p.Match + ")"
 }
 
 // ArgsModel is the model named in a CLI's arguments (--model X,

@@ -37,6 +37,46 @@ func TestLookupPrice(t *testing.T) {
 	}
 }
 
+// TestLookupModelPrice: a model the table does not name is priced as the
+// nearest version of its family, and says so; one of no known family has
+// no price.
+func TestLookupModelPrice(t *testing.T) {
+	for _, c := range []struct {
+		model, as, match string
+	}{
+		{"claude-opus-4-7", "claude-opus-4-7", PriceExact},
+		{"claude-opus-4-8[1m]", "claude-opus-4-7", PriceFamily}, // Claude Code 2.1.197 with a 1M context
+		{"claude-opus-4-8", "claude-opus-4-7", PriceFamily},
+		{"claude-sonnet-4-7-20261001", "claude-sonnet-4-6", PriceFamily},
+		{"claude-haiku-4-9", "claude-haiku-4-5", PriceFamily},
+		{"claude-3-7-haiku", "claude-3-5-haiku", PriceFamily},
+		{"claude-sonnet-4-5[1m]", "claude-sonnet-4-5", PriceExact},
+		{"gemini-3.8-flash", "gemini-3.5-flash", PriceFamily}, // Gemini CLI 0.61's main model against the mock
+		{"gemini-3.5-flash-lite", "gemini-3.1-flash-lite", PriceFamily},
+		{"gemini-3.1-pro-preview-customtools", "gemini-3.1-pro-preview", PriceFamily},
+		{"gemini-3.2-flash", "gemini-3-flash-preview", PriceFamily},
+		{"gemini-2.7-pro", "gemini-2.5-pro", PriceFamily},
+		{"gemini-3.0-pro", "gemini-3-pro-preview", PriceFamily},
+		{"claude-haiku-4-1", "claude-haiku-4-5", PriceFamily}, // older than any of its family: the oldest known
+		{"gemini-1.5-flash", "", ""},                          // a family is a major version: no Gemini 1 is priced
+		{"auto-gemini-3", "gemini-3-pro-preview", PriceAlias},
+		{"gpt-5.7", "gpt-5.6", PriceFamily},
+		{"gpt-5.4-codex", "gpt-5.3-codex", PriceFamily},
+		{"gpt-5.2-codex-mini", "gpt-5.1-codex-mini", PriceFamily},
+		{"gpt-5.6-sol", "gpt-5.6-sol", PriceExact},
+		{"claude-opus-5-5", "", ""}, // Claude Code 2.1.332's default: no Opus 5 is priced
+		{"gemini-4-ultra", "", ""},
+		{"my-local-model", "", ""},
+	} {
+		t.Run(c.model, func(t *testing.T) {
+			got, ok := LookupModelPrice(c.model)
+			if ok != (c.as != "") || got.Model != c.as || got.Match != c.match || ok && got.Price != prices[c.as] {
+				t.Errorf("LookupModelPrice(%q) = %+v, %v; want %s by %s", c.model, got, ok, c.as, c.match)
+			}
+		})
+	}
+}
+
 func TestArgsModel(t *testing.T) {
 	cases := map[string][]string{
 		"":                 {"--sandbox", "workspace-write"},
@@ -107,5 +147,49 @@ func TestAccumulatedCost(t *testing.T) {
 	r = cost(&Options{CLI: "claude", Price: p}, Event{Kind: EventCost, CostUSD: 0.42, Total: true})
 	if r.CostSource != "reported" || r.CostUSD != 0.42 {
 		t.Errorf("reported: %+v", r)
+	}
+}
+
+// TestTablePriceByModel: a call's tokens are priced by the models that
+// used them, as the CLI reports them (Gemini CLI splits its totals by
+// model), each by the nearest price of its family when the table does not
+// name it, and the result says which; never as the CLI's default model.
+func TestTablePriceByModel(t *testing.T) {
+	t.Parallel()
+	lite, main := Usage{Input: 10, Output: 5}, Usage{Input: 46967, Output: 46, CacheRead: 64, Reasoning: 12}
+	for _, c := range []struct {
+		name     string
+		o        Options
+		evs      []Event
+		cost     float64
+		model    string
+		pricedAs string
+	}{
+		{"gemini split by model", Options{CLI: "gemini"}, []Event{{Kind: EventUsage, Total: true, Usage: lite.add(main), Model: "gemini-3.8-flash",
+			Models: []ModelUsage{{"gemini-3.5-flash-lite", lite}, {"gemini-3.8-flash", main}}}},
+			prices["gemini-3.1-flash-lite"].Cost(lite) + prices["gemini-3.5-flash"].Cost(main), "gemini-3.8-flash",
+			"gemini-3.5-flash-lite as gemini-3.1-flash-lite (family), gemini-3.8-flash as gemini-3.5-flash (family)"},
+		{"exact", Options{CLI: "codex", Args: []string{"--model", "gpt-5.5"}}, []Event{{Kind: EventUsage, Total: true, Usage: main}},
+			prices["gpt-5.5"].Cost(main), "gpt-5.5", ""},
+		{"claude 1m", Options{CLI: "opencode"}, []Event{{Kind: EventSession, SessionID: "s", Model: "claude-opus-4-8[1m]"},
+			{Kind: EventUsage, Total: true, Usage: main}},
+			prices["claude-opus-4-7"].Cost(main), "claude-opus-4-8[1m]", "claude-opus-4-8[1m] as claude-opus-4-7 (family)"},
+		{"unknown model, configured one priced", Options{CLI: "codex", Args: []string{"-m", "gpt-5.5"}},
+			[]Event{{Kind: EventSession, SessionID: "s", Model: "mystery-1"}, {Kind: EventUsage, Total: true, Usage: main}},
+			prices["gpt-5.5"].Cost(main), "mystery-1", "mystery-1 as gpt-5.5 (configured)"},
+		{"nothing priced", Options{CLI: "codex"}, []Event{{Kind: EventSession, SessionID: "s", Model: "mystery-1"},
+			{Kind: EventUsage, Total: true, Usage: main}}, 0, "mystery-1", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := &accumulator{o: &c.o}
+			for _, e := range c.evs {
+				a.add(e)
+			}
+			var r Result
+			a.result(&r)
+			if math.Abs(r.CostUSD-c.cost) > 1e-12 || r.Model != c.model || r.PricedAs != c.pricedAs || (c.cost > 0) != (r.CostSource == "table") {
+				t.Errorf("cost %v (%s), model %q, priced as %q; want %v, %q, %q", r.CostUSD, r.CostSource, r.Model, r.PricedAs, c.cost, c.model, c.pricedAs)
+			}
+		})
 	}
 }

@@ -88,24 +88,18 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	stopped := c.watch(ctx, &o)
 	c.finish()
 	c.wg.Wait()
+	if b.argsDenial != nil && len(acc.denials) == 0 {
+		if d := b.argsDenial(o.Args); d != nil {
+			emit(Event{Kind: EventDenied, Denial: d})
+		}
+	}
 
 	res.Duration = time.Since(start)
 	res.Exit = c.proc.ExitCode()
 	res.Containment = c.proc.Containment()
 	res.Stderr = c.stderr.String()
 	acc.result(&res)
-	if (res.Limit == nil || res.Limit.Reset.IsZero()) && b.limitText != nil && (res.Exit != 0 || res.IsError) {
-		// Only what the CLI said besides its retry notices: a notice of a
-		// 429 followed by a final 400 is that 400. A limit the stream
-		// named without its reset takes the reset standard error gives.
-		if l := b.limitText(c.errText.String(), time.Now()); res.Limit == nil {
-			res.Limit = l
-		} else if l != nil && !l.Reset.IsZero() {
-			with := *res.Limit
-			with.Reset, with.Exact = l.Reset, l.Exact
-			res.Limit = &with
-		}
-	}
+	stderrLimit(b, c.errText.String(), &res)
 	switch {
 	case stopped != "":
 		res.Stopped = stopped
@@ -113,6 +107,23 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		res.Stopped = StoppedUsageLimit
 	}
 	return res, nil
+}
+
+// stderrLimit reads a limit from what a failed call printed on standard
+// error besides its retry notices (a notice of a 429 followed by a final
+// 400 is that 400), when its stream named none, or named one without its
+// reset: that limit then takes the reset standard error gives.
+func stderrLimit(b backend, errText string, res *Result) {
+	if (res.Limit != nil && !res.Limit.Reset.IsZero()) || b.limitText == nil || (res.Exit == 0 && !res.IsError) {
+		return
+	}
+	if l := b.limitText(errText, time.Now()); res.Limit == nil {
+		res.Limit = l
+	} else if l != nil && !l.Reset.IsZero() {
+		with := *res.Limit
+		with.Reset, with.Exact = l.Reset, l.Exact
+		res.Limit = &with
+	}
 }
 
 // lookPathIn finds executables the way the agent's environment will: on
@@ -346,20 +357,48 @@ func (c *call) readErrLines(stderrLine func(line string, emit func(Event)) bool)
 }
 
 // readLines feeds standard output to the parser line by line as it
-// arrives, and writes it, whole, to the output file as it is read.
+// arrives, and writes it, whole, to the output file as it is read. A
+// line is output for the idle clock unless all its parser made of it was
+// progress notices (EventProgress: a heartbeat of a tool still running
+// is no sign of life of the work); bytes of a line not ended yet (a
+// prompt, a spinner, the part of a long line read so far) count as
+// output as they are read.
 func (c *call) readLines() {
-	var r io.Reader = activity{c.stdout, &c.lastOutput}
+	var r io.Reader = c.stdout
 	if c.logs != nil {
 		r = tee{r, c.logs.out}
 	}
 	if bp, ok := c.parser.(blockParser); ok {
-		scanBlocks(r, func(b []byte) { bp.block(b, c.emit) })
+		scanBlocks(activity{r, &c.lastOutput}, func(b []byte) { bp.block(b, c.emit) })
 	} else {
-		scanLines(r, func(line []byte) { c.parser.line(line, c.emit) })
+		l := lineActivity{c: c}
+		emit := l.emit
+		scanLines(unfinishedActivity{r, &c.lastOutput}, func(line []byte) {
+			l.events, l.progress = 0, 0
+			c.parser.line(line, emit)
+			if l.events == 0 || l.progress < l.events {
+				c.lastOutput.Store(time.Now().UnixNano())
+			}
+		})
 	}
 	if e, ok := c.parser.(ender); ok {
 		e.end(c.emit)
 	}
+}
+
+// lineActivity counts the events one line of output made, and how many
+// of them were progress notices.
+type lineActivity struct {
+	c                *call
+	events, progress int
+}
+
+func (l *lineActivity) emit(e Event) {
+	l.events++
+	if e.Kind == EventProgress {
+		l.progress++
+	}
+	l.c.emit(e)
 }
 
 // blockParser is a parser that takes many complete lines at once: a
@@ -443,10 +482,11 @@ func (t tee) Read(p []byte) (int, error) {
 
 // scanLines calls line for each non-empty line of r (without its line
 // ending) as soon as it is complete, and for a last line without a
-// newline. A line longer than MaxLine is cut there (the output file has
-// it whole). It returns at end of input or on a read error (the pipe was
-// closed). It holds at most one line of MaxLine bytes: the buffer of a
-// long line is kept for the next one up to longKeep, and let go beyond.
+// newline. A line longer than MaxLine is cut there (the output
+// file has it whole). It returns at end of input or on a read error (the
+// pipe was closed). It holds at most one line of MaxLine bytes: the
+// buffer of a long line is kept for the next one up to longKeep, and let
+// go beyond.
 func scanLines(r io.Reader, line func([]byte)) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var long []byte
@@ -488,6 +528,22 @@ func trimEOL(b []byte) []byte {
 		b = b[:n-1]
 	}
 	return b
+}
+
+// unfinishedActivity is a reader that notes when it read bytes that end
+// without a newline: a line not complete yet, which the line reader will
+// judge only once it ends.
+type unfinishedActivity struct {
+	r    io.Reader
+	last *atomic.Int64
+}
+
+func (a unfinishedActivity) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 && p[n-1] != '\n' {
+		a.last.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 // activity is a reader that notes when it last read a byte.

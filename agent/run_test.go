@@ -387,3 +387,54 @@ func TestRunStartFailureNamesTheFix(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestIdleTimeoutIgnoresProgress: a claude stand-in that prints nothing
+// but Claude Code 2.1.332's tool_progress heartbeat, every 50 ms, while
+// its tool hangs, is stopped by the idle timeout: a heartbeat is no
+// output. The same stand-in printing assistant text instead runs to its
+// end. (Before, every heartbeat reset the idle clock: a hung `sleep 300`
+// under Claude Code ran into the 30-minute call timeout.)
+func TestIdleTimeoutIgnoresProgress(t *testing.T) {
+	t.Parallel()
+	progress := `{"type":"tool_progress","tool_use_id":"toolu_1-heartbeat-0","tool_name":"Bash","parent_tool_use_id":"toolu_1","elapsed_time_seconds":30,"heartbeat":true,"session_id":"s1","uuid":"u1"}`
+	text := `{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"still working"}]},"session_id":"s1"}`
+	for _, tc := range []struct {
+		name, line string
+		want       string
+	}{
+		{"progress", "echo '" + progress + "'", StoppedIdleTimeout},
+		{"keep-alive", `echo '{"type":"keep_alive"}'`, StoppedIdleTimeout},
+		{"text", "echo '" + text + "'", ""},
+		// Bytes of a line not ended yet (a spinner, a prompt) are output
+		// as they come, as OpenCode's first bytes are.
+		{"unended line", "printf .", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			script := filepath.Join(t.TempDir(), "claude")
+			body := "#!/bin/sh\ncat >/dev/null\n" +
+				`echo '{"type":"assistant","message":{"id":"m0","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 300"}}]},"session_id":"s1"}'` + "\n" +
+				"i=0\nwhile [ $i -lt 60 ]; do " + tc.line + "; sleep 0.05; i=$((i+1)); done\n"
+			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var progress int
+			res, err := Run(context.Background(), Options{CLI: "claude", Dir: t.TempDir(), Timeout: time.Minute, IdleTimeout: 800 * time.Millisecond,
+				LookPath: func(string) (string, error) { return script, nil },
+				OnEvent: func(e Event) {
+					if e.Kind == EventProgress {
+						progress++
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stopped != tc.want {
+				t.Errorf("stopped %q after %s, want %q", res.Stopped, res.Duration, tc.want)
+			}
+			if tc.name == "progress" && progress == 0 {
+				t.Errorf("no progress event")
+			}
+		})
+	}
+}

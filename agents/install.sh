@@ -57,18 +57,43 @@ else
 fi
 
 (cd "$tmp" && PATH="$tmp/bin:$PATH" npm install --ignore-scripts --no-audit --no-fund >&2)
+
+# Each dependency of package.json is one CLI at one version: the newest of
+# each under its own package name, a previous pin under an alias
+# (claude-code-2.1.197). Its binaries are linked as NAME-VERSION (claude-2.1.197)
+# and, for the one under its own name, as NAME too, so bin/ holds claude,
+# claude-2.1.197, claude-2.1.332, codex, codex-0.169.0, … and the
+# conformance tests run every version they find there.
 # Scripts are off (node-pty and keytar would want a compiler, and Gemini CLI
 # runs headless without them); Claude Code and OpenCode link their native
 # binaries in a postinstall of plain node, run here by name.
-(cd "$tmp/node_modules/@anthropic-ai/claude-code" && "$tmp/bin/node" install.cjs >&2)
-(cd "$tmp/node_modules/opencode-ai" && "$tmp/bin/node" postinstall.mjs >&2)
+deps="$(cd "$tmp" && "$tmp/bin/node" -e '
+	const path = require("path");
+	const deps = require("./package.json").dependencies;
+	for (const dep of Object.keys(deps)) {
+		const dir = path.join("node_modules", dep);
+		const pkg = require("./" + path.join(dir, "package.json"));
+		const bins = typeof pkg.bin === "string" ? {[pkg.name.split("/").pop()]: pkg.bin} : (pkg.bin || {});
+		for (const [name, rel] of Object.entries(bins)) {
+			console.log([dep === pkg.name ? "newest" : "alias", dir, pkg.name, pkg.version, name, path.join(dir, rel)].join(" "));
+		}
+	}')"
+while read -r which pkgdir name version bin file; do
+	case "$name" in
+	@anthropic-ai/claude-code) (cd "$tmp/$pkgdir" && "$tmp/bin/node" install.cjs >&2) ;;
+	opencode-ai) (cd "$tmp/$pkgdir" && "$tmp/bin/node" postinstall.mjs >&2) ;;
+	esac
+	ln -s "../$file" "$tmp/bin/$bin-$version"
+	if [ "$which" = newest ]; then
+		ln -s "../$file" "$tmp/bin/$bin"
+	fi
+done <<<"$deps"
 
 for cli in claude codex gemini opencode; do
-	if [ ! -e "$tmp/node_modules/.bin/$cli" ]; then
+	if [ ! -e "$tmp/bin/$cli" ]; then
 		say "npm installed no $cli; see the output above"
 		exit 1
 	fi
-	ln -s "../node_modules/.bin/$cli" "$tmp/bin/$cli"
 done
 # The node link must keep working after the move below.
 if [ -d "$tmp/node" ]; then

@@ -28,6 +28,10 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		if a.Retry != nil {
 			fmt.Fprintf(p.w, "%s~ %s\n", prefix, agent.RetryLine(*a.Retry))
 		}
+	case agent.EventProgress:
+		if a.Text != "" { // a bare heartbeat says nothing
+			fmt.Fprintf(p.w, "%s… %s\n", prefix, oneLineText(a.Text))
+		}
 	case agent.EventToolResult:
 		if a.IsError {
 			fmt.Fprintf(p.w, "%s! %s\n", prefix, oneLineText(a.Text))

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
 )
 
 // printed is what the headless printer writes for events, as text or --json.
@@ -61,5 +63,40 @@ func TestPrinterWaitAcrossMidnightShowsTheDate(t *testing.T) {
 	}
 	if !strings.Contains(text, "waiting until 22:00:00: agent usage-limit") {
 		t.Errorf("a wait that ends today shows the time only:\n%s", text)
+	}
+}
+
+// A tool's progress notice is a short line ("agent … Bash running for
+// 30s"), never raw JSON; a bare heartbeat prints nothing.
+func TestPrinterProgressLine(t *testing.T) {
+	now := time.Date(2026, 11, 25, 21, 0, 0, 0, time.Local)
+	ev := func(text string) loop.Event {
+		return loop.Event{Kind: loop.EventAgent, Time: now, Iteration: 2,
+			Agent: &agent.Event{Kind: agent.EventProgress, Tool: "Bash", ToolID: "toolu_1", Text: text}}
+	}
+	if got, want := printed(t, false, ev("Bash running for 30s"), ev("")), "21:00:00 it 2   agent … Bash running for 30s\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+}
+
+// The run's first line says how the table prices the agent's model when
+// it does not name it; an agent call priced by a model's family says so
+// on its line.
+func TestPrinterPriceNotes(t *testing.T) {
+	now := time.Date(2026, 11, 25, 21, 0, 0, 0, time.Local)
+	var out bytes.Buffer
+	p := newPrinter(&out, false)
+	p.priceNote = agent.PriceNote("claude-opus-4-8[1m]")
+	p.print(&loop.Event{Kind: loop.EventAction, Time: now, Action: &ledger.Action{Seq: 1, Type: ledger.RunStarted, FunctionName: "Fix it", Success: true}})
+	p.print(&loop.Event{Kind: loop.EventAction, Time: now, Iteration: 1, Action: &ledger.Action{Seq: 9, Type: ledger.CapabilityCall,
+		FunctionName: "agent.run", Success: true, Metadata: map[string]rtfs.Value{
+			"priced_as": rtfs.String("gemini-3.8-flash as gemini-3.5-flash (family)")}}})
+	for _, want := range []string{
+		"#1 RunStarted Fix it ok (agent tokens: claude-opus-4-8[1m] is priced as claude-opus-4-7 (family))\n",
+		"#9 CapabilityCall agent.run ok (priced gemini-3.8-flash as gemini-3.5-flash (family))\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printed\n%s\nwant %q", out.String(), want)
+		}
 	}
 }

@@ -157,6 +157,9 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	p := newPrinter(cmd.OutOrStdout(), f.asJSON)
 	p.verbose, p.brief, p.tally = f.verbose, f.brief, newIterationTally(opts.Conditions, opts.Config)
+	if c := opts.Config; c != nil && c.Agent != nil && c.Model.Provider == "agent" && c.Agent.Price == nil {
+		p.priceNote = agent.PriceNote(c.AgentModel(c.Agent.CLI))
+	}
 	followCtx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFollowing()
 	printed := p.follow(followCtx, runner.Events().Subscribe(followCtx, st.Head().Seq+1))
@@ -283,6 +286,11 @@ type printer struct {
 	verbose bool            // also print each stop-condition result
 	brief   bool            // print only each iteration's brief line
 	tally   *iterationTally // for the brief line after each evaluation; nil: none
+	// priceNote says, on the run's first line, how the built-in table
+	// prices the agent's configured model when it does not name it
+	// ("auto-gemini-2.5 is priced as gemini-2.5-pro (alias)"); "": exactly
+	// or not at all.
+	priceNote string
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer {
@@ -351,7 +359,7 @@ func (p *printer) write(e *loop.Event) {
 	switch e.Kind {
 	case loop.EventAction:
 		if !p.brief {
-			fmt.Fprintf(p.w, "%s it %-3d %s\n", at, e.Iteration, ledger.Summary(e.Action))
+			fmt.Fprintf(p.w, "%s it %-3d %s%s\n", at, e.Iteration, ledger.Summary(e.Action), p.priceOf(e.Action))
 		}
 		if p.tally == nil {
 			return
@@ -386,6 +394,21 @@ func (p *printer) write(e *loop.Event) {
 			fmt.Fprintf(p.w, "           %-24s %-7s %3d  %-9s %-12s %s\n", r.Name, r.Class, r.Priority, state, r.Detail, r.Reason)
 		}
 	}
+}
+
+// priceOf is what the line of action a says of the agent's prices: on the
+// run's first line (RunStarted) how the table prices the configured model
+// when it does not name it; on an agent call priced by the table, each
+// model it did not name ("priced gemini-3.8-flash as gemini-3.5-flash
+// (family)"); "" otherwise.
+func (p *printer) priceOf(a *ledger.Action) string {
+	switch {
+	case a.Type == ledger.RunStarted && p.priceNote != "":
+		return " (agent tokens: " + p.priceNote + ")"
+	case a.Type == ledger.CapabilityCall && a.Metadata["priced_as"].Str() != "":
+		return " (priced " + a.Metadata["priced_as"].Str() + ")"
+	}
+	return ""
 }
 
 func (p *printer) summary(out *loop.Outcome) error {

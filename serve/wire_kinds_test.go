@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func TestEveryEventKindCrossesTheWire(t *testing.T) {
 	for _, e := range []loop.Event{
 		{Kind: loop.EventDelay, Until: until, Text: "[loop].delay 5s before iteration 2", Iteration: 1},
 		{Kind: loop.EventAgent, Agent: &agent.Event{Kind: agent.EventToolUse, Tool: "Bash", Input: "go test ./..."}, CallID: "call-1"},
+		{Kind: loop.EventAgent, Agent: &agent.Event{Kind: agent.EventProgress, Tool: "Bash", ToolID: "toolu_1", Text: "Bash running for 30s"}},
 		{Kind: loop.EventWait, Until: until, Text: "usage limit"},
 	} {
 		b, err := json.Marshal(toWire(&e))
@@ -28,7 +30,7 @@ func TestEveryEventKindCrossesTheWire(t *testing.T) {
 			t.Fatalf("%s: %v", e.Kind, err)
 		}
 		if got.Kind != e.Kind || !got.Until.Equal(e.Until) || got.Text != e.Text || got.CallID != e.CallID ||
-			(e.Agent != nil && (got.Agent == nil || *got.Agent != *e.Agent)) {
+			(e.Agent != nil && (got.Agent == nil || !reflect.DeepEqual(*got.Agent, *e.Agent))) {
 			t.Errorf("%s came back as %+v", e.Kind, got)
 		}
 	}

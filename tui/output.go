@@ -62,7 +62,8 @@ const (
 	outToolErr
 	outError
 	outRaw
-	outRetry // a retry notice of the CLI: it is alive and waiting
+	outRetry    // a retry notice of the CLI: it is alive and waiting
+	outProgress // a tool still running ("Bash running for 30s"); the next notice replaces it
 )
 
 type outLine struct {
@@ -155,7 +156,25 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		if e.Retry != nil {
 			p.line(outRetry, agent.RetryLine(*e.Retry))
 		}
+	case agent.EventProgress:
+		p.progress(e.Text)
 	}
+}
+
+// progress shows a progress notice: it replaces the one before it when
+// nothing came between, so a tool that runs for an hour is one line.
+func (p *outputPane) progress(s string) {
+	c := p.call
+	if s == "" {
+		return
+	}
+	if n := len(c.lines); n > 0 && c.lines[n-1].kind == outProgress {
+		l := &c.lines[n-1]
+		l.text = s
+		l.ver++
+		return
+	}
+	p.line(outProgress, s)
 }
 
 // text appends streamed text: a chunk continues the open line, and each
@@ -319,6 +338,8 @@ func (p *outputPane) drawLine(l *outLine, w int) []string {
 		style = st.dim
 	case outRetry:
 		prefix, style = "~ ", st.warn
+	case outProgress:
+		prefix, style = "… ", st.dim
 	}
 	wrapped := wrap(prefix+l.text, max(1, w))
 	if len(wrapped) == 0 {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,10 +19,6 @@ import (
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/internal/mockmodel"
 )
-
-// codexVersion is the codex-cli agents/package.json pins; transcripts are
-// named with it.
-const codexVersion = "0.169.0"
 
 // codexModel is a model whose tools codex 0.169 offers as exec_command and
 // apply_patch (its default model composes tools in JavaScript instead).
@@ -33,19 +30,19 @@ const codexKey = "sk-mock-codex"
 // returns the environment that points codex at it: a CODEX_HOME with a
 // config.toml naming the mock as the model provider (the API key in
 // MOCK_OPENAI_KEY), with analytics, feedback and update checks off.
-func codexMock(t *testing.T, script string, extra ...string) (*mockmodel.OpenAI, []string) {
+func codexMock(t *testing.T, v, script string, extra ...string) (*mockmodel.OpenAI, []string) {
 	t.Helper()
-	return codexMockModel(t, script, codexModel, extra...)
+	return codexMockModel(t, v, script, codexModel, extra...)
 }
 
 // codexMockModel is codexMock with model in the config ("": codex's
-// default model).
-func codexMockModel(t *testing.T, script, model string, extra ...string) (*mockmodel.OpenAI, []string) {
+// default model). The codex on its PATH is version v.
+func codexMockModel(t *testing.T, v, script, model string, extra ...string) (*mockmodel.OpenAI, []string) {
 	t.Helper()
 	m := &mockmodel.OpenAI{Script: script, Logf: t.Logf, APIKey: codexKey}
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
-	e := env(t, extra...)
+	e := env(t, append(slices.Clone(extra), pathWith(t, "codex", v))...)
 	home := ""
 	for _, kv := range e {
 		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
@@ -131,53 +128,52 @@ var codexCases = []codexCase{
 
 // TestCodexRecord runs the real codex on each case as ralph does and
 // writes what it printed to agent/testdata/real/codex-<version>-<case>.jsonl
-// (and .stderr): the parsers' fixtures. Only with RALPH_RECORD=1.
+// (and .stderr): the parsers' fixtures, for every installed version or
+// only RALPH_RECORD_VERSION. Only with RALPH_RECORD=1.
 func TestCodexRecord(t *testing.T) {
 	if os.Getenv("RALPH_RECORD") != "1" {
 		t.Skip("set RALPH_RECORD=1 to re-record the codex transcripts")
 	}
-	codex := needCLI(t, "codex")
-	checkCodexVersion(t, codex)
-	out := filepath.Join("..", "testdata", "real")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range codexCases {
-		t.Run(c.name, func(t *testing.T) {
-			if only := os.Getenv("RALPH_RECORD_CASE"); only != "" && only != c.name {
-				t.Skip("not", only)
-			}
-			model := codexModel
-			if c.defaultModel {
-				model = ""
-			}
-			_, e := codexMockModel(t, "fix", model, c.env...)
-			dir := goProject(t)
-			var args []string
-			if c.perms {
-				args = agent.PermissionsFor("codex", []string{"go", "test", "./..."}, false).Args
-			}
-			stdout, stderr := runCodex(t, codexArgv(codex, args), dir, e, c.prompt, c.limit, c.kill)
-			base := filepath.Join(out, "codex-"+codexVersion+"-"+c.name)
-			if err := os.WriteFile(base+".jsonl", stdout, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(base+".stderr", stderr, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: %d bytes of output, %d of standard error", base, len(stdout), len(stderr))
-		})
+	for _, v := range versions("codex") {
+		if only := os.Getenv("RALPH_RECORD_VERSION"); only != "" && only != v {
+			continue
+		}
+		codex := cliAt(t, "codex", v)
+		checkCodexVersion(t, codex, v)
+		for _, c := range codexCases {
+			t.Run(v+"/"+c.name, func(t *testing.T) {
+				if only := os.Getenv("RALPH_RECORD_CASE"); only != "" && only != c.name {
+					t.Skip("not", only)
+				}
+				model := codexModel
+				if c.defaultModel {
+					model = ""
+				}
+				_, e := codexMockModel(t, v, "fix", model, c.env...)
+				var args []string
+				if c.perms {
+					args = agent.PermissionsFor("codex", []string{"go", "test", "./..."}, false).Args
+				}
+				stdout, stderr := runCodex(t, codexArgv(codex, args), goProject(t), e, c.prompt, c.limit, c.kill)
+				name := "codex-" + v + "-" + c.name
+				writeTranscript(t, name, ".jsonl", string(stdout), string(stderr))
+				if len(stderr) == 0 { // every codex transcript has its .stderr, empty or not
+					_ = os.WriteFile(filepath.Join("..", "testdata", "real", name+".stderr"), nil, 0o644)
+				}
+			})
+		}
 	}
 }
 
-func checkCodexVersion(t *testing.T, codex string) {
+// checkCodexVersion fails unless codex says it is version v.
+func checkCodexVersion(t *testing.T, codex, v string) {
 	t.Helper()
-	v, err := exec.Command(codex, "--version").Output()
+	out, err := exec.Command(codex, "--version").Output()
 	if err != nil {
 		t.Fatalf("codex --version: %v", err)
 	}
-	if got := strings.TrimSpace(string(v)); got != "codex-cli "+codexVersion {
-		t.Fatalf("codex --version says %q; the transcripts are of %s (agents/package.json)", got, codexVersion)
+	if got := strings.TrimSpace(string(out)); got != "codex-cli "+v {
+		t.Fatalf("codex --version says %q; the transcripts are of %s (agents/package.json)", got, v)
 	}
 }
 
@@ -256,132 +252,137 @@ func editToml(t *testing.T, dir string, oldNew ...string) {
 // TestCodexInitRunDone: the loop `ralph init --agent codex` writes, used as
 // written, fixes the project with the real codex and ends done.
 func TestCodexInitRunDone(t *testing.T) {
-	needCLI(t, "codex")
-	m, e := codexMock(t, "fix")
-	dir := codexLoop(t, e, "")
-	toml, _ := os.ReadFile(filepath.Join(dir, "ralph.toml"))
-	if !strings.Contains(string(toml), `"--sandbox", "workspace-write"`) {
-		t.Errorf("ralph.toml does not give codex --sandbox workspace-write in [agent] args:\n%s", toml)
-	}
-	r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
-	if r.code != 0 {
-		t.Fatalf("ralph run: %s", r)
-	}
-	calc, _ := os.ReadFile(filepath.Join(dir, "calc.go"))
-	if !strings.Contains(string(calc), "return a + b") {
-		t.Errorf("calc.go was not fixed:\n%s\n%s", calc, r)
-	}
-	if m.Requests() < 4 {
-		t.Errorf("the mock served %d requests; the fix script takes 4", m.Requests())
-	}
-	verifyChain(t, dir, e)
+	eachVersion(t, "codex", func(t *testing.T, v string) {
+		m, e := codexMock(t, v, "fix")
+		dir := codexLoop(t, e, "")
+		toml, _ := os.ReadFile(filepath.Join(dir, "ralph.toml"))
+		if !strings.Contains(string(toml), `"--sandbox", "workspace-write"`) {
+			t.Errorf("ralph.toml does not give codex --sandbox workspace-write in [agent] args:\n%s", toml)
+		}
+		r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+		if r.code != 0 {
+			t.Fatalf("ralph run: %s", r)
+		}
+		calc, _ := os.ReadFile(filepath.Join(dir, "calc.go"))
+		if !strings.Contains(string(calc), "return a + b") {
+			t.Errorf("calc.go was not fixed:\n%s\n%s", calc, r)
+		}
+		if m.Requests() < 4 {
+			t.Errorf("the mock served %d requests; the fix script takes 4", m.Requests())
+		}
+		verifyChain(t, dir, e)
+	})
 }
 
 // TestCodexDenied: without init's permission args, codex's read-only
 // sandbox rejects the patch; the run stops after that first iteration,
 // with reason "permission denied", exit 1.
 func TestCodexDenied(t *testing.T) {
-	needCLI(t, "codex")
-	_, e := codexMock(t, "denied")
-	dir := codexLoop(t, e, "")
-	// init's permission args removed (a loop written before init knew them).
-	p := filepath.Join(dir, "ralph.toml")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Only the permission flags go: the --model init names stays, so that
-	// the run's max_cost can still fire.
-	b = regexp.MustCompile(`"--sandbox", "workspace-write", `).ReplaceAll(b, nil)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
-	t.Logf("ralph run without permissions: %s", r)
-	if r.code != 1 {
-		t.Errorf("ralph run without permissions: want exit 1, got %s", r)
-	}
-	if !strings.Contains(r.stdout+r.stderr, "permission denied") {
-		t.Errorf("ralph run without permissions does not say \"permission denied\":\n%s", r)
-	}
-	if n := strings.Count(r.stdout+r.stderr, "iteration 2"); n > 0 {
-		t.Errorf("the run went on past the first iteration:\n%s", r)
-	}
-	verifyChain(t, dir, e)
+	eachVersion(t, "codex", func(t *testing.T, v string) {
+		_, e := codexMock(t, v, "denied")
+		dir := codexLoop(t, e, "")
+		// init's permission args removed (a loop written before init knew them).
+		p := filepath.Join(dir, "ralph.toml")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only the permission flags go: the --model init names stays, so that
+		// the run's max_cost can still fire.
+		b = regexp.MustCompile(`"--sandbox", "workspace-write", `).ReplaceAll(b, nil)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+		t.Logf("ralph run without permissions: %s", r)
+		if r.code != 1 {
+			t.Errorf("ralph run without permissions: want exit 1, got %s", r)
+		}
+		if !strings.Contains(r.stdout+r.stderr, "permission denied") {
+			t.Errorf("ralph run without permissions does not say \"permission denied\":\n%s", r)
+		}
+		if n := strings.Count(r.stdout+r.stderr, "iteration 2"); n > 0 {
+			t.Errorf("the run went on past the first iteration:\n%s", r)
+		}
+		verifyChain(t, dir, e)
+	})
 }
 
 // TestCodexLimit: a usage limit whose exact reset is 3 s ahead: ralph
 // waits for it, then goes on and ends done.
 func TestCodexLimit(t *testing.T) {
-	needCLI(t, "codex")
-	_, e := codexMock(t, "fix")
-	dir := codexLoop(t, e, "mock:limit reset=3")
-	start := time.Now()
-	r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
-	if r.code != 0 {
-		t.Fatalf("ralph run after a usage limit: %s", r)
-	}
-	if !strings.Contains(r.stdout+r.stderr, "limit") {
-		t.Errorf("the run does not mention the limit:\n%s", r)
-	}
-	if d := time.Since(start); d < 3*time.Second {
-		t.Errorf("the run took %s: it did not wait for the reset", d)
-	}
-	verifyChain(t, dir, e)
+	eachVersion(t, "codex", func(t *testing.T, v string) {
+		_, e := codexMock(t, v, "fix")
+		dir := codexLoop(t, e, "mock:limit reset=3")
+		start := time.Now()
+		r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+		if r.code != 0 {
+			t.Fatalf("ralph run after a usage limit: %s", r)
+		}
+		if !strings.Contains(r.stdout+r.stderr, "limit") {
+			t.Errorf("the run does not mention the limit:\n%s", r)
+		}
+		if d := time.Since(start); d < 3*time.Second {
+			t.Errorf("the run took %s: it did not wait for the reset", d)
+		}
+		verifyChain(t, dir, e)
+	})
 }
 
 // TestCodexRetry: transient errors (429, 503 overloaded) that codex
 // retries past end done; a 429 followed by a 400 is that 400, not a limit.
 func TestCodexRetry(t *testing.T) {
-	needCLI(t, "codex")
-	for _, status := range []int{429, 503} {
-		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			_, e := codexMock(t, "fix")
-			dir := codexLoop(t, e, fmt.Sprintf("mock:retry status=%d n=1", status))
-			r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
-			if r.code != 0 {
-				t.Fatalf("ralph run with one transient %d: %s", status, r)
+	newestOnly(t, "codex", func(t *testing.T, v string) {
+		for _, status := range []int{429, 503} {
+			t.Run(strconv.Itoa(status), func(t *testing.T) {
+				_, e := codexMock(t, v, "fix")
+				dir := codexLoop(t, e, fmt.Sprintf("mock:retry status=%d n=1", status))
+				r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+				if r.code != 0 {
+					t.Fatalf("ralph run with one transient %d: %s", status, r)
+				}
+				// codex announces a 429 retry ("Reconnecting... 1/2 (… 429 …)");
+				// a 503 server_is_overloaded it retries without a word.
+				if status == 429 && !strings.Contains(r.stdout+r.stderr, "retrying after 429") {
+					t.Errorf("the retry was not shown:\n%s", r)
+				}
+				verifyChain(t, dir, e)
+			})
+		}
+		t.Run("429-then-400", func(t *testing.T) {
+			_, e := codexMock(t, v, "fix")
+			dir := codexLoop(t, e, "mock:retry status=429 n=1 then=400")
+			editToml(t, dir, `(?m)^count = 3 `, `count = 1 `)
+			start := time.Now()
+			r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+			if r.code == 0 {
+				t.Fatalf("ralph run whose agent fails with a 400 ended done: %s", r)
 			}
-			// codex announces a 429 retry ("Reconnecting... 1/2 (… 429 …)");
-			// a 503 server_is_overloaded it retries without a word.
-			if status == 429 && !strings.Contains(r.stdout+r.stderr, "retrying after 429") {
-				t.Errorf("the retry was not shown:\n%s", r)
+			if strings.Contains(r.stdout+r.stderr, "waiting until") || time.Since(start) > 50*time.Second {
+				t.Errorf("a 429 notice followed by a 400 was taken for a limit:\n%s", r)
 			}
 			verifyChain(t, dir, e)
 		})
-	}
-	t.Run("429-then-400", func(t *testing.T) {
-		_, e := codexMock(t, "fix")
-		dir := codexLoop(t, e, "mock:retry status=429 n=1 then=400")
-		editToml(t, dir, `(?m)^count = 3 `, `count = 1 `)
-		start := time.Now()
-		r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
-		if r.code == 0 {
-			t.Fatalf("ralph run whose agent fails with a 400 ended done: %s", r)
-		}
-		if strings.Contains(r.stdout+r.stderr, "waiting until") || time.Since(start) > 50*time.Second {
-			t.Errorf("a 429 notice followed by a 400 was taken for a limit:\n%s", r)
-		}
-		verifyChain(t, dir, e)
 	})
 }
 
 // TestCodexHang: a stream that goes silent is killed by the idle timeout
 // and recorded as idle-timeout.
 func TestCodexHang(t *testing.T) {
-	needCLI(t, "codex")
-	_, e := codexMock(t, "fix")
-	dir := codexLoop(t, e, "mock:hang")
-	editToml(t, dir, `(?m)^idle_timeout = "5m"`, `idle_timeout = "4s"`, `(?m)^max = 20$`, `max = 1`)
-	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
-	if !strings.Contains(r.stdout, "codex printed nothing for 4s") {
-		t.Errorf("the hung call was not killed by the idle timeout:\n%s", r)
-	}
-	chain := ralph(t, dir, e, time.Minute, "chain", "show", "--json")
-	if chain.code != 0 || !strings.Contains(chain.stdout, `idle-timeout`) {
-		t.Errorf("the chain does not record the call as idle-timeout:\n%s", chain)
-	}
-	verifyChain(t, dir, e)
+	newestOnly(t, "codex", func(t *testing.T, v string) {
+		_, e := codexMock(t, v, "fix")
+		dir := codexLoop(t, e, "mock:hang")
+		editToml(t, dir, `(?m)^idle_timeout = "5m"`, `idle_timeout = "4s"`, `(?m)^max = 20$`, `max = 1`)
+		r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+		if !strings.Contains(r.stdout, "codex printed nothing for 4s") {
+			t.Errorf("the hung call was not killed by the idle timeout:\n%s", r)
+		}
+		chain := ralph(t, dir, e, time.Minute, "chain", "show", "--json")
+		if chain.code != 0 || !strings.Contains(chain.stdout, `idle-timeout`) {
+			t.Errorf("the chain does not record the call as idle-timeout:\n%s", chain)
+		}
+		verifyChain(t, dir, e)
+	})
 }
 
 // TestCodexContainment: kill -9 of ralph while codex's shell tool runs
@@ -391,28 +392,29 @@ func TestCodexHang(t *testing.T) {
 // parent) holds them; with --full-access there is no sandbox and only
 // ralph's containment does.
 func TestCodexContainment(t *testing.T) {
-	needCLI(t, "codex")
-	for _, tc := range []struct {
-		name string
-		init []string
-	}{
-		{"sandbox", nil},
-		{"full-access", []string{"--full-access"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, e := codexMock(t, "fix")
-			dir := goProject(t)
-			if r := ralph(t, dir, e, 30*time.Second, append([]string{"init", "--agent", "codex"}, tc.init...)...); r.code != 0 {
-				t.Fatalf("ralph init: %s", r)
-			}
-			p := filepath.Join(dir, "PROMPT.md")
-			b, _ := os.ReadFile(p)
-			if err := os.WriteFile(p, append(b, "\nmock:sleep\n"...), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			killRalphDuringSleep(t, dir, e)
-		})
-	}
+	newestOnly(t, "codex", func(t *testing.T, v string) {
+		for _, tc := range []struct {
+			name string
+			init []string
+		}{
+			{"sandbox", nil},
+			{"full-access", []string{"--full-access"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, e := codexMock(t, v, "fix")
+				dir := goProject(t)
+				if r := ralph(t, dir, e, 30*time.Second, append([]string{"init", "--agent", "codex"}, tc.init...)...); r.code != 0 {
+					t.Fatalf("ralph init: %s", r)
+				}
+				p := filepath.Join(dir, "PROMPT.md")
+				b, _ := os.ReadFile(p)
+				if err := os.WriteFile(p, append(b, "\nmock:sleep\n"...), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				killRalphDuringSleep(t, dir, e)
+			})
+		}
+	})
 }
 
 func killRalphDuringSleep(t *testing.T, dir string, e []string) {

@@ -155,6 +155,14 @@ func TestGeminiTranscripts(t *testing.T) {
 					t.Errorf("denied: exit %d, calc.go fixed %v", code, fixed(t, dir))
 				}
 			}},
+		// --approval-mode plan: read-only planning; the edit is refused by
+		// the plan policy.
+		{name: "denied-plan", turns: mockmodel.GeminiFix("go test ./..."), args: []string{"--skip-trust", "--approval-mode", "plan"},
+			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
+				if fixed(t, dir) || !bytes.Contains(out, []byte(`Plan Mode`)) {
+					t.Errorf("denied-plan: exit %d, calc.go fixed %v", code, fixed(t, dir))
+				}
+			}},
 		{name: "untrusted", turns: mockmodel.GeminiFix("go test ./..."),
 			check: func(t *testing.T, dir string, out, errOut []byte, code int) {
 				if code == 0 || !bytes.Contains(errOut, []byte("trusted")) {
@@ -364,23 +372,38 @@ func TestGeminiInitWorks(t *testing.T) {
 func TestGeminiDeniedStops(t *testing.T) {
 	needCLI(t, "gemini")
 	t.Parallel()
-	g, url := geminiMock(t, mockmodel.GeminiFix("go test ./..."))
-	e := geminiEnv(t, url)
-	dir, toml := geminiInit(t, e)
-	geminiWriteToml(t, dir, geminiSetAgentArgs(t, toml, []string{"--skip-trust"}))
-	r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
-	out := r.stdout + r.stderr
-	if r.code != 1 || !strings.Contains(out, "permission denied") {
-		t.Errorf("want exit 1 with reason permission denied:\n%s", r)
+	for _, tc := range []struct {
+		name string
+		args []string
+		fix  string // what the run's reason says to do
+	}{
+		// The edit tools are left out of the tool list: `Tool "replace" not found`.
+		{"default", []string{"--skip-trust"}, "add --approval-mode auto_edit to [agent] args"},
+		// Plan mode: "Tool execution denied by policy. You are in Plan Mode and
+		// cannot modify source code. …" (policy_violation).
+		{"plan", []string{"--skip-trust", "--approval-mode", "plan"}, "replace --approval-mode plan with --approval-mode auto_edit in [agent] args"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g, url := geminiMock(t, mockmodel.GeminiFix("go test ./..."))
+			e := geminiEnv(t, url)
+			dir, toml := geminiInit(t, e)
+			geminiWriteToml(t, dir, geminiSetAgentArgs(t, toml, tc.args))
+			r := ralph(t, dir, e, 2*time.Minute, "run", "--no-tui")
+			out := r.stdout + r.stderr
+			if r.code != 1 || !strings.Contains(out, "permission denied") || !strings.Contains(out, tc.fix) {
+				t.Errorf("want exit 1 with reason permission denied and %q:\n%s", tc.fix, r)
+			}
+			if !strings.Contains(out, "replace") || !strings.Contains(out, "calc.go") {
+				t.Errorf("the denial does not name the tool and path:\n%s", r)
+			}
+			if n := g.Attempts(0); n != 1 {
+				t.Errorf("%d iterations ran; the run must stop after the first", n)
+			}
+			t.Logf("%s", r)
+			verifyChain(t, dir, e)
+		})
 	}
-	if !strings.Contains(out, "replace") || !strings.Contains(out, "calc.go") {
-		t.Errorf("the denial does not name the tool and path:\n%s", r)
-	}
-	if n := g.Attempts(0); n != 1 {
-		t.Errorf("%d iterations ran; the run must stop after the first", n)
-	}
-	t.Logf("%s", r)
-	verifyChain(t, dir, e)
 }
 
 // TestGeminiLimitWaits: a spent daily quota whose reset is 2 s ahead: the

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,20 +74,119 @@ func needCLI(t *testing.T, cli string) string {
 	return p
 }
 
+// versions are the versions of cli that agents/install.sh installed
+// (it links each as bin/CLI-VERSION), oldest first; none when the CLIs are
+// not installed.
+func versions(cli string) []string {
+	links, _ := filepath.Glob(filepath.Join(agentsBin, cli+"-*"))
+	var vs []string
+	for _, l := range links {
+		v := strings.TrimPrefix(filepath.Base(l), cli+"-")
+		if v != "" && v[0] >= '0' && v[0] <= '9' {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, compareVersions)
+	return vs
+}
+
+// compareVersions orders dotted versions by their numbers ("2.1.197" <
+// "2.1.332").
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i]) // a part that is no number counts as 0
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x - y
+		}
+	}
+	return len(as) - len(bs)
+}
+
+// newest is the newest installed version of cli, the one bin/CLI runs.
+func newest(cli string) string {
+	vs := versions(cli)
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[len(vs)-1]
+}
+
+// eachVersion runs f as a parallel subtest, named by the version, for
+// every installed version of cli (agents/package.json pins the newest and
+// the previous ones), so that each conformance test holds for all of them.
+func eachVersion(t *testing.T, cli string, f func(t *testing.T, v string)) {
+	t.Helper()
+	needCLI(t, cli)
+	vs := versions(cli)
+	if len(vs) == 0 {
+		t.Fatalf("no %s-VERSION in RALPH_AGENTS_BIN %s: agents/install.sh links each pinned version so", cli, agentsBin)
+	}
+	for _, v := range vs {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			f(t, v)
+		})
+	}
+}
+
+// newestOnly is eachVersion for the newest version alone: the tests of
+// what ralph does around any CLI (containment, floods, a big prompt, the
+// bypass flag) run on the newest, so that make test-agents stays within
+// its time on two cores; those of what the CLI prints run on every pin.
+func newestOnly(t *testing.T, cli string, f func(t *testing.T, v string)) {
+	t.Helper()
+	needCLI(t, cli)
+	v := newest(cli)
+	if v == "" {
+		t.Fatalf("no %s-VERSION in RALPH_AGENTS_BIN %s: agents/install.sh links each pinned version so", cli, agentsBin)
+	}
+	t.Run(v, func(t *testing.T) { f(t, v) })
+}
+
+// cliAt is the path of version v of cli.
+func cliAt(t *testing.T, cli, v string) string {
+	t.Helper()
+	p := filepath.Join(agentsBin, cli+"-"+v)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s %s is not installed in RALPH_AGENTS_BIN: %v", cli, v, err)
+	}
+	return p
+}
+
+// pathWith is a PATH entry ("PATH=…") on which cli is version v: a
+// directory of the test's own holding only that link comes first. Put last
+// in an environment, it wins (as in exec.Cmd, the last value of a name is
+// the one used, and ralph looks the CLI up the same way).
+func pathWith(t *testing.T, cli, v string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Symlink(cliAt(t, cli, v), filepath.Join(dir, cli)); err != nil {
+		t.Fatal(err)
+	}
+	return "PATH=" + dir + ":" + basePath()
+}
+
+// basePath is the PATH env gives: the installed CLIs, go, the system.
+func basePath() string {
+	goBin := filepath.Dir(must(exec.LookPath("go")))
+	return strings.Join([]string{agentsBin, goBin, "/usr/local/bin", "/usr/bin", "/bin"}, ":")
+}
+
 // env is an environment for ralph and the CLI it runs: a home, config,
 // state, cache and runtime directory of the test's own, the installed CLIs
 // and go first on PATH, and extra ("NAME=value") last, so it wins.
 func env(t *testing.T, extra ...string) []string {
 	t.Helper()
 	home := t.TempDir()
-	goBin := filepath.Dir(must(exec.LookPath("go")))
 	e := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"XDG_RUNTIME_DIR=" + mkdir(t, filepath.Join(home, "run")),
-		"PATH=" + strings.Join([]string{agentsBin, goBin, "/usr/local/bin", "/usr/bin", "/bin"}, ":"),
+		"PATH=" + basePath(),
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"NO_COLOR=1",
@@ -228,4 +328,22 @@ func processAlive(pid int) bool {
 func processCmdline(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// writeTranscript writes what a CLI printed to agent/testdata/real/NAME
+// with ext (its standard output) and NAME.stderr (its standard error, only
+// when there was any).
+func writeTranscript(t *testing.T, name, ext, stdout, stderr string) {
+	t.Helper()
+	base := filepath.Join("..", "testdata", "real", name)
+	if err := os.WriteFile(base+ext, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(base + ".stderr")
+	if stderr != "" {
+		if err := os.WriteFile(base+".stderr", []byte(stderr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s: %d bytes of output, %d of standard error", base, len(stdout), len(stderr))
 }

@@ -224,8 +224,9 @@ func TestOpencodeDenied(t *testing.T) {
 	j := bytes.IndexByte(b[i:], '\n')
 	editToml(t, dir, regexp.QuoteMeta(string(b[i:i+j+1])), "")
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui")
-	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "permission denied") || !strings.Contains(r.stdout+r.stderr, "calc.go") {
-		t.Fatalf("ralph run with the edit refused: %s", r)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "permission denied") || !strings.Contains(r.stdout+r.stderr, "calc.go") ||
+		!strings.Contains(r.stdout+r.stderr, "[agent.env] OPENCODE_PERMISSION") {
+		t.Fatalf("ralph run with the edit refused (the reason must name [agent.env] OPENCODE_PERMISSION): %s", r)
 	}
 	t.Logf("ralph run with the edit refused: %s", r)
 	verifyChain(t, dir, e)

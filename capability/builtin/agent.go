@@ -183,14 +183,13 @@ func deniedError(r agent.Result, o agent.Options) error {
 
 // denialFix says what lets cli edit in its workspace: the flags or
 // environment its backend knows, which `ralph init --agent` writes, less
-// those the call already had (args, env). When it had them all, the tool
-// it was refused is one they do not allow, and the fix is to allow it.
+// those the call already had (args, env); a flag the call gave another
+// value (--approval-mode plan, --permission-mode manual) is to be
+// replaced. When it had them all, the tool it was refused is one they do
+// not allow, and the fix is to allow it where those permissions live.
 func denialFix(cli string, args, env []string) string {
 	p := agent.PermissionsFor(cli, nil, false)
-	var fix []string
-	if missing := missingArgs(p.Args, args); len(missing) > 0 {
-		fix = append(fix, "add "+strings.Join(missing, " ")+" to [agent] args")
-	}
+	fix := argsFix(p.Args, args)
 	var names []string
 	for _, kv := range p.Env {
 		name, _, _ := strings.Cut(kv, "=")
@@ -201,37 +200,83 @@ func denialFix(cli string, args, env []string) string {
 	if len(names) > 0 {
 		fix = append(fix, "set "+strings.Join(names, ", ")+" in [agent.env]")
 	}
+	const asked = "the loop's permissions are set, so the agent asked for something they do not allow (a command other than the tests, a path outside the workspace): "
 	switch {
 	case len(fix) > 0:
 		return strings.Join(fix, " and ") + " (`ralph init --agent " + cli + "` writes them)"
-	case len(p.Args)+len(p.Env) > 0:
-		return "the loop's permission flags are set, so the agent asked for something they do not allow (a command other than the tests, a path outside the workspace): allow it in [agent] args if it should run (docs/agents.md, Permissions)"
+	case len(p.Env) > 0:
+		var set []string
+		for _, kv := range p.Env {
+			name, _, _ := strings.Cut(kv, "=")
+			set = append(set, name)
+		}
+		return asked + "allow it in [agent.env] " + strings.Join(set, ", ") + " if it should run (docs/agents.md, Permissions)"
+	case len(p.Args) > 0:
+		return asked + "allow it in [agent] args if it should run (docs/agents.md, Permissions)"
 	}
 	return "give the agent CLI permission to edit files in its workspace (docs/agents.md, Permissions)"
 }
 
-// missingArgs is want's flags (a flag with the value after it) that have
-// is without.
-func missingArgs(want, have []string) []string {
-	var missing []string
-	for i := 0; i < len(want); i++ {
-		flag := want[i:min(i+1, len(want))]
-		if i+1 < len(want) && !strings.HasPrefix(want[i+1], "-") {
-			flag = want[i : i+2]
-			i++
+// argsFix says how have gets want's flags (a flag with the value after
+// it): "replace --approval-mode plan with --approval-mode auto_edit in
+// [agent] args" for a flag have gives another value (the last one counts,
+// as the CLIs read them), "add … to [agent] args" for those it lacks.
+func argsFix(want, have []string) []string {
+	var add, fix []string
+	for _, flag := range flagsOf(want) {
+		if hasFlag(have, flag) {
+			continue
 		}
-		found := false
-		for j := 0; j+len(flag) <= len(have); j++ {
-			if slices.Equal(have[j:j+len(flag)], flag) {
-				found = true
-				break
+		if len(flag) == 2 {
+			if old := lastValue(have, flag[0]); old != "" {
+				fix = append(fix, "replace "+flag[0]+" "+old+" with "+strings.Join(flag, " ")+" in [agent] args")
+				continue
 			}
 		}
-		if !found {
-			missing = append(missing, flag...)
+		add = append(add, flag...)
+	}
+	if len(add) > 0 {
+		fix = append(fix, "add "+strings.Join(add, " ")+" to [agent] args")
+	}
+	return fix
+}
+
+// flagsOf splits args into flags, each with the value after it.
+func flagsOf(args []string) [][]string {
+	var flags [][]string
+	for i := 0; i < len(args); i++ {
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			flags = append(flags, args[i:i+2])
+			i++
+			continue
+		}
+		flags = append(flags, args[i:i+1])
+	}
+	return flags
+}
+
+// hasFlag says whether have holds flag (with its value) in a row.
+func hasFlag(have, flag []string) bool {
+	for j := 0; j+len(flag) <= len(have); j++ {
+		if slices.Equal(have[j:j+len(flag)], flag) {
+			return true
 		}
 	}
-	return missing
+	return false
+}
+
+// lastValue is the value have gives name last (--name V or --name=V), or "".
+func lastValue(have []string, name string) string {
+	v := ""
+	for j, a := range have {
+		switch {
+		case a == name && j+1 < len(have):
+			v = have[j+1]
+		case strings.HasPrefix(a, name+"="):
+			v = strings.TrimPrefix(a, name+"=")
+		}
+	}
+	return v
 }
 
 // agentResult is the call's result map, metadata and cost.
@@ -272,6 +317,9 @@ func agentResult(r agent.Result) capability.Result {
 	}
 	if r.Model != "" {
 		meta["model"] = r.Model
+	}
+	if r.PricedAs != "" {
+		meta["priced_as"] = r.PricedAs
 	}
 	if len(r.Retries) > 0 {
 		meta["retries"] = strconv.Itoa(len(r.Retries))

@@ -249,7 +249,7 @@ func TestDenialFixNamesOnlyWhatIsMissing(t *testing.T) {
 		t.Errorf("with no args: %q", got)
 	}
 	if got := denialFix("gemini", append([]string{"--model", "m"}, full...), nil); strings.Contains(got, "add --") ||
-		!strings.Contains(got, "permission flags are set") {
+		!strings.Contains(got, "permissions are set") {
 		t.Errorf("with the flags already there: %q", got)
 	}
 	if got := denialFix("gemini", full[:1], nil); strings.HasPrefix(got, "add "+full[0]+" ") || !strings.HasPrefix(got, "add ") {
@@ -257,5 +257,39 @@ func TestDenialFixNamesOnlyWhatIsMissing(t *testing.T) {
 	}
 	if got := denialFix("opencode", nil, []string{"OPENCODE_PERMISSION={}"}); strings.Contains(got, "OPENCODE_PERMISSION in [agent.env]") {
 		t.Errorf("names OPENCODE_PERMISSION, which the call had: %q", got)
+	}
+}
+
+// TestDenialFixSaysWhereToChange: a flag the call gave another value is
+// to be replaced, not added a second time (Gemini CLI's --approval-mode
+// plan, Claude Code's --permission-mode default, which 2.1.332 calls
+// manual); a CLI whose permissions live in its environment is told to
+// allow the tool there ([agent.env] OPENCODE_PERMISSION), not in args.
+func TestDenialFixSaysWhereToChange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		cli       string
+		args, env []string
+		want      string
+	}{
+		{"gemini plan", "gemini", []string{"--skip-trust", "--approval-mode", "plan"}, nil,
+			"replace --approval-mode plan with --approval-mode auto_edit in [agent] args (`ralph init --agent gemini` writes them)"},
+		{"gemini plan with =", "gemini", []string{"--skip-trust", "--approval-mode=plan"}, nil,
+			"replace --approval-mode plan with --approval-mode auto_edit in [agent] args"},
+		{"claude manual", "claude", []string{"--permission-mode", "manual"}, nil,
+			"replace --permission-mode manual with --permission-mode acceptEdits in [agent] args"},
+		{"claude default", "claude", []string{"--permission-mode", "default"}, nil,
+			"replace --permission-mode default with --permission-mode acceptEdits in [agent] args"},
+		{"claude none", "claude", nil, nil, "add --permission-mode acceptEdits to [agent] args"},
+		{"opencode unset", "opencode", nil, nil, "set OPENCODE_PERMISSION in [agent.env] (`ralph init --agent opencode` writes them)"},
+		{"opencode set", "opencode", nil, []string{`OPENCODE_PERMISSION={"edit":"ask"}`},
+			"allow it in [agent.env] OPENCODE_PERMISSION if it should run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := denialFix(tc.cli, tc.args, tc.env); !strings.Contains(got, tc.want) {
+				t.Errorf("denialFix = %q, want it to say %q", got, tc.want)
+			}
+		})
 	}
 }

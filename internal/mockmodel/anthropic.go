@@ -41,7 +41,9 @@ import (
 //     overloaded mid-stream; then "fix";
 //   - "hang": the stream starts and then goes silent until the client
 //     leaves (or Hang passes);
-//   - "sleep": Bash runs `sleep 300`;
+//   - "sleep": Bash runs `timeout 301 sleep 300`, which prints nothing
+//     for five minutes (Claude Code 2.1.332 refuses a standalone `sleep
+//     N` as a way to wait; a sleep under timeout is a command);
 //   - "flood": a final text of Flood bytes.
 //
 // Paths it does not know get a 404 and are reported to Logf.
@@ -72,6 +74,9 @@ func (a *Anthropic) logf(format string, args ...any) {
 		a.Logf(format, args...)
 	}
 }
+
+// SleepCommand is the "sleep" script's Bash command.
+const SleepCommand = "timeout 301 sleep 300"
 
 // InvalidKey is an API key the server refuses as the API refuses a wrong
 // one: 401 authentication_error.
@@ -173,14 +178,14 @@ func (a *Anthropic) count(step int, tools bool) (attempt int, reset time.Time) {
 }
 
 // requestWorkDir is the working directory Claude Code names in the system
-// prompt or, failing that, in the first message.
+// prompt or, failing that, in a message.
 func requestWorkDir(req *anthropicRequest) string {
 	wd := ""
 	if m := workingDir.FindSubmatch(req.System); m != nil {
 		wd = strings.TrimRight(string(m[1]), " ")
 	}
-	if len(req.Messages) > 0 {
-		if m := workingDir.FindSubmatch(req.Messages[0]); m != nil && wd == "" {
+	for _, msg := range req.Messages { // 2.1.197 names it in the first message, 2.1.332 in a later one
+		if m := workingDir.FindSubmatch(msg); m != nil && wd == "" {
 			wd = string(m[1])
 		}
 	}
@@ -228,7 +233,7 @@ func (a *Anthropic) misbehave(w http.ResponseWriter, r *http.Request, s *sse, st
 		return true
 	case "sleep":
 		if step == 0 {
-			s.reply(turn{tool: "Bash", input: map[string]any{"command": "sleep 300", "description": "Wait"}}, step)
+			s.reply(turn{tool: "Bash", input: map[string]any{"command": SleepCommand, "description": "Wait"}}, step)
 		} else {
 			s.reply(turn{text: "Slept."}, step)
 		}
@@ -288,12 +293,18 @@ func (a *Anthropic) fixTurn(step int, wd string) turn {
 // usage is spent: 429, the unified headers with the exact reset, and a
 // rate_limit_error.
 func (a *Anthropic) usageLimit(w http.ResponseWriter, reset time.Time) {
+	// The headers name whole seconds: the second in which the limit has
+	// lifted, never the one before it.
+	secs := reset.Unix()
+	if reset.After(time.Unix(secs, 0)) {
+		secs++
+	}
 	h := http.Header{}
 	h.Set("anthropic-ratelimit-unified-status", "rejected")
-	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(secs, 10))
 	h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
 	h.Set("anthropic-ratelimit-unified-5h-status", "rejected")
-	h.Set("anthropic-ratelimit-unified-5h-reset", strconv.FormatInt(reset.Unix(), 10))
+	h.Set("anthropic-ratelimit-unified-5h-reset", strconv.FormatInt(secs, 10))
 	h.Set("anthropic-ratelimit-unified-5h-utilization", "1.0")
 	h.Set("retry-after", strconv.Itoa(max(1, int(time.Until(reset).Seconds()+0.5))))
 	apiError(w, http.StatusTooManyRequests, "rate_limit_error",

@@ -146,12 +146,12 @@ func TestAnthropicRetryAndLimit(t *testing.T) {
 		t.Errorf("after the transients: %v", evs[0])
 	}
 
-	reset := time.Now().Add(time.Hour)
+	reset := time.Now().Add(time.Hour).Truncate(time.Second).Add(300 * time.Millisecond) // the headers name the next whole second
 	l := httptest.NewServer(&Anthropic{Script: "limit", Reset: reset})
 	defer l.Close()
 	resp, evs := post(t, l.URL, conversation(0, false))
 	if resp.StatusCode != 429 || resp.Header.Get("anthropic-ratelimit-unified-status") != "rejected" ||
-		resp.Header.Get("anthropic-ratelimit-unified-reset") != strconv.FormatInt(reset.Unix(), 10) ||
+		resp.Header.Get("anthropic-ratelimit-unified-reset") != strconv.FormatInt(reset.Unix()+1, 10) ||
 		evs[0].data["error"].(map[string]any)["type"] != "rate_limit_error" {
 		t.Errorf("limit: %d %v %v", resp.StatusCode, resp.Header, evs[0].data)
 	}
