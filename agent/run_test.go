@@ -366,7 +366,9 @@ func TestRunFakeScenarios(t *testing.T) {
 	t.Run("hanging", func(t *testing.T) {
 		t.Parallel()
 		o := fakeOptions(t, "claude", "FAKE_AGENT_SCENARIO=hanging")
-		o.IdleTimeout = 300 * time.Millisecond
+		// Long enough for the stand-in (a shell script) to start and print
+		// its init line on a loaded machine; it then says nothing.
+		o.IdleTimeout = 2 * time.Second
 		var sawSession bool
 		o.OnEvent = func(e Event) { sawSession = sawSession || e.Kind == EventSession }
 		res, err := Run(context.Background(), o)
