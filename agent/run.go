@@ -182,7 +182,8 @@ type call struct {
 	emit             func(Event)
 	stopOnce         sync.Once
 	stopReason       string
-	readersDone      chan struct{}
+	readersDone      chan struct{} // both readers have returned
+	outDone          chan struct{} // the reader of standard output has returned
 	closeOutputsOnce sync.Once
 	logs             *callLogs // the output files; nil when none are kept
 }
@@ -191,7 +192,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = o.Dir, o.Env
 	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, errText: procgroup.TailBuffer{Limit: MaxStderr},
-		readersDone: make(chan struct{})}
+		readersDone: make(chan struct{}), outDone: make(chan struct{})}
 	c.logs = o.logs // set before the readers start
 	var childEnds []*os.File
 	defer func() {
@@ -237,6 +238,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 	go func() {
 		defer c.wg.Done()
 		defer readers.Done()
+		defer close(c.outDone)
 		c.readLines()
 	}()
 	go func() {
@@ -312,11 +314,13 @@ func (c *call) stop(reason string) {
 }
 
 // finish runs after the process exited and its group was killed:
-// standard output is read to its end (nothing can write to it any more),
-// and standard error reaches EOF at once unless a process that left the
-// group still holds it, which gets pipeGrace before it is closed.
+// standard output is read to its end, every byte of it, however long the
+// parser takes (nothing can write to the spool any more, so it has an
+// end), and standard error reaches EOF at once unless a process that left
+// the group still holds it, which gets pipeGrace before it is closed.
 func (c *call) finish() {
 	c.stdout.finish()
+	<-c.outDone
 	select {
 	case <-c.readersDone:
 	case <-time.After(pipeGrace):

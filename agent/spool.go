@@ -47,7 +47,9 @@ func newSpool() (w *os.File, s *spool, err error) {
 	}
 	name := w.Name()
 	defer func() { _ = os.Remove(name) }()
-	r, err := os.Open(name)
+	// Read and write: punching a hole (releaseRead) needs a descriptor
+	// open for writing; this one only ever reads.
+	r, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		_ = w.Close()
 		return nil, nil, err
