@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/notify"
@@ -37,8 +38,27 @@ type kindRow struct {
 var kindRows = []kindRow{
 	{what: "stop kind", owner: "stop", names: stop.KindNames, holds: kindField},
 	{what: "notify sink", owner: "notify", names: notify.SinkNames, holds: kindField},
+	{what: "agent CLI", owner: "agent", names: agentNames, holds: notProvider},
 	{what: "capability", owner: "capability/builtin", names: builtinIDs},
 	{what: "capability", owner: "arbiter", names: func() []string { return []string{arbiter.LLMAskID} }},
+}
+
+// notProvider holds anything but a model provider's name (x.Provider,
+// provider): "command" is a provider too, which is not an agent CLI.
+func notProvider(x ast.Expr) bool {
+	switch x := x.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name != "Provider"
+	case *ast.Ident:
+		return x.Name != "provider"
+	}
+	return true
+}
+
+// agentNames are the agent backends' names (not agent.Auto, a way to
+// choose one).
+func agentNames() []string {
+	return slices.DeleteFunc(agent.Known(), func(n string) bool { return n == agent.Auto })
 }
 
 func builtinIDs() []string {

@@ -253,24 +253,31 @@ var (
 	ErrNotFound   = errors.New("agent cli not found")
 )
 
-// Known reports the CLI names Resolve accepts (for config validation).
+// Auto is the [agent] cli that stands for the first of CLIs on PATH.
+const Auto = "auto"
+
+// Known reports the CLI names Resolve accepts (for config validation):
+// Auto, then every backend's.
 func Known() []string {
-	return append(append([]string{"auto"}, CLIs()...), "command")
+	out := []string{Auto}
+	for _, mk := range backends {
+		out = append(out, mk().Name)
+	}
+	return out
 }
 
-// Resolve names the backend and binary path for cli ("auto": the first of claude, codex, gemini, opencode on PATH).
+// Resolve names the backend and binary path for cli (Auto: the first of
+// CLIs on PATH).
 // Unknown cli or a CLI not on PATH: an error whose one sentence names the fix.
-// For "command" the path is empty: the argv comes from Options.Command.
+// For a backend that TakesCommand the path is empty: the argv comes from
+// Options.Command.
 // A nil lookPath is exec.LookPath; Run's default instead searches the PATH
 // of Options.Env, the environment the CLI will run in.
 func Resolve(cli string, lookPath func(string) (string, error)) (name, path string, err error) {
 	if lookPath == nil {
 		lookPath = exec.LookPath
 	}
-	switch cli {
-	case "command":
-		return cli, "", nil
-	case "auto":
+	if cli == Auto {
 		for _, c := range CLIs() {
 			if p, err := lookPath(backendFor(c).bin); err == nil {
 				return c, p, nil
@@ -280,7 +287,10 @@ func Resolve(cli string, lookPath func(string) (string, error)) (name, path stri
 			ErrNotFound, strings.Join(CLIs(), ", "))
 	}
 	b := backendFor(cli)
-	if b.name == "" {
+	if b.TakesCommand {
+		return cli, "", nil
+	}
+	if b.Name == "" {
 		return "", "", fmt.Errorf("%w %q: use one of %s", ErrUnknownCLI, cli, strings.Join(Known(), ", "))
 	}
 	p, err := lookPath(b.bin)

@@ -14,11 +14,11 @@ func TestCLIsAreTheBackends(t *testing.T) {
 	}
 	for _, c := range clis {
 		b := backendFor(c)
-		if b.name != c || b.bin == "" || !IsCLI(c) {
-			t.Errorf("backend of %s: name %q, bin %q", c, b.name, b.bin)
+		if b.Name != c || b.bin == "" || !IsCLI(c) {
+			t.Errorf("backend of %s: name %q, bin %q", c, b.Name, b.bin)
 		}
 	}
-	if IsCLI("command") || backendFor("command").name == "" || IsCLI("auto") {
+	if IsCLI("command") || backendFor("command").Name == "" || IsCLI("auto") {
 		t.Error(`"command" is a backend but not an agent CLI; "auto" is neither`)
 	}
 	if k := Known(); k[0] != "auto" || k[len(k)-1] != "command" || !slices.Equal(k[1:len(k)-1], clis) {

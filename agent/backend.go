@@ -21,10 +21,38 @@ type ender interface {
 	end(emit func(Event))
 }
 
-// backend is one CLI: how to call it and how to read what it prints.
+// Facts are what other packages know of a CLI without running it: one
+// row's worth (DESIGN §21), read through Lookup and never by comparing a
+// CLI's name outside this package.
+type Facts struct {
+	Name string
+	// Auto: "auto" tries it, in the table's order (the CLIs ralph runs
+	// itself; not "command").
+	Auto bool
+	// TakesCommand: it runs [agent] command, any program, instead of a CLI
+	// of its own.
+	TakesCommand bool
+	// ReportsCost: it reports its own cost in USD (a max_cost can fire
+	// with no price); ReportsTokens: it reports tokens a price can turn
+	// into a cost.
+	ReportsCost, ReportsTokens bool
+	// DefaultModel is the model it runs unless its args name one, as far
+	// as ralph can know before a call ("" when it cannot).
+	DefaultModel string
+	// InitModel is the model `ralph init` names in its args: for a CLI
+	// that reports tokens but no cost and whose default model cannot be
+	// known before the call, so that the max_cost init writes can fire.
+	InitModel string
+	// ExampleModel is a model of the price table it runs, named in the fix
+	// of a max_cost that can never fire.
+	ExampleModel string
+}
+
+// backend is one CLI: its facts, how to call it and how to read what it
+// prints.
 type backend struct {
-	name string
-	bin  string // the executable Resolve looks up on PATH
+	Facts
+	bin string // the executable Resolve looks up on PATH
 	// argv builds the command line (path is the resolved binary); the
 	// prompt goes on stdin when stdin is true, else argv carries it.
 	argv  func(path string, o *Options) []string
@@ -72,49 +100,46 @@ func PermissionsFor(cli string, test []string, full bool) Permissions {
 	return b.permissions(test, full)
 }
 
-// cliBackends is the one table of the coding agent CLIs ralph runs itself,
-// in the order "auto" tries them. Adding a CLI is one entry here and its
-// backend (argv, parser, permissions): see doc.go.
-var cliBackends = []struct {
-	name string
-	make func() backend
-}{
-	{"claude", claudeBackend},
-	{"codex", codexBackend},
-	{"gemini", geminiBackend},
-	{"opencode", opencodeBackend},
-}
+// backends is the one table of the agent CLIs: those ralph runs itself,
+// in the order "auto" tries them, then "command", which runs any program.
+// Adding a CLI is one entry here and its backend (its facts, argv, parser,
+// permissions): see doc.go.
+var backends = []func() backend{claudeBackend, codexBackend, geminiBackend, opencodeBackend, commandBackend}
 
 // CLIs are the names of the agent CLIs ralph runs itself, in the order
 // "auto" tries them ("command" runs any other program).
 func CLIs() []string {
-	out := make([]string, len(cliBackends))
-	for i, c := range cliBackends {
-		out[i] = c.name
+	var out []string
+	for _, mk := range backends {
+		if b := mk(); b.Auto {
+			out = append(out, b.Name)
+		}
 	}
 	return out
 }
 
 // IsCLI says whether name is one of CLIs.
 func IsCLI(name string) bool {
-	for _, c := range cliBackends {
-		if c.name == name {
-			return true
-		}
-	}
-	return false
+	f, ok := Lookup(name)
+	return ok && f.Auto
 }
+
+// Lookup is the facts of the backend called name.
+func Lookup(name string) (Facts, bool) {
+	b := backendFor(name)
+	return b.Facts, b.Name != ""
+}
+
+// TakesCommand says whether cli runs [agent] command (see Facts).
+func TakesCommand(cli string) bool { return backendFor(cli).TakesCommand }
 
 // backendFor returns the backend called name; the zero backend when there
 // is none.
 func backendFor(name string) backend {
-	for _, c := range cliBackends {
-		if c.name == name {
-			return c.make()
+	for _, mk := range backends {
+		if b := mk(); b.Name == name {
+			return b
 		}
-	}
-	if name == "command" {
-		return commandBackend()
 	}
 	return backend{}
 }

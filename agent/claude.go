@@ -12,8 +12,8 @@ import (
 // rate_limit_event (see docs/agents.md, "What each parser reads").
 func claudeBackend() backend {
 	return backend{
-		name: "claude",
-		bin:  "claude",
+		Facts: Facts{Name: "claude", Auto: true, ReportsCost: true, ReportsTokens: true, ExampleModel: "claude-sonnet-4-5"},
+		bin:   "claude",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "-p", "--output-format", "stream-json", "--verbose"}, o.Args...)
 		},

@@ -14,8 +14,8 @@ import (
 // usage), turn.failed and error (see docs/agents.md).
 func codexBackend() backend {
 	return backend{
-		name: "codex",
-		bin:  "codex",
+		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex"},
+		bin:   "codex",
 		argv: func(path string, o *Options) []string {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
 			return append(argv, "-")

@@ -9,7 +9,7 @@ import (
 // takes its standard output as plain text, one EventText per line.
 func commandBackend() backend {
 	return backend{
-		name: "command",
+		Facts: Facts{Name: "command", TakesCommand: true},
 		argv: func(path string, o *Options) []string {
 			argv := append([]string{path}, o.Command[1:]...)
 			return append(argv, o.Args...)

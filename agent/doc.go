@@ -25,12 +25,18 @@
 //
 // # Adding an agent CLI
 //
-// A CLI is one entry in cliBackends (backend.go) and its backend, in a file
-// of its own as claude.go is: the binary, the argv for a prompt (args,
-// model, resume), the stream parser (output line → events, usage, cost,
-// limits, denials), and its permissions for `ralph init`. Everything else
-// (config's [agent] cli values and a worker policy's agent_allow, "auto",
-// `ralph init --agent`, the command provider's [agent] hint) reads CLIs.
-// TestCLIsAreTheBackends checks the table; the conformance suite
-// (agent/conformance) runs each CLI for real.
+// A CLI is one entry in backends (backend.go) and its backend, in a file
+// of its own as claude.go is: its Facts (whether "auto" tries it, whether
+// it reports cost and tokens, its default, init and example models), the
+// binary, the argv for a prompt (args, model, resume), the stream parser
+// (output line → events, usage, cost, limits, denials), and its
+// permissions for `ralph init`. Everything else reads the row: config's
+// [agent] cli values and a worker policy's agent_allow (Known, CLIs),
+// "auto" (Resolve), `ralph init --agent` (PermissionsFor, InitModel), the
+// budget check and pricing (Lookup, ReportsCost, ReportsTokens,
+// ConfiguredModel), and nothing outside this package compares a CLI's
+// name (kinds_test.go at the repository root holds that). TestACLIIsOneRow
+// adds a CLI with nothing but a row and shows all of them see it;
+// TestEveryCLIIsDocumented holds docs/agents.md to the table; the
+// conformance suite (agent/conformance) runs each CLI for real.
 package agent

@@ -19,8 +19,8 @@ import (
 func geminiBackend() backend {
 	st := &geminiStderr{}
 	return backend{
-		name: "gemini",
-		bin:  "gemini",
+		Facts: Facts{Name: "gemini", Auto: true, ReportsTokens: true, DefaultModel: "auto-gemini-2.5", ExampleModel: "gemini-2.5-pro"},
+		bin:   "gemini",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "--output-format", "stream-json"}, o.Args...)
 		},

@@ -24,7 +24,7 @@ func parse(t testing.TB, cli, input string) []Event {
 func parseReader(t testing.TB, cli string, r io.Reader) []Event {
 	t.Helper()
 	b := backendFor(cli)
-	if b.name == "" {
+	if b.Name == "" {
 		t.Fatalf("no backend %q", cli)
 	}
 	p := b.newParser(func() time.Time { return fixedNow })

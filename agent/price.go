@@ -225,12 +225,7 @@ func ArgsModel(args []string) string {
 // from the pinned 0.61 package: DEFAULT_GEMINI_MODEL_AUTO); "" for the
 // others, whose default lives in the account or in a catalogue the CLI
 // fetches.
-func DefaultModel(cli string) string {
-	if cli == "gemini" {
-		return "auto-gemini-2.5"
-	}
-	return ""
-}
+func DefaultModel(cli string) string { return backendFor(cli).DefaultModel }
 
 // ConfiguredModel is the model a call of cli with args runs as far as
 // ralph can know before it starts: the one args name, else the CLI's
@@ -246,22 +241,13 @@ func ConfiguredModel(cli string, args []string) string {
 // reports tokens but no cost and whose default model ralph cannot know
 // before the call (codex picks it from a catalogue it fetches), so that
 // the max_cost init writes can fire; "" for the others.
-func InitModel(cli string) string {
-	if cli == "codex" {
-		return "gpt-5.5"
-	}
-	return ""
-}
+func InitModel(cli string) string { return backendFor(cli).InitModel }
 
 // ReportsCost reports whether a CLI reports its own cost in USD (Claude
 // Code's total_cost_usd, OpenCode's step cost): a max_cost can fire
 // without a price for these.
-func ReportsCost(cli string) bool {
-	return cli == "claude" || cli == "opencode"
-}
+func ReportsCost(cli string) bool { return backendFor(cli).ReportsCost }
 
 // ReportsTokens reports whether a CLI reports tokens that a price can turn
 // into a cost ("command" prints plain text: no tokens).
-func ReportsTokens(cli string) bool {
-	return cli != "command"
-}
+func ReportsTokens(cli string) bool { return backendFor(cli).ReportsTokens }

@@ -265,7 +265,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	for _, k := range Known() {
-		if k != "auto" && k != "command" && backendFor(k).name != k {
+		if k != "auto" && k != "command" && backendFor(k).Name != k {
 			t.Errorf("Known lists %q but it has no backend", k)
 		}
 	}

@@ -28,7 +28,7 @@ func AgentCLI(cfg *config.Config) (string, error) {
 	if err != nil {
 		return "", configError(cfg.ErrorAt("agent.cli", err.Error()))
 	}
-	if name == "command" {
+	if agent.TakesCommand(name) {
 		if _, err := exec.LookPath(a.Command[0]); err != nil {
 			return "", configError(cfg.ErrorAt("agent.command",
 				fmt.Sprintf("agent.command program %q is not on PATH; install it or give its full path", a.Command[0])))
@@ -81,16 +81,14 @@ func checkAgentBudget(c *config.Config, cli string) error {
 	if len(c.Agent.Args) > 0 {
 		key = "agent.args"
 	}
-	return c.ErrorAt(key, fmt.Sprintf("stop condition %q (max_cost) can never fire: %s reports tokens but no cost, and [agent] %s; add an [agent.price] section (USD per million tokens: input, output, cache_read, cache_write) or pass a priced model in [agent] args (e.g. [\"--model\", \"%s\"])", budget, cli, what, examplePriced(cli)))
+	return c.ErrorAt(key, fmt.Sprintf("stop condition %q (max_cost) can never fire: %s reports tokens but no cost, and [agent] %s; add an [agent.price] section (USD per million tokens: input, output, cache_read, cache_write) or pass a priced model in [agent] args (e.g. [\"--model\", \"%s\"])", budget, cli, what, exampleModel(cli)))
 }
 
-// examplePriced is a model of the price table the CLI runs, for the fix.
-func examplePriced(cli string) string {
-	switch cli {
-	case "codex":
-		return "gpt-5-codex"
-	case "gemini":
-		return "gemini-2.5-pro"
+// exampleModel is a model of the price table the CLI runs, for the fix
+// (its row's ExampleModel).
+func exampleModel(cli string) string {
+	if f, ok := agent.Lookup(cli); ok && f.ExampleModel != "" {
+		return f.ExampleModel
 	}
 	return "claude-sonnet-4-5"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
@@ -412,7 +413,7 @@ func checkJobPlan(ctx context.Context, cfg, wcfg *config.Config, cfgRel string, 
 		if name, err := assemble.AgentCLI(cfg); err == nil {
 			cli = name
 		}
-		if cli != "auto" { // a budget that cannot fire is refused here as by run
+		if cli != agent.Auto { // a budget that cannot fire is refused here as by run
 			if err := assemble.CheckAgentBudget(cfg, cli); err != nil {
 				return setupError(err)
 			}

@@ -137,22 +137,22 @@ func (c *Config) validateAgentCLI(file string, known []string) error {
 	a := c.Agent
 	if a == nil {
 		if c.Model.Provider == "agent" {
-			return c.errAt(file, "model.provider", "provider \"agent\" needs an [agent] section; add one with cli = \"claude\" (or codex, gemini, opencode)")
+			return c.errAt(file, "model.provider", "provider \"agent\" needs an [agent] section; add one with cli = \"%s\" (or %s)", agent.CLIs()[0], strings.Join(agent.CLIs()[1:], ", "))
 		}
 		return nil
 	}
 	switch {
 	case !slices.Contains(known, a.CLI):
 		return c.errAt(file, "agent.cli", "agent.cli %q is not a known agent CLI; use one of %s", a.CLI, strings.Join(known, ", "))
-	case a.CLI == "command" && len(a.Command) == 0:
+	case agent.TakesCommand(a.CLI) && len(a.Command) == 0:
 		return c.errAt(file, "agent.cli", "cli = \"command\" needs agent.command, the argv to run with the prompt on stdin, e.g. [\"my-agent\", \"--yes\"]")
-	case a.CLI == "command" && a.Command[0] == "":
+	case agent.TakesCommand(a.CLI) && a.Command[0] == "":
 		return c.errAt(file, "agent.command", "agent.command starts with an empty program name; put the program first")
-	case a.CLI != "command" && len(a.Command) > 0:
+	case !agent.TakesCommand(a.CLI) && len(a.Command) > 0:
 		return c.errAt(file, "agent.command", "agent.command applies only to cli = \"command\"; remove it or set cli = \"command\"")
 	case c.Model.Provider == "agent" && (c.Plan.RTFS != "" || c.Plan.File != ""):
 		return c.errAt(file, "model.provider", "provider \"agent\" writes each iteration's plan itself; remove [plan] or choose provider \"static\"")
-	case c.Model.Provider == "agent" && a.CLI != "auto" && !slices.Contains(c.Governance.AgentAllow, a.CLI):
+	case c.Model.Provider == "agent" && a.CLI != agent.Auto && !slices.Contains(c.Governance.AgentAllow, a.CLI):
 		return c.errAt(file, "governance.agent_allow", "the agent loop runs cli %q, which governance.agent_allow %q does not list, so every iteration would be refused; add it", a.CLI, c.Governance.AgentAllow)
 	case c.Model.Provider == "agent" && c.AgentPromptFile() == "" && c.Intent.Goal == "":
 		return c.errAt(file, "agent", "the agent loop has no prompt; set [agent].prompt_file or [intent].prompt_file (e.g. \"PROMPT.md\")")

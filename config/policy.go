@@ -92,9 +92,9 @@ func ParsePolicy(data []byte, file string) (*WorkerPolicy, error) {
 		}
 	}
 	for _, s := range g.AgentAllow {
-		if !slices.Contains(agent.Known(), s) || s == "auto" {
+		if !slices.Contains(agent.Known(), s) || s == agent.Auto {
 			return nil, at("agent_allow", "governance.agent_allow names %q, which is not an agent CLI; list some of %s", s,
-				strings.Join(slices.DeleteFunc(agent.Known(), func(n string) bool { return n == "auto" }), ", "))
+				strings.Join(slices.DeleteFunc(agent.Known(), func(n string) bool { return n == agent.Auto }), ", "))
 		}
 	}
 	switch {

@@ -178,7 +178,7 @@ func specIterations(specs []config.Stop) int {
 func autoCLI(allow []string) string {
 	first := ""
 	for _, a := range allow {
-		if a == "command" {
+		if agent.TakesCommand(a) {
 			continue
 		}
 		if first == "" {
@@ -199,7 +199,7 @@ func firstProgram(c *config.Config, allow []string) (prog, where string) {
 	if c.Model.Provider == "command" && len(c.Model.Command) > 0 && !slices.Contains(allow, c.Model.Command[0]) {
 		return c.Model.Command[0], "model.command"
 	}
-	if a := c.Agent; a != nil && a.CLI == "command" && len(a.Command) > 0 && !slices.Contains(allow, a.Command[0]) {
+	if a := c.Agent; a != nil && agent.TakesCommand(a.CLI) && len(a.Command) > 0 && !slices.Contains(allow, a.Command[0]) {
 		return a.Command[0], "agent.command"
 	}
 	var walk func(stops []config.Stop) (string, string)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
@@ -172,7 +173,7 @@ func (j *jobRun) admit(bg context.Context) (s settle, ok bool) {
 			return j.fail(bg, err), false
 		}
 	}
-	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
+	if a := j.job.Agent; a != "" && a != agent.Auto && !agent.TakesCommand(a) {
 		if _, err := exec.LookPath(a); err != nil {
 			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a)), false
 		}
