@@ -551,17 +551,8 @@ func (s *Store) initSafe(opts Options) (err error) {
 // init loads the head, the store's identity and its key, and checks that
 // the head is the last stored action.
 func (s *Store) init(opts Options) error {
-	s.readOnly = opts.ReadOnly
-	s.witnessDir = opts.WitnessDir
-	s.rf = newRangeFactory()
-	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
-	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
-	s.maxValue = valueLogFileSize
-	if opts.InMemory {
-		s.maxValue = inMemoryMaxValue
-	}
-	if s.txnBytes <= 0 || s.txnCount <= 0 {
-		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	if err := s.setLimits(opts); err != nil {
+		return err
 	}
 	var err error
 	if opts.ReadOnly {
@@ -583,8 +574,45 @@ func (s *Store) init(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("ledger store %s: %w", s.describe(), err)
 	}
+	if err := s.loadIdentity(opts, meta); err != nil {
+		return err
+	}
+	if opts.ReadOnly {
+		return nil
+	}
+	if err := s.loadSigningKey(opts); err != nil {
+		return err
+	}
+	if s.damaged != nil {
+		return nil
+	}
+	return s.loadTree(meta, head)
+}
+
+// setLimits takes the options a store keeps and sizes its transactions
+// and values by Badger's limits.
+func (s *Store) setLimits(opts Options) error {
+	s.readOnly = opts.ReadOnly
+	s.witnessDir = opts.WitnessDir
+	s.rf = newRangeFactory()
+	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
+	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
+	s.maxValue = valueLogFileSize
+	if opts.InMemory {
+		s.maxValue = inMemoryMaxValue
+	}
+	if s.txnBytes <= 0 || s.txnCount <= 0 {
+		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	}
+	return nil
+}
+
+// loadIdentity takes the store's id and verifier key from its metadata, or
+// for a store of the first format the public key from its file.
+func (s *Store) loadIdentity(opts Options, meta storeMeta) error {
 	s.id, s.vkey = meta.id, meta.vkey
 	if s.vkey != "" {
+		var err error
 		if _, s.pub, err = ParseVerifierKey(s.vkey); err != nil {
 			return fmt.Errorf("ledger store %s records a malformed key: %w", s.describe(), err)
 		}
@@ -596,15 +624,13 @@ func (s *Store) init(opts Options) error {
 			return fmt.Errorf("ledger store %s: %w", s.describe(), err)
 		}
 	}
-	if opts.ReadOnly {
-		return nil
-	}
-	if err := s.loadSigningKey(opts); err != nil {
-		return err
-	}
-	if s.damaged != nil {
-		return nil
-	}
+	return nil
+}
+
+// loadTree loads the Merkle tree of the actions up to head: read from the
+// store when its metadata recorded the tree at head, else rebuilt.
+func (s *Store) loadTree(meta storeMeta, head Head) error {
+	var err error
 	if meta.treeSize == head.Seq {
 		err = s.db.View(func(txn *badger.Txn) error {
 			var err error
