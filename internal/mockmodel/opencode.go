@@ -282,23 +282,10 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 //
 // nil for an unknown name.
 func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
-	fix := []OpenCodeTurn{
-		{Reasoning: "Read calc.go first.", Text: "Let me look at calc.go.",
-			Calls:        []OpenCodeCall{{Name: "read", Args: map[string]any{"filePath": "{dir}/calc.go"}}},
-			PromptTokens: 11000, CompletionTokens: 60, CachedTokens: 9000, ReasoningTokens: 12},
-		{Text: "Add subtracts; it should add.",
-			Calls: []OpenCodeCall{{Name: "edit", Args: map[string]any{"filePath": "{dir}/calc.go",
-				"oldString": "return a - b", "newString": "return a + b"}}},
-			PromptTokens: 11400, CompletionTokens: 80, CachedTokens: 11000},
-		{Calls: []OpenCodeCall{{Name: "bash", Args: map[string]any{"command": "go test ./...",
-			"description": "Run the tests"}}},
-			PromptTokens: 11600, CompletionTokens: 30, CachedTokens: 11400},
-		{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
-			PromptTokens: 11800, CompletionTokens: 25, CachedTokens: 11600},
-	}
-	withFirst := func(f func(*OpenCodeTurn)) []OpenCodeTurn {
+	fix := openCodeFix()
+	if failFirst := openCodeFailFirst(name, wait); failFirst != nil {
 		s := append([]OpenCodeTurn(nil), fix...)
-		f(&s[0])
+		failFirst(&s[0])
 		return s
 	}
 	switch name {
@@ -307,39 +294,6 @@ func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
 	case "denied":
 		return []OpenCodeTurn{fix[0], fix[1],
 			{Text: "I could not edit calc.go: permission was refused.", PromptTokens: 11500, CompletionTokens: 20}}
-	case "limit":
-		reset := time.Now().Add(wait).UTC()
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{{Status: 429, Type: "usage_limit_reached",
-				Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
-				Message: "You have reached your usage limit. It resets at " + reset.Format(time.RFC3339) + "."}}
-		})
-	case "limit-final":
-		// More 429s than OpenCode retries (5): it gives up, and its error
-		// event carries the response's headers.
-		return withFirst(func(t *OpenCodeTurn) {
-			for i := 0; i < 8; i++ {
-				t.Errors = append(t.Errors, OpenCodeError{Status: 429, Type: "usage_limit_reached",
-					Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
-					Message: "You have reached your usage limit. Try again later."})
-			}
-		})
-	case "retry":
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{
-				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
-				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
-				{Status: 503, Type: "overloaded_error", Message: "The model is overloaded. Please try again later.",
-					Header: map[string]string{"retry-after-ms": "300"}},
-			}
-		})
-	case "retry-fail":
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests",
-				Header: map[string]string{"retry-after-ms": "300"}}}
-			t.Fail = &OpenCodeError{Status: 400, Type: "invalid_request_error",
-				Message: "messages: the request is malformed (mock)"}
-		})
 	case "unauth":
 		return []OpenCodeTurn{{Fail: &OpenCodeError{Status: 401, Type: "authentication_error",
 			Message: "Invalid API key"}}}
@@ -353,6 +307,67 @@ func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
 		}
 	case "flood":
 		return []OpenCodeTurn{{Flood: size}}
+	}
+	return nil
+}
+
+// openCodeFix is the fix script: read calc.go, edit it, run the tests,
+// answer.
+func openCodeFix() []OpenCodeTurn {
+	return []OpenCodeTurn{
+		{Reasoning: "Read calc.go first.", Text: "Let me look at calc.go.",
+			Calls:        []OpenCodeCall{{Name: "read", Args: map[string]any{"filePath": "{dir}/calc.go"}}},
+			PromptTokens: 11000, CompletionTokens: 60, CachedTokens: 9000, ReasoningTokens: 12},
+		{Text: "Add subtracts; it should add.",
+			Calls: []OpenCodeCall{{Name: "edit", Args: map[string]any{"filePath": "{dir}/calc.go",
+				"oldString": "return a - b", "newString": "return a + b"}}},
+			PromptTokens: 11400, CompletionTokens: 80, CachedTokens: 11000},
+		{Calls: []OpenCodeCall{{Name: "bash", Args: map[string]any{"command": "go test ./...",
+			"description": "Run the tests"}}},
+			PromptTokens: 11600, CompletionTokens: 30, CachedTokens: 11400},
+		{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
+			PromptTokens: 11800, CompletionTokens: 25, CachedTokens: 11600},
+	}
+}
+
+// openCodeFailFirst is what the script name (limit, limit-final, retry,
+// retry-fail: the fix script whose first request fails first) sets on the
+// fix script's first turn, or nil for another name.
+func openCodeFailFirst(name string, wait time.Duration) func(*OpenCodeTurn) {
+	switch name {
+	case "limit":
+		reset := time.Now().Add(wait).UTC()
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{{Status: 429, Type: "usage_limit_reached",
+				Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
+				Message: "You have reached your usage limit. It resets at " + reset.Format(time.RFC3339) + "."}}
+		}
+	case "limit-final":
+		// More 429s than OpenCode retries (5): it gives up, and its error
+		// event carries the response's headers.
+		return func(t *OpenCodeTurn) {
+			for i := 0; i < 8; i++ {
+				t.Errors = append(t.Errors, OpenCodeError{Status: 429, Type: "usage_limit_reached",
+					Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
+					Message: "You have reached your usage limit. Try again later."})
+			}
+		}
+	case "retry":
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{
+				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
+				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
+				{Status: 503, Type: "overloaded_error", Message: "The model is overloaded. Please try again later.",
+					Header: map[string]string{"retry-after-ms": "300"}},
+			}
+		}
+	case "retry-fail":
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests",
+				Header: map[string]string{"retry-after-ms": "300"}}}
+			t.Fail = &OpenCodeError{Status: 400, Type: "invalid_request_error",
+				Message: "messages: the request is malformed (mock)"}
+		}
 	}
 	return nil
 }
