@@ -210,26 +210,12 @@ func decodeStep(ds *diags, i int, x any) *irStep {
 			ds.add(path+"."+k, "unknown key", "a step has only id, name, capability, args, deps and options; remove it")
 		}
 	}
-	str := func(key string, required bool) string {
-		v, ok := obj[key]
-		if !ok || v == nil {
-			if required {
-				ds.add(path, "has no "+key, fmt.Sprintf("add %q: \"…\"", key))
-			}
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			ds.add(path+"."+key, "must be a string, got "+jsonKind(v), fmt.Sprintf("write %q: \"…\"", key))
-		}
-		return s
-	}
-	s.id = str("id", true)
+	s.id = stepString(ds, obj, path, "id", true)
 	if _, has := obj["id"]; has && s.id == "" && len(ds.list) == before {
 		ds.add(path+".id", "is empty", "give every step a short unique id")
 	}
-	s.name = str("name", false)
-	s.capability = strings.TrimPrefix(str("capability", true), ":")
+	s.name = stepString(ds, obj, path, "name", false)
+	s.capability = strings.TrimPrefix(stepString(ds, obj, path, "capability", true), ":")
 	if s.name == "" {
 		s.name = s.id
 	}
@@ -238,23 +224,7 @@ func decodeStep(ds *diags, i int, x any) *irStep {
 		s.hasArgs = false
 	}
 	if d, ok := obj["deps"]; ok && d != nil {
-		arr, ok := d.([]any)
-		if !ok {
-			ds.add(path+".deps", "must be an array of step ids, got "+jsonKind(d), `write "deps": ["id", …] or "deps": []`)
-		} else if len(arr) > maxIRDeps {
-			ds.add(path+".deps", fmt.Sprintf("has %d entries, over the limit of %d", len(arr), maxIRDeps), "list each dependency once")
-		}
-		for j, e := range arr {
-			if len(arr) > maxIRDeps {
-				break
-			}
-			id, ok := e.(string)
-			if !ok {
-				ds.add(fmt.Sprintf("%s.deps[%d]", path, j), "must be a step id string, got "+jsonKind(e), "write the id of an earlier step")
-				continue
-			}
-			s.deps = append(s.deps, id)
-		}
+		s.deps = decodeDeps(ds, path, d)
 	}
 	if o, ok := obj["options"]; ok && o != nil {
 		m, ok := o.(map[string]any)
@@ -267,6 +237,48 @@ func decodeStep(ds *diags, i int, x any) *irStep {
 		return nil
 	}
 	return s
+}
+
+// stepString is the string at key of the step obj at path: "" when it is
+// missing or null (a problem if required) or not a string (a problem).
+func stepString(ds *diags, obj map[string]any, path, key string, required bool) string {
+	v, ok := obj[key]
+	if !ok || v == nil {
+		if required {
+			ds.add(path, "has no "+key, fmt.Sprintf("add %q: \"…\"", key))
+		}
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		ds.add(path+"."+key, "must be a string, got "+jsonKind(v), fmt.Sprintf("write %q: \"…\"", key))
+	}
+	return s
+}
+
+// decodeDeps is the step ids of the deps d of the step at path: each
+// entry that is a string, none when d is not an array or has more than
+// maxIRDeps entries (each a problem, like an entry not a string).
+func decodeDeps(ds *diags, path string, d any) []string {
+	arr, ok := d.([]any)
+	if !ok {
+		ds.add(path+".deps", "must be an array of step ids, got "+jsonKind(d), `write "deps": ["id", …] or "deps": []`)
+		return nil
+	}
+	if len(arr) > maxIRDeps {
+		ds.add(path+".deps", fmt.Sprintf("has %d entries, over the limit of %d", len(arr), maxIRDeps), "list each dependency once")
+		return nil
+	}
+	var deps []string
+	for j, e := range arr {
+		id, ok := e.(string)
+		if !ok {
+			ds.add(fmt.Sprintf("%s.deps[%d]", path, j), "must be a step id string, got "+jsonKind(e), "write the id of an earlier step")
+			continue
+		}
+		deps = append(deps, id)
+	}
+	return deps
 }
 
 // diags collects diagnostics of one stage.
