@@ -132,6 +132,28 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if o.NC == nil || o.Handles == nil || o.Start == nil || o.Dir == "" || o.Signer == nil {
 		return errors.New("a worker needs a NATS connection, the fleet's handles, a Start function, a directory and its member's signer")
 	}
+	w, err := newWorker(ctx, o.withDefaults())
+	if err != nil {
+		return err
+	}
+	cons, err := WorkerConsumer(ctx, w.o.Handles.Jobs, w.o.AckWait)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(w.o.Dir, 0o700); err != nil {
+		return fmt.Errorf("worker directory %s: %w; pass another --dir", w.o.Dir, err)
+	}
+	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	var beats sync.WaitGroup
+	beats.Go(func() { w.heartbeat(beatCtx) })
+	defer func() { stopBeat(); beats.Wait() }()
+	return w.pull(ctx, cons)
+}
+
+// withDefaults is o with every option left zero set to its default: one
+// slot, the fleet's ack wait, giving up after 20 deliveries, 15 s to stop,
+// 2 s before a retry, and an id from the host name and pid.
+func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.Slots < 1 {
 		o.Slots = 1
 	}
@@ -151,35 +173,36 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		host, _ := os.Hostname() // "" names the worker by its pid alone
 		o.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	return o
+}
+
+// newWorker is the worker o describes, once the fleet's roster says its
+// signer is one of the fleet's workers; it learns the fleet's key there.
+func newWorker(ctx context.Context, o WorkerOptions) (*worker, error) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	roster, err := FetchRoster(rctx, o.NC)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("the worker cannot learn the fleet's key: %w", err)
+		return nil, fmt.Errorf("the worker cannot learn the fleet's key: %w", err)
 	}
 	if m, ok := roster.Member(o.Signer.Key()); !ok || m.Role != RoleWorker {
-		return fmt.Errorf("the credentials the worker signs with (key %s) are not a worker's of this fleet; pass --creds FILE with a worker's credentials", shortKey(o.Signer.Key()))
+		return nil, fmt.Errorf("the credentials the worker signs with (key %s) are not a worker's of this fleet; pass --creds FILE with a worker's credentials", shortKey(o.Signer.Key()))
 	}
 	w := &worker{o: o, log: o.Logger, fleetKey: roster.FleetKey}
 	if w.log == nil {
 		w.log = slog.Default()
 	}
 	w.log = w.log.With("worker", o.ID)
-	cons, err := WorkerConsumer(ctx, o.Handles.Jobs, o.AckWait)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return fmt.Errorf("worker directory %s: %w; pass another --dir", o.Dir, err)
-	}
-	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
-	var beats sync.WaitGroup
-	beats.Go(func() { w.heartbeat(beatCtx) })
-	defer func() { stopBeat(); beats.Wait() }()
+	return w, nil
+}
 
+// pull takes jobs from cons while a slot is free and runs each in its own
+// goroutine until ctx ends or the consumer fails; it returns once every
+// job it took has ended or been handed back.
+func (w *worker) pull(ctx context.Context, cons jetstream.Consumer) error {
 	var jobs sync.WaitGroup
 	defer jobs.Wait() // every job has ended or been handed back
-	slots := make(chan struct{}, o.Slots)
+	slots := make(chan struct{}, w.o.Slots)
 	for {
 		select {
 		case slots <- struct{}{}:
