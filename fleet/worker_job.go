@@ -143,38 +143,8 @@ func (j *jobRun) settle(ctx context.Context, s settle) {
 // run drives the job's run on this worker.
 func (j *jobRun) run(ctx context.Context) settle {
 	bg := context.WithoutCancel(ctx)
-	runID := j.job.RunID
-	cur, found, err := GetState(bg, j.w.o.Handles.Runs, runID)
-	if err != nil {
-		j.log.Warn("cannot read the run's state; the job goes back to the queue", "err", err)
-		return settleRetry
-	}
-	if found && Final(cur.State) {
-		return settleAck // the run ended on a worker that died before it acked the job
-	}
-	if !found {
-		cur = RunState{RunID: runID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
-	}
-	if cur.SubmittedBy == "" {
-		cur.SubmittedBy = j.job.SubmittedBy
-	}
-	// A config that does not parse fails when the run is built; one that
-	// does is held to the worker's policy before anything of it runs.
-	cfg, cfgErr := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" })
-	if cur.Goal == "" && cfgErr == nil { // for the fleet's views
-		cur.Goal = cfg.Intent.Goal
-	}
-	j.state = cur
-	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
-	if cfgErr == nil {
-		if err := ApplyPolicy(j.w.o.Policy, cfg, j.job.Workspace); err != nil {
-			return j.fail(bg, err)
-		}
-	}
-	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
-		if _, err := exec.LookPath(a); err != nil {
-			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a))
-		}
+	if s, ok := j.admit(bg); !ok {
+		return s
 	}
 	p, s, ok := j.prepare(ctx)
 	if !ok {
@@ -183,12 +153,7 @@ func (j *jobRun) run(ctx context.Context) settle {
 	if ctx.Err() != nil { // stopping: nothing has run here yet
 		return j.handBack(bg, nil)
 	}
-	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Policy: j.w.o.Policy, Logger: j.log}
-	if p.ws != nil {
-		spec.OnIterationEnd = j.commitEach(ctx, p.ws)
-		j.state.Branch = p.ws.Branch
-	}
-	h, err := j.w.o.Start(bg, spec)
+	h, err := j.w.o.Start(bg, j.spec(ctx, p))
 	if err != nil {
 		return j.startFailed(bg, err)
 	}
@@ -197,16 +162,86 @@ func (j *jobRun) run(ctx context.Context) settle {
 			j.log.Warn("closing the run's store", "err", err)
 		}
 	}()
+	repl, s, ok := j.replicate(bg, h, p)
+	if !ok {
+		return s
+	}
+	return j.drive(ctx, h, repl, p)
+}
+
+// admit takes the run's state as this attempt's and holds the job to this
+// worker: its policy (a config that does not parse fails later, when the
+// run is built) and the agent CLI the job names. ok false: s settles it.
+func (j *jobRun) admit(bg context.Context) (s settle, ok bool) {
+	cur, s, ok := j.currentState(bg)
+	if !ok {
+		return s, false
+	}
+	cfg, cfgErr := config.Parse([]byte(j.job.Config), DefaultConfigPath, func(string) string { return "" })
+	if cur.Goal == "" && cfgErr == nil { // for the fleet's views
+		cur.Goal = cfg.Intent.Goal
+	}
+	j.state = cur
+	j.state.Worker, j.state.Deliveries = j.w.o.ID, j.deliveries
+	if cfgErr == nil {
+		if err := ApplyPolicy(j.w.o.Policy, cfg, j.job.Workspace); err != nil {
+			return j.fail(bg, err), false
+		}
+	}
+	if a := j.job.Agent; a != "" && a != "auto" && a != "command" {
+		if _, err := exec.LookPath(a); err != nil {
+			return j.retry(bg, fmt.Errorf("worker %s has no agent CLI %q on its PATH; install it there, or run a worker that has it", j.w.o.ID, a)), false
+		}
+	}
+	return 0, true
+}
+
+// currentState is the run's recorded state, or a queued one made from the
+// job if none is recorded. ok false: s settles the job (the state cannot
+// be read, or the run already ended).
+func (j *jobRun) currentState(bg context.Context) (cur RunState, s settle, ok bool) {
+	cur, found, err := GetState(bg, j.w.o.Handles.Runs, j.job.RunID)
+	if err != nil {
+		j.log.Warn("cannot read the run's state; the job goes back to the queue", "err", err)
+		return cur, settleRetry, false
+	}
+	if found && Final(cur.State) {
+		return cur, settleAck, false // the run ended on a worker that died before it acked the job
+	}
+	if !found {
+		cur = RunState{RunID: j.job.RunID, State: StateQueued, Workspace: j.job.Workspace, Submitted: j.job.Submitted}
+	}
+	if cur.SubmittedBy == "" {
+		cur.SubmittedBy = j.job.SubmittedBy
+	}
+	return cur, 0, true
+}
+
+// spec is what Start builds the prepared run from; a run with a workspace
+// commits each iteration to its branch, which its state names.
+func (j *jobRun) spec(ctx context.Context, p prepared) RunSpec {
+	spec := RunSpec{Job: j.job, StoreDir: p.storeDir, Workdir: p.wsDir, Resume: p.resume, Policy: j.w.o.Policy, Logger: j.log}
+	if p.ws != nil {
+		spec.OnIterationEnd = j.commitEach(ctx, p.ws)
+		j.state.Branch = p.ws.Branch
+	}
+	return spec
+}
+
+// replicate starts the replication of the started run's chain to the
+// fleet's stream, signed by this worker's certificate, and records the
+// run as running. ok false: s settles the job.
+func (j *jobRun) replicate(bg context.Context, h RunHandle, p prepared) (repl *Replicator, s settle, ok bool) {
 	j.skipBase = j.state.ChainSkipped
 	cert, err := j.w.certs.get(bg, j.w.o.NC, j.w.o.Signer, h.Store().VerifierKeyString())
 	if err != nil {
-		return j.retry(bg, fmt.Errorf("worker %s: %w", j.w.o.ID, err))
+		return nil, j.retry(bg, fmt.Errorf("worker %s: %w", j.w.o.ID, err)), false
 	}
-	repl, err := Replicate(bg, j.w.o.Handles.JS, h.Store(), runID, p.fromSeq, p.lastStreamSeq, WithSkipHook(func(note string) {
+	repl, err = Replicate(bg, j.w.o.Handles.JS, h.Store(), j.job.RunID, p.fromSeq, p.lastStreamSeq, WithSkipHook(func(note string) {
 		j.log.Warn("a message on the run's chain subject is not part of its chain; it is skipped", "why", note)
 	}), WithCertificate(cert))
 	if err != nil {
-		return j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err))
+		return nil, j.retry(bg, fmt.Errorf("worker %s cannot replicate the run's chain: %w", j.w.o.ID, err)), false
 	}
 	j.state.State, j.state.Error = StateRunning, ""
 	j.state.Iteration, j.state.CostUSD, j.state.Tokens = p.tally.iteration, p.tally.cost, p.tally.tokens
@@ -216,9 +251,9 @@ func (j *jobRun) run(ctx context.Context) settle {
 	j.repl.Store(repl)
 	if err := j.put(bg); err != nil {
 		j.closeRepl(bg, repl)
-		return j.lost(err)
+		return nil, j.lost(err), false
 	}
-	return j.drive(ctx, h, repl, p)
+	return repl, 0, true
 }
 
 // commitEach is the run's OnIterationEnd: each iteration's changes are
