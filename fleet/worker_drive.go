@@ -24,49 +24,78 @@ func (j *jobRun) drive(ctx context.Context, h RunHandle, repl *Replicator, p pre
 	runCtx, cancelRun := context.WithCancelCause(bg)
 	defer cancelRun(nil)
 	j.stopRun = cancelRun
-	socket := ""
-	if srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log}); err != nil {
-		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
-	} else {
-		defer srv.Close()
-		socket = srv.Path()
-	}
-	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy}); err != nil {
-		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
-	} else {
-		defer stopCtl()
-	}
-	watchCtx, stopWatch := context.WithCancel(bg)
-	stale := make(chan error, 1)
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		j.follow(watchCtx, h.Events().Subscribe(watchCtx, p.fromSeq), p.tally, stale)
-	}()
-	defer func() { stopWatch(); <-followed }()
-
+	defer j.serveRun(h)()
+	stale, stopFollow := j.followState(bg, h, p)
+	defer stopFollow()
 	done := make(chan runResult, 1)
 	go func() {
 		out, err := h.Run(runCtx)
 		done <- runResult{out, err}
 	}()
+	r, lost := j.await(ctx, h, repl, done, stale, cancelRun)
+	stopFollow() // the last iteration's state is recorded before the final one
+	if ctx.Err() != nil {
+		// The worker is stopping: its closing steps get StopGrace, so
+		// it exits even when NATS is out of reach.
+		closing, cancel := context.WithTimeout(bg, j.w.o.StopGrace)
+		defer cancel()
+		return j.ended(closing, repl, r, lost)
+	}
+	return j.ended(bg, repl, r, lost)
+}
+
+// serveRun serves the run's store on a socket (for attach and remote
+// reads) and takes its controls from the fleet; either may fail, which is
+// only logged. It returns what stops both.
+func (j *jobRun) serveRun(h RunHandle) (stop func()) {
+	socket := ""
+	srv, err := serve.Start(serve.Options{Store: h.Store(), Runner: h, Logger: j.log})
+	if err != nil {
+		j.log.Warn("the run's store is not served; attach and remote reads cannot reach it", "err", err)
+	} else {
+		socket = srv.Path()
+	}
+	stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy})
+	if err != nil {
+		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
+	}
+	return func() {
+		if stopCtl != nil {
+			stopCtl()
+		}
+		if srv != nil {
+			srv.Close()
+		}
+	}
+}
+
+// followState records the run's state after each of its iterations from
+// p.fromSeq on (follow) until stop, which waits for it to end and may be
+// called again. A put another worker's state refuses comes on stale.
+func (j *jobRun) followState(bg context.Context, h RunHandle, p prepared) (stale <-chan error, stop func()) {
+	watchCtx, stopWatch := context.WithCancel(bg)
+	staleC := make(chan error, 1)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		j.follow(watchCtx, h.Events().Subscribe(watchCtx, p.fromSeq), p.tally, staleC)
+	}()
+	return staleC, func() { stopWatch(); <-followed }
+}
+
+// await waits for the run's Run to return (on done): when ctx ends the run
+// pauses after its current call and, once paused, is cancelled to be
+// handed back; when another worker has taken it over (stale) or its
+// replication stopped it is cancelled at once and lost is true.
+func (j *jobRun) await(ctx context.Context, h RunHandle, repl *Replicator, done <-chan runResult, stale <-chan error, cancelRun context.CancelCauseFunc) (r runResult, lost bool) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	stopping, handingBack, lost := ctx.Done(), false, false
+	stopping, handingBack := ctx.Done(), false
 	replDone := repl.Done()
 	for {
 		select {
 		case r := <-done:
-			stopWatch()
-			<-followed // the last iteration's state is recorded before the final one
-			if ctx.Err() != nil {
-				// The worker is stopping: its closing steps get StopGrace, so
-				// it exits even when NATS is out of reach.
-				closing, cancel := context.WithTimeout(bg, j.w.o.StopGrace)
-				defer cancel()
-				return j.ended(closing, repl, r, lost)
-			}
-			return j.ended(bg, repl, r, lost)
+			return r, lost
 		case <-stopping: // SIGTERM: pause after the current call, then hand back
 			stopping, handingBack = nil, true
 			j.log.Info("the worker is stopping: the run pauses after its current call and is handed back")
