@@ -21,6 +21,7 @@ package mockmodel
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -196,70 +197,93 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	flush := func() {
-		_ = bw.Flush()
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	id := fmt.Sprintf("chatcmpl-mock-%d", time.Now().UnixNano())
-	send := func(delta map[string]any, finish any, usage any) {
-		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1764115200, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-		if usage != nil {
-			chunk["usage"] = usage
-		}
-		b, _ := json.Marshal(chunk)
-		_, _ = bw.WriteString("data: ")
-		_, _ = bw.Write(b)
-		_, _ = bw.WriteString("\n\n")
-	}
-	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
-	flush()
+	c := &chunkWriter{w: w, bw: bufio.NewWriterSize(w, 64<<10), model: model,
+		id: fmt.Sprintf("chatcmpl-mock-%d", time.Now().UnixNano())}
+	c.send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	c.flush()
 	if t.Hang {
 		<-r.Context().Done()
 		return
 	}
 	if t.Reasoning != "" {
-		send(map[string]any{"reasoning_content": t.Reasoning}, nil, nil)
+		c.send(map[string]any{"reasoning_content": t.Reasoning}, nil, nil)
 	}
 	if t.Text != "" {
-		send(map[string]any{"content": t.Text}, nil, nil)
+		c.send(map[string]any{"content": t.Text}, nil, nil)
 	}
-	if t.Flood > 0 {
-		line := strings.Repeat("flood text, line after line. ", 2) + "\n"
-		chunk := strings.Repeat(line, 16<<10/len(line))
-		for left := t.Flood; left > 0; left -= len(chunk) {
-			if left < len(chunk) {
-				chunk = chunk[:left]
-			}
-			send(map[string]any{"content": chunk}, nil, nil)
-			if r.Context().Err() != nil {
-				return
-			}
-		}
+	if t.Flood > 0 && !c.flood(r.Context(), t.Flood) {
+		return
 	}
-	for i, c := range t.Calls {
-		args, _ := json.Marshal(c.Args)
+	for i, call := range t.Calls {
+		args, _ := json.Marshal(call.Args)
 		a := strings.ReplaceAll(string(args), "{dir}", dir)
-		send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%s", i, c.Name),
-			"type": "function", "function": map[string]any{"name": c.Name, "arguments": a}}}}, nil, nil)
+		c.send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%s", i, call.Name),
+			"type": "function", "function": map[string]any{"name": call.Name, "arguments": a}}}}, nil, nil)
 	}
 	finish := "stop"
 	if len(t.Calls) > 0 {
 		finish = "tool_calls"
 	}
+	c.send(map[string]any{}, finish, openCodeUsage(t))
+	_, _ = c.bw.WriteString("data: [DONE]\n\n")
+	c.flush()
+}
+
+// chunkWriter writes the chat.completion.chunk events of one answer.
+type chunkWriter struct {
+	w         http.ResponseWriter
+	bw        *bufio.Writer
+	id, model string
+}
+
+// send writes one event: its delta, finish reason and usage (nil: none).
+func (c *chunkWriter) send(delta map[string]any, finish any, usage any) {
+	chunk := map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": 1764115200, "model": c.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	if usage != nil {
+		chunk["usage"] = usage
+	}
+	b, _ := json.Marshal(chunk)
+	_, _ = c.bw.WriteString("data: ")
+	_, _ = c.bw.Write(b)
+	_, _ = c.bw.WriteString("\n\n")
+}
+
+// flush sends the events written so far to the client.
+func (c *chunkWriter) flush() {
+	_ = c.bw.Flush()
+	if f, ok := c.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// flood writes size bytes of text in chunks of about 16 KiB; false if the
+// request ended first.
+func (c *chunkWriter) flood(ctx context.Context, size int) bool {
+	line := strings.Repeat("flood text, line after line. ", 2) + "\n"
+	chunk := strings.Repeat(line, 16<<10/len(line))
+	for left := size; left > 0; left -= len(chunk) {
+		if left < len(chunk) {
+			chunk = chunk[:left]
+		}
+		c.send(map[string]any{"content": chunk}, nil, nil)
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// openCodeUsage is the usage of t's answer; a turn that gives no token
+// counts used 1200 prompt and 40 completion tokens.
+func openCodeUsage(t OpenCodeTurn) map[string]any {
 	prompt, completion := t.PromptTokens, t.CompletionTokens
 	if prompt == 0 && completion == 0 {
 		prompt, completion = 1200, 40
 	}
-	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+	return map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
 		"prompt_tokens_details":     map[string]any{"cached_tokens": t.CachedTokens},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": t.ReasoningTokens}}
-	send(map[string]any{}, finish, usage)
-	_, _ = bw.WriteString("data: [DONE]\n\n")
-	flush()
 }
 
 // OpenCodeScript returns the named script for a Go module whose Add
