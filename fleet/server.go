@@ -62,27 +62,12 @@ type Server struct {
 // StartServer starts an embedded NATS server with JetStream and waits
 // until it accepts clients.
 func StartServer(o ServerOptions) (*Server, error) {
-	if o.Dir == "" {
-		return nil, errors.New("the fleet server needs a directory for its streams; pass --dir DIR")
-	}
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:4222"
 	}
-	host, port, err := splitHostPort(o.Listen)
+	host, port, err := o.checkListen()
 	if err != nil {
-		return nil, fmt.Errorf("--listen %q: %w; pass host:port, e.g. 127.0.0.1:4222", o.Listen, err)
-	}
-	if port == 0 { // nats-server reads 0 as its default port, 4222
-		port = server.RANDOM_PORT
-	}
-	if len(o.Members) == 0 {
-		return nil, errors.New("the fleet server has no users, so no one could reach it; make them with `ralph fleet serve` (it writes them on first start) or `ralph fleet creds add NAME --role ROLE`")
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, errors.New("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
-	}
-	if o.TLSCert == "" && !loopback(host) {
-		return nil, fmt.Errorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.Listen)
+		return nil, err
 	}
 	srv := &Server{}
 	if o.AuthDir != "" {
@@ -92,23 +77,9 @@ func StartServer(o ServerOptions) (*Server, error) {
 		pub, _ := srv.keeperKP.PublicKey()
 		srv.keeperUser = &server.NkeyUser{Nkey: pub, Permissions: RolePermissions(RoleKeeper)}
 	}
-	opts := &server.Options{
-		ServerName: o.Name, Host: host, Port: port,
-		JetStream: true, StoreDir: o.Dir,
-		NoLog: !o.Log, NoSigs: true,
-		Nkeys: srv.users(o.Members),
-	}
-	if o.TLSCert != "" {
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey})
-		if err != nil {
-			return nil, fmt.Errorf("the TLS certificate %s or key %s: %w; pass a PEM certificate and its key", o.TLSCert, o.TLSKey, err)
-		}
-		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 5
-	}
-	if o.ClusterName != "" {
-		if err := clusterOptions(o, opts); err != nil {
-			return nil, err
-		}
+	opts, err := srv.natsOptions(o, host, port)
+	if err != nil {
+		return nil, err
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -130,6 +101,56 @@ func StartServer(o ServerOptions) (*Server, error) {
 		}
 	}
 	return srv, nil
+}
+
+// checkListen checks the options a server cannot start without (a
+// directory, users, TLS off loopback) and returns the host and port it
+// listens on, port 0 made a random one.
+func (o ServerOptions) checkListen() (host string, port int, err error) {
+	if o.Dir == "" {
+		return "", 0, errors.New("the fleet server needs a directory for its streams; pass --dir DIR")
+	}
+	host, port, err = splitHostPort(o.Listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("--listen %q: %w; pass host:port, e.g. 127.0.0.1:4222", o.Listen, err)
+	}
+	if port == 0 { // nats-server reads 0 as its default port, 4222
+		port = server.RANDOM_PORT
+	}
+	if len(o.Members) == 0 {
+		return "", 0, errors.New("the fleet server has no users, so no one could reach it; make them with `ralph fleet serve` (it writes them on first start) or `ralph fleet creds add NAME --role ROLE`")
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return "", 0, errors.New("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
+	}
+	if o.TLSCert == "" && !loopback(host) {
+		return "", 0, fmt.Errorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.Listen)
+	}
+	return host, port, nil
+}
+
+// natsOptions are the NATS server's options: JetStream in o.Dir, the
+// members (and the keeper) as its users, TLS and the cluster if o asks.
+func (srv *Server) natsOptions(o ServerOptions, host string, port int) (*server.Options, error) {
+	opts := &server.Options{
+		ServerName: o.Name, Host: host, Port: port,
+		JetStream: true, StoreDir: o.Dir,
+		NoLog: !o.Log, NoSigs: true,
+		Nkeys: srv.users(o.Members),
+	}
+	if o.TLSCert != "" {
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: o.TLSCert, KeyFile: o.TLSKey})
+		if err != nil {
+			return nil, fmt.Errorf("the TLS certificate %s or key %s: %w; pass a PEM certificate and its key", o.TLSCert, o.TLSKey, err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSTimeout = tc, true, 5
+	}
+	if o.ClusterName != "" {
+		if err := clusterOptions(o, opts); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
 }
 
 // clusterOptions sets opts to join the cluster o names: this node's route

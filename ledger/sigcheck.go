@@ -175,16 +175,42 @@ func (c *sigChecker) verifyBatch(cps []cpEntry) bool {
 // the buckets in the affine form decoded signatures' R come in (mixed
 // additions, 7 field multiplications instead of 9; see extPoint).
 func msm128(zs []byte, ps []edwards25519.Point) *edwards25519.Point {
-	c := 8
-	switch {
-	case len(ps) < 32:
-		c = 4
-	case len(ps) < 256:
-		c = 6
-	}
+	c := msmWindowBits(len(ps))
 	windows := (128+c-1)/c + 1 // one more for the last carry
-	digits := make([]int16, len(ps)*windows)
-	for i := range ps {
+	digits := signedDigits(zs, len(ps), c, windows)
+	b := newBucketSet(ps, c)
+	acc := edwards25519.NewIdentityPoint()
+	var P edwards25519.Point
+	for w := windows - 1; w >= 0; w-- {
+		for range c {
+			acc.Double(acc)
+		}
+		b.fill(digits, windows, w)
+		acc.Add(acc, b.weightedSum(&P))
+	}
+	return acc
+}
+
+// msmWindowBits is the digit width msm128 uses for n points: wider windows
+// mean fewer additions per point but 2^c more per window, so they pay only
+// for larger batches.
+func msmWindowBits(n int) int {
+	switch {
+	case n < 32:
+		return 4
+	case n < 256:
+		return 6
+	}
+	return 8
+}
+
+// signedDigits writes each of the n 128-bit scalars in zs as windows signed
+// digits of c bits, lowest first, each in [−2^(c−1), 2^(c−1)): a digit at
+// or above the half is taken 2^c down and carries one into the next.
+// Point i's digits are digits[i*windows : (i+1)*windows].
+func signedDigits(zs []byte, n, c, windows int) []int16 {
+	digits := make([]int16, n*windows)
+	for i := range n {
 		z := zs[16*i : 16*i+16]
 		carry := 0
 		for w := range windows {
@@ -202,57 +228,77 @@ func msm128(zs []byte, ps []edwards25519.Point) *edwards25519.Point {
 			digits[i*windows+w] = int16(v)
 		}
 	}
+	return digits
+}
+
+// bucketSet is msm128's working state for one window at a time: the points
+// in affine form, one bucket per digit magnitude, which buckets this
+// window has used and the highest of them.
+type bucketSet struct {
+	d2      *field.Element
+	aff     []affinePoint
+	buckets []extPoint
+	used    []bool
+	top     int // the highest bucket used, −1 if none
+}
+
+// newBucketSet prepares the points of ps for buckets of c-bit digits.
+func newBucketSet(ps []edwards25519.Point, c int) bucketSet {
 	d2 := curveD2()
 	aff := make([]affinePoint, len(ps))
 	for i := range ps {
 		aff[i].set(&ps[i], d2)
 	}
-	buckets := make([]extPoint, 1<<(c-1))
-	used := make([]bool, len(buckets))
-	acc := edwards25519.NewIdentityPoint()
+	return bucketSet{d2: d2, aff: aff, buckets: make([]extPoint, 1<<(c-1)), used: make([]bool, 1<<(c-1))}
+}
+
+// fill empties the buckets and adds each point to the bucket of its digit
+// in window w (its negation for a negative digit; none for a zero digit).
+func (s *bucketSet) fill(digits []int16, windows, w int) {
+	aff, buckets, used := s.aff, s.buckets, s.used
+	clear(used)
+	top := -1
+	for i := range aff {
+		d := int(digits[i*windows+w])
+		neg := d < 0
+		if neg {
+			d = -d
+		}
+		if d == 0 {
+			continue
+		}
+		if used[d-1] {
+			buckets[d-1].addAffine(&aff[i], neg)
+		} else {
+			buckets[d-1].setAffine(&aff[i], neg)
+			used[d-1] = true
+			top = max(top, d-1)
+		}
+	}
+	s.top = top
+}
+
+// weightedSum sets P to Σ (j+1)·bucket[j] over the buckets fill used, as
+// a running sum from the top bucket down: each bucket is added once to the
+// running sum and the running sum once per bucket to the total. It
+// returns P.
+func (s *bucketSet) weightedSum(P *edwards25519.Point) *edwards25519.Point {
 	var running, sum extPoint
 	var cached cachedPoint
-	for w := windows - 1; w >= 0; w-- {
-		for range c {
-			acc.Double(acc)
+	running.identity()
+	sum.identity()
+	for j := s.top; j >= 0; j-- {
+		if s.used[j] {
+			cached.set(&s.buckets[j], s.d2)
+			running.add(&cached)
 		}
-		clear(used)
-		top := -1 // the highest bucket used
-		for i := range ps {
-			d := int(digits[i*windows+w])
-			neg := d < 0
-			if neg {
-				d = -d
-			}
-			if d == 0 {
-				continue
-			}
-			if used[d-1] {
-				buckets[d-1].addAffine(&aff[i], neg)
-			} else {
-				buckets[d-1].setAffine(&aff[i], neg)
-				used[d-1] = true
-				top = max(top, d-1)
-			}
-		}
-		// Σ j·bucket[j] as a running sum from the top bucket down.
-		running.identity()
-		sum.identity()
-		for j := top; j >= 0; j-- {
-			if used[j] {
-				cached.set(&buckets[j], d2)
-				running.add(&cached)
-			}
-			cached.set(&running, d2)
-			sum.add(&cached)
-		}
-		P, err := new(edwards25519.Point).SetExtendedCoordinates(&sum.X, &sum.Y, &sum.Z, &sum.T)
-		if err != nil {
-			panic("ledger: multi-scalar multiplication left the curve") // a bug, not bad input
-		}
-		acc.Add(acc, P)
+		cached.set(&running, s.d2)
+		sum.add(&cached)
 	}
-	return acc
+	if _, err := P.SetExtendedCoordinates(&sum.X, &sum.Y, &sum.Z, &sum.T); err != nil {
+		panic("ledger: multi-scalar multiplication left the curve") // a bug, not bad input
+	}
+	return P
 }
 
 // The curve arithmetic below follows the ref10 formulas for twisted

@@ -552,17 +552,8 @@ func (s *Store) initSafe(opts Options) (err error) {
 // init loads the head, the store's identity and its key, and checks that
 // the head is the last stored action.
 func (s *Store) init(opts Options) error {
-	s.readOnly = opts.ReadOnly
-	s.witnessDir = opts.WitnessDir
-	s.rf = newRangeFactory()
-	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
-	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
-	s.maxValue = valueLogFileSize
-	if opts.InMemory {
-		s.maxValue = inMemoryMaxValue
-	}
-	if s.txnBytes <= 0 || s.txnCount <= 0 {
-		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	if err := s.setLimits(opts); err != nil {
+		return err
 	}
 	var err error
 	if opts.ReadOnly {
@@ -584,8 +575,45 @@ func (s *Store) init(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("ledger store %s: %w", s.describe(), err)
 	}
+	if err := s.loadIdentity(opts, meta); err != nil {
+		return err
+	}
+	if opts.ReadOnly {
+		return nil
+	}
+	if err := s.loadSigningKey(opts); err != nil {
+		return err
+	}
+	if s.damaged != nil {
+		return nil
+	}
+	return s.loadTree(meta, head)
+}
+
+// setLimits takes the options a store keeps and sizes its transactions
+// and values by Badger's limits.
+func (s *Store) setLimits(opts Options) error {
+	s.readOnly = opts.ReadOnly
+	s.witnessDir = opts.WitnessDir
+	s.rf = newRangeFactory()
+	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
+	s.txnCount = s.db.MaxBatchCount() - txnReserveCount
+	s.maxValue = valueLogFileSize
+	if opts.InMemory {
+		s.maxValue = inMemoryMaxValue
+	}
+	if s.txnBytes <= 0 || s.txnCount <= 0 {
+		return fmt.Errorf("open ledger: MemTableSize is too small to hold a transaction")
+	}
+	return nil
+}
+
+// loadIdentity takes the store's id and verifier key from its metadata, or
+// for a store of the first format the public key from its file.
+func (s *Store) loadIdentity(opts Options, meta storeMeta) error {
 	s.id, s.vkey = meta.id, meta.vkey
 	if s.vkey != "" {
+		var err error
 		if _, s.pub, err = ParseVerifierKey(s.vkey); err != nil {
 			return fmt.Errorf("ledger store %s records a malformed key: %w", s.describe(), err)
 		}
@@ -597,15 +625,13 @@ func (s *Store) init(opts Options) error {
 			return fmt.Errorf("ledger store %s: %w", s.describe(), err)
 		}
 	}
-	if opts.ReadOnly {
-		return nil
-	}
-	if err := s.loadSigningKey(opts); err != nil {
-		return err
-	}
-	if s.damaged != nil {
-		return nil
-	}
+	return nil
+}
+
+// loadTree loads the Merkle tree of the actions up to head: read from the
+// store when its metadata recorded the tree at head, else rebuilt.
+func (s *Store) loadTree(meta storeMeta, head Head) error {
+	var err error
 	if meta.treeSize == head.Seq {
 		err = s.db.View(func(txn *badger.Txn) error {
 			var err error
@@ -626,7 +652,6 @@ func (s *Store) init(opts Options) error {
 // loadSigningKey finds the private key of a store opened for writing and
 // records the store's id and public key when it has none yet.
 func (s *Store) loadSigningKey(opts Options) error {
-	var priv ed25519.PrivateKey
 	var err error
 	if s.id == "" {
 		s.id, err = newStoreID()
@@ -634,46 +659,9 @@ func (s *Store) loadSigningKey(opts Options) error {
 			return err
 		}
 	}
-	switch {
-	case opts.PrivateKey != nil:
-		if len(opts.PrivateKey) != ed25519.PrivateKeySize {
-			return fmt.Errorf("open ledger: PrivateKey is %d bytes, want %d", len(opts.PrivateKey), ed25519.PrivateKeySize)
-		}
-		priv = opts.PrivateKey
-	case opts.InMemory:
-		if _, priv, err = ed25519.GenerateKey(rand.Reader); err != nil {
-			return fmt.Errorf("generate signing key: %w", err)
-		}
-	default:
-		if priv, err = legacyKey(s.dir, s.log); err != nil {
-			return fmt.Errorf("ledger store %s: %w", s.dir, err)
-		}
-		if priv != nil {
-			s.keyPath = LegacyKeyPath(s.dir)
-			s.log.Warn("ledger store keeps its private key inside itself; run ralph chain key --move", "store", s.dir)
-			break
-		}
-		path := opts.KeyFile
-		if path == "" {
-			kd := opts.KeyDir
-			if kd == "" {
-				if kd, err = DefaultKeyDir(); err != nil {
-					return err
-				}
-			}
-			path = StoreKeyPath(kd, s.id)
-		}
-		if s.pub != nil {
-			// An existing key must not be replaced by a new one.
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				vk, _ := VerifierKey(Origin(s.id), s.pub)
-				return &KeyError{Msg: fmt.Sprintf("ledger store %s is signed by key %s, whose private key is not at %s; pass it with --key FILE (or RALPH_KEY)", s.dir, vk, path)}
-			}
-		}
-		if priv, _, err = loadOrCreateKeyFile(path, s.log); err != nil {
-			return fmt.Errorf("ledger store %s: %w", s.dir, err)
-		}
-		s.keyPath = path
+	priv, err := s.privateKey(opts)
+	if err != nil {
+		return err
 	}
 	pub := priv.Public().(ed25519.PublicKey)
 	if s.pub != nil && !pub.Equal(s.pub) {
@@ -693,6 +681,63 @@ func (s *Store) loadSigningKey(opts Options) error {
 		return s.writeMeta()
 	}
 	return nil
+}
+
+// privateKey is the store's private key: the one the options give, a new
+// one for a store in memory, else the one in its key file (keyFile).
+func (s *Store) privateKey(opts Options) (ed25519.PrivateKey, error) {
+	switch {
+	case opts.PrivateKey != nil:
+		if len(opts.PrivateKey) != ed25519.PrivateKeySize {
+			return nil, fmt.Errorf("open ledger: PrivateKey is %d bytes, want %d", len(opts.PrivateKey), ed25519.PrivateKeySize)
+		}
+		return opts.PrivateKey, nil
+	case opts.InMemory:
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("generate signing key: %w", err)
+		}
+		return priv, nil
+	}
+	return s.keyFile(opts)
+}
+
+// keyFile loads the private key of a store on disk, and sets s.keyPath to
+// its file: the legacy key inside the store if there is one (with a
+// warning), else the file the options name or the store's in the key
+// directory, made when the store has no public key yet.
+func (s *Store) keyFile(opts Options) (ed25519.PrivateKey, error) {
+	priv, err := legacyKey(s.dir, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("ledger store %s: %w", s.dir, err)
+	}
+	if priv != nil {
+		s.keyPath = LegacyKeyPath(s.dir)
+		s.log.Warn("ledger store keeps its private key inside itself; run ralph chain key --move", "store", s.dir)
+		return priv, nil
+	}
+	path := opts.KeyFile
+	if path == "" {
+		kd := opts.KeyDir
+		if kd == "" {
+			if kd, err = DefaultKeyDir(); err != nil {
+				return nil, err
+			}
+		}
+		path = StoreKeyPath(kd, s.id)
+	}
+	if s.pub != nil {
+		// An existing key must not be replaced by a new one.
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			vk, _ := VerifierKey(Origin(s.id), s.pub)
+			return nil, &KeyError{Msg: fmt.Sprintf("ledger store %s is signed by key %s, whose private key is not at %s; pass it with --key FILE (or RALPH_KEY)", s.dir, vk, path)}
+		}
+	}
+	if priv, _, err = loadOrCreateKeyFile(path, s.log); err != nil {
+		return nil, fmt.Errorf("ledger store %s: %w", s.dir, err)
+	}
+	s.keyPath = path
+	return priv, nil
 }
 
 func keyName(path string) string {

@@ -64,76 +64,108 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 			return db, nil, err
 		}
 	}
-	var db *badger.DB
-	var err error
 	v := &view{}
-	if v.lock, err = lockShared(dataPath); err != nil {
+	n, err := v.fill(dir, dataPath)
+	if err != nil {
+		v.close()
 		return nil, nil, err
 	}
-	if v.dir, err = os.MkdirTemp("", "ralph-view-"); err != nil {
+	// Each failed open names one log to cut; there are at most a few.
+	db, err := v.open(bopts, dir, dataPath, n+1)
+	if err != nil {
 		v.close()
-		return nil, nil, fmt.Errorf("open ledger store %s read-only: make a scratch directory for the logs a crash left: %w", dir, err)
+		return nil, nil, err
+	}
+	return db, v, nil
+}
+
+// fill takes a shared lock on the store's data directory and makes the
+// view's scratch directory with an entry for each of its files (add). It
+// returns how many entries the data directory has.
+func (v *view) fill(dir, dataPath string) (int, error) {
+	var err error
+	if v.lock, err = lockShared(dataPath); err != nil {
+		return 0, err
+	}
+	if v.dir, err = os.MkdirTemp("", "ralph-view-"); err != nil {
+		return 0, fmt.Errorf("open ledger store %s read-only: make a scratch directory for the logs a crash left: %w", dir, err)
 	}
 	entries, err := os.ReadDir(dataPath)
 	if err != nil {
-		v.close()
-		return nil, nil, fmt.Errorf("open ledger store %s: %w", dir, err)
+		return 0, fmt.Errorf("open ledger store %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil || !fi.Mode().IsRegular() || e.Name() == "LOCK" {
-			continue
-		}
-		ext := filepath.Ext(e.Name())
-		if fi.Size() == 0 && (ext == ".mem" || ext == ".vlog") {
-			continue // a log a crash left before sizing it: it holds nothing
-		}
-		src, dst := filepath.Join(dataPath, e.Name()), filepath.Join(v.dir, e.Name())
-		if ext == ".mem" {
-			// A copy of the part written, so that Badger maps no file of
-			// the store that it may fail to open (it leaves such maps).
-			n, err := lastNonZero(src)
-			if err == nil {
-				// At least the header: a process killed before writing it
-				// leaves zeros, which read as an empty log.
-				err = copyPrefix(src, dst, min(max(n, logHeaderLen), fi.Size()))
-			}
-			if err != nil {
-				v.close()
-				return nil, nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
-			}
-			continue
-		}
-		if err := os.Symlink(src, dst); err != nil {
-			v.close()
-			return nil, nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
+		if err := v.add(dataPath, e); err != nil {
+			return 0, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
 		}
 	}
-	// Each failed open names one log to cut; there are at most a few.
-	for range len(entries) + 1 {
-		db, err = openBadger(bopts.WithDir(v.dir).WithValueDir(v.dir), dir)
+	return len(entries), nil
+}
+
+// add puts the data directory's file e in the view: a copy of the part
+// written of a log, a symbolic link to anything else; nothing for the
+// LOCK file, what is not a regular file, or an empty log.
+func (v *view) add(dataPath string, e fs.DirEntry) error {
+	fi, err := e.Info()
+	if err != nil || !fi.Mode().IsRegular() || e.Name() == "LOCK" {
+		return nil
+	}
+	ext := filepath.Ext(e.Name())
+	if fi.Size() == 0 && (ext == ".mem" || ext == ".vlog") {
+		return nil // a log a crash left before sizing it: it holds nothing
+	}
+	src, dst := filepath.Join(dataPath, e.Name()), filepath.Join(v.dir, e.Name())
+	if ext == ".mem" {
+		// A copy of the part written, so that Badger maps no file of
+		// the store that it may fail to open (it leaves such maps).
+		n, err := lastNonZero(src)
 		if err == nil {
-			return db, v, nil
+			// At least the header: a process killed before writing it
+			// leaves zeros, which read as an empty log.
+			err = copyPrefix(src, dst, min(max(n, logHeaderLen), fi.Size()))
+		}
+		return err
+	}
+	return os.Symlink(src, dst)
+}
+
+// open opens Badger read-only on the view, at most tries times: after
+// each open that fails naming a log to cut, the view holds that log cut
+// (cutLog). The error of the last try names the store's files.
+func (v *view) open(bopts badger.Options, dir, dataPath string, tries int) (*badger.DB, error) {
+	var err error
+	for range tries {
+		var db *badger.DB
+		if db, err = openBadger(bopts.WithDir(v.dir).WithValueDir(v.dir), dir); err == nil {
+			return db, nil
 		}
 		m := truncateNeeded.FindStringSubmatch(err.Error())
 		if m == nil {
 			break
 		}
-		fid, _ := strconv.Atoi(m[1])
-		end, _ := strconv.ParseInt(m[2], 10, 64)
-		size, _ := strconv.ParseInt(m[3], 10, 64)
-		name := fmt.Sprintf("%05d.mem", fid)
-		if err := copyPrefix(filepath.Join(dataPath, name), filepath.Join(v.dir, name), end); err != nil {
-			v.close()
-			return nil, nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
-		}
-		if tail, err := nonZeroTail(filepath.Join(dataPath, name), end); err == nil && tail {
-			v.cut = append(v.cut, fmt.Sprintf("%s (it reads whole up to byte %d of %d)", filepath.Join(dataPath, name), end, size))
+		if err := v.cutLog(dataPath, m); err != nil {
+			return nil, fmt.Errorf("open ledger store %s read-only: %w", dir, err)
 		}
 	}
-	v.close()
 	// Name the store's files, not their links in the scratch directory.
-	return nil, nil, errors.New(strings.ReplaceAll(err.Error(), v.dir, dataPath))
+	return nil, errors.New(strings.ReplaceAll(err.Error(), v.dir, dataPath))
+}
+
+// cutLog puts in the view the part of the log that Badger's error m
+// (truncateNeeded's match) says reads whole, and notes the log in v.cut
+// when what follows that part is not all zeros.
+func (v *view) cutLog(dataPath string, m []string) error {
+	fid, _ := strconv.Atoi(m[1])
+	end, _ := strconv.ParseInt(m[2], 10, 64)
+	size, _ := strconv.ParseInt(m[3], 10, 64)
+	name := fmt.Sprintf("%05d.mem", fid)
+	if err := copyPrefix(filepath.Join(dataPath, name), filepath.Join(v.dir, name), end); err != nil {
+		return err
+	}
+	if tail, err := nonZeroTail(filepath.Join(dataPath, name), end); err == nil && tail {
+		v.cut = append(v.cut, fmt.Sprintf("%s (it reads whole up to byte %d of %d)", filepath.Join(dataPath, name), end, size))
+	}
+	return nil
 }
 
 // copyPrefix replaces the link dst with a copy of src's first n bytes.

@@ -67,3 +67,71 @@ func BenchmarkEval(b *testing.B) {
 		}
 	})
 }
+
+// benchPlanSrc is a plan using most of the compiler's forms: plan, step,
+// call, let, fn, loop/recur, the fast numeric calls, cond, when, ->.
+const benchPlanSrc = `(plan :name "bench" :language rtfs20 :program
+  (do
+    (defn sq [x] (* x x))
+    (step "Gather" ^{:retries 2}
+      (let [n 10
+            xs (loop [i 0 acc []] (if (< i n) (recur (inc i) (conj acc (sq i))) acc))]
+        (when (> (count xs) 3)
+          (call :ccos.echo {:message (str "n=" n)}))
+        (-> xs (nth 2) inc dec)))
+    (step "Decide"
+      (cond (= 1 2) :no
+            (<= 2 3) (if-let [v (get {:a 1} :a)] (+ v 1) 0)
+            :else :yes))))`
+
+// BenchmarkCompile measures compiling read forms: the compiler's form
+// dispatch and the fast calls it emits.
+func BenchmarkCompile(b *testing.B) {
+	b.Run("plan", func(b *testing.B) {
+		forms, err := Read(benchPlanSrc, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := Options{File: "bench", Mode: PlanMode}
+		if _, err := Compile(forms, opts); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Compile(forms, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkPrint measures AppendValue on an action's arguments: a map of
+// strings, keywords, numbers, a vector and a set.
+func BenchmarkPrint(b *testing.B) {
+	v, err := ReadValue(`{:path "/tmp/work/main.go" :mode :append :lines [1 2 3 40 500]
+	  :tags #{:a :b :c} :ratio 0.25 :ok true :note nil :args ["-v" "--count" "3"] :quoted '(x y)}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := AppendValue(nil, v)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendValue(buf[:0], v)
+	}
+}
+
+// BenchmarkTypeOf measures parsing a capability's schema held as a value.
+func BenchmarkTypeOf(b *testing.B) {
+	v, err := ReadValue(`[:map [:path :string] [:mode {:optional true} [:enum :append :write]]
+	  [:lines [:vector :int]] [:range [:tuple :int :int]] [:env [:map-of :string :string]]
+	  [:ratio [:or :int :float]] [:note [:maybe :string]]]`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := TypeOf(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -27,7 +27,9 @@ var fastOps2 = map[string]intOp2{
 	"=":  func(a, b int64) (Value, bool) { return Bool(a == b), true },
 }
 
-var fastOps1 = map[string]func(a int64) (Value, bool){
+type intOp1 func(a int64) (Value, bool) // ok false: let the builtin decide
+
+var fastOps1 = map[string]intOp1{
 	"inc": func(a int64) (Value, bool) { return Int(a + 1), a != 1<<63-1 },
 	"dec": func(a int64) (Value, bool) { return Int(a - 1), a != -1<<63 },
 }
@@ -59,31 +61,25 @@ func (c *compiler) fastCall(b *Builtin, args []code, nodes []*Node, pos Pos) cod
 	}
 	switch len(args) {
 	case 1:
-		op := fastOps1[b.Name]
-		if op == nil {
-			return nil
+		if op := fastOps1[b.Name]; op != nil {
+			return c.fastCall1(b, op, args[0], nodes[0], pos)
 		}
-		a0 := args[0]
-		if o := c.operandOf(nodes[0]); o.kind == 1 {
-			s0 := o.slot
-			return func(m *Machine, f *frame) (Value, error) {
-				v0 := f.slots[s0]
-				if err := m.tick(); err != nil {
-					return Nil, m.errAt(err, pos)
-				}
-				if v0.k == KindInt {
-					if r, ok := op(int64(v0.n)); ok {
-						return r, nil
-					}
-				}
-				return m.callBuiltin(b, pos, v0)
-			}
+	case 2:
+		if op := fastOps2[b.Name]; op != nil {
+			return c.fastCall2(b, op, args, nodes, pos)
 		}
+	}
+	return nil
+}
+
+// fastCall1 is the inline code of a one-argument call of b: its argument
+// read from the frame's slot if it is a local of this frame, else
+// computed by a0.
+func (c *compiler) fastCall1(b *Builtin, op intOp1, a0 code, node *Node, pos Pos) code {
+	if o := c.operandOf(node); o.kind == 1 {
+		s0 := o.slot
 		return func(m *Machine, f *frame) (Value, error) {
-			v0, err := a0(m, f)
-			if err != nil {
-				return Nil, err
-			}
+			v0 := f.slots[s0]
 			if err := m.tick(); err != nil {
 				return Nil, m.errAt(err, pos)
 			}
@@ -94,37 +90,52 @@ func (c *compiler) fastCall(b *Builtin, args []code, nodes []*Node, pos Pos) cod
 			}
 			return m.callBuiltin(b, pos, v0)
 		}
-	case 2:
-		op := fastOps2[b.Name]
-		if op == nil {
-			return nil
-		}
-		a0, a1 := args[0], args[1]
-		o0, o1 := c.operandOf(nodes[0]), c.operandOf(nodes[1])
-		if o0.kind == 1 && o1.kind != 0 {
-			return fastSlot2(b, op, o0.slot, o1, pos)
-		}
-		return func(m *Machine, f *frame) (Value, error) {
-			v0, err := a0(m, f)
-			if err != nil {
-				return Nil, err
-			}
-			v1, err := a1(m, f)
-			if err != nil {
-				return Nil, err
-			}
-			if err := m.tick(); err != nil {
-				return Nil, m.errAt(err, pos)
-			}
-			if v0.k == KindInt && v1.k == KindInt {
-				if r, ok := op(int64(v0.n), int64(v1.n)); ok {
-					return r, nil
-				}
-			}
-			return m.callBuiltin(b, pos, v0, v1)
-		}
 	}
-	return nil
+	return func(m *Machine, f *frame) (Value, error) {
+		v0, err := a0(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		if err := m.tick(); err != nil {
+			return Nil, m.errAt(err, pos)
+		}
+		if v0.k == KindInt {
+			if r, ok := op(int64(v0.n)); ok {
+				return r, nil
+			}
+		}
+		return m.callBuiltin(b, pos, v0)
+	}
+}
+
+// fastCall2 is the inline code of a two-argument call of b: fastSlot2's
+// when the first argument is a local of this frame and the second one too
+// or a constant, else code computing both with args.
+func (c *compiler) fastCall2(b *Builtin, op intOp2, args []code, nodes []*Node, pos Pos) code {
+	a0, a1 := args[0], args[1]
+	o0, o1 := c.operandOf(nodes[0]), c.operandOf(nodes[1])
+	if o0.kind == 1 && o1.kind != 0 {
+		return fastSlot2(b, op, o0.slot, o1, pos)
+	}
+	return func(m *Machine, f *frame) (Value, error) {
+		v0, err := a0(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		v1, err := a1(m, f)
+		if err != nil {
+			return Nil, err
+		}
+		if err := m.tick(); err != nil {
+			return Nil, m.errAt(err, pos)
+		}
+		if v0.k == KindInt && v1.k == KindInt {
+			if r, ok := op(int64(v0.n), int64(v1.n)); ok {
+				return r, nil
+			}
+		}
+		return m.callBuiltin(b, pos, v0, v1)
+	}
 }
 
 // fastSlot2 is a two-argument fast call whose first argument is a slot

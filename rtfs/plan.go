@@ -395,42 +395,12 @@ func (c *compiler) compensated(n *Node) (code, error) {
 // or (plan body…). CCOS's (plan :name "…" :language rtfs20 :body (do …))
 // is the same: :body is :program, and :language is data, not evaluated.
 func (c *compiler) plan(n *Node) (code, error) {
-	items := n.Items[1:]
-	metaNode := n.Meta
-	var bodyNodes []*Node
-	var props []*Node
-	if len(items) > 0 && items[0].Kind == NodeAtom && items[0].Val.Kind() == KindKeyword {
-		if len(items)%2 != 0 {
-			return nil, c.errf(n.Pos, "plan needs :key value pairs, as in (plan :program (do …))")
+	metaNode, bodyNodes, props := n.Meta, n.Items[1:], []*Node(nil)
+	if items := n.Items[1:]; len(items) > 0 && items[0].Kind == NodeAtom && items[0].Val.Kind() == KindKeyword {
+		var err error
+		if metaNode, bodyNodes, props, err = c.planPairs(n, items); err != nil {
+			return nil, err
 		}
-		for i := 0; i < len(items); i += 2 {
-			k, v := items[i], items[i+1]
-			if k.Kind != NodeAtom || k.Val.Kind() != KindKeyword {
-				return nil, c.errf(k.Pos, "plan needs :key value pairs; %s is not a keyword", describe(k))
-			}
-			if k.Meta != nil && metaNode == nil {
-				metaNode = k.Meta
-			}
-			switch k.Val.Str() {
-			case "program", "body": // :body is CCOS's name for it
-				if bodyNodes != nil {
-					return nil, c.errf(k.Pos, "plan has both :program and :body; keep one")
-				}
-				bodyNodes = []*Node{v}
-				if v.Meta != nil && metaNode == nil {
-					metaNode = v.Meta
-				}
-				continue
-			case "language": // read, not evaluated: (plan :language rtfs20 …)
-				v = &Node{Kind: NodeQuote, Pos: v.Pos, Items: []*Node{v}}
-			}
-			props = append(props, k, v)
-		}
-		if bodyNodes == nil {
-			return nil, c.errf(n.Pos, "plan has no :program (or :body); write (plan :program (do …))")
-		}
-	} else {
-		bodyNodes = items
 	}
 	metaC, err := c.metaCode(metaNode)
 	if err != nil {
@@ -444,7 +414,50 @@ func (c *compiler) plan(n *Node) (code, error) {
 	if err != nil {
 		return nil, err
 	}
-	pos := n.Pos
+	return planCode(metaC, propsC, body, n.Pos), nil
+}
+
+// planPairs reads the :key value pairs of (plan :program body …): the
+// metadata (on the plan, else on the first key or the program that has
+// some), the program, and the other pairs as a map's items, :language's
+// value quoted.
+func (c *compiler) planPairs(n *Node, items []*Node) (metaNode *Node, bodyNodes, props []*Node, err error) {
+	if len(items)%2 != 0 {
+		return nil, nil, nil, c.errf(n.Pos, "plan needs :key value pairs, as in (plan :program (do …))")
+	}
+	metaNode = n.Meta
+	for i := 0; i < len(items); i += 2 {
+		k, v := items[i], items[i+1]
+		if k.Kind != NodeAtom || k.Val.Kind() != KindKeyword {
+			return nil, nil, nil, c.errf(k.Pos, "plan needs :key value pairs; %s is not a keyword", describe(k))
+		}
+		if k.Meta != nil && metaNode == nil {
+			metaNode = k.Meta
+		}
+		switch k.Val.Str() {
+		case "program", "body": // :body is CCOS's name for it
+			if bodyNodes != nil {
+				return nil, nil, nil, c.errf(k.Pos, "plan has both :program and :body; keep one")
+			}
+			bodyNodes = []*Node{v}
+			if v.Meta != nil && metaNode == nil {
+				metaNode = v.Meta
+			}
+			continue
+		case "language": // read, not evaluated: (plan :language rtfs20 …)
+			v = &Node{Kind: NodeQuote, Pos: v.Pos, Items: []*Node{v}}
+		}
+		props = append(props, k, v)
+	}
+	if bodyNodes == nil {
+		return nil, nil, nil, c.errf(n.Pos, "plan has no :program (or :body); write (plan :program (do …))")
+	}
+	return metaNode, bodyNodes, props, nil
+}
+
+// planCode is a compiled plan: it evaluates the metadata and the other
+// pairs and hands the host a PlanRequest whose Body runs the program.
+func planCode(metaC, propsC func(*Machine, *frame) (*Map, error), body code, pos Pos) code {
 	return func(m *Machine, f *frame) (Value, error) {
 		meta, err := metaC(m, f)
 		if err != nil {
@@ -470,5 +483,5 @@ func (c *compiler) plan(n *Node) (code, error) {
 			return Nil, m.errAt(err, pos)
 		}
 		return v, nil
-	}, nil
+	}
 }

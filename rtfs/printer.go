@@ -36,49 +36,11 @@ func AppendValue(buf []byte, v Value) []byte {
 	case KindSymbol:
 		return append(buf, v.Str()...)
 	case KindList, KindVector:
-		open, closer := byte('('), byte(')')
-		if v.k == KindVector {
-			open, closer = '[', ']'
-		}
-		if v.k == KindList {
-			if it := v.Items(); len(it) == 2 && it[0].k == KindSymbol && it[0].Str() == "quote" {
-				return AppendValue(append(buf, '\''), it[1])
-			}
-		}
-		buf = append(buf, open)
-		for i, it := range v.Items() {
-			if i > 0 {
-				buf = append(buf, ' ')
-			}
-			buf = AppendValue(buf, it)
-		}
-		return append(buf, closer)
+		return appendSeq(buf, v)
 	case KindMap:
-		buf = append(buf, '{')
-		first := true
-		v.AsMap().Range(func(k, val Value) bool {
-			if !first {
-				buf = append(buf, ' ')
-			}
-			first = false
-			buf = AppendValue(buf, k)
-			buf = append(buf, ' ')
-			buf = AppendValue(buf, val)
-			return true
-		})
-		return append(buf, '}')
+		return appendMap(buf, v.AsMap())
 	case KindSet:
-		buf = append(buf, '#', '{')
-		first := true
-		v.AsSet().Range(func(x Value) bool {
-			if !first {
-				buf = append(buf, ' ')
-			}
-			first = false
-			buf = AppendValue(buf, x)
-			return true
-		})
-		return append(buf, '}')
+		return appendSet(buf, v.AsSet())
 	case KindFn:
 		f := v.AsFn()
 		buf = append(buf, "#fn["...)
@@ -88,6 +50,60 @@ func AppendValue(buf []byte, v Value) []byte {
 		return appendRegex(buf, v.AsRegex().String())
 	}
 	return buf
+}
+
+// appendSeq appends a list as (a b …), a vector as [a b …], and a list
+// (quote x) as 'x.
+func appendSeq(buf []byte, v Value) []byte {
+	open, closer := byte('('), byte(')')
+	if v.k == KindVector {
+		open, closer = '[', ']'
+	}
+	if v.k == KindList {
+		if it := v.Items(); len(it) == 2 && it[0].k == KindSymbol && it[0].Str() == "quote" {
+			return AppendValue(append(buf, '\''), it[1])
+		}
+	}
+	buf = append(buf, open)
+	for i, it := range v.Items() {
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = AppendValue(buf, it)
+	}
+	return append(buf, closer)
+}
+
+// appendMap appends a map as {k v …}, in canonical key order.
+func appendMap(buf []byte, m *Map) []byte {
+	buf = append(buf, '{')
+	first := true
+	m.Range(func(k, val Value) bool {
+		if !first {
+			buf = append(buf, ' ')
+		}
+		first = false
+		buf = AppendValue(buf, k)
+		buf = append(buf, ' ')
+		buf = AppendValue(buf, val)
+		return true
+	})
+	return append(buf, '}')
+}
+
+// appendSet appends a set as #{x …}, in canonical order.
+func appendSet(buf []byte, s *Set) []byte {
+	buf = append(buf, '#', '{')
+	first := true
+	s.Range(func(x Value) bool {
+		if !first {
+			buf = append(buf, ' ')
+		}
+		first = false
+		buf = AppendValue(buf, x)
+		return true
+	})
+	return append(buf, '}')
 }
 
 func appendFloat(buf []byte, f float64) []byte {

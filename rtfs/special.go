@@ -29,81 +29,120 @@ var specialForms = func() map[string]bool {
 // (do, let, fn, step, …), as a syntax highlighter needs to know.
 func IsSpecialForm(name string) bool { return specialForms[name] }
 
+// special returns the compiler of the special form name, false if name
+// is not one.
 func (c *compiler) special(name string) (func(*Node) (code, error), bool) {
 	if planForms[name] {
-		return func(n *Node) (code, error) {
-			if c.mode != PlanMode || c.pure > 0 {
-				where := "pure code (contracts, predicates, metadata, ralph eval)"
-				if c.mode == PlanMode {
-					where = "contracts and step metadata, which must be pure"
-				}
-				e := c.errf(n.Pos, "%s is not allowed in %s; move it into a plan step", name, where)
-				e.cause = ErrPlanFormInPureCode
-				return nil, e
-			}
-			return c.planForm(name, n)
-		}, true
+		return c.planSpecial(name), true
 	}
+	if f := c.controlForm(name); f != nil {
+		return f, true
+	}
+	if f := c.bindingForm(name); f != nil {
+		return f, true
+	}
+	f := c.iterationForm(name)
+	return f, f != nil
+}
+
+// planSpecial compiles the plan form name, refusing it outside a plan or
+// in the plan's pure code.
+func (c *compiler) planSpecial(name string) func(*Node) (code, error) {
+	return func(n *Node) (code, error) {
+		if c.mode != PlanMode || c.pure > 0 {
+			where := "pure code (contracts, predicates, metadata, ralph eval)"
+			if c.mode == PlanMode {
+				where = "contracts and step metadata, which must be pure"
+			}
+			e := c.errf(n.Pos, "%s is not allowed in %s; move it into a plan step", name, where)
+			e.cause = ErrPlanFormInPureCode
+			return nil, e
+		}
+		return c.planForm(name, n)
+	}
+}
+
+// controlForm returns the compiler of a sequencing, branching,
+// definition or error form (do, quote, if, when, cond, and, or, fn, defn,
+// def, declare, try, throw), or nil.
+func (c *compiler) controlForm(name string) func(*Node) (code, error) {
 	switch name {
 	case "do":
-		return func(n *Node) (code, error) { return c.bodyT(n.Items[1:], n.Pos, c.inTail) }, true
+		return func(n *Node) (code, error) { return c.bodyT(n.Items[1:], n.Pos, c.inTail) }
 	case "quote":
 		return func(n *Node) (code, error) {
 			if err := c.arity(n, "quote", 1, 1); err != nil {
 				return nil, err
 			}
 			return constant(n.Items[1].Value()), nil
-		}, true
+		}
 	case "if":
-		return c.ifForm, true
+		return c.ifForm
 	case "when", "when-not":
-		return func(n *Node) (code, error) { return c.when(n, name == "when-not") }, true
+		return func(n *Node) (code, error) { return c.when(n, name == "when-not") }
 	case "cond":
-		return c.cond, true
+		return c.cond
 	case "and", "or":
-		return func(n *Node) (code, error) { return c.andOr(n, name == "and") }, true
-	case "let":
-		return c.let, true
+		return func(n *Node) (code, error) { return c.andOr(n, name == "and") }
 	case "fn":
-		return c.fnForm, true
+		return c.fnForm
 	case "defn":
-		return c.defn, true
+		return c.defn
 	case "def":
-		return c.def, true
+		return c.def
+	case "declare":
+		return c.declareForm
 	case "try":
-		return c.try, true
+		return c.try
 	case "throw":
-		return c.throw, true
-	case "->", "->>":
-		return func(n *Node) (code, error) { return c.thread(n, name == "->>") }, true
-	case "loop":
-		return c.loopForm, true
-	case "recur":
-		return c.recurForm, true
-	case "dotimes":
-		return c.dotimes, true
-	case "doseq", "for":
-		return func(n *Node) (code, error) { return c.forForm(n, name == "doseq") }, true
+		return c.throw
+	}
+	return nil
+}
+
+// bindingForm returns the compiler of a form that binds or matches a
+// value (let, letfn, if-let and its kin, case, condp, match), or nil.
+func (c *compiler) bindingForm(name string) func(*Node) (code, error) {
+	switch name {
+	case "let":
+		return c.let
+	case "letfn":
+		return c.letfn
 	case "if-let", "if-some", "when-let", "when-some":
 		return func(n *Node) (code, error) {
 			return c.condBind(n, name, name[0] == 'w', name == "if-some" || name == "when-some")
-		}, true
-	case "letfn":
-		return c.letfn, true
-	case "declare":
-		return c.declareForm, true
+		}
 	case "case":
-		return c.caseForm, true
+		return c.caseForm
 	case "condp":
-		return c.condp, true
-	case "as->":
-		return c.asThread, true
-	case "some->", "some->>":
-		return func(n *Node) (code, error) { return c.someThread(n, name == "some->>") }, true
+		return c.condp
 	case "match":
-		return c.matchForm, true
+		return c.matchForm
 	}
-	return nil, false
+	return nil
+}
+
+// iterationForm returns the compiler of a looping or threading form
+// (loop, recur, dotimes, doseq, for, ->, ->>, as->, some->, some->>), or
+// nil.
+func (c *compiler) iterationForm(name string) func(*Node) (code, error) {
+	switch name {
+	case "loop":
+		return c.loopForm
+	case "recur":
+		return c.recurForm
+	case "dotimes":
+		return c.dotimes
+	case "doseq", "for":
+		return func(n *Node) (code, error) { return c.forForm(n, name == "doseq") }
+	case "->", "->>":
+		return func(n *Node) (code, error) { return c.thread(n, name == "->>") }
+	case "as->":
+		return c.asThread
+	case "some->", "some->>":
+		return func(n *Node) (code, error) { return c.someThread(n, name == "some->>") }
+	}
+	return nil
 }
 
 func (c *compiler) ifForm(n *Node) (code, error) {

@@ -78,62 +78,79 @@ func TypeOf(v Value) (*Type, error) {
 		return nil, fmt.Errorf("type %s must be a keyword like :string or a vector like [:vector :int]", PrintLimit(v, 60))
 	}
 	t.kind = items[0].Str()
-	args := items[1:]
-	sub := func(vs []Value) error {
-		for _, a := range vs {
-			e, err := TypeOf(a)
-			if err != nil {
-				return err
-			}
-			t.elems = append(t.elems, e)
-		}
-		return nil
-	}
-	need := func(n int) error {
-		if len(args) != n {
-			return fmt.Errorf("[:%s …] takes %d type argument(s), got %d", t.kind, n, len(args))
-		}
-		return nil
-	}
-	var err error
-	switch t.kind {
-	case "vector", "maybe":
-		if err = need(1); err == nil {
-			err = sub(args)
-		}
-	case "map-of":
-		if err = need(2); err == nil {
-			err = sub(args)
-		}
-	case "tuple", "or", "and":
-		err = sub(args)
-	case "enum", "=":
-		if t.kind == "=" {
-			err = need(1)
-		}
-		t.vals = args
-	case "map":
-		for _, f := range args {
-			fi := f.Items()
-			if f.Kind() != KindVector || len(fi) < 2 || len(fi) > 3 {
-				return nil, fmt.Errorf("map field %s must be [key type] or [key {:optional true} type]", PrintLimit(f, 60))
-			}
-			field := typeField{key: fi[0]}
-			if len(fi) == 3 {
-				field.optional = fi[1].AsMap().GetKey("optional").Truthy()
-			}
-			if field.t, err = TypeOf(fi[len(fi)-1]); err != nil {
-				return nil, err
-			}
-			t.fields = append(t.fields, field)
-		}
-	default:
-		return nil, fmt.Errorf("unknown type constructor :%s; use :vector :tuple :map :map-of :or :and :maybe :enum or :=", t.kind)
-	}
-	if err != nil {
+	if err := t.setArgs(items[1:]); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// setArgs reads the arguments of a constructed type [:kind args…] into t
+// by its kind: element types, map fields or values.
+func (t *Type) setArgs(args []Value) error {
+	switch t.kind {
+	case "vector", "maybe":
+		return t.setElems(args, 1)
+	case "map-of":
+		return t.setElems(args, 2)
+	case "tuple", "or", "and":
+		return t.setElems(args, -1)
+	case "enum":
+		t.vals = args
+		return nil
+	case "=":
+		t.vals = args
+		return t.needArgs(args, 1)
+	case "map":
+		return t.setFields(args)
+	}
+	return fmt.Errorf("unknown type constructor :%s; use :vector :tuple :map :map-of :or :and :maybe :enum or :=", t.kind)
+}
+
+// needArgs fails unless t has n arguments.
+func (t *Type) needArgs(args []Value, n int) error {
+	if len(args) != n {
+		return fmt.Errorf("[:%s …] takes %d type argument(s), got %d", t.kind, n, len(args))
+	}
+	return nil
+}
+
+// setElems parses each of args as an element type of t; n is how many it
+// must have, −1 for any number.
+func (t *Type) setElems(args []Value, n int) error {
+	if n >= 0 {
+		if err := t.needArgs(args, n); err != nil {
+			return err
+		}
+	}
+	for _, a := range args {
+		e, err := TypeOf(a)
+		if err != nil {
+			return err
+		}
+		t.elems = append(t.elems, e)
+	}
+	return nil
+}
+
+// setFields parses the fields of a [:map …] type: [key type] or
+// [key {:optional true} type].
+func (t *Type) setFields(args []Value) error {
+	for _, f := range args {
+		fi := f.Items()
+		if f.Kind() != KindVector || len(fi) < 2 || len(fi) > 3 {
+			return fmt.Errorf("map field %s must be [key type] or [key {:optional true} type]", PrintLimit(f, 60))
+		}
+		field := typeField{key: fi[0]}
+		if len(fi) == 3 {
+			field.optional = fi[1].AsMap().GetKey("optional").Truthy()
+		}
+		var err error
+		if field.t, err = TypeOf(fi[len(fi)-1]); err != nil {
+			return err
+		}
+		t.fields = append(t.fields, field)
+	}
+	return nil
 }
 
 // Value returns the type expression as data.

@@ -247,41 +247,60 @@ func (c *Client) stream(ctx context.Context, path string, fn func(ledger.Action)
 		}()
 	}
 	defer wg.Wait()
-	go func() { // the reader: splits the body into batches of lines
-		defer close(order)
-		defer close(work)
-		br := bufio.NewReaderSize(resp.Body, 256<<10)
-		for {
-			b := &lineBatch{done: make(chan struct{})}
-			var err error
-			for len(b.lines) < streamBatch {
-				var line []byte
-				if line, err = br.ReadBytes('\n'); len(bytes.TrimSpace(line)) > 0 {
-					b.lines = append(b.lines, line)
-				}
-				if err != nil {
-					break
-				}
-			}
-			if err != nil && err != io.EOF {
-				b.readErr = fmt.Errorf("read actions from the store's server: %w", err)
-			}
-			select {
-			case order <- b:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case work <- b:
-			case <-ctx.Done():
-				close(b.done)
-				return
-			}
-			if err != nil {
-				return
-			}
+	go splitBatches(ctx, resp.Body, order, work)
+	return deliverBatches(ctx, order, fn)
+}
+
+// splitBatches is stream's reader: it splits body into batches of lines
+// and sends each on order (for deliverBatches) and then on work (for a
+// decoder), until the body ends or breaks, or ctx ends. It closes both.
+func splitBatches(ctx context.Context, body io.Reader, order, work chan<- *lineBatch) {
+	defer close(order)
+	defer close(work)
+	br := bufio.NewReaderSize(body, 256<<10)
+	for {
+		b, err := readBatch(br)
+		select {
+		case order <- b:
+		case <-ctx.Done():
+			return
 		}
-	}()
+		select {
+		case work <- b:
+		case <-ctx.Done():
+			close(b.done)
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readBatch reads up to streamBatch non-blank lines; err is the error that
+// ended the batch early (io.EOF at the body's end), which any other than
+// io.EOF also sets as the batch's readErr.
+func readBatch(br *bufio.Reader) (*lineBatch, error) {
+	b := &lineBatch{done: make(chan struct{})}
+	var err error
+	for len(b.lines) < streamBatch {
+		var line []byte
+		if line, err = br.ReadBytes('\n'); len(bytes.TrimSpace(line)) > 0 {
+			b.lines = append(b.lines, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil && err != io.EOF {
+		b.readErr = fmt.Errorf("read actions from the store's server: %w", err)
+	}
+	return b, err
+}
+
+// deliverBatches hands fn the actions of each batch from order, in order,
+// once it is decoded; it stops at fn's error, a batch's error, or ctx's.
+func deliverBatches(ctx context.Context, order <-chan *lineBatch, fn func(ledger.Action) error) error {
 	for b := range order {
 		select {
 		case <-b.done:

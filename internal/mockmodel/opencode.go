@@ -21,6 +21,7 @@ package mockmodel
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -197,71 +198,94 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	flush := func() {
-		_ = bw.Flush()
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	id := fmt.Sprintf("chatcmpl-mock-%d", time.Now().UnixNano())
-	send := func(delta map[string]any, finish any, usage any) {
-		chunk := map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1764115200, "model": model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-		if usage != nil {
-			chunk["usage"] = usage
-		}
-		b, _ := json.Marshal(chunk)
-		_, _ = bw.WriteString("data: ")
-		_, _ = bw.Write(b)
-		_, _ = bw.WriteString("\n\n")
-	}
-	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
-	flush()
+	c := &chunkWriter{w: w, bw: bufio.NewWriterSize(w, 64<<10), model: model,
+		id: fmt.Sprintf("chatcmpl-mock-%d", time.Now().UnixNano())}
+	c.send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	c.flush()
 	if t.Hang {
 		defer o.enter()()
 		<-r.Context().Done()
 		return
 	}
 	if t.Reasoning != "" {
-		send(map[string]any{"reasoning_content": t.Reasoning}, nil, nil)
+		c.send(map[string]any{"reasoning_content": t.Reasoning}, nil, nil)
 	}
 	if t.Text != "" {
-		send(map[string]any{"content": t.Text}, nil, nil)
+		c.send(map[string]any{"content": t.Text}, nil, nil)
 	}
-	if t.Flood > 0 {
-		line := strings.Repeat("flood text, line after line. ", 2) + "\n"
-		chunk := strings.Repeat(line, 16<<10/len(line))
-		for left := t.Flood; left > 0; left -= len(chunk) {
-			if left < len(chunk) {
-				chunk = chunk[:left]
-			}
-			send(map[string]any{"content": chunk}, nil, nil)
-			if r.Context().Err() != nil {
-				return
-			}
-		}
+	if t.Flood > 0 && !c.flood(r.Context(), t.Flood) {
+		return
 	}
-	for i, c := range t.Calls {
-		args, _ := json.Marshal(c.Args)
+	for i, call := range t.Calls {
+		args, _ := json.Marshal(call.Args)
 		a := strings.ReplaceAll(string(args), "{dir}", dir)
-		send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%s", i, c.Name),
-			"type": "function", "function": map[string]any{"name": c.Name, "arguments": a}}}}, nil, nil)
+		c.send(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%s", i, call.Name),
+			"type": "function", "function": map[string]any{"name": call.Name, "arguments": a}}}}, nil, nil)
 	}
 	finish := "stop"
 	if len(t.Calls) > 0 {
 		finish = "tool_calls"
 	}
+	c.send(map[string]any{}, finish, openCodeUsage(t))
+	_, _ = c.bw.WriteString("data: [DONE]\n\n")
+	c.flush()
+}
+
+// chunkWriter writes the chat.completion.chunk events of one answer.
+type chunkWriter struct {
+	w         http.ResponseWriter
+	bw        *bufio.Writer
+	id, model string
+}
+
+// send writes one event: its delta, finish reason and usage (nil: none).
+func (c *chunkWriter) send(delta map[string]any, finish any, usage any) {
+	chunk := map[string]any{"id": c.id, "object": "chat.completion.chunk", "created": 1764115200, "model": c.model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	if usage != nil {
+		chunk["usage"] = usage
+	}
+	b, _ := json.Marshal(chunk)
+	_, _ = c.bw.WriteString("data: ")
+	_, _ = c.bw.Write(b)
+	_, _ = c.bw.WriteString("\n\n")
+}
+
+// flush sends the events written so far to the client.
+func (c *chunkWriter) flush() {
+	_ = c.bw.Flush()
+	if f, ok := c.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// flood writes size bytes of text in chunks of about 16 KiB; false if the
+// request ended first.
+func (c *chunkWriter) flood(ctx context.Context, size int) bool {
+	line := strings.Repeat("flood text, line after line. ", 2) + "\n"
+	chunk := strings.Repeat(line, 16<<10/len(line))
+	for left := size; left > 0; left -= len(chunk) {
+		if left < len(chunk) {
+			chunk = chunk[:left]
+		}
+		c.send(map[string]any{"content": chunk}, nil, nil)
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// openCodeUsage is the usage of t's answer; a turn that gives no token
+// counts used 1200 prompt and 40 completion tokens.
+func openCodeUsage(t OpenCodeTurn) map[string]any {
 	prompt, completion := t.PromptTokens, t.CompletionTokens
 	if prompt == 0 && completion == 0 {
 		prompt, completion = 1200, 40
 	}
-	usage := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+	return map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
 		"prompt_tokens_details":     map[string]any{"cached_tokens": t.CachedTokens},
 		"completion_tokens_details": map[string]any{"reasoning_tokens": t.ReasoningTokens}}
-	send(map[string]any{}, finish, usage)
-	_, _ = bw.WriteString("data: [DONE]\n\n")
-	flush()
 }
 
 // OpenCodeScript returns the named script for a Go module whose Add
@@ -284,23 +308,10 @@ func (o *OpenCode) stream(w http.ResponseWriter, r *http.Request, model string, 
 //
 // nil for an unknown name.
 func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
-	fix := []OpenCodeTurn{
-		{Reasoning: "Read calc.go first.", Text: "Let me look at calc.go.",
-			Calls:        []OpenCodeCall{{Name: "read", Args: map[string]any{"filePath": "{dir}/calc.go"}}},
-			PromptTokens: 11000, CompletionTokens: 60, CachedTokens: 9000, ReasoningTokens: 12},
-		{Text: "Add subtracts; it should add.",
-			Calls: []OpenCodeCall{{Name: "edit", Args: map[string]any{"filePath": "{dir}/calc.go",
-				"oldString": "return a - b", "newString": "return a + b"}}},
-			PromptTokens: 11400, CompletionTokens: 80, CachedTokens: 11000},
-		{Calls: []OpenCodeCall{{Name: "bash", Args: map[string]any{"command": "go test ./...",
-			"description": "Run the tests"}}},
-			PromptTokens: 11600, CompletionTokens: 30, CachedTokens: 11400},
-		{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
-			PromptTokens: 11800, CompletionTokens: 25, CachedTokens: 11600},
-	}
-	withFirst := func(f func(*OpenCodeTurn)) []OpenCodeTurn {
+	fix := openCodeFix()
+	if failFirst := openCodeFailFirst(name, wait); failFirst != nil {
 		s := append([]OpenCodeTurn(nil), fix...)
-		f(&s[0])
+		failFirst(&s[0])
 		return s
 	}
 	switch name {
@@ -309,39 +320,6 @@ func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
 	case "denied":
 		return []OpenCodeTurn{fix[0], fix[1],
 			{Text: "I could not edit calc.go: permission was refused.", PromptTokens: 11500, CompletionTokens: 20}}
-	case "limit":
-		reset := time.Now().Add(wait).UTC()
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{{Status: 429, Type: "usage_limit_reached",
-				Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
-				Message: "You have reached your usage limit. It resets at " + reset.Format(time.RFC3339) + "."}}
-		})
-	case "limit-final":
-		// More 429s than OpenCode retries (5): it gives up, and its error
-		// event carries the response's headers.
-		return withFirst(func(t *OpenCodeTurn) {
-			for i := 0; i < 8; i++ {
-				t.Errors = append(t.Errors, OpenCodeError{Status: 429, Type: "usage_limit_reached",
-					Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
-					Message: "You have reached your usage limit. Try again later."})
-			}
-		})
-	case "retry":
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{
-				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
-				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
-				{Status: 503, Type: "overloaded_error", Message: "The model is overloaded. Please try again later.",
-					Header: map[string]string{"retry-after-ms": "300"}},
-			}
-		})
-	case "retry-fail":
-		return withFirst(func(t *OpenCodeTurn) {
-			t.Errors = []OpenCodeError{{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests",
-				Header: map[string]string{"retry-after-ms": "300"}}}
-			t.Fail = &OpenCodeError{Status: 400, Type: "invalid_request_error",
-				Message: "messages: the request is malformed (mock)"}
-		})
 	case "unauth":
 		return []OpenCodeTurn{{Fail: &OpenCodeError{Status: 401, Type: "authentication_error",
 			Message: "Invalid API key"}}}
@@ -355,6 +333,67 @@ func OpenCodeScript(name string, wait time.Duration, size int) []OpenCodeTurn {
 		}
 	case "flood":
 		return []OpenCodeTurn{{Flood: size}}
+	}
+	return nil
+}
+
+// openCodeFix is the fix script: read calc.go, edit it, run the tests,
+// answer.
+func openCodeFix() []OpenCodeTurn {
+	return []OpenCodeTurn{
+		{Reasoning: "Read calc.go first.", Text: "Let me look at calc.go.",
+			Calls:        []OpenCodeCall{{Name: "read", Args: map[string]any{"filePath": "{dir}/calc.go"}}},
+			PromptTokens: 11000, CompletionTokens: 60, CachedTokens: 9000, ReasoningTokens: 12},
+		{Text: "Add subtracts; it should add.",
+			Calls: []OpenCodeCall{{Name: "edit", Args: map[string]any{"filePath": "{dir}/calc.go",
+				"oldString": "return a - b", "newString": "return a + b"}}},
+			PromptTokens: 11400, CompletionTokens: 80, CachedTokens: 11000},
+		{Calls: []OpenCodeCall{{Name: "bash", Args: map[string]any{"command": "go test ./...",
+			"description": "Run the tests"}}},
+			PromptTokens: 11600, CompletionTokens: 30, CachedTokens: 11400},
+		{Text: "Add now returns a + b and the tests pass.\n<promise>COMPLETE</promise>",
+			PromptTokens: 11800, CompletionTokens: 25, CachedTokens: 11600},
+	}
+}
+
+// openCodeFailFirst is what the script name (limit, limit-final, retry,
+// retry-fail: the fix script whose first request fails first) sets on the
+// fix script's first turn, or nil for another name.
+func openCodeFailFirst(name string, wait time.Duration) func(*OpenCodeTurn) {
+	switch name {
+	case "limit":
+		reset := time.Now().Add(wait).UTC()
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{{Status: 429, Type: "usage_limit_reached",
+				Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
+				Message: "You have reached your usage limit. It resets at " + reset.Format(time.RFC3339) + "."}}
+		}
+	case "limit-final":
+		// More 429s than OpenCode retries (5): it gives up, and its error
+		// event carries the response's headers.
+		return func(t *OpenCodeTurn) {
+			for i := 0; i < 8; i++ {
+				t.Errors = append(t.Errors, OpenCodeError{Status: 429, Type: "usage_limit_reached",
+					Header:  map[string]string{"retry-after-ms": fmt.Sprint(wait.Milliseconds())},
+					Message: "You have reached your usage limit. Try again later."})
+			}
+		}
+	case "retry":
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{
+				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
+				{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests", Header: map[string]string{"retry-after-ms": "300"}},
+				{Status: 503, Type: "overloaded_error", Message: "The model is overloaded. Please try again later.",
+					Header: map[string]string{"retry-after-ms": "300"}},
+			}
+		}
+	case "retry-fail":
+		return func(t *OpenCodeTurn) {
+			t.Errors = []OpenCodeError{{Status: 429, Type: "rate_limit_error", Message: "Too Many Requests",
+				Header: map[string]string{"retry-after-ms": "300"}}}
+			t.Fail = &OpenCodeError{Status: 400, Type: "invalid_request_error",
+				Message: "messages: the request is malformed (mock)"}
+		}
 	}
 	return nil
 }
