@@ -38,25 +38,11 @@ const (
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
 	res = Result{CLI: o.CLI, Exit: -1}
-	lookPath := o.LookPath
-	if lookPath == nil {
-		lookPath = lookPathIn(o.Env, o.Dir)
-	}
-	name, path, err := Resolve(o.CLI, lookPath)
+	b, path, err := resolveCall(&o)
 	if err != nil {
 		return res, err
 	}
-	res.CLI = name
-	b := backendFor(name)
-	if name == "command" {
-		if len(o.Command) == 0 || o.Command[0] == "" {
-			return res, errors.New("agent cli \"command\" has no command; set [agent] command to the argv to run, e.g. [\"my-agent\", \"--flag\"]")
-		}
-		if path, err = lookPath(o.Command[0]); err != nil {
-			return res, fmt.Errorf("%w: %q is not on PATH; install it or give its full path in [agent] command", ErrNotFound, o.Command[0])
-		}
-	}
-	res.Argv = b.argv(path, &o)
+	res.CLI, res.Argv = b.Name, b.argv(path, &o)
 	if ctx.Err() != nil {
 		res.Stopped = StoppedCancelled
 		return res, nil
@@ -72,18 +58,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}()
 	}
 	acc := &accumulator{o: &o}
-	var emitMu sync.Mutex // standard output and standard error are read apart
-	emit := func(e Event) {
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		acc.add(e)
-		if o.OnEvent != nil {
-			o.OnEvent(e)
-		}
-	}
+	emit := acc.emitter()
 	c, err := startCall(res.Argv, b, &o, emit)
 	if err != nil {
-		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that the working directory %q exists", name, res.Argv[0], err, o.Dir)
+		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that the working directory %q exists", b.Name, res.Argv[0], err, o.Dir)
 	}
 	stopped := c.watch(ctx, &o)
 	c.finish()
@@ -93,20 +71,65 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			emit(Event{Kind: EventDenied, Denial: d})
 		}
 	}
-
 	res.Duration = time.Since(start)
+	c.result(&res, acc, b, stopped)
+	return res, nil
+}
+
+// resolveCall finds the backend o.CLI names and the program to run: the
+// CLI's binary on the PATH of the call's environment, or, for a backend
+// that TakesCommand, the first word of o.Command.
+func resolveCall(o *Options) (backend, string, error) {
+	lookPath := o.LookPath
+	if lookPath == nil {
+		lookPath = lookPathIn(o.Env, o.Dir)
+	}
+	name, path, err := Resolve(o.CLI, lookPath)
+	if err != nil {
+		return backend{}, "", err
+	}
+	b := backendFor(name)
+	if b.TakesCommand {
+		if len(o.Command) == 0 || o.Command[0] == "" {
+			return b, "", errors.New("agent cli \"command\" has no command; set [agent] command to the argv to run, e.g. [\"my-agent\", \"--flag\"]")
+		}
+		if path, err = lookPath(o.Command[0]); err != nil {
+			return b, "", fmt.Errorf("%w: %q is not on PATH; install it or give its full path in [agent] command", ErrNotFound, o.Command[0])
+		}
+	}
+	return b, path, nil
+}
+
+// emitter is the one way events reach the accumulator and o.OnEvent:
+// standard output and standard error are read apart, so it serializes
+// them.
+func (a *accumulator) emitter() func(Event) {
+	var mu sync.Mutex
+	return func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		a.add(e)
+		if a.o.OnEvent != nil {
+			a.o.OnEvent(e)
+		}
+	}
+}
+
+// result fills res from the ended call: its exit, containment and
+// standard error, what the accumulator gathered, a limit standard error
+// names, and why it stopped.
+func (c *call) result(res *Result, acc *accumulator, b backend, stopped string) {
 	res.Exit = c.proc.ExitCode()
 	res.Containment = c.proc.Containment()
 	res.Stderr = c.stderr.String()
-	acc.result(&res)
-	stderrLimit(b, c.errText.String(), &res)
+	acc.result(res)
+	stderrLimit(b, c.errText.String(), res)
 	switch {
 	case stopped != "":
 		res.Stopped = stopped
 	case res.Limit != nil:
 		res.Stopped = StoppedUsageLimit
 	}
-	return res, nil
 }
 
 // stderrLimit reads a limit from what a failed call printed on standard
@@ -232,6 +255,14 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 	}
 	c.lastOutput.Store(time.Now().UnixNano())
 	c.parser, c.emit = b.newParser(time.Now), emit
+	c.startIO(b, o.Prompt)
+	return c, nil
+}
+
+// startIO starts the goroutines of a started call: the readers of its
+// standard output and standard error (readersDone closes when both have
+// returned, outDone when the first has) and the writer of its prompt.
+func (c *call) startIO(b backend, prompt string) {
 	var readers sync.WaitGroup
 	readers.Add(2)
 	c.wg.Add(2)
@@ -255,11 +286,10 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 		go func() {
 			defer c.wg.Done()
 			// EPIPE when the CLI exits without reading its prompt: nothing to report.
-			_, _ = io.WriteString(c.stdin, o.Prompt)
+			_, _ = io.WriteString(c.stdin, prompt)
 			_ = c.stdin.Close()
 		}()
 	}
-	return c, nil
 }
 
 // watch waits until the process exits, killing its group on ctx
