@@ -22,6 +22,7 @@ var layers = map[string][]string{
 	"internal/proctest":   {"internal/eventually"},
 	"internal/eventually": {},
 	"internal/testenv":    {},
+	"internal/sealenv":    {},
 	"internal/mockmodel":  {},
 	"internal/gitx":       {"internal/"},
 	"agent":               {"internal/"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/internal/sealenv"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -27,12 +28,15 @@ const (
 )
 
 // Main runs ralph with the process's arguments and standard streams and
-// returns the exit code. The first Ctrl-C (or SIGTERM) cancels the running
+// returns the exit code. It first hides the environment's secrets
+// (internal/sealenv). The first Ctrl-C (or SIGTERM) cancels the running
 // command's context; after that the default handler is restored, so a
 // second Ctrl-C ends the process at once. SIGHUP cancels it too, except
 // for a run, which detaches (withSignals).
 func Main(args []string) int {
-	hideEnvironment()
+	if err := sealenv.Hide(); err != nil {
+		fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err)
+	}
 	ctx, stop := withSignals(context.Background())
 	defer stop()
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
