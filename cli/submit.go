@@ -75,7 +75,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	if err != nil {
 		return exitError(ExitUsage, fmt.Errorf("read config %s: %w", cfgPath, err))
 	}
-	if err := refuseConfigCredential(func(key, msg string) error { return cfg.ErrorAt(key, msg) }, string(data)); err != nil {
+	if err := cfg.RefuseCredential(string(data)); err != nil {
 		return exitError(ExitUsage, err)
 	}
 	job := fleet.Job{RunID: loop.NewID(), Config: string(data), ConfigPath: fleet.DefaultConfigPath}
