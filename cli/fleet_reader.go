@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/tui"
 )
@@ -29,7 +31,7 @@ import (
 //
 // A run's chain is rebuilt from the fleet's stream (verified on the way)
 // into an in-memory store, which the command then reads through the same
-// storeReader as a local store: its output is the same bytes.
+// serve.Reader as a local store: its output is the same bytes.
 
 // natsFlagUsage is the --nats flag's help on every reading command.
 const natsFlagUsage = "read the fleet at NATS `URL` (comma-separated for a cluster) instead of a local store"
@@ -99,13 +101,13 @@ func (f *fleetConn) resolve(ctx context.Context, id string) (fleet.RunState, err
 	for i, r := range runs {
 		ids[i] = r.RunID
 	}
-	full, matches := matchRun(ids, id)
+	full, err := loop.MatchRun(ids, id, " of the fleet")
 	switch {
+	case err != nil:
+		return fleet.RunState{}, commandError(err)
 	case full != "":
 		return runs[slices.Index(ids, full)], nil
-	case len(matches) > 1:
-		return fleet.RunState{}, ambiguousRun(id, matches, " of the fleet")
-	case id == latestRun:
+	case id == loop.LatestRun:
 		return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no runs yet; `ralph submit` queues one", f.url))
 	}
 	return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no run %s; `ralph runs --nats %s` lists them", f.url, id, f.url))
@@ -114,13 +116,21 @@ func (f *fleetConn) resolve(ctx context.Context, id string) (fleet.RunState, err
 // fleetReader is one run's chain, rebuilt from the fleet's stream into an
 // in-memory store.
 type fleetReader struct {
-	localReader
+	serve.LocalReader
 	conn  *fleetConn
 	run   fleet.RunState
 	where string
 }
 
 func (r fleetReader) Dir() string { return r.where }
+
+// ResolvedRun is the run the fleet resolved (serve.ResolveRun takes it).
+func (r fleetReader) ResolvedRun() (id, started string) {
+	if !r.run.Started.IsZero() {
+		started = r.run.Started.UTC().Format(time.RFC3339)
+	}
+	return r.run.RunID, started
+}
 
 func (r fleetReader) Close() error {
 	err := r.Store.Close()
@@ -131,7 +141,7 @@ func (r fleetReader) Close() error {
 // openRunReader is openReader for a command that reads one run: from the
 // fleet at natsURL when it is set (runID, or a unique prefix of it, names
 // the run), else from the local store storeFlag names.
-func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts ledger.Options, errOut io.Writer) (storeReader, error) {
+func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts ledger.Options, errOut io.Writer) (serve.Reader, error) {
 	if natsURL == "" {
 		return openReader(ctx, storeFlag, opts, errOut)
 	}
@@ -172,7 +182,7 @@ func (f *fleetConn) rebuild(ctx context.Context, id string, pinned []string) (fl
 		return fleetReader{}, exitError(ExitFailure, err)
 	}
 	where := fmt.Sprintf("the chain of run %s in the fleet at %s", run.RunID, f.url)
-	return fleetReader{localReader: localReader{st}, conn: f, run: run, where: where}, nil
+	return fleetReader{LocalReader: serve.LocalReader{Store: st}, conn: f, run: run, where: where}, nil
 }
 
 // fleetRuns is `ralph runs --nats URL`: every run of the fleet with its

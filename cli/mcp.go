@@ -93,7 +93,7 @@ func (s storeSource) Runs(ctx context.Context) ([]loop.RunRecord, error) {
 }
 
 func (s storeSource) Control(ctx context.Context, r *mcpserver.Run, do string) error {
-	st := r.Reader.(storeReader)
+	st := r.Reader.(serve.Reader)
 	if info := st.Served(); info == nil || info.RunID != r.ID {
 		return fmt.Errorf("run %s is not running (its state is %s); only the loop a ralph process runs now can be steered", r.ID, r.Record.State)
 	}
@@ -129,7 +129,7 @@ func (s storeSource) Diff(ctx context.Context, r *mcpserver.Run, acts []ledger.A
 
 // runOf finds the run id names in st (a unique prefix will do); st is
 // closed when it does not hold it.
-func runOf(st storeReader, id string) (*mcpserver.Run, error) {
+func runOf(st serve.Reader, id string) (*mcpserver.Run, error) {
 	full, err := resolveRun(st, id)
 	if err != nil {
 		st.Close()
@@ -143,7 +143,7 @@ func runOf(st storeReader, id string) (*mcpserver.Run, error) {
 
 // runRecord is id's record, or one with the id alone (a chain imported
 // without its run records).
-func runRecord(st storeReader, id string) loop.RunRecord {
+func runRecord(st serve.Reader, id string) loop.RunRecord {
 	runs, _ := st.ListRuns() // best effort: the chain itself is read next
 	for _, r := range runs {
 		if r.ID == id {
