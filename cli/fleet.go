@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/fleet"
@@ -40,50 +36,9 @@ func natsURL(flag string) string {
 	return defaultNATS
 }
 
-// dialTimeout bounds connecting to NATS and each JetStream request a
-// command makes while it sets up.
-const dialTimeout = 5 * time.Second
-
-// natsSignIn is how one fleet command signs in to NATS (§17): --creds
-// (else RALPH_NATS_CREDS), the credentials file of a fleet member, and
-// --tls-ca, the CA that signed the server's certificate. Every command that
-// takes --nats takes them too (addNATSAuthFlags), each into a natsSignIn of
-// its own, which reaches the code that connects through the command's
-// context.
-type natsSignIn struct {
-	creds, tlsCA string
-	// inProcess, when set, connects to the server in this process
-	// (ralph fleet serve making its own streams).
-	inProcess nats.InProcessConnProvider
-	// makes: this command makes or updates the fleet's streams (a worker,
-	// or the server itself), rather than using them as they are.
-	makes bool
-	// refused is the first thing NATS refused this command's role (NATS
-	// drops a refused publish and says so apart from the request, which
-	// then times out): the command's error, exit 2, whatever else failed
-	// after it.
-	refused atomic.Pointer[error]
-}
-
-type signInKey struct{}
-
-// withSignIn returns ctx carrying s for the connections made under it.
-func withSignIn(ctx context.Context, s *natsSignIn) context.Context {
-	return context.WithValue(ctx, signInKey{}, s)
-}
-
-// signInFrom is the sign-in the command running under ctx was given (one
-// that signs in with RALPH_NATS_CREDS when it was given none).
-func signInFrom(ctx context.Context) *natsSignIn {
-	if s, ok := ctx.Value(signInKey{}).(*natsSignIn); ok {
-		return s
-	}
-	return &natsSignIn{}
-}
-
 // signIns is where Run learns what NATS refused the command it ran: the
-// command's natsSignIn, once the command has started.
-type signIns struct{ s *natsSignIn }
+// command's fleet.SignIn, once the command has started.
+type signIns struct{ s *fleet.SignIn }
 
 type signInsKey struct{}
 
@@ -92,19 +47,34 @@ func (h *signIns) refusal() error {
 	if h.s == nil {
 		return nil
 	}
-	if e := h.s.refused.Load(); e != nil {
-		return *e
+	return h.s.Refused()
+}
+
+type signInKey struct{}
+
+// withSignIn returns ctx carrying s for the connections made under it.
+func withSignIn(ctx context.Context, s *fleet.SignIn) context.Context {
+	return context.WithValue(ctx, signInKey{}, s)
+}
+
+// signInFrom is the sign-in the command running under ctx was given (one
+// that signs in with RALPH_NATS_CREDS when it was given none).
+func signInFrom(ctx context.Context) *fleet.SignIn {
+	if s, ok := ctx.Value(signInKey{}).(*fleet.SignIn); ok {
+		return s
 	}
-	return nil
+	return &fleet.SignIn{}
 }
 
 // addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats,
-// and puts what they say in the command's context before it runs.
+// and puts what they say in the command's context before it runs: each
+// command that takes --nats signs in (fleet.SignIn, §17) with a sign-in
+// of its own, which reaches the code that connects through the context.
 func addNATSAuthFlags(cmd *cobra.Command) {
-	s := &natsSignIn{}
+	s := &fleet.SignIn{}
 	fs := cmd.Flags()
-	fs.StringVar(&s.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
-	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
+	fs.StringVar(&s.Creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
+	fs.StringVar(&s.TLSCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
 	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
 		if h, ok := c.Context().Value(signInsKey{}).(*signIns); ok {
 			h.s = s
@@ -114,167 +84,22 @@ func addNATSAuthFlags(cmd *cobra.Command) {
 	}
 }
 
-// credsFile is --creds, else RALPH_NATS_CREDS.
-func (s *natsSignIn) credsFile() string {
-	if s.creds != "" {
-		return s.creds
-	}
-	return os.Getenv("RALPH_NATS_CREDS")
-}
-
-// signer signs the command's fleet requests (a submit, a control, a
-// tunnel) as the member whose credentials it signed in with.
-func (s *natsSignIn) signer() (*fleet.Signer, error) {
-	c := s.credsFile()
-	if c == "" {
-		return nil, usageErrorf("this needs the credentials of a fleet member to sign it; pass --creds FILE (or set RALPH_NATS_CREDS)")
-	}
-	sg, err := fleet.LoadSigner(c)
-	if err != nil {
-		return nil, exitError(ExitUsage, err)
-	}
-	return sg, nil
-}
-
-// dialNATS connects to the NATS server(s) at url (comma-separated for a
-// cluster) as the fleet member whose credentials --creds names. One that
-// does not answer, or refuses the credentials, is a usage error with the
-// fix. Once connected, a lost connection is re-established for as long as
-// it takes (a worker's runs go on meanwhile; their jobs move to other
-// workers only when the ack wait passes).
+// dialNATS is fleet.Dial as the command under ctx signs in.
 func dialNATS(ctx context.Context, url, name string) (*nats.Conn, error) {
-	auth := signInFrom(ctx)
-	creds := auth.credsFile()
-	opts := []nats.Option{nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			// NATS refuses what a role may not do by dropping it: say so
-			// once, in a sentence, instead of the library's log line.
-			if errors.Is(err, nats.ErrPermissionViolation) {
-				e := fmt.Errorf("NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)", err, creds)
-				auth.refused.CompareAndSwap(nil, &e)
-				return
-			}
-			fmt.Fprintf(os.Stderr, "ralph: NATS: %v\n", err)
-		})}
-	if creds != "" {
-		o, err := fleet.CredsOption(creds)
-		if err != nil {
-			return nil, exitError(ExitUsage, err)
-		}
-		opts = append(opts, o)
-	}
-	if auth.tlsCA != "" {
-		if _, err := os.Stat(auth.tlsCA); err != nil {
-			return nil, usageErrorf("cannot read the TLS CA file %s (%v); pass --tls-ca FILE with the PEM certificate of the CA that signed the server's", auth.tlsCA, errors.Unwrap(err))
-		}
-		opts = append(opts, nats.RootCAs(auth.tlsCA))
-	}
-	if auth.inProcess != nil {
-		opts = append(opts, nats.InProcessServer(auth.inProcess))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, exitError(ExitUsage, natsDialError(url, creds, err))
-	}
-	return nc, nil
+	nc, err := fleet.Dial(ctx, url, name, signInFrom(ctx))
+	return nc, commandError(err)
 }
 
-// natsDialError is the sentence for a connection NATS refused.
-func natsDialError(url, creds string, err error) error {
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	switch {
-	case errors.Is(err, nats.ErrAuthorization) && creds == "":
-		return fmt.Errorf("the NATS server at %s lets in only the fleet's members; pass --creds FILE (or set RALPH_NATS_CREDS) with a credentials file from `ralph fleet serve` or `ralph fleet creds add`", url)
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAuthExpired):
-		return fmt.Errorf("the NATS server at %s refused the credentials in %s (revoked, or of another fleet); pass --creds FILE with a file `ralph fleet creds add` wrote for this fleet", url, creds)
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return fmt.Errorf("the TLS certificate of the NATS server at %s has expired (%v); renew the server's --tls-cert", url, invalid)
-	case errors.As(err, &hostErr):
-		return fmt.Errorf("the TLS certificate of the NATS server at %s is not for that host (%v); connect with a name the certificate holds, or renew the server's --tls-cert", url, hostErr)
-	case errors.As(err, &unknownCA), errors.As(err, &certErr):
-		return fmt.Errorf("the TLS certificate of the NATS server at %s is not trusted (%v); pass --tls-ca FILE with the CA that signed it", url, err)
-	case errors.Is(err, nats.ErrSecureConnRequired):
-		return fmt.Errorf("the NATS server at %s requires TLS; connect with tls://HOST:PORT and pass --tls-ca FILE", url)
-	case errors.Is(err, nats.ErrNoServers) || isConnRefused(err):
-		return fmt.Errorf("no NATS server answers at %s; start one with `ralph fleet serve` or pass --nats URL", url)
-	}
-	return fmt.Errorf("connect to NATS at %s: %w; check the URL, or start a server with `ralph fleet serve`", url, err)
-}
-
-func isConnRefused(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op)
-}
-
-// openFleet connects to the fleet at url and returns its streams and
-// buckets, made when missing. Existing ones keep how they were made (a
-// cluster's three replicas are never cut to the one-machine default).
+// openFleet is fleet.Open as the command under ctx signs in.
 func openFleet(ctx context.Context, url, name string) (*nats.Conn, *fleet.Handles, error) {
-	nc, err := dialNATS(ctx, url, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := fleetHandles(ctx, nc, url)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, h, nil
+	nc, h, err := fleet.Open(ctx, url, name, signInFrom(ctx))
+	return nc, h, commandError(err)
 }
 
-func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handles, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, exitError(ExitFailure, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	c := fleet.DefaultConfig()
-	s, err := js.Stream(ctx, fleet.StreamJobs)
-	if err == nil && !signInFrom(ctx).makes {
-		// A fleet that exists is used as it is: only a worker may change
-		// its streams (§17), and a submitter needs none changed.
-		h, berr := fleet.Bind(ctx, js)
-		if berr == nil {
-			return h, nil
-		}
-		if !errors.Is(berr, jetstream.ErrStreamNotFound) && !errors.Is(berr, jetstream.ErrBucketNotFound) {
-			return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, berr))
-		}
-	}
-	switch {
-	case err == nil:
-		cfg := s.CachedInfo().Config
-		c.Replicas, c.Dedup = cfg.Replicas, cfg.Duplicates
-		if kv, err := js.KeyValue(ctx, fleet.BucketWorkers); err == nil {
-			if st, err := kv.Status(ctx); err == nil {
-				c.WorkerTTL = st.TTL()
-			}
-		}
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream; start it with JetStream enabled (nats-server -js), or use `ralph fleet serve`", url))
-	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, err))
-	case !signInFrom(ctx).makes:
-		// Only a worker may make the fleet's streams (§17).
-		return nil, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no streams yet: a worker makes them when it starts; start `ralph worker --nats %s` (or `ralph fleet serve`) first", url, url))
-	case nc.ConnectedClusterName() != "":
-		// The first to reach a cluster makes the fleet: three replicas of
-		// everything, so losing one server (even a stream's leader) loses
-		// nothing.
-		c.Replicas = 3
-	}
-	h, err := fleet.Ensure(ctx, js, c)
-	if err != nil {
-		if c.Replicas == 3 && s == nil {
-			return nil, exitError(ExitFailure, fmt.Errorf("make the fleet's streams with 3 replicas on NATS cluster %s: %w; a fleet on a cluster needs at least three JetStream servers", nc.ConnectedClusterName(), err))
-		}
-		return nil, exitError(ExitFailure, fmt.Errorf("the fleet at %s: %w", url, err))
-	}
-	return h, nil
+// fleetSigner is the signer of the command under ctx (fleet.SignIn.Signer).
+func fleetSigner(ctx context.Context) (*fleet.Signer, error) {
+	sg, err := signInFrom(ctx).Signer()
+	return sg, commandError(err)
 }
 
 func newFleetCmd() *cobra.Command {
@@ -461,15 +286,15 @@ func fleetServe(cmd *cobra.Command, o serveOpts) error {
 	// The server's own connection is in process, as a worker: it makes the
 	// fleet's streams.
 	// (in process there is no TLS to speak: the server offers it only)
-	own := withSignIn(cmd.Context(), &natsSignIn{creds: workerCreds(dir, members), inProcess: srv.Raw(), makes: true})
+	own := withSignIn(cmd.Context(), &fleet.SignIn{Creds: workerCreds(dir, members), InProcess: srv.Raw(), Makes: true})
 	nc, err := dialNATS(own, strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
 	if err != nil {
 		return err
 	}
-	_, err = fleetHandles(own, nc, url)
+	_, err = fleet.OpenHandles(own, nc, url, true)
 	nc.Close()
 	if err != nil {
-		return err
+		return commandError(err)
 	}
 	if err := writeOut(cmd.OutOrStdout(), serveMessage(o, url, len(made) > 0, members)); err != nil {
 		return err
@@ -659,8 +484,8 @@ fleet directory that holds the members and the fleet key (--dir).`,
 				case <-ctx.Done():
 					return nil
 				case <-tick.C:
-					if e := auth.refused.Load(); e != nil {
-						return exitError(ExitUsage, *e)
+					if e := auth.Refused(); e != nil {
+						return commandError(e)
 					}
 				}
 			}

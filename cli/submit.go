@@ -109,7 +109,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 		return err
 	}
 	defer nc.Close()
-	signer, err := signInFrom(ctx).signer()
+	signer, err := fleetSigner(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	}
 	// Best effort: the run id, what matters, is already on stdout.
 	signIn := ""
-	if c := signInFrom(ctx).credsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
+	if c := signInFrom(ctx).CredsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
 		signIn = " --creds " + c // the submitter's credentials read states and chains too
 	}
 	fmt.Fprintf(errOut, "queued run %s on %s (works in %s); `ralph runs --nats %s%s` lists it, `ralph attach --nats %s%s %s` follows it once a worker takes it\n",

@@ -11,34 +11,35 @@ import (
 // RUN_ID is taken.
 const LatestRun = "latest"
 
-// MatchRun finds what arg names among ids, listed oldest first: the last
-// for LatestRun, an id equal to arg, or the one id arg is a prefix of. It
-// returns "" when none is, and a usage error (naming the runs, of where
-// they are: " of the fleet", or "" for a store) when arg is a prefix of
-// more than one.
-func MatchRun(ids []string, arg, where string) (string, error) {
+// MatchRun finds the run arg names among runs, listed oldest first, whose
+// ids id gives: the last for LatestRun, one whose id is arg, or the one
+// whose id arg is a prefix of. It returns its index, or -1 when there is
+// none; a prefix of more than one id is a usage error naming them, of
+// where they are (" of the fleet", or "" for a store).
+func MatchRun[R any](runs []R, id func(R) string, arg, where string) (int, error) {
 	if arg == LatestRun {
-		if len(ids) == 0 {
-			return "", nil
-		}
-		return ids[len(ids)-1], nil
+		return len(runs) - 1, nil
 	}
-	var matches []string
-	for _, id := range ids {
-		if id == arg {
-			return id, nil
+	var matches []int
+	for i, r := range runs {
+		if id(r) == arg {
+			return i, nil
 		}
-		if strings.HasPrefix(id, arg) {
-			matches = append(matches, id)
+		if strings.HasPrefix(id(r), arg) {
+			matches = append(matches, i)
 		}
 	}
 	switch len(matches) {
 	case 0:
-		return "", nil
+		return -1, nil
 	case 1:
 		return matches[0], nil
 	}
-	return "", usage.Flagf("run id prefix %q matches %d runs%s (%s); give more of the id", arg, len(matches), where, strings.Join(matches, ", "))
+	ids := make([]string, len(matches))
+	for j, i := range matches {
+		ids[j] = id(runs[i])
+	}
+	return -1, usage.Flagf("run id prefix %q matches %d runs%s (%s); give more of the id", arg, len(matches), where, strings.Join(ids, ", "))
 }
 
 // ByStart sorts run records oldest first: by start time, then by id (run

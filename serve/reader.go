@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/ralphloop/ralph/internal/usage"
 	"github.com/ralphloop/ralph/ledger"
@@ -119,16 +118,12 @@ func ResolveRun(st Reader, arg string) (id, started string, err error) {
 		return "", "", err
 	}
 	recs = loop.ByStart(recs)
-	ids := make([]string, len(recs))
-	for i, r := range recs {
-		ids[i] = r.ID
-	}
-	full, err := loop.MatchRun(ids, arg, "")
+	i, err := loop.MatchRun(recs, func(r loop.RunRecord) string { return r.ID }, arg, "")
 	switch {
 	case err != nil:
 		return "", "", err
-	case full != "":
-		return full, recs[slices.Index(ids, full)].Started, nil
+	case i >= 0:
+		return recs[i].ID, recs[i].Started, nil
 	case arg == loop.LatestRun:
 		return "", "", usage.Errorf("no runs in store %s yet; `ralph run` starts one", st.Dir())
 	}
