@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -126,16 +122,6 @@ func newFleetCredsCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "the fleet `DIR` of `ralph fleet serve` (default $XDG_STATE_HOME/ralph/fleet)")
-	fleetDir := func() (string, error) {
-		if dir != "" {
-			return dir, nil
-		}
-		d, err := defaultFleetDir()
-		if err != nil {
-			return "", exitError(ExitUsage, err)
-		}
-		return d, nil
-	}
 	var role string
 	add := &cobra.Command{
 		Use:   "add NAME --role worker|submitter|viewer|keeper",
@@ -150,7 +136,7 @@ that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			d, err := fleetDir()
+			d, err := fleetDir(dir)
 			if err != nil {
 				return err
 			}
@@ -172,7 +158,7 @@ that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
 		Short: "Remove a fleet member: its credentials no longer sign in, and a running server closes its connections",
 		Args:  oneName("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := fleetDir()
+			d, err := fleetDir(dir)
 			if err != nil {
 				return err
 			}
@@ -209,14 +195,15 @@ Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
   ralph fleet serve --listen 0.0.0.0:4222 --tls-cert server.pem --tls-key server-key.pem --dir /var/lib/ralph/fleet`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				d, err := defaultFleetDir()
-				if err != nil {
-					return exitError(ExitUsage, err)
-				}
-				dir = d
+			d, err := fleetDir(dir)
+			if err != nil {
+				return err
 			}
-			return fleetServe(cmd, serveOpts{dir: dir, listen: listen, verbose: verbose, tlsCert: tlsCert, tlsKey: tlsKey})
+			o := fleet.HostOptions{Dir: d, Listen: listen, Log: verbose, TLSCert: tlsCert, TLSKey: tlsKey, ErrOut: cmd.ErrOrStderr()}
+			o.Ready = func(url string, made bool, members []fleet.Member) error {
+				return writeOut(cmd.OutOrStdout(), serveMessage(o, url, made, members))
+			}
+			return commandError(fleet.Host(cmd.Context(), o))
 		},
 	}
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "the server's TLS certificate, a PEM `FILE` (needed to listen beyond loopback)")
@@ -227,90 +214,23 @@ Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
 	return cmd
 }
 
-// defaultFleetDir is $XDG_STATE_HOME/ralph/fleet (~/.local/state when
-// XDG_STATE_HOME is unset).
-func defaultFleetDir() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("no home directory to keep the fleet's streams in (%v); pass --dir DIR", err)
-		}
-		base = filepath.Join(home, ".local", "state")
+// fleetDir is the fleet directory --dir names, else fleet.DefaultDir.
+func fleetDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
 	}
-	return filepath.Join(base, "ralph", "fleet"), nil
-}
-
-type serveOpts struct {
-	dir, listen, tlsCert, tlsKey string
-	verbose                      bool
-}
-
-func fleetServe(cmd *cobra.Command, o serveOpts) error {
-	dir := o.dir
-	if err := checkListen(o.listen); err != nil {
-		return err
-	}
-	if host, _, _ := net.SplitHostPort(o.listen); o.tlsCert == "" && !isLoopback(host) {
-		return usageErrorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.listen)
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return usageErrorf("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return exitError(ExitUsage, fmt.Errorf("make the fleet directory %s: %w; pass --dir DIR", dir, err))
-	}
-	unlock, err := lockFleetDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	made, err := fleet.InitAuth(dir)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	members, err := fleet.LoadMembers(dir)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	if len(members) == 0 {
-		return usageErrorf("the fleet in %s has no members left, so no one could reach it; add one with `ralph fleet creds add NAME --role worker --dir %s`", dir, dir)
-	}
-	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: o.listen, Name: "ralph-fleet", Log: o.verbose,
-		Members: members, AuthDir: dir, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	defer srv.Shutdown()
-	url := srv.ClientURL()
-	// The server's own connection is in process, as a worker: it makes the
-	// fleet's streams.
-	// (in process there is no TLS to speak: the server offers it only)
-	own := withSignIn(cmd.Context(), &fleet.SignIn{Creds: workerCreds(dir, members), InProcess: srv.Raw(), Makes: true})
-	nc, err := dialNATS(own, strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
-	if err != nil {
-		return err
-	}
-	_, err = fleet.OpenHandles(own, nc, url, true)
-	nc.Close()
-	if err != nil {
-		return commandError(err)
-	}
-	if err := writeOut(cmd.OutOrStdout(), serveMessage(o, url, len(made) > 0, members)); err != nil {
-		return err
-	}
-	reloadMembers(cmd.Context(), srv, dir, cmd.ErrOrStderr())
-	return nil
+	d, err := fleet.DefaultDir()
+	return d, commandError(err)
 }
 
 // serveMessage is what ralph fleet serve says once its server listens at
 // url: where the credentials are (made: new ones) and the commands that
 // reach the fleet.
-func serveMessage(o serveOpts, url string, made bool, members []fleet.Member) string {
-	dir := o.dir
+func serveMessage(o fleet.HostOptions, url string, made bool, members []fleet.Member) string {
+	dir := o.Dir
 	creds := filepath.Join(dir, "creds")
 	tlsNote := ""
-	if o.tlsCert != "" {
+	if o.TLSCert != "" {
 		tlsNote = " --tls-ca CA.pem"
 	}
 	status := "the fleet's members"
@@ -331,95 +251,12 @@ Ctrl-C stops the server.
 		url, fleet.CredsPath(dir, "viewer"), tlsNote, dir)
 }
 
-func workerCreds(dir string, ms []fleet.Member) string {
-	for _, m := range ms {
-		if m.Role == fleet.RoleWorker {
-			return fleet.CredsPath(dir, m.Name)
-		}
-	}
-	return ""
-}
-
 func memberFiles(dir string, ms []fleet.Member) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, fmt.Sprintf("%-10s %s", m.Role, fleet.CredsPath(dir, m.Name)))
 	}
 	return out
-}
-
-// reloadMembers gives the running server the fleet's users whenever
-// `ralph fleet creds add|revoke` changes them, until ctx ends: a revoked
-// user's connections close at once.
-func reloadMembers(ctx context.Context, srv *fleet.Server, dir string, errOut io.Writer) {
-	users := filepath.Join(dir, "users.json")
-	stamp := func() time.Time {
-		fi, err := os.Stat(users)
-		if err != nil {
-			return time.Time{}
-		}
-		return fi.ModTime()
-	}
-	last := stamp()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := stamp()
-		if now.Equal(last) {
-			continue
-		}
-		last = now
-		ms, err := fleet.LoadMembers(dir)
-		if err == nil {
-			err = srv.SetMembers(ms)
-		}
-		if err != nil {
-			fmt.Fprintf(errOut, "ralph fleet serve: the fleet's users were not reloaded: %v\n", err)
-			continue
-		}
-		fmt.Fprintf(errOut, "ralph fleet serve: reloaded the fleet's users (%d)\n", len(ms))
-	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkListen makes sure the client address can be listened on before the
-// server starts (the server itself only reports a taken port by never
-// becoming ready).
-func checkListen(listen string) error {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return usageErrorf("--listen %q is not host:port; pass e.g. 127.0.0.1:4222", listen)
-	}
-	if port == "0" {
-		return nil
-	}
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return exitError(ExitUsage, fmt.Errorf("port %s on %s is in use (another NATS server or `ralph fleet serve`?); stop it, or pass --listen %s:PORT with a free port", port, hostOrAll(host), hostOrAll(host)))
-		}
-		return exitError(ExitUsage, fmt.Errorf("cannot listen on %s: %v; pass --listen HOST:PORT", listen, err))
-	}
-	return l.Close()
-}
-
-func hostOrAll(h string) string {
-	if h == "" {
-		return "0.0.0.0"
-	}
-	return h
 }
 
 // oneName takes exactly one positional argument, what names.
@@ -449,12 +286,9 @@ the keeper role (ralph fleet creds add NAME --role keeper), and with the
 fleet directory that holds the members and the fleet key (--dir).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := dir
-			if d == "" {
-				var err error
-				if d, err = defaultFleetDir(); err != nil {
-					return exitError(ExitUsage, err)
-				}
+			d, err := fleetDir(dir)
+			if err != nil {
+				return err
 			}
 			if _, err := fleet.ReadRoster(d); err != nil {
 				return exitError(ExitUsage, fmt.Errorf("%w; pass the --dir of the fleet (its users.json and fleet.nk)", err))
