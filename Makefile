@@ -80,7 +80,7 @@ bench:
 ## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, the agent stream parsers, and submit --workspace
 FUZZ_TARGETS := rtfs:FuzzRead rtfs:FuzzBuiltinsOnSharedValues arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
 	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction agent:FuzzParseClaude agent:FuzzParseCodex \
-	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzParseCodexReal agent:FuzzGeminiStderr agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter cli:FuzzSplitWorkspace cli:FuzzConfigCredential
+	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzParseCodexReal agent:FuzzGeminiStderr agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter fleet:FuzzSplitWorkspace config:FuzzCredentialIn
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \

@@ -16,7 +16,7 @@ import (
 // and checks every path the config names (config.PathKeys, listed once)
 // through o.Paths. What needs the store or the engine (the plan's
 // admission, an agent budget that cannot fire) is checked after it, by
-// NewRun and by submit's plan check.
+// NewRun and by CheckJob (ralph submit).
 func Check(cfg *config.Config, o CheckOptions) (*Checked, error) {
 	if err := notify.Check(cfg.Notify, cfg.FileName()); err != nil {
 		return nil, configError(err)

@@ -1,7 +1,9 @@
 // Package assemble builds a run from a config: it is the one place a run is
 // wired. `ralph run`, `ralph resume`, `ralph exec`, `ralph plan`, a fleet
 // worker and the tests that run a configured loop (tui's, fleet's) build
-// theirs here, so what they run is what a user's config describes.
+// theirs here, so what they run is what a user's config describes; and
+// `ralph submit` checks a job here (CheckJob) as a run would be checked,
+// with its paths in the job's workspace.
 //
 // An Engine is what every plan-running command shares: the capability
 // registry (the built-ins, agent.run configured from [agent], llm.ask over

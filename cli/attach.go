@@ -58,12 +58,12 @@ without it, the run going on in the store (named on stderr).`,
 			}
 			defer c.Close()
 			in := c.Info()
-			id, err := attachTarget(remoteReader{c, dir}, ref, in.RunID, cmd.ErrOrStderr())
+			id, err := attachTarget(c.Reader(dir), ref, in.RunID, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			if id != in.RunID {
-				return notRunning(remoteReader{c, dir}, runRef{arg: id, given: true}, in.RunID, nil) // c: closed by the defer above
+				return notRunning(c.Reader(dir), runRef{arg: id, given: true}, in.RunID, nil) // c: closed by the defer above
 			}
 			defer attachNotify(cmd.Context(), c, in.RunID)()
 			err = tui.Run(cmd.Context(), tui.Options{Run: c.Live(), Attached: true, StoreDir: dir, Input: cmd.InOrStdin(), Output: out})
@@ -78,7 +78,7 @@ without it, the run going on in the store (named on stderr).`,
 
 // attachTarget is the run an attach names: the run ref names, or, when
 // none was given, the one the store's process drives (live), if any.
-func attachTarget(st storeReader, ref runRef, live string, errOut io.Writer) (string, error) {
+func attachTarget(st serve.Reader, ref runRef, live string, errOut io.Writer) (string, error) {
 	if !ref.given && live != "" {
 		fmt.Fprintf(errOut, "ralph: no RUN_ID given: attaching to the run going on in %s, %s\n", st.Dir(), live)
 		return live, nil
@@ -90,7 +90,7 @@ func attachTarget(st storeReader, ref runRef, live string, errOut io.Writer) (st
 // (and how to see it), one whose process died (and how to continue it), or
 // none at all, as st (the caller closes it) records it. live is the run
 // the store's process drives, if any.
-func notRunning(st storeReader, ref runRef, live string, errOut io.Writer) error {
+func notRunning(st serve.Reader, ref runRef, live string, errOut io.Writer) error {
 	runID, err := resolveRunRef(st, ref, errOut)
 	if err != nil {
 		return err

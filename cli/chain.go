@@ -14,44 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
 )
-
-// existingStore opens a store that must already exist, read-only: a
-// reading command never creates a store, reads or creates a private key,
-// or changes a file.
-func existingStore(flag string, errOut io.Writer) (*ledger.Store, error) {
-	dir, err := existingStoreDir(flag)
-	if err != nil {
-		return nil, err
-	}
-	return openStore(ledger.Options{Dir: dir, ReadOnly: true}, errOut)
-}
-
-// commandStoreDir names the store a command uses: --store, else
-// RALPH_STORE, else ./ralph.toml's store.dir, else ./.ralph.
-// Only store.dir matters here, so a [model] that could not plan is no
-// error (as for exec).
-func commandStoreDir(flag string) (string, error) {
-	cfg, err := loadExecConfig("")
-	if err != nil {
-		return "", err
-	}
-	return storeDir(flag, cfg), nil
-}
-
-// existingStoreDir is commandStoreDir for a store that must already exist.
-func existingStoreDir(flag string) (string, error) {
-	dir, err := commandStoreDir(flag)
-	if err != nil {
-		return "", err
-	}
-	// An empty directory holds no store either: reading it must not leave a
-	// new, empty store behind.
-	if storeIsNew(dir) {
-		return "", exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
-	}
-	return dir, nil
-}
 
 func newChainCmd() *cobra.Command {
 	var store string
@@ -364,12 +328,6 @@ func newChainImportCmd(store *string) *cobra.Command {
 	return cmd
 }
 
-// storeIsNew reports whether dir holds no store yet (missing or empty).
-func storeIsNew(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	return errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0)
-}
-
 // importIntoNewStore imports into a temporary store beside dir and renames
 // it into place only once everything is committed and the store closed, so
 // an error, Ctrl-C or kill -9 leaves no store (a killed import leaves only
@@ -469,7 +427,7 @@ func verifyBundleFile(cmd *cobra.Command, path string, pinned []string) error {
 // exportBundle writes the whole store as a bundle (ledger.ExportBundle),
 // from the store or from the process holding it: there, up to a signed
 // checkpoint while appends go on.
-func exportBundle(st storeReader, out io.Writer) error {
+func exportBundle(st serve.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	if _, err := st.ExportBundle(w); err != nil {
 		return exitError(ExitFailure, err)
@@ -479,7 +437,7 @@ func exportBundle(st storeReader, out io.Writer) error {
 
 // export writes the actions f selects as JSON lines (ledger.Store.Export's
 // form), from a store or from the process holding it.
-func export(st storeReader, w io.Writer, f ledger.Filter) error {
+func export(st serve.Reader, w io.Writer, f ledger.Filter) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var buf []byte
 	err := st.Select(f, func(a ledger.Action) error {

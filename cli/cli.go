@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/internal/sealenv"
+	"github.com/ralphloop/ralph/internal/usage"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
@@ -27,12 +29,15 @@ const (
 )
 
 // Main runs ralph with the process's arguments and standard streams and
-// returns the exit code. The first Ctrl-C (or SIGTERM) cancels the running
+// returns the exit code. It first hides the environment's secrets
+// (internal/sealenv). The first Ctrl-C (or SIGTERM) cancels the running
 // command's context; after that the default handler is restored, so a
 // second Ctrl-C ends the process at once. SIGHUP cancels it too, except
 // for a run, which detaches (withSignals).
 func Main(args []string) int {
-	hideEnvironment()
+	if err := sealenv.Hide(); err != nil {
+		fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err)
+	}
 	ctx, stop := withSignals(context.Background())
 	defer stop()
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
@@ -123,6 +128,24 @@ func usageErrorf(format string, args ...any) error {
 // exitError attaches an exit code to err.
 func exitError(code int, err error) error {
 	return &cliError{code: code, err: err}
+}
+
+// commandError is an error of a package below cli as the command's, the
+// one place their errors get exit codes: a usage.Error is a usage error
+// (exit 2, pointing at --help when it asks to), an error that is already
+// the command's stays as it is, and any other failed at run time (exit 1).
+func commandError(err error) error {
+	var ce *cliError
+	var ue *usage.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return err
+	case errors.As(err, &ue):
+		return &cliError{code: ExitUsage, usage: ue.Help, err: err}
+	}
+	return exitError(ExitFailure, err)
 }
 
 func firstLine(s string) string {

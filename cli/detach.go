@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/sealenv"
 	"github.com/ralphloop/ralph/loop"
 )
 
@@ -102,7 +103,7 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 	c := exec.Command(exe, child...)
 	c.Stdin, c.Stdout, c.Stderr = null, w, w
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	sealed, err := handOverSecrets(c)
+	sealed, err := sealenv.HandOver(c)
 	if err != nil {
 		w.Close()
 		return exitError(ExitFailure, err)

@@ -2,21 +2,13 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/fleet"
@@ -40,50 +32,9 @@ func natsURL(flag string) string {
 	return defaultNATS
 }
 
-// dialTimeout bounds connecting to NATS and each JetStream request a
-// command makes while it sets up.
-const dialTimeout = 5 * time.Second
-
-// natsSignIn is how one fleet command signs in to NATS (§17): --creds
-// (else RALPH_NATS_CREDS), the credentials file of a fleet member, and
-// --tls-ca, the CA that signed the server's certificate. Every command that
-// takes --nats takes them too (addNATSAuthFlags), each into a natsSignIn of
-// its own, which reaches the code that connects through the command's
-// context.
-type natsSignIn struct {
-	creds, tlsCA string
-	// inProcess, when set, connects to the server in this process
-	// (ralph fleet serve making its own streams).
-	inProcess nats.InProcessConnProvider
-	// makes: this command makes or updates the fleet's streams (a worker,
-	// or the server itself), rather than using them as they are.
-	makes bool
-	// refused is the first thing NATS refused this command's role (NATS
-	// drops a refused publish and says so apart from the request, which
-	// then times out): the command's error, exit 2, whatever else failed
-	// after it.
-	refused atomic.Pointer[error]
-}
-
-type signInKey struct{}
-
-// withSignIn returns ctx carrying s for the connections made under it.
-func withSignIn(ctx context.Context, s *natsSignIn) context.Context {
-	return context.WithValue(ctx, signInKey{}, s)
-}
-
-// signInFrom is the sign-in the command running under ctx was given (one
-// that signs in with RALPH_NATS_CREDS when it was given none).
-func signInFrom(ctx context.Context) *natsSignIn {
-	if s, ok := ctx.Value(signInKey{}).(*natsSignIn); ok {
-		return s
-	}
-	return &natsSignIn{}
-}
-
 // signIns is where Run learns what NATS refused the command it ran: the
-// command's natsSignIn, once the command has started.
-type signIns struct{ s *natsSignIn }
+// command's fleet.SignIn, once the command has started.
+type signIns struct{ s *fleet.SignIn }
 
 type signInsKey struct{}
 
@@ -92,19 +43,34 @@ func (h *signIns) refusal() error {
 	if h.s == nil {
 		return nil
 	}
-	if e := h.s.refused.Load(); e != nil {
-		return *e
+	return h.s.Refused()
+}
+
+type signInKey struct{}
+
+// withSignIn returns ctx carrying s for the connections made under it.
+func withSignIn(ctx context.Context, s *fleet.SignIn) context.Context {
+	return context.WithValue(ctx, signInKey{}, s)
+}
+
+// signInFrom is the sign-in the command running under ctx was given (one
+// that signs in with RALPH_NATS_CREDS when it was given none).
+func signInFrom(ctx context.Context) *fleet.SignIn {
+	if s, ok := ctx.Value(signInKey{}).(*fleet.SignIn); ok {
+		return s
 	}
-	return nil
+	return &fleet.SignIn{}
 }
 
 // addNATSAuthFlags adds --creds and --tls-ca to a command that takes --nats,
-// and puts what they say in the command's context before it runs.
+// and puts what they say in the command's context before it runs: each
+// command that takes --nats signs in (fleet.SignIn, §17) with a sign-in
+// of its own, which reaches the code that connects through the context.
 func addNATSAuthFlags(cmd *cobra.Command) {
-	s := &natsSignIn{}
+	s := &fleet.SignIn{}
 	fs := cmd.Flags()
-	fs.StringVar(&s.creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
-	fs.StringVar(&s.tlsCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
+	fs.StringVar(&s.Creds, "creds", "", "the fleet credentials `FILE` to sign in to NATS with (default RALPH_NATS_CREDS); `ralph fleet serve` writes them")
+	fs.StringVar(&s.TLSCA, "tls-ca", "", "PEM `FILE` of the CA that signed the NATS server's TLS certificate")
 	cmd.PreRunE = func(c *cobra.Command, _ []string) error {
 		if h, ok := c.Context().Value(signInsKey{}).(*signIns); ok {
 			h.s = s
@@ -114,167 +80,22 @@ func addNATSAuthFlags(cmd *cobra.Command) {
 	}
 }
 
-// credsFile is --creds, else RALPH_NATS_CREDS.
-func (s *natsSignIn) credsFile() string {
-	if s.creds != "" {
-		return s.creds
-	}
-	return os.Getenv("RALPH_NATS_CREDS")
-}
-
-// signer signs the command's fleet requests (a submit, a control, a
-// tunnel) as the member whose credentials it signed in with.
-func (s *natsSignIn) signer() (*fleet.Signer, error) {
-	c := s.credsFile()
-	if c == "" {
-		return nil, usageErrorf("this needs the credentials of a fleet member to sign it; pass --creds FILE (or set RALPH_NATS_CREDS)")
-	}
-	sg, err := fleet.LoadSigner(c)
-	if err != nil {
-		return nil, exitError(ExitUsage, err)
-	}
-	return sg, nil
-}
-
-// dialNATS connects to the NATS server(s) at url (comma-separated for a
-// cluster) as the fleet member whose credentials --creds names. One that
-// does not answer, or refuses the credentials, is a usage error with the
-// fix. Once connected, a lost connection is re-established for as long as
-// it takes (a worker's runs go on meanwhile; their jobs move to other
-// workers only when the ack wait passes).
+// dialNATS is fleet.Dial as the command under ctx signs in.
 func dialNATS(ctx context.Context, url, name string) (*nats.Conn, error) {
-	auth := signInFrom(ctx)
-	creds := auth.credsFile()
-	opts := []nats.Option{nats.Name(name), nats.Timeout(dialTimeout), nats.MaxReconnects(-1),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			// NATS refuses what a role may not do by dropping it: say so
-			// once, in a sentence, instead of the library's log line.
-			if errors.Is(err, nats.ErrPermissionViolation) {
-				e := fmt.Errorf("NATS refused this (%v): the fleet role of --creds %s does not allow it; pass the credentials of a member whose role does (worker, submitter or viewer)", err, creds)
-				auth.refused.CompareAndSwap(nil, &e)
-				return
-			}
-			fmt.Fprintf(os.Stderr, "ralph: NATS: %v\n", err)
-		})}
-	if creds != "" {
-		o, err := fleet.CredsOption(creds)
-		if err != nil {
-			return nil, exitError(ExitUsage, err)
-		}
-		opts = append(opts, o)
-	}
-	if auth.tlsCA != "" {
-		if _, err := os.Stat(auth.tlsCA); err != nil {
-			return nil, usageErrorf("cannot read the TLS CA file %s (%v); pass --tls-ca FILE with the PEM certificate of the CA that signed the server's", auth.tlsCA, errors.Unwrap(err))
-		}
-		opts = append(opts, nats.RootCAs(auth.tlsCA))
-	}
-	if auth.inProcess != nil {
-		opts = append(opts, nats.InProcessServer(auth.inProcess))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, exitError(ExitUsage, natsDialError(url, creds, err))
-	}
-	return nc, nil
+	nc, err := fleet.Dial(ctx, url, name, signInFrom(ctx))
+	return nc, commandError(err)
 }
 
-// natsDialError is the sentence for a connection NATS refused.
-func natsDialError(url, creds string, err error) error {
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	switch {
-	case errors.Is(err, nats.ErrAuthorization) && creds == "":
-		return fmt.Errorf("the NATS server at %s lets in only the fleet's members; pass --creds FILE (or set RALPH_NATS_CREDS) with a credentials file from `ralph fleet serve` or `ralph fleet creds add`", url)
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAuthExpired):
-		return fmt.Errorf("the NATS server at %s refused the credentials in %s (revoked, or of another fleet); pass --creds FILE with a file `ralph fleet creds add` wrote for this fleet", url, creds)
-	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-		return fmt.Errorf("the TLS certificate of the NATS server at %s has expired (%v); renew the server's --tls-cert", url, invalid)
-	case errors.As(err, &hostErr):
-		return fmt.Errorf("the TLS certificate of the NATS server at %s is not for that host (%v); connect with a name the certificate holds, or renew the server's --tls-cert", url, hostErr)
-	case errors.As(err, &unknownCA), errors.As(err, &certErr):
-		return fmt.Errorf("the TLS certificate of the NATS server at %s is not trusted (%v); pass --tls-ca FILE with the CA that signed it", url, err)
-	case errors.Is(err, nats.ErrSecureConnRequired):
-		return fmt.Errorf("the NATS server at %s requires TLS; connect with tls://HOST:PORT and pass --tls-ca FILE", url)
-	case errors.Is(err, nats.ErrNoServers) || isConnRefused(err):
-		return fmt.Errorf("no NATS server answers at %s; start one with `ralph fleet serve` or pass --nats URL", url)
-	}
-	return fmt.Errorf("connect to NATS at %s: %w; check the URL, or start a server with `ralph fleet serve`", url, err)
-}
-
-func isConnRefused(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op)
-}
-
-// openFleet connects to the fleet at url and returns its streams and
-// buckets, made when missing. Existing ones keep how they were made (a
-// cluster's three replicas are never cut to the one-machine default).
+// openFleet is fleet.Open as the command under ctx signs in.
 func openFleet(ctx context.Context, url, name string) (*nats.Conn, *fleet.Handles, error) {
-	nc, err := dialNATS(ctx, url, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := fleetHandles(ctx, nc, url)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return nc, h, nil
+	nc, h, err := fleet.Open(ctx, url, name, signInFrom(ctx))
+	return nc, h, commandError(err)
 }
 
-func fleetHandles(ctx context.Context, nc *nats.Conn, url string) (*fleet.Handles, error) {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, exitError(ExitFailure, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	c := fleet.DefaultConfig()
-	s, err := js.Stream(ctx, fleet.StreamJobs)
-	if err == nil && !signInFrom(ctx).makes {
-		// A fleet that exists is used as it is: only a worker may change
-		// its streams (§17), and a submitter needs none changed.
-		h, berr := fleet.Bind(ctx, js)
-		if berr == nil {
-			return h, nil
-		}
-		if !errors.Is(berr, jetstream.ErrStreamNotFound) && !errors.Is(berr, jetstream.ErrBucketNotFound) {
-			return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, berr))
-		}
-	}
-	switch {
-	case err == nil:
-		cfg := s.CachedInfo().Config
-		c.Replicas, c.Dedup = cfg.Replicas, cfg.Duplicates
-		if kv, err := js.KeyValue(ctx, fleet.BucketWorkers); err == nil {
-			if st, err := kv.Status(ctx); err == nil {
-				c.WorkerTTL = st.TTL()
-			}
-		}
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream; start it with JetStream enabled (nats-server -js), or use `ralph fleet serve`", url))
-	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's streams at %s: %w", url, err))
-	case !signInFrom(ctx).makes:
-		// Only a worker may make the fleet's streams (§17).
-		return nil, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no streams yet: a worker makes them when it starts; start `ralph worker --nats %s` (or `ralph fleet serve`) first", url, url))
-	case nc.ConnectedClusterName() != "":
-		// The first to reach a cluster makes the fleet: three replicas of
-		// everything, so losing one server (even a stream's leader) loses
-		// nothing.
-		c.Replicas = 3
-	}
-	h, err := fleet.Ensure(ctx, js, c)
-	if err != nil {
-		if c.Replicas == 3 && s == nil {
-			return nil, exitError(ExitFailure, fmt.Errorf("make the fleet's streams with 3 replicas on NATS cluster %s: %w; a fleet on a cluster needs at least three JetStream servers", nc.ConnectedClusterName(), err))
-		}
-		return nil, exitError(ExitFailure, fmt.Errorf("the fleet at %s: %w", url, err))
-	}
-	return h, nil
+// fleetSigner is the signer of the command under ctx (fleet.SignIn.Signer).
+func fleetSigner(ctx context.Context) (*fleet.Signer, error) {
+	sg, err := signInFrom(ctx).Signer()
+	return sg, commandError(err)
 }
 
 func newFleetCmd() *cobra.Command {
@@ -301,16 +122,6 @@ func newFleetCredsCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "the fleet `DIR` of `ralph fleet serve` (default $XDG_STATE_HOME/ralph/fleet)")
-	fleetDir := func() (string, error) {
-		if dir != "" {
-			return dir, nil
-		}
-		d, err := defaultFleetDir()
-		if err != nil {
-			return "", exitError(ExitUsage, err)
-		}
-		return d, nil
-	}
 	var role string
 	add := &cobra.Command{
 		Use:   "add NAME --role worker|submitter|viewer|keeper",
@@ -325,7 +136,7 @@ that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
 			if err != nil {
 				return exitError(ExitUsage, err)
 			}
-			d, err := fleetDir()
+			d, err := fleetDir(dir)
 			if err != nil {
 				return err
 			}
@@ -347,7 +158,7 @@ that needs it and pass it with --creds (or RALPH_NATS_CREDS).`,
 		Short: "Remove a fleet member: its credentials no longer sign in, and a running server closes its connections",
 		Args:  oneName("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := fleetDir()
+			d, err := fleetDir(dir)
 			if err != nil {
 				return err
 			}
@@ -384,14 +195,15 @@ Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
   ralph fleet serve --listen 0.0.0.0:4222 --tls-cert server.pem --tls-key server-key.pem --dir /var/lib/ralph/fleet`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				d, err := defaultFleetDir()
-				if err != nil {
-					return exitError(ExitUsage, err)
-				}
-				dir = d
+			d, err := fleetDir(dir)
+			if err != nil {
+				return err
 			}
-			return fleetServe(cmd, serveOpts{dir: dir, listen: listen, verbose: verbose, tlsCert: tlsCert, tlsKey: tlsKey})
+			o := fleet.HostOptions{Dir: d, Listen: listen, Log: verbose, TLSCert: tlsCert, TLSKey: tlsKey, ErrOut: cmd.ErrOrStderr()}
+			o.Ready = func(url string, made bool, members []fleet.Member) error {
+				return writeOut(cmd.OutOrStdout(), serveMessage(o, url, made, members))
+			}
+			return commandError(fleet.Host(cmd.Context(), o))
 		},
 	}
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "the server's TLS certificate, a PEM `FILE` (needed to listen beyond loopback)")
@@ -402,90 +214,23 @@ Exit status: 0 stopped by a signal, 2 bad flags or the address is in use,
 	return cmd
 }
 
-// defaultFleetDir is $XDG_STATE_HOME/ralph/fleet (~/.local/state when
-// XDG_STATE_HOME is unset).
-func defaultFleetDir() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("no home directory to keep the fleet's streams in (%v); pass --dir DIR", err)
-		}
-		base = filepath.Join(home, ".local", "state")
+// fleetDir is the fleet directory --dir names, else fleet.DefaultDir.
+func fleetDir(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
 	}
-	return filepath.Join(base, "ralph", "fleet"), nil
-}
-
-type serveOpts struct {
-	dir, listen, tlsCert, tlsKey string
-	verbose                      bool
-}
-
-func fleetServe(cmd *cobra.Command, o serveOpts) error {
-	dir := o.dir
-	if err := checkListen(o.listen); err != nil {
-		return err
-	}
-	if host, _, _ := net.SplitHostPort(o.listen); o.tlsCert == "" && !isLoopback(host) {
-		return usageErrorf("--listen %s is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1", o.listen)
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return usageErrorf("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return exitError(ExitUsage, fmt.Errorf("make the fleet directory %s: %w; pass --dir DIR", dir, err))
-	}
-	unlock, err := lockFleetDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	made, err := fleet.InitAuth(dir)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	members, err := fleet.LoadMembers(dir)
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	if len(members) == 0 {
-		return usageErrorf("the fleet in %s has no members left, so no one could reach it; add one with `ralph fleet creds add NAME --role worker --dir %s`", dir, dir)
-	}
-	srv, err := fleet.StartServer(fleet.ServerOptions{Dir: dir, Listen: o.listen, Name: "ralph-fleet", Log: o.verbose,
-		Members: members, AuthDir: dir, TLSCert: o.tlsCert, TLSKey: o.tlsKey})
-	if err != nil {
-		return exitError(ExitUsage, err)
-	}
-	defer srv.Shutdown()
-	url := srv.ClientURL()
-	// The server's own connection is in process, as a worker: it makes the
-	// fleet's streams.
-	// (in process there is no TLS to speak: the server offers it only)
-	own := withSignIn(cmd.Context(), &natsSignIn{creds: workerCreds(dir, members), inProcess: srv.Raw(), makes: true})
-	nc, err := dialNATS(own, strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve")
-	if err != nil {
-		return err
-	}
-	_, err = fleetHandles(own, nc, url)
-	nc.Close()
-	if err != nil {
-		return err
-	}
-	if err := writeOut(cmd.OutOrStdout(), serveMessage(o, url, len(made) > 0, members)); err != nil {
-		return err
-	}
-	reloadMembers(cmd.Context(), srv, dir, cmd.ErrOrStderr())
-	return nil
+	d, err := fleet.DefaultDir()
+	return d, commandError(err)
 }
 
 // serveMessage is what ralph fleet serve says once its server listens at
 // url: where the credentials are (made: new ones) and the commands that
 // reach the fleet.
-func serveMessage(o serveOpts, url string, made bool, members []fleet.Member) string {
-	dir := o.dir
+func serveMessage(o fleet.HostOptions, url string, made bool, members []fleet.Member) string {
+	dir := o.Dir
 	creds := filepath.Join(dir, "creds")
 	tlsNote := ""
-	if o.tlsCert != "" {
+	if o.TLSCert != "" {
 		tlsNote = " --tls-ca CA.pem"
 	}
 	status := "the fleet's members"
@@ -506,95 +251,12 @@ Ctrl-C stops the server.
 		url, fleet.CredsPath(dir, "viewer"), tlsNote, dir)
 }
 
-func workerCreds(dir string, ms []fleet.Member) string {
-	for _, m := range ms {
-		if m.Role == fleet.RoleWorker {
-			return fleet.CredsPath(dir, m.Name)
-		}
-	}
-	return ""
-}
-
 func memberFiles(dir string, ms []fleet.Member) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, fmt.Sprintf("%-10s %s", m.Role, fleet.CredsPath(dir, m.Name)))
 	}
 	return out
-}
-
-// reloadMembers gives the running server the fleet's users whenever
-// `ralph fleet creds add|revoke` changes them, until ctx ends: a revoked
-// user's connections close at once.
-func reloadMembers(ctx context.Context, srv *fleet.Server, dir string, errOut io.Writer) {
-	users := filepath.Join(dir, "users.json")
-	stamp := func() time.Time {
-		fi, err := os.Stat(users)
-		if err != nil {
-			return time.Time{}
-		}
-		return fi.ModTime()
-	}
-	last := stamp()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		now := stamp()
-		if now.Equal(last) {
-			continue
-		}
-		last = now
-		ms, err := fleet.LoadMembers(dir)
-		if err == nil {
-			err = srv.SetMembers(ms)
-		}
-		if err != nil {
-			fmt.Fprintf(errOut, "ralph fleet serve: the fleet's users were not reloaded: %v\n", err)
-			continue
-		}
-		fmt.Fprintf(errOut, "ralph fleet serve: reloaded the fleet's users (%d)\n", len(ms))
-	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkListen makes sure the client address can be listened on before the
-// server starts (the server itself only reports a taken port by never
-// becoming ready).
-func checkListen(listen string) error {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return usageErrorf("--listen %q is not host:port; pass e.g. 127.0.0.1:4222", listen)
-	}
-	if port == "0" {
-		return nil
-	}
-	l, err := net.Listen("tcp", listen)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return exitError(ExitUsage, fmt.Errorf("port %s on %s is in use (another NATS server or `ralph fleet serve`?); stop it, or pass --listen %s:PORT with a free port", port, hostOrAll(host), hostOrAll(host)))
-		}
-		return exitError(ExitUsage, fmt.Errorf("cannot listen on %s: %v; pass --listen HOST:PORT", listen, err))
-	}
-	return l.Close()
-}
-
-func hostOrAll(h string) string {
-	if h == "" {
-		return "0.0.0.0"
-	}
-	return h
 }
 
 // oneName takes exactly one positional argument, what names.
@@ -624,12 +286,9 @@ the keeper role (ralph fleet creds add NAME --role keeper), and with the
 fleet directory that holds the members and the fleet key (--dir).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := dir
-			if d == "" {
-				var err error
-				if d, err = defaultFleetDir(); err != nil {
-					return exitError(ExitUsage, err)
-				}
+			d, err := fleetDir(dir)
+			if err != nil {
+				return err
 			}
 			if _, err := fleet.ReadRoster(d); err != nil {
 				return exitError(ExitUsage, fmt.Errorf("%w; pass the --dir of the fleet (its users.json and fleet.nk)", err))
@@ -659,8 +318,8 @@ fleet directory that holds the members and the fleet key (--dir).`,
 				case <-ctx.Done():
 					return nil
 				case <-tick.C:
-					if e := auth.refused.Load(); e != nil {
-						return exitError(ExitUsage, *e)
+					if e := auth.Refused(); e != nil {
+						return commandError(e)
 					}
 				}
 			}

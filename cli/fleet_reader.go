@@ -8,13 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/fleet"
@@ -29,109 +26,21 @@ import (
 //
 // A run's chain is rebuilt from the fleet's stream (verified on the way)
 // into an in-memory store, which the command then reads through the same
-// storeReader as a local store: its output is the same bytes.
+// serve.Reader as a local store: its output is the same bytes.
 
 // natsFlagUsage is the --nats flag's help on every reading command.
 const natsFlagUsage = "read the fleet at NATS `URL` (comma-separated for a cluster) instead of a local store"
 
-// fleetConn is a reading command's connection to a fleet.
-type fleetConn struct {
-	url string
-	nc  *nats.Conn
-	js  jetstream.JetStream
-}
-
-func dialFleet(ctx context.Context, url, name string) (*fleetConn, error) {
-	nc, err := dialNATS(ctx, url, name)
-	if err != nil {
-		return nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, exitError(ExitFailure, err)
-	}
-	return &fleetConn{url: url, nc: nc, js: js}, nil
-}
-
-func (f *fleetConn) Close() { f.nc.Close() }
-
-// certified is the read option that accepts only segments under keys the
-// fleet key certified, the key asked of the fleet's keeper (only the
-// keeper answers on its subjects, §17).
-func (f *fleetConn) certified(ctx context.Context) (fleet.ReadOption, error) {
-	r, err := fleet.FetchRoster(ctx, f.nc)
-	if err != nil {
-		return nil, exitError(ExitFailure, fmt.Errorf("the fleet at %s: %w", f.url, err))
-	}
-	return fleet.WithFleetKey(r.FleetKey), nil
-}
-
-// states reads every run's state from the runs bucket; a fleet no one has
-// submitted to yet has none.
-func (f *fleetConn) states(ctx context.Context) ([]fleet.RunState, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	kv, err := f.js.KeyValue(ctx, fleet.BucketRuns)
-	switch {
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		return nil, nil
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return nil, exitError(ExitUsage, fmt.Errorf("the NATS server at %s has no JetStream, so it holds no fleet; pass the --nats URL of the fleet's server", f.url))
-	case err != nil:
-		return nil, exitError(ExitFailure, fmt.Errorf("read the fleet's runs at %s: %w", f.url, err))
-	}
-	runs, err := fleet.ListStates(ctx, kv)
-	if err != nil {
-		return nil, exitError(ExitFailure, err)
-	}
-	return runs, nil
-}
-
-// resolve finds the run id (a unique prefix of one, or "latest": the run
-// submitted last) id names among the fleet's runs.
-func (f *fleetConn) resolve(ctx context.Context, id string) (fleet.RunState, error) {
-	runs, err := f.states(ctx) // oldest submission first
-	if err != nil {
-		return fleet.RunState{}, err
-	}
-	ids := make([]string, len(runs))
-	for i, r := range runs {
-		ids[i] = r.RunID
-	}
-	full, matches := matchRun(ids, id)
-	switch {
-	case full != "":
-		return runs[slices.Index(ids, full)], nil
-	case len(matches) > 1:
-		return fleet.RunState{}, ambiguousRun(id, matches, " of the fleet")
-	case id == latestRun:
-		return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no runs yet; `ralph submit` queues one", f.url))
-	}
-	return fleet.RunState{}, exitError(ExitUsage, fmt.Errorf("the fleet at %s has no run %s; `ralph runs --nats %s` lists them", f.url, id, f.url))
-}
-
-// fleetReader is one run's chain, rebuilt from the fleet's stream into an
-// in-memory store.
-type fleetReader struct {
-	localReader
-	conn  *fleetConn
-	run   fleet.RunState
-	where string
-}
-
-func (r fleetReader) Dir() string { return r.where }
-
-func (r fleetReader) Close() error {
-	err := r.Store.Close()
-	r.conn.Close()
-	return err
+// openFleetReader is fleet.OpenReader as the command under ctx signs in.
+func openFleetReader(ctx context.Context, url, name string) (*fleet.Reader, error) {
+	f, err := fleet.OpenReader(ctx, url, name, signInFrom(ctx))
+	return f, commandError(err)
 }
 
 // openRunReader is openReader for a command that reads one run: from the
 // fleet at natsURL when it is set (runID, or a unique prefix of it, names
 // the run), else from the local store storeFlag names.
-func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts ledger.Options, errOut io.Writer) (storeReader, error) {
+func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts ledger.Options, errOut io.Writer) (serve.Reader, error) {
 	if natsURL == "" {
 		return openReader(ctx, storeFlag, opts, errOut)
 	}
@@ -141,61 +50,33 @@ func openRunReader(ctx context.Context, storeFlag, natsURL, runID string, opts l
 	if runID == "" {
 		return nil, usageErrorf("with --nats, name the run to read with --run ID; `ralph runs --nats %s` lists them", natsURL)
 	}
-	f, err := dialFleet(ctx, natsURL, "ralph reader")
+	f, err := openFleetReader(ctx, natsURL, "ralph reader")
 	if err != nil {
 		return nil, err
 	}
-	r, err := f.rebuild(ctx, runID, nil)
+	r, err := f.Rebuild(ctx, runID, nil)
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, commandError(err)
 	}
 	return r, nil
-}
-
-// rebuild reads run id's chain from the stream, verifying it (with the
-// pinned keys, when any), into an in-memory store.
-func (f *fleetConn) rebuild(ctx context.Context, id string, pinned []string) (fleetReader, error) {
-	run, err := f.resolve(ctx, id)
-	if err != nil {
-		return fleetReader{}, err
-	}
-	cert, err := f.certified(ctx)
-	if err != nil {
-		return fleetReader{}, err
-	}
-	st, _, err := fleet.RebuildStore(ctx, f.js, run.RunID, ledger.Options{InMemory: true}, pinned, cert)
-	if err != nil {
-		if run.State == fleet.StateQueued {
-			return fleetReader{}, exitError(ExitUsage, fmt.Errorf("run %s is queued and has recorded nothing yet; `ralph runs --nats %s` shows when a worker takes it", run.RunID, f.url))
-		}
-		return fleetReader{}, exitError(ExitFailure, err)
-	}
-	where := fmt.Sprintf("the chain of run %s in the fleet at %s", run.RunID, f.url)
-	return fleetReader{localReader: localReader{st}, conn: f, run: run, where: where}, nil
 }
 
 // fleetRuns is `ralph runs --nats URL`: every run of the fleet with its
 // state, worker, iteration, cost and why it stopped.
 func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error {
-	f, err := dialFleet(ctx, url, "ralph runs")
+	f, err := openFleetReader(ctx, url, "ralph runs")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	runs, err := f.states(ctx)
+	runs, err := f.States(ctx)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
-	live := map[string]bool{}
-	if kv, err := f.js.KeyValue(ctx, fleet.BucketWorkers); err == nil {
-		workers, err := fleet.ListWorkers(ctx, kv)
-		if err != nil {
-			return exitError(ExitFailure, err)
-		}
-		for _, wk := range workers {
-			live[wk.ID] = true
-		}
+	live, err := f.LiveWorkers(ctx)
+	if err != nil {
+		return commandError(err)
 	}
 	bw := bufio.NewWriter(w)
 	if asJSON {
@@ -239,18 +120,18 @@ func flushOut(bw *bufio.Writer) error {
 
 // fleetChainRun connects to the fleet at url for `ralph chain VERB --nats
 // URL --run ID` and finds the run id names (a run id or a unique prefix).
-func fleetChainRun(cmd *cobra.Command, url, id, verb string) (*fleetConn, fleet.RunState, error) {
+func fleetChainRun(cmd *cobra.Command, url, id, verb string) (*fleet.Reader, fleet.RunState, error) {
 	if id == "" {
 		return nil, fleet.RunState{}, usageErrorf("with --nats, name the run whose chain to %s with --run ID; `ralph runs --nats %s` lists them", verb, url)
 	}
-	f, err := dialFleet(cmd.Context(), url, "ralph chain "+verb)
+	f, err := openFleetReader(cmd.Context(), url, "ralph chain "+verb)
 	if err != nil {
 		return nil, fleet.RunState{}, err
 	}
-	run, err := f.resolve(cmd.Context(), id)
+	run, err := f.Resolve(cmd.Context(), id)
 	if err != nil {
 		f.Close()
-		return nil, fleet.RunState{}, err
+		return nil, fleet.RunState{}, commandError(err)
 	}
 	return f, run, nil
 }
@@ -265,11 +146,7 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 		return err
 	}
 	defer f.Close()
-	cert, err := f.certified(cmd.Context())
-	if err != nil {
-		return err
-	}
-	rep, info, err := fleet.VerifyChain(cmd.Context(), f.js, run.RunID, pinned, cert)
+	rep, info, err := f.VerifyChain(cmd.Context(), run.RunID, pinned)
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
@@ -318,11 +195,7 @@ func exportFleetBundle(cmd *cobra.Command, url, id string) error {
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
-	cert, err := f.certified(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if _, err := fleet.ReadChain(cmd.Context(), f.js, run.RunID, w, cert); err != nil {
+	if _, err := f.ReadChain(cmd.Context(), run.RunID, w); err != nil {
 		return exitError(ExitFailure, err)
 	}
 	return flushOut(w)
@@ -333,23 +206,23 @@ func exportFleetBundle(cmd *cobra.Command, url, id string) error {
 // socket; the same UI, keys and controls as a local attach.
 func attachFleet(cmd *cobra.Command, url string, ref runRef) error {
 	ctx := cmd.Context()
-	f, err := dialFleet(ctx, url, "ralph attach")
+	f, err := openFleetReader(ctx, url, "ralph attach")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	run, err := f.resolve(ctx, ref.arg)
+	run, err := f.Resolve(ctx, ref.arg)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
 	noteLatest(cmd.ErrOrStderr(), ref, run.RunID, "")
-	signer, err := signInFrom(ctx).signer()
+	signer, err := fleetSigner(ctx)
 	if err != nil {
 		return err
 	}
 	name := fmt.Sprintf("run %s in the fleet at %s", run.RunID, url)
 	c, err := serve.DialConn(ctx, name, func(ctx context.Context) (net.Conn, error) {
-		return fleet.DialRun(ctx, f.nc, signer, run.RunID)
+		return fleet.DialRun(ctx, f.NC, signer, run.RunID)
 	})
 	var refused *fleet.RefusedError
 	switch {

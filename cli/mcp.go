@@ -93,7 +93,7 @@ func (s storeSource) Runs(ctx context.Context) ([]loop.RunRecord, error) {
 }
 
 func (s storeSource) Control(ctx context.Context, r *mcpserver.Run, do string) error {
-	st := r.Reader.(storeReader)
+	st := r.Reader.(serve.Reader)
 	if info := st.Served(); info == nil || info.RunID != r.ID {
 		return fmt.Errorf("run %s is not running (its state is %s); only the loop a ralph process runs now can be steered", r.ID, r.Record.State)
 	}
@@ -129,7 +129,7 @@ func (s storeSource) Diff(ctx context.Context, r *mcpserver.Run, acts []ledger.A
 
 // runOf finds the run id names in st (a unique prefix will do); st is
 // closed when it does not hold it.
-func runOf(st storeReader, id string) (*mcpserver.Run, error) {
+func runOf(st serve.Reader, id string) (*mcpserver.Run, error) {
 	full, err := resolveRun(st, id)
 	if err != nil {
 		st.Close()
@@ -143,7 +143,7 @@ func runOf(st storeReader, id string) (*mcpserver.Run, error) {
 
 // runRecord is id's record, or one with the id alone (a chain imported
 // without its run records).
-func runRecord(st storeReader, id string) loop.RunRecord {
+func runRecord(st serve.Reader, id string) loop.RunRecord {
 	runs, _ := st.ListRuns() // best effort: the chain itself is read next
 	for _, r := range runs {
 		if r.ID == id {
@@ -157,7 +157,7 @@ func runRecord(st storeReader, id string) loop.RunRecord {
 // from its stream per call.
 type fleetSource struct {
 	url    string
-	signIn *natsSignIn // --creds and --tls-ca, for the fleet's connections
+	signIn *fleet.SignIn // --creds and --tls-ca, for the fleet's connections
 	errOut io.Writer
 }
 
@@ -174,20 +174,20 @@ func (f fleetSource) Run(ctx context.Context, id string) (*mcpserver.Run, error)
 	if err != nil {
 		return nil, err
 	}
-	fr := st.(fleetReader)
-	r.Record, r.Live, r.Handle = fleetRecord(fr.run), fr.run.State == fleet.StateRunning, fr
+	fr := st.(fleet.RunReader)
+	r.Record, r.Live, r.Handle = fleetRecord(fr.Run), fr.Run.State == fleet.StateRunning, fr
 	return r, nil
 }
 
 func (f fleetSource) Runs(ctx context.Context) ([]loop.RunRecord, error) {
-	c, err := dialFleet(withSignIn(ctx, f.signIn), f.url, "ralph mcp")
+	c, err := openFleetReader(withSignIn(ctx, f.signIn), f.url, "ralph mcp")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	states, err := c.states(ctx)
+	states, err := c.States(ctx)
 	if err != nil {
-		return nil, err
+		return nil, commandError(err)
 	}
 	out := []loop.RunRecord{}
 	for _, s := range states {
@@ -197,15 +197,15 @@ func (f fleetSource) Runs(ctx context.Context) ([]loop.RunRecord, error) {
 }
 
 func (f fleetSource) Control(ctx context.Context, r *mcpserver.Run, do string) error {
-	fr := r.Handle.(fleetReader)
-	if fr.run.State != fleet.StateRunning {
-		return fmt.Errorf("run %s is not running (its state in the fleet is %s); only a run a worker runs now can be steered", r.ID, fr.run.State)
+	fr := r.Handle.(fleet.RunReader)
+	if fr.Run.State != fleet.StateRunning {
+		return fmt.Errorf("run %s is not running (its state in the fleet is %s); only a run a worker runs now can be steered", r.ID, fr.Run.State)
 	}
-	signer, err := f.signIn.signer()
+	signer, err := f.signIn.Signer()
 	if err != nil {
-		return err
+		return commandError(err)
 	}
-	return fleet.Control(ctx, fr.conn.nc, signer, r.ID, do)
+	return fleet.Control(ctx, fr.Fleet.NC, signer, r.ID, do)
 }
 
 func (f fleetSource) Diff(_ context.Context, r *mcpserver.Run, _ []ledger.Action, _ int) ([]gitx.FileStat, string, string) {

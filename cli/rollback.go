@@ -14,6 +14,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/serve"
 )
 
 func newRollbackCmd() *cobra.Command {
@@ -54,7 +55,7 @@ WorkspaceRestored action on the run's chain.`,
 				return err
 			}
 			defer st.Close()
-			runID, err := resolveRunRef(localReader{st}, runRefArg(args, 0), cmd.ErrOrStderr())
+			runID, err := resolveRunRef(serve.LocalReader{Store: st}, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -571,7 +571,7 @@ func snapshotConfig(storeFlag string, ref runRef, errOut io.Writer) (*config.Con
 	if err != nil {
 		return nil, "", err
 	}
-	runID, err := resolveRunRef(localReader{st}, ref, errOut)
+	runID, err := resolveRunRef(serve.LocalReader{Store: st}, ref, errOut)
 	if err != nil {
 		st.Close()
 		return nil, "", err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/stop"
 	"github.com/ralphloop/ralph/tui"
 )
@@ -124,6 +125,6 @@ const viewMemoryLimit = 96 << 20
 // socket while a running ralph holds it, else directly, tuned for a
 // reader: the smallest memtable and block cache (nothing is written; the
 // chain is read once, in order), and no value-log GC.
-func viewStore(ctx context.Context, flag, natsURL, runID string, errOut io.Writer) (storeReader, error) {
+func viewStore(ctx context.Context, flag, natsURL, runID string, errOut io.Writer) (serve.Reader, error) {
 	return openRunReader(ctx, flag, natsURL, runID, ledger.Options{MemTableSize: 8 << 20, BlockCacheSize: 1 << 20, GCInterval: -1, NoCompactions: true}, errOut)
 }

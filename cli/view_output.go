@@ -12,12 +12,13 @@ import (
 	"strings"
 
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
 )
 
 // callWithOutput finds the call of run runID that sel names and that
 // recorded an output file: "last" (the run's last such call), a seq
 // ("12" or "#12") or an action id or a unique prefix of one.
-func callWithOutput(st storeReader, runID, sel string) (ledger.Action, error) {
+func callWithOutput(st serve.Reader, runID, sel string) (ledger.Action, error) {
 	seq, bySeq := uint64(0), false
 	if n, err := strconv.ParseUint(strings.TrimPrefix(sel, "#"), 10, 64); err == nil {
 		seq, bySeq = n, true
@@ -80,3 +81,6 @@ func printCallOutput(w io.Writer, dir string, a ledger.Action) error {
 	}
 	return nil
 }
+
+// errFound ends a scan of the chain early.
+var errFound = errors.New("found")

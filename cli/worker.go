@@ -103,7 +103,7 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
 	ownsItsEnd(ctx) // its hand-back grace, not the watchdog's 5 s
 	defer forceStopOnSecondSignal()()
-	signInFrom(ctx).makes = true // a worker keeps the fleet's streams as they should be
+	signInFrom(ctx).Makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	if err := writeOut(cmd.OutOrStdout(), msg); err != nil {
 		return err
 	}
-	signer, err := signInFrom(ctx).signer()
+	signer, err := fleetSigner(ctx)
 	if err != nil {
 		return err
 	}

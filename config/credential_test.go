@@ -1,10 +1,8 @@
-package cli
+package config
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/ralphloop/ralph/config"
 )
 
 func TestSubmitRefusesACredentialInTheConfig(t *testing.T) {
@@ -20,11 +18,11 @@ func TestSubmitRefusesACredentialInTheConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := config.Parse([]byte(tc.src), "ralph.toml", nil)
+			cfg, err := Parse([]byte(tc.src), "ralph.toml", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = refuseConfigCredential(func(key, msg string) error { return cfg.ErrorAt(key, msg) }, tc.src)
+			err = cfg.RefuseCredential(tc.src)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -37,20 +35,20 @@ func TestSubmitRefusesACredentialInTheConfig(t *testing.T) {
 		head + "[model]\nprovider = \"static\"\nbase_url = \"https://llm.example/v1?model=x\"\n",
 		head + "[[stop]]\nname = \"up\"\nkind = \"command\"\ncmd = [\"git\", \"ls-remote\", \"ssh://git@host/r\"]\n",
 	} {
-		if key, masked, ok := configCredential(src); ok {
+		if key, masked, ok := credentialIn(src); ok {
 			t.Errorf("%q: refused %s %s, which carries no credential", src, key, masked)
 		}
 	}
 }
 
-// FuzzConfigCredential: any config text is either found clean or refused
+// FuzzCredentialIn: any config text is either found clean or refused
 // with the secret masked; nothing panics.
-func FuzzConfigCredential(f *testing.F) {
+func FuzzCredentialIn(f *testing.F) {
 	f.Add("[model]\nbase_url = \"https://u:p@h/v1?api-key=k\"\n")
 	f.Add("[[stop]]\ncmd = [\"curl\", \"https://h/?token=t&x=1\"]\n")
 	f.Add("a = \"http://%zz?key=\"\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		key, masked, ok := configCredential(text)
+		key, masked, ok := credentialIn(text)
 		if ok && (key == "" || !strings.Contains(masked, "xxxxx")) {
 			t.Fatalf("refused %q at %q without masking it", masked, key)
 		}

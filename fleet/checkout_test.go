@@ -1,4 +1,4 @@
-package cli
+package fleet
 
 import (
 	"net/url"
@@ -32,16 +32,16 @@ func TestSplitWorkspace(t *testing.T) {
 		{in: "https://t0ken@git.example.com/p.git@main", err: "carries a credential"},
 	}
 	for _, tc := range tests {
-		u, ref, err := splitWorkspace(tc.in)
+		u, ref, err := SplitWorkspace(tc.in)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("splitWorkspace(%q) = %q, %q, %v; want an error with %q", tc.in, u, ref, err, tc.err)
+				t.Errorf("SplitWorkspace(%q) = %q, %q, %v; want an error with %q", tc.in, u, ref, err, tc.err)
 			} else if strings.Contains(err.Error(), "t0ken") {
-				t.Errorf("splitWorkspace(%q): the error repeats the credential: %v", tc.in, err)
+				t.Errorf("SplitWorkspace(%q): the error repeats the credential: %v", tc.in, err)
 			}
 		case err != nil || u != tc.url || ref != tc.ref:
-			t.Errorf("splitWorkspace(%q) = %q, %q, %v; want %q, %q", tc.in, u, ref, err, tc.url, tc.ref)
+			t.Errorf("SplitWorkspace(%q) = %q, %q, %v; want %q, %q", tc.in, u, ref, err, tc.url, tc.ref)
 		}
 	}
 }
@@ -54,16 +54,16 @@ func FuzzSplitWorkspace(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		u, ref, err := splitWorkspace(s)
+		u, ref, err := SplitWorkspace(s)
 		if err != nil {
 			return
 		}
 		if strings.HasPrefix(u, "-") || strings.HasPrefix(ref, "-") {
-			t.Fatalf("splitWorkspace(%q) = %q, %q: an option for git", s, u, ref)
+			t.Fatalf("SplitWorkspace(%q) = %q, %q: an option for git", s, u, ref)
 		}
 		if pu, perr := url.Parse(u); perr == nil && pu.User != nil {
 			if _, has := pu.User.Password(); has {
-				t.Fatalf("splitWorkspace(%q) = %q: a password kept", s, u)
+				t.Fatalf("SplitWorkspace(%q) = %q: a password kept", s, u)
 			}
 		}
 	})

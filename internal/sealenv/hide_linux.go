@@ -1,7 +1,6 @@
-package cli
+package sealenv
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -9,8 +8,8 @@ import (
 	"unsafe"
 )
 
-// hideEnvironment keeps the model's key, and every secret-looking
-// variable, away from the processes ralph starts (DESIGN §18):
+// Hide keeps the model's key, and every secret-looking variable, away from
+// the processes ralph starts (DESIGN §18):
 //   - ralph runs again (execve, the same pid) without them in its initial
 //     environment, which /proc/<pid>/environ shows for the life of the
 //     process and os.Unsetenv does not change; they come back on an
@@ -24,11 +23,10 @@ import (
 //
 // Each step is best effort: where the kernel refuses, the secrets are still
 // kept out of the children's own environment and redacted from the ledger.
-func hideEnvironment() {
+// The error, a hand-over that could not be read, is a warning: ralph goes
+// on without what it held.
+func Hide() error {
 	handed, err := readSealed()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err)
-	}
 	if !handed {
 		execWithoutSecrets() // returns only when there are none, or exec failed
 	}
@@ -37,6 +35,7 @@ func hideEnvironment() {
 	if os.Geteuid() == 0 {
 		dropCapabilities()
 	}
+	return err
 }
 
 // execWithoutSecrets runs this program again in this process with the

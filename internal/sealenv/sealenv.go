@@ -1,4 +1,4 @@
-package cli
+package sealenv
 
 import (
 	"bytes"
@@ -70,11 +70,11 @@ func sealPipe(secret []string) (r *os.File, ok bool, err error) {
 	return r, true, nil
 }
 
-// handOverSecrets starts cmd (a ralph) without the secret variables of its
+// HandOver starts cmd (a ralph) without the secret variables of its
 // environment in its environment: they reach it on an inherited pipe,
-// which its hideEnvironment reads. Call it before cmd.Start; close the
-// returned file after.
-func handOverSecrets(cmd *exec.Cmd) (io.Closer, error) {
+// which its Hide reads. Call it before cmd.Start; close the returned file
+// after.
+func HandOver(cmd *exec.Cmd) (io.Closer, error) {
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()

@@ -1,4 +1,4 @@
-package cli
+package config
 
 import (
 	"fmt"
@@ -9,22 +9,20 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/ralphloop/ralph/config"
 )
 
 // urlInText finds URL-like words in a string value: a scheme, ://, and
 // what follows up to a space or a quote.
 var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 
-// configCredential finds the first string in a config's text that carries
+// credentialIn finds the first string in a config's text that carries
 // a credential in a URL: a password (or, for http and https, any user
 // name) in its userinfo, or a query key that names a secret. It returns
 // the key path that holds it (e.g. "model.base_url", "stop.tests.cmd")
 // and the URL with the credential masked; ok is false when there is none.
 // A job is published to every worker of the fleet, so a config carrying
 // one is refused rather than sent.
-func configCredential(text string) (key, masked string, ok bool) {
+func credentialIn(text string) (key, masked string, ok bool) {
 	var doc map[string]any
 	if _, err := toml.Decode(text, &doc); err != nil {
 		return "", "", false // config.Load has already said what is wrong with it
@@ -95,7 +93,7 @@ func credentialURL(raw string) (string, bool) {
 	}
 	q := u.Query()
 	for k := range q {
-		if config.IsSecretQueryKey(k) && strings.Join(q[k], "") != "" {
+		if IsSecretQueryKey(k) && strings.Join(q[k], "") != "" {
 			bad = true
 			q.Set(k, "xxxxx")
 		}
@@ -107,10 +105,11 @@ func credentialURL(raw string) (string, bool) {
 	return u.String(), true
 }
 
-// refuseConfigCredential is the one-sentence refusal of a submitted
-// config that carries a credential, at its key's line.
-func refuseConfigCredential(errAt func(key, msg string) error, text string) error {
-	key, masked, ok := configCredential(text)
+// RefuseCredential is the one-sentence refusal of a config submitted to a
+// fleet (text, the file c was loaded from) that carries a credential, at
+// its key's line; nil when it carries none.
+func (c *Config) RefuseCredential(text string) error {
+	key, masked, ok := credentialIn(text)
 	if !ok {
 		return nil
 	}
@@ -119,5 +118,5 @@ func refuseConfigCredential(errAt func(key, msg string) error, text string) erro
 	if i := strings.IndexFunc(lineKey, func(r rune) bool { return r >= '0' && r <= '9' }); i > 0 && lineKey[i-1] == '.' {
 		lineKey = strings.TrimSuffix(lineKey[:i], ".")
 	}
-	return errAt(lineKey, fmt.Sprintf("%s carries a credential in %s, and a submitted job is sent to every worker of the fleet; remove it and give the workers the secret in their own environment (e.g. [model].api_key_env)", key, masked))
+	return c.ErrorAt(lineKey, fmt.Sprintf("%s carries a credential in %s, and a submitted job is sent to every worker of the fleet; remove it and give the workers the secret in their own environment (e.g. [model].api_key_env)", key, masked))
 }
