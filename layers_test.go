@@ -22,6 +22,7 @@ var layers = map[string][]string{
 	"internal/proctest":   {"internal/eventually"},
 	"internal/eventually": {},
 	"internal/testenv":    {},
+	"internal/e2e":        {"internal/"},
 	"internal/mockmodel":  {},
 	"internal/gitx":       {"internal/"},
 	"agent":               {"internal/"},
