@@ -3,6 +3,7 @@ package e2e
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,19 +156,24 @@ func (s *Suite) Run(t *testing.T) {
 	}
 }
 
-// start checks the needs a test adds to those of its parent (a subtest's)
-// and gives it its E.
-func (s *Suite) start(t *testing.T, parent map[string]bool, needs []Need) *E {
+// start checks the needs a test adds to those of its parent (a
+// subtest's) and gives it its E: a directory of its own, and the
+// parent's environment or, for a test, one of its own.
+func (s *Suite) start(t *testing.T, parent *E, needs []Need) *E {
 	t.Helper()
 	e := &E{t: t, s: s, needs: map[string]bool{}}
-	for n := range parent {
-		e.needs[n] = true
+	if parent != nil {
+		maps.Copy(e.needs, parent.needs)
+		e.Home = parent.Home
 	}
 	for _, n := range needs {
 		n.check(t)
 		e.needs[n.name] = true
 	}
-	e.Dir, e.Home = t.TempDir(), t.TempDir()
+	e.Dir = t.TempDir()
+	if e.Home == "" {
+		e.Home = t.TempDir()
+	}
 	return e
 }
 
@@ -231,11 +237,12 @@ type E struct {
 	Home string
 }
 
-// Run runs f as a subtest of the test, with an E of its own; needs are
-// what the subtest alone needs, checked before f runs.
+// Run runs f as a subtest of the test, with an E of its own: a directory
+// of its own, and the test's environment (Home). Needs are what the
+// subtest alone needs, checked before f runs.
 func (e *E) Run(name string, f func(t *testing.T, e *E), needs ...Need) bool {
 	e.t.Helper()
-	return e.t.Run(name, func(t *testing.T) { f(t, e.s.start(t, e.needs, needs)) })
+	return e.t.Run(name, func(t *testing.T) { f(t, e.s.start(t, e, needs)) })
 }
 
 // Bin is the path of the binary.

@@ -35,15 +35,20 @@ func (c *Cmd) Term() *Term {
 	c.e.t.Helper()
 	files := c.e.t.TempDir()
 	var b strings.Builder
-	// The command's pid, as it is the command: a shell that writes its own
-	// pid and then execs it.
-	fmt.Fprintf(&b, "sh -c 'echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\" && exec \"$@\"' %s %s", shellQuote(filepath.Join(files, "pid")), shellQuote(c.path))
+	// The script outlives a ctrl+c sent to the command (its process group)
+	// to record how the command ended; the command itself gets it as it
+	// would (a trap is not inherited, an ignored signal would be). The
+	// command's pid, as it is the command: a shell that writes its own pid
+	// and then execs it.
+	fmt.Fprintf(&b, "trap : INT\nsh -c 'echo $$ > \"$0.tmp\" && mv \"$0.tmp\" \"$0\" && exec \"$@\"' %s %s", shellQuote(filepath.Join(files, "pid")), shellQuote(c.path))
 	for _, a := range c.argv() {
 		b.WriteString(" " + shellQuote(a))
 	}
 	exit := shellQuote(filepath.Join(files, "exit"))
-	fmt.Fprintf(&b, "\ncode=$?\nstty -a > %s 2>&1\necho $code > %s.tmp && mv %s.tmp %s\nexec sleep 600\n",
-		shellQuote(filepath.Join(files, "stty")), exit, exit, exit)
+	// Then the exit status in a file, and in the terminal's title, which
+	// tmux sets once it has drawn everything the command printed before.
+	fmt.Fprintf(&b, "\ncode=$?\nstty -a > %s 2>&1\necho $code > %s.tmp && mv %s.tmp %s\nprintf '\\033]2;%s%%s\\033\\\\' $code\nexec sleep 600\n",
+		shellQuote(filepath.Join(files, "stty")), exit, exit, exit, exitTitle)
 	env := c.env
 	if env == nil {
 		env = c.e.Env()
@@ -254,8 +259,12 @@ func (tm *Term) WaitFor(want string, resend ...string) string {
 	return tm.WaitScreen(strconv.Quote(want), func(s string) bool { return strings.Contains(s, want) }, resend...)
 }
 
+// exitTitle and the exit status are the terminal's title once the
+// command it runs (Cmd.Term) has exited.
+const exitTitle = "e2e: exited "
+
 // Exit waits for the command the terminal runs (Cmd.Term) to exit and
-// returns its exit status.
+// returns its exit status; the screen then shows everything it printed.
 func (tm *Term) Exit() int {
 	tm.e.t.Helper()
 	tm.mustRunRalph("Exit")
@@ -263,6 +272,9 @@ func (tm *Term) Exit() int {
 	code, err := strconv.Atoi(s)
 	if err != nil {
 		tm.e.t.Fatalf("the terminal recorded exit status %q", s)
+	}
+	if !eventually.Poll(func() bool { return tm.Title() == exitTitle+s }) {
+		tm.e.t.Fatalf("the terminal's title never said the command exited; it is %q:\n%s", tm.Title(), tm.Screen())
 	}
 	return code
 }
