@@ -24,6 +24,7 @@ var layers = map[string][]string{
 	"internal/testenv":    {},
 	"internal/sealenv":    {},
 	"internal/usage":      {},
+	"internal/e2e":        {"internal/"},
 	"internal/mockmodel":  {},
 	"internal/gitx":       {"internal/"},
 	"agent":               {"internal/"},

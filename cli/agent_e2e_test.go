@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,9 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // fakeAgentBin is the directory of the fake agent CLIs (claude, codex, …),
@@ -31,9 +29,10 @@ func fakeAgentBin(t *testing.T) string {
 // agentProject is a Go module whose one test fails until calc.go is fixed,
 // with the agent loop `ralph init --agent claude` writes for it.
 type agentProject struct {
+	e     *e2e.E
 	dir   string
 	state string   // the fake agent's call counter lives here
-	env   []string // the environment ralph runs in: fake agents first on PATH, XDG in a temp dir
+	env   []string // added to the test's environment for ralph: fake agents first on PATH
 }
 
 const brokenCalc = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
@@ -41,9 +40,9 @@ const brokenCalc = "package calc\n\nfunc Add(a, b int) int { return a - b }\n"
 // fixCalc is the shell command the honest fake agent runs when it is done.
 const fixCalc = `printf 'package calc\n\nfunc Add(a, b int) int { return a + b }\n' > calc.go`
 
-func newAgentProject(t *testing.T, extraEnv ...string) *agentProject {
+func newAgentProject(t *testing.T, e *e2e.E, extraEnv ...string) *agentProject {
 	t.Helper()
-	p := &agentProject{dir: t.TempDir(), state: t.TempDir()}
+	p := &agentProject{e: e, dir: t.TempDir(), state: t.TempDir()}
 	writeFile(t, filepath.Join(p.dir, "go.mod"), "module example.com/calc\n\ngo 1.22\n")
 	writeFile(t, filepath.Join(p.dir, "calc.go"), brokenCalc)
 	writeFile(t, filepath.Join(p.dir, "calc_test.go"), `package calc
@@ -56,41 +55,25 @@ func TestAdd(t *testing.T) {
 	}
 }
 `)
-	p.env = append(isolatedEnv(t.TempDir()), "PATH="+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"FAKE_AGENT_STATE="+p.state, "FAKE_AGENT_ON_DONE="+fixCalc)
+	p.env = []string{"PATH=" + fakeAgentBin(t) + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"FAKE_AGENT_STATE=" + p.state, "FAKE_AGENT_ON_DONE=" + fixCalc}
 	p.env = append(p.env, extraEnv...)
-	out, errOut, code := p.ralph(t, "init", "--agent", "claude", "--test", "go test ./...")
+	out, errOut, code := p.ralph("init", "--agent", "claude", "--test", "go test ./...")
 	if code != 0 || !strings.Contains(out, "ralph.toml") {
 		t.Fatalf("init: exit %d\n%s\n%s", code, out, errOut)
 	}
 	return p
 }
 
-func (p *agentProject) ralph(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	return runIn(t, p.dir, p.env, args...)
+// ralph runs ralph in the project, in the test's environment and the
+// project's.
+func (p *agentProject) ralph(args ...string) (string, string, int) {
+	return p.cmd(args...).Run()
 }
 
-// runIn runs ralph in dir with env.
-func runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // guards a hang; no test measures time
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ralphBin, args...)
-	cmd.Dir, cmd.Env = dir, env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok && ee.Exited() {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("ralph %q: %v\n%s", args, err, errOut.String())
-	}
-	if s := errOut.String(); strings.Contains(s, "goroutine ") || strings.Contains(s, "panic") {
-		t.Errorf("ralph %q printed a stack trace or panic:\n%s", args, s)
-	}
-	return out.String(), errOut.String(), code
+// cmd is ralph in the project, to run another way than to its end.
+func (p *agentProject) cmd(args ...string) *e2e.Cmd {
+	return p.e.Ralph(args...).In(p.dir).With(p.env...)
 }
 
 func (p *agentProject) calls(t *testing.T) int {
@@ -106,7 +89,7 @@ func (p *agentProject) calls(t *testing.T) int {
 // chainJSON is the run's chain as actions.
 func (p *agentProject) chain(t *testing.T) []map[string]any {
 	t.Helper()
-	out, errOut, code := p.ralph(t, "chain", "show", "--json")
+	out, errOut, code := p.ralph("chain", "show", "--json")
 	if code != 0 {
 		t.Fatalf("chain show: %d %s", code, errOut)
 	}
@@ -131,18 +114,16 @@ func countType(acts []map[string]any, typ string) int {
 	return n
 }
 
-// TestE2EAgentInitLoop is the loop a new user writes with one command: it
+// AgentInitLoop is the loop a new user writes with one command: it
 // runs the fake claude until the tests pass, and ends done.
-func TestE2EAgentInitLoop(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t)
+var _ = suite.Add(e2e.Test{Name: "AgentInitLoop", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e)
 	for _, f := range []string{"ralph.toml", "PROMPT.md", ".gitignore"} {
 		if _, err := os.Stat(filepath.Join(p.dir, f)); err != nil {
 			t.Fatalf("init did not write %s: %v", f, err)
 		}
 	}
-	out, errOut, code := p.ralph(t, "run", "--no-tui")
+	out, errOut, code := p.ralph("run", "--no-tui")
 	if code != 0 || !strings.Contains(out, "done after 3 iteration(s)") || !strings.Contains(out, "success by tests") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -178,7 +159,7 @@ func TestE2EAgentInitLoop(t *testing.T) {
 	if cost < 0.0299 || cost > 0.0301 {
 		t.Errorf("agent.run calls cost $%v, want $0.03 (3 × $0.01 as the CLI reported)", cost)
 	}
-	runs, _, _ := p.ralph(t, "runs", "--json")
+	runs, _, _ := p.ralph("runs", "--json")
 	var rec struct {
 		State   string  `json:"state"`
 		CostUSD float64 `json:"cost_usd"`
@@ -187,23 +168,21 @@ func TestE2EAgentInitLoop(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(runs)), &rec); err != nil || rec.State != "done" || rec.CostUSD < 0.0299 || rec.Tokens == 0 {
 		t.Errorf("runs: %q %v: want done with the agent's cost and tokens", runs, err)
 	}
-	if _, errOut, code := p.ralph(t, "chain", "verify"); code != 0 {
+	if _, errOut, code := p.ralph("chain", "verify"); code != 0 {
 		t.Errorf("verify: %d %s", code, errOut)
 	}
 	// The second prompt carried the failing test's tail.
 	if n := p.calls(t); n != 3 {
 		t.Errorf("%d agent calls, want 3", n)
 	}
-}
+}})
 
-// TestE2EAgentFeedbackReachesThePrompt checks that the failing test output
+// AgentFeedbackReachesThePrompt checks that the failing test output
 // is in the next prompt, so the tests push back without running twice.
-func TestE2EAgentFeedbackReachesThePrompt(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "AgentFeedbackReachesThePrompt", Run: func(t *testing.T, e *e2e.E) {
 	log := filepath.Join(t.TempDir(), "prompts.log")
-	p := newAgentProject(t, "FAKE_AGENT_LOG="+log)
-	if out, errOut, code := p.ralph(t, "run", "--no-tui", "--max-iterations", "2"); code != 3 {
+	p := newAgentProject(t, e, "FAKE_AGENT_LOG="+log)
+	if out, errOut, code := p.ralph("run", "--no-tui", "--max-iterations", "2"); code != 3 {
 		t.Fatalf("run: exit %d, want 3 (two iterations, tests still red)\n%s\n%s", code, out, errOut)
 	}
 	b, err := os.ReadFile(log)
@@ -218,18 +197,16 @@ func TestE2EAgentFeedbackReachesThePrompt(t *testing.T) {
 			t.Errorf("prompts lack %q:\n%s", want, prompts)
 		}
 	}
-}
+}})
 
-// TestE2EAgentCostlyStopsBeforeOvershoot: $0.40 a call against max_cost
+// AgentCostlyStopsBeforeOvershoot: $0.40 a call against max_cost
 // $1.00 stops after two calls ($0.80), never at $1.20.
-func TestE2EAgentCostlyStopsBeforeOvershoot(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t, "FAKE_AGENT_SCENARIO=costly", "FAKE_AGENT_DONE_AFTER=9")
+var _ = suite.Add(e2e.Test{Name: "AgentCostlyStopsBeforeOvershoot", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e, "FAKE_AGENT_SCENARIO=costly", "FAKE_AGENT_DONE_AFTER=9")
 	cfg := filepath.Join(p.dir, "ralph.toml")
 	b, _ := os.ReadFile(cfg)
 	writeFile(t, cfg, strings.Replace(string(b), "usd = 10.0", "usd = 1.00", 1))
-	out, errOut, code := p.ralph(t, "run", "--no-tui", "--json")
+	out, errOut, code := p.ralph("run", "--no-tui", "--json")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (limit)\n%s\n%s", code, out, errOut)
 	}
@@ -251,16 +228,14 @@ func TestE2EAgentCostlyStopsBeforeOvershoot(t *testing.T) {
 	if !strings.Contains(out, `"event":"agent"`) || !strings.Contains(out, `"kind":"cost"`) {
 		t.Errorf("--json has no streamed agent events:\n%s", out)
 	}
-}
+}})
 
-// TestE2EAgentUsageLimitWaitsAndRetries: the first call hits a usage limit
+// AgentUsageLimitWaitsAndRetries: the first call hits a usage limit
 // that lifts in 2 s; the run waits, records it, runs iteration 1 again and
 // ends done.
-func TestE2EAgentUsageLimitWaitsAndRetries(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t, "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_RESET_SECONDS=2", "FAKE_AGENT_DONE_AFTER=2")
-	out, errOut, code := p.ralph(t, "run", "--no-tui")
+var _ = suite.Add(e2e.Test{Name: "AgentUsageLimitWaitsAndRetries", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e, "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_RESET_SECONDS=2", "FAKE_AGENT_DONE_AFTER=2")
+	out, errOut, code := p.ralph("run", "--no-tui")
 	if code != 0 || !strings.Contains(out, "done after 1 iteration(s)") {
 		t.Fatalf("exit %d, want done after the one iteration that counts\n%s\n%s", code, out, errOut)
 	}
@@ -281,43 +256,34 @@ func TestE2EAgentUsageLimitWaitsAndRetries(t *testing.T) {
 	if got := strings.Join(statuses, " "); got != "1:usage-limit 1:ok" {
 		t.Errorf("iterations %q, want iteration 1 limited, then run again", got)
 	}
-}
+}})
 
-// TestE2EAgentKilledLeavesNoAgent: SIGKILL ralph while the agent works;
+// AgentKilledLeavesNoAgent: SIGKILL ralph while the agent works;
 // no agent process survives, and resume repeats nothing that completed.
-func TestE2EAgentKilledLeavesNoAgent(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "AgentKilledLeavesNoAgent", Needs: []e2e.Need{e2e.File("/proc/self/environ")}, Run: func(t *testing.T, e *e2e.E) {
 	// The second call hangs (its hook sleeps); every other call works.
 	hang := `[ "$(cat "$FAKE_AGENT_STATE/calls")" = 2 ] && exec sleep 86400; true`
-	p := newAgentProject(t, "FAKE_AGENT_EACH="+hang)
-	cmd := exec.Command(ralphBin, "run", "--no-tui")
-	cmd.Dir, cmd.Env = p.dir, p.env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	p := newAgentProject(t, e, "FAKE_AGENT_EACH="+hang)
+	ralph := p.cmd("run", "--no-tui").Start()
 	var agents []int
 	waitUntil(t, "the second agent call to start", func() bool {
-		agents = agentPIDs(t, p.state, cmd.Process.Pid)
+		agents = agentPIDs(t, p.state, ralph.Pid())
 		return p.calls(t) == 2 && hasSleeper(agents)
 	})
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := ralph.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = ralph.Wait()
 	waitUntil(t, "the agent's processes to die with ralph", func() bool { return len(alive(agents)) == 0 })
 
-	runs, _, _ := p.ralph(t, "runs", "--json")
+	runs, _, _ := p.ralph("runs", "--json")
 	var rec struct{ ID string }
 	if err := json.Unmarshal([]byte(strings.TrimSpace(runs)), &rec); err != nil {
 		t.Fatalf("runs: %q: %v", runs, err)
 	}
-	res, errOut, code := p.ralph(t, "resume", rec.ID, "--no-tui")
+	res, errOut, code := p.ralph("resume", rec.ID, "--no-tui")
 	if code != 0 || !strings.Contains(res, "done after 2 iteration(s)") {
-		t.Fatalf("resume: exit %d\n%s\n%s\nfirst process:\n%s", code, res, errOut, out.String())
+		t.Fatalf("resume: exit %d\n%s\n%s\nfirst process:\n%s", code, res, errOut, ralph.Output())
 	}
 	completed := map[string]int{}
 	for _, a := range p.chain(t) {
@@ -331,7 +297,7 @@ func TestE2EAgentKilledLeavesNoAgent(t *testing.T) {
 	if n := p.calls(t); n != 3 {
 		t.Errorf("%d agent calls, want 3: two iterations and the one that was killed", n)
 	}
-}
+}})
 
 // agentPIDs lists the processes other than ralph that carry the fake
 // agent's state directory in their environment: the agent and its children.
@@ -339,7 +305,7 @@ func agentPIDs(t *testing.T, state string, ralph int) []int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		testenv.Need(t, "/proc", err)
+		t.Fatal(err)
 	}
 	marker := []byte("FAKE_AGENT_STATE=" + state + "\x00")
 	var out []int
@@ -381,18 +347,16 @@ func alive(pids []int) []int {
 	return out
 }
 
-// TestE2EAgentBadInput: each mistake is one sentence with its fix and a
+// AgentBadInput: each mistake is one sentence with its fix and a
 // usage exit, or a run that records the failure; nothing panics.
-func TestE2EAgentBadInput(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	t.Run("unknown cli", func(t *testing.T) {
+var _ = suite.Add(e2e.Test{Name: "AgentBadInput", Run: func(t *testing.T, e *e2e.E) {
+	e.Run("unknown cli", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		cfg := filepath.Join(p.dir, "ralph.toml")
 		b, _ := os.ReadFile(cfg)
 		writeFile(t, cfg, strings.Replace(string(b), `cli = "claude"`, `cli = "cursor"`, 1))
-		_, errOut, code := p.ralph(t, "run", "--no-tui")
+		_, errOut, code := p.ralph("run", "--no-tui")
 		if code != 2 || !strings.Contains(errOut, `ralph.toml:12: agent.cli "cursor" is not a known agent CLI; use one of`) {
 			t.Errorf("exit %d stderr %q", code, errOut)
 		}
@@ -400,43 +364,43 @@ func TestE2EAgentBadInput(t *testing.T) {
 			t.Error("a refused config left a store behind")
 		}
 	})
-	t.Run("cli not on PATH", func(t *testing.T) {
+	e.Run("cli not on PATH", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		goBin, err := exec.LookPath("go")
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := append(p.env, "PATH="+filepath.Dir(goBin)+":/usr/bin:/bin") // go for the tests condition, no claude
+		path := "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin" // go for the tests condition, no claude
 		if _, err := exec.LookPath(filepath.Join("/usr/bin", "claude")); err == nil {
 			t.Skip("a real claude is installed in /usr/bin")
 		}
-		_, errOut, code := runIn(t, p.dir, env, "run", "--no-tui")
+		_, errOut, code := p.cmd("run", "--no-tui").With(path).Run()
 		if code != 2 || !strings.Contains(errOut, `ralph.toml:12: agent cli not found: "claude" is not on PATH; install it`) ||
 			strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("exit %d stderr %q", code, errOut)
 		}
 	})
-	t.Run("agent.run without agent_allow", func(t *testing.T) {
+	e.Run("agent.run without agent_allow", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		writeFile(t, filepath.Join(p.dir, "plan.rtfs"), `(step "Agent" (call :agent.run {:prompt "fix it" :cli "codex"}))`)
-		out, errOut, code := p.ralph(t, "exec", "plan.rtfs", "--config", "ralph.toml")
+		out, errOut, code := p.ralph("exec", "plan.rtfs", "--config", "ralph.toml")
 		if code != 2 || !strings.Contains(errOut, `agent CLI "codex" is not in [governance].agent_allow [claude]; add it there to permit it`) {
 			t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 		}
-		show, _, _ := p.ralph(t, "chain", "show")
+		show, _, _ := p.ralph("chain", "show")
 		if !strings.Contains(show, "GovernanceDecision admission FAILED") || !strings.Contains(show, "agent_allow") {
 			t.Errorf("the refusal is not on the chain:\n%s", show)
 		}
 	})
-	t.Run("the loop's cli outside agent_allow", func(t *testing.T) {
+	e.Run("the loop's cli outside agent_allow", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		cfg := filepath.Join(p.dir, "ralph.toml")
 		b, _ := os.ReadFile(cfg)
 		writeFile(t, cfg, strings.Replace(string(b), `cli = "claude"`, `cli = "auto"`, 1)+"\n[governance]\nagent_allow = [\"codex\"]\n")
-		_, errOut, code := p.ralph(t, "run", "--no-tui")
+		_, errOut, code := p.ralph("run", "--no-tui")
 		if code != 2 || !strings.Contains(errOut, `governance refuses the agent loop's plan, so every iteration would fail`) ||
 			!strings.Contains(errOut, `agent CLI "claude" is not in [governance].agent_allow [codex]`) {
 			t.Errorf("exit %d stderr %q", code, errOut)
@@ -445,37 +409,37 @@ func TestE2EAgentBadInput(t *testing.T) {
 			t.Errorf("a refused agent loop left a store behind (%v)", err)
 		}
 	})
-	t.Run("malformed stream line", func(t *testing.T) {
+	e.Run("malformed stream line", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		bin := t.TempDir() // a claude that prints one broken line, then speaks properly
 		writeFile(t, filepath.Join(bin, "claude"), "#!/bin/sh\necho '{\"type\":\"assistant\",\"message\":{'\nexec "+
 			filepath.Join(fakeAgentBin(t), "claude")+" \"$@\"\n")
 		if err := os.Chmod(filepath.Join(bin, "claude"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		env := append(p.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, errOut, code := runIn(t, p.dir, env, "run", "--no-tui")
+		path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+		out, errOut, code := p.cmd("run", "--no-tui").With(path).Run()
 		if code != 0 || !strings.Contains(out, `agent | {"type":"assistant","message":{`) || !strings.Contains(out, "done after 3") {
 			t.Errorf("exit %d: the broken line must be kept as text and the run go on\n%s\n%s", code, out, errOut)
 		}
 	})
-	t.Run("agent exits at once", func(t *testing.T) {
+	e.Run("agent exits at once", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		p := newAgentProject(t)
+		p := newAgentProject(t, e)
 		bin := t.TempDir()
 		writeFile(t, filepath.Join(bin, "claude"), "#!/bin/sh\necho 'Invalid API key · Please run /login' >&2\nexit 1\n")
 		if err := os.Chmod(filepath.Join(bin, "claude"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		env := append(p.env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, errOut, code := runIn(t, p.dir, env, "run", "--no-tui")
+		path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+		out, errOut, code := p.cmd("run", "--no-tui").With(path).Run()
 		if code != 1 || !strings.Contains(out, "failed after 3 iteration(s)") || !strings.Contains(out, "failure by broken") {
 			t.Fatalf("exit %d: three failed calls in a row must stop the run\n%s\n%s", code, out, errOut)
 		}
-		show, _, _ := p.ralph(t, "chain", "show", "--json")
+		show, _, _ := p.ralph("chain", "show", "--json")
 		if !strings.Contains(show, "claude exited with status 1 (Invalid API key · Please run /login); run `") {
 			t.Errorf("the call's error is not on the chain:\n%s", show)
 		}
 	})
-}
+}})

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // `provider = "command"` with `claude -p`, the hint ralph init used to
@@ -12,9 +14,7 @@ import (
 // twice (the first answer and one repair), never falls back to Mode B, and
 // ends the run failed (exit 2) saying to use [agent], even though a success
 // condition holds and four more iterations were allowed.
-func TestE2ECommandAgentIsToldToUseAgent(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "CommandAgentIsToldToUseAgent", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	calls := filepath.Join(dir, "calls")
@@ -45,8 +45,8 @@ name = "tests"
 kind = "command"
 cmd = ["true"]
 `)
-	env := append(isolatedEnv(dir), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, errOut, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+	path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	out, errOut, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).With(path).Run()
 	b, err := os.ReadFile(calls)
 	if err != nil {
 		t.Fatal(err)
@@ -62,4 +62,4 @@ cmd = ["true"]
 	if strings.Contains(out, "RunCompleted") || strings.Contains(out, " done ") {
 		t.Errorf("the run claims success:\n%s", out)
 	}
-}
+}})

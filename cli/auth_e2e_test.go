@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // withCreds signs a fleet command in (§17): when args name with --nats a
@@ -80,11 +80,9 @@ func submitJob(t *testing.T, url string, j fleet.Job) error {
 
 // The fleet lets in only its members, and each does only what its role
 // allows (§17): the attacks of issue 22 that authentication answers.
-func TestE2EFleetAuthentication(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetAuthentication", Run: func(t *testing.T, e *e2e.E) {
 	dir := filepath.Join(t.TempDir(), "fleet")
-	serve, url := fleetServe(t, dir)
+	serve, url := fleetServe(t, e, dir)
 	creds := filepath.Join(dir, "creds")
 	for _, r := range []string{"worker", "submitter", "viewer"} {
 		fi, err := os.Stat(filepath.Join(creds, r+".creds"))
@@ -97,19 +95,19 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	}
 
 	// No credentials: refused, and the sentence names the flag.
-	_, stderr, code := runBinary(t, ralphBin, "", "runs", "--nats", url)
+	_, stderr, code := e.Ralph("runs", "--nats", url).Run()
 	if code != 2 || !strings.Contains(stderr, "lets in only the fleet's members; pass --creds FILE (or set RALPH_NATS_CREDS)") {
 		t.Errorf("runs without --creds: exit %d, stderr %q", code, stderr)
 	}
 	// A file that holds no credentials: one sentence.
 	junk := filepath.Join(t.TempDir(), "junk.creds")
 	writeFile(t, junk, "not a seed\n")
-	_, stderr, code = runBinary(t, ralphBin, "", "runs", "--nats", url, "--creds", junk)
+	_, stderr, code = e.Ralph("runs", "--nats", url, "--creds", junk).Run()
 	if code != 2 || !strings.Contains(stderr, junk+" holds no fleet credentials") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("runs with a junk --creds: exit %d, stderr %q", code, stderr)
 	}
 	// RALPH_NATS_CREDS signs in like --creds.
-	out, stderr, code := runCommand(t, ralphBin, "", append(os.Environ(), "RALPH_NATS_CREDS="+filepath.Join(creds, "viewer.creds")), "runs", "--nats", url)
+	out, stderr, code := e.Ralph("runs", "--nats", url).With("RALPH_NATS_CREDS=" + filepath.Join(creds, "viewer.creds")).Run()
 	if code != 0 || !strings.HasPrefix(out, "RUN") {
 		t.Errorf("runs with RALPH_NATS_CREDS: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
@@ -117,7 +115,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	// A viewer cannot submit.
 	cfg := filepath.Join(t.TempDir(), "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nname = \"cap\"\nkind = \"max_iterations\"\nmax = 1\nclass = \"limit\"\n")
-	_, stderr, code = runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", filepath.Join(creds, "viewer.creds"))
+	_, stderr, code = e.Ralph("submit", cfg, "--nats", url, "--creds", filepath.Join(creds, "viewer.creds")).Run()
 	if code != 2 || !strings.Contains(stderr, `Permissions Violation for Publish to "ralph.fleet.submit"`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 		t.Errorf("a viewer's submit: exit %d, stderr %q; want it refused", code, stderr)
 	}
@@ -177,7 +175,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 
 	// A member added while the server runs signs in; revoked, its
 	// connection is closed at once and it cannot sign in again.
-	out, stderr, code = runBinary(t, ralphBin, "", "fleet", "creds", "add", "laptop", "--role", "viewer", "--dir", dir)
+	out, stderr, code = e.Ralph("fleet", "creds", "add", "laptop", "--role", "viewer", "--dir", dir).Run()
 	if code != 0 || !strings.Contains(out, filepath.Join(creds, "laptop.creds")+" (viewer") {
 		t.Fatalf("creds add: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
@@ -193,7 +191,7 @@ func TestE2EFleetAuthentication(t *testing.T) {
 		laptop, err = nats.Connect(url, o, nats.NoReconnect(), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 		return err == nil
 	})
-	if _, stderr, code := runBinary(t, ralphBin, "", "fleet", "creds", "revoke", "laptop", "--dir", dir); code != 0 {
+	if _, stderr, code := e.Ralph("fleet", "creds", "revoke", "laptop", "--dir", dir).Run(); code != 0 {
 		t.Fatalf("creds revoke: exit %d, stderr %q", code, stderr)
 	}
 	select {
@@ -201,33 +199,29 @@ func TestE2EFleetAuthentication(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Errorf("the revoked member's connection is still open (%v)", laptop.Status())
 	}
-	_, stderr, code = runBinary(t, ralphBin, "", "runs", "--nats", url, "--creds", laptopCreds)
+	_, stderr, code = e.Ralph("runs", "--nats", url, "--creds", laptopCreds).Run()
 	if code != 2 || !strings.Contains(stderr, "refused the credentials in "+laptopCreds) {
 		t.Errorf("runs as a revoked member: exit %d, stderr %q", code, stderr)
 	}
-	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "creds", "add", "x", "--role", "admin", "--dir", dir)
+	_, stderr, code = e.Ralph("fleet", "creds", "add", "x", "--role", "admin", "--dir", dir).Run()
 	if code != 2 || !strings.Contains(stderr, `"admin" is not a role; pass --role worker, submitter, viewer or keeper`) {
 		t.Errorf("creds add --role admin: exit %d, stderr %q", code, stderr)
 	}
-	serve.Process.Signal(syscall.SIGTERM)
+	serve.Signal(syscall.SIGTERM)
 	serve.Wait()
-}
+}})
 
 // Listening beyond loopback needs TLS: one sentence with the fix.
-func TestE2EFleetServeNeedsTLSBeyondLoopback(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "0.0.0.0:0", "--dir", t.TempDir())
+var _ = suite.Add(e2e.Test{Name: "FleetServeNeedsTLSBeyondLoopback", Run: func(t *testing.T, e *e2e.E) {
+	_, stderr, code := e.Ralph("fleet", "serve", "--listen", "0.0.0.0:0", "--dir", t.TempDir()).Run()
 	if code != 2 || !strings.Contains(stderr, "--listen 0.0.0.0:0 is reachable from other machines, which needs TLS; pass --tls-cert FILE and --tls-key FILE") {
 		t.Errorf("fleet serve on 0.0.0.0 without TLS: exit %d, stderr %q", code, stderr)
 	}
-}
+}})
 
 // A server with TLS: a client trusts it only with --tls-ca, and an expired
 // or foreign certificate is one sentence with the fix, exit 2.
-func TestE2EFleetTLS(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetTLS", Run: func(t *testing.T, e *e2e.E) {
 	good := fleettest.NewTLS(t, time.Time{}, time.Time{})
 	other := fleettest.NewTLS(t, time.Time{}, time.Time{})
 	expired := fleettest.NewTLS(t, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
@@ -243,24 +237,13 @@ func TestE2EFleetTLS(t *testing.T) {
 		{"another CA", good, other.CA, 2, "is not trusted"},
 		{"expired", expired, expired.CA, 2, "has expired"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			dir := filepath.Join(t.TempDir(), "fleet")
-			cmd := exec.Command(ralphBin, "fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir, "--tls-cert", tc.server.Cert, "--tls-key", tc.server.Key)
-			out := filepath.Join(t.TempDir(), "serve.out")
-			f, err := os.Create(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			cmd.Stdout, cmd.Stderr = f, f
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+			serve := e.Ralph("fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir, "--tls-cert", tc.server.Cert, "--tls-key", tc.server.Key).Start()
+			t.Cleanup(func() { serve.Signal(syscall.SIGTERM); serve.Wait() })
 			var url string
 			waitUntil(t, "fleet serve prints its URL", func() bool {
-				b, _ := os.ReadFile(out)
-				_, rest, ok := strings.Cut(string(b), "listening on ")
+				_, rest, ok := strings.Cut(serve.Output(), "listening on ")
 				url, _, _ = strings.Cut(rest, " ")
 				return ok && strings.HasPrefix(url, "tls://")
 			})
@@ -268,7 +251,7 @@ func TestE2EFleetTLS(t *testing.T) {
 			if tc.ca != "" {
 				args = append(args, "--tls-ca", tc.ca)
 			}
-			stdout, stderr, code := runBinary(t, ralphBin, "", args...)
+			stdout, stderr, code := e.Ralph(args...).Run()
 			if code != tc.code || !strings.Contains(stderr, tc.want) || (tc.code == 0 && !strings.HasPrefix(stdout, "RUN")) {
 				t.Errorf("runs: exit %d, stdout %q, stderr %q; want %d and %q", code, stdout, stderr, tc.code, tc.want)
 			}
@@ -277,14 +260,12 @@ func TestE2EFleetTLS(t *testing.T) {
 			}
 		})
 	}
-}
+}})
 
 // A fleet on a NATS server of your own (here one started without the
 // keeper `ralph fleet serve` runs) has no keeper until `ralph fleet keeper`
 // runs one: submit says so, then goes through it.
-func TestE2EFleetKeeperOnYourOwnServer(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetKeeperOnYourOwnServer", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	dir, _ := fleettest.NewAuth(t)
 	if _, err := fleet.AddMember(dir, "keeper", fleet.RoleKeeper); err != nil {
 		t.Fatal(err)
@@ -300,33 +281,24 @@ func TestE2EFleetKeeperOnYourOwnServer(t *testing.T) {
 	t.Cleanup(srv.Shutdown)
 	url := srv.ClientURL()
 	fleettest.Register(t, url, dir)
-	fleetOn(t, url, fleet.DefaultConfig()) // the streams, as a worker makes them
+	fleetOn(t, e, url, fleet.DefaultConfig()) // the streams, as a worker makes them
 	cfg := filepath.Join(t.TempDir(), "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n")
 	submitter := fleet.CredsPath(dir, string(fleet.RoleSubmitter))
-	_, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", submitter)
+	_, stderr, code := e.Ralph("submit", cfg, "--nats", url, "--creds", submitter).Run()
 	if code == 0 || !strings.Contains(stderr, "no fleet keeper answers on ralph.fleet.submit") {
 		t.Fatalf("submit without a keeper: exit %d, %q", code, stderr)
 	}
-	keeper := exec.Command(ralphBin, "fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, "keeper"), "--dir", dir)
-	keeper.Env = isolatedEnv(t.TempDir())
-	out, err := keeper.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { keeper.Process.Kill(); keeper.Wait() })
-	waitLine(t, linesOf(out), "the fleet's keeper answers on "+url)
-	stdout, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--creds", submitter)
+	keeper := e.Ralph("fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, "keeper"), "--dir", dir).Start()
+	keeper.WaitLine("the fleet's keeper answers on " + url)
+	stdout, stderr, code := e.Ralph("submit", cfg, "--nats", url, "--creds", submitter).Run()
 	if code != 0 || len(strings.TrimSpace(stdout)) != 36 {
 		t.Fatalf("submit through ralph fleet keeper: exit %d, %q %q", code, stdout, stderr)
 	}
 	// A worker's credentials cannot run the keeper: NATS refuses its
 	// subscription to the keeper's subjects.
-	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, string(fleet.RoleWorker)), "--dir", dir)
+	_, stderr, code = e.Ralph("fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, string(fleet.RoleWorker)), "--dir", dir).Run()
 	if code != 2 || !strings.Contains(stderr, "ralph.fleet.") {
 		t.Errorf("a keeper signed in as a worker: exit %d, %q", code, stderr)
 	}
-}
+}})

@@ -1,18 +1,16 @@
 package cli_test
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // addressLimitKB is the address space the bounded-evaluation tests give the
@@ -24,10 +22,10 @@ import (
 const addressLimitKB = 4 << 20
 
 // limited runs the ralph binary with args under the address-space limit.
-func limited(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func limited(t *testing.T, e *e2e.E, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	script := "ulimit -v " + strconv.Itoa(addressLimitKB) + ` && exec "$0" "$@"`
-	out, errOut, code := runBinary(t, "bash", "", append([]string{"-c", script, ralphBin}, args...)...)
+	out, errOut, code := e.Command("bash", append([]string{"-c", script, e.Bin()}, args...)...).Run()
 	if strings.Contains(errOut, "out of memory") {
 		t.Fatalf("ralph %q ran out of memory under ulimit -v %d", args, addressLimitKB)
 	}
@@ -39,9 +37,7 @@ const doubling = `(def v (reduce (fn [v _] (conj v v)) [] (range 40))) (def w (r
 // The programs of the bounded-evaluation issue, with the real binary under
 // an address-space limit: each ends with its value or its error (exit 1)
 // naming the bound and the position.
-func TestE2EBoundedEvaluation(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "BoundedEvaluation", Run: func(t *testing.T, e *e2e.E) {
 	const fuel = "evaluation ran out of fuel (limit 10000000 steps); simplify the program or raise the fuel limit\n"
 	const key = "a map key or set member must print in at most 65536 bytes; [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] [[] [[]] [[] [[]]] [[… is larger: key by something smaller, such as an id\n"
 	cases := []struct {
@@ -58,21 +54,19 @@ func TestE2EBoundedEvaluation(t *testing.T) {
 		{"(str v)", "", "<expr>:1:107: " + fuel, 1},
 	}
 	for _, tc := range cases {
-		t.Run(tc.prog, func(t *testing.T) {
+		e.Run(tc.prog, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
-			out, errOut, code := limited(t, "eval", "-e", doubling+tc.prog)
+			out, errOut, code := limited(t, e, "eval", "-e", doubling+tc.prog)
 			if code != tc.code || out != tc.wantOut || errOut != tc.wantErr {
 				t.Errorf("exit %d, stdout %q, stderr %q\nwant exit %d, %q, %q", code, out, errOut, tc.code, tc.wantOut, tc.wantErr)
 			}
 		})
 	}
-}
+}})
 
 // A plan step that blows a bound fails cleanly: the step closes with the
 // error, the compensation of an earlier step runs, and the plan closes.
-func TestE2EPlanStepBlowsABound(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "PlanStepBlowsABound", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	plan := filepath.Join(dir, "plan.rtfs")
@@ -84,12 +78,12 @@ func TestE2EPlanStepBlowsABound(t *testing.T) {
     (let [v (reduce (fn [v _] (conj v v)) [] (range 40))]
       (+ 1 v))))
 `)
-	_, errOut, code := limited(t, "exec", plan, "--store", store)
+	_, errOut, code := limited(t, e, "exec", plan, "--store", store)
 	const why = "plan.rtfs:7:7: + expects a number, got vector [[] [[]] [[] [[]]] [[] [[]] [[] [[]]]] […"
 	if code != 1 || !strings.HasSuffix(strings.TrimSpace(errOut), why) {
 		t.Fatalf("exec: exit %d, stderr %q; want exit 1 and %q", code, errOut, why)
 	}
-	tree, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--tree", "--store", store)
+	tree, _, _ := e.Ralph("chain", "show", "--tree", "--store", store).Run()
 	for _, want := range []string{
 		"PlanStepFailed Blow FAILED (" + why + ")",
 		"CompensationCompleted Release ok",
@@ -99,52 +93,43 @@ func TestE2EPlanStepBlowsABound(t *testing.T) {
 			t.Errorf("chain lacks %q:\n%s", want, tree)
 		}
 	}
-}
+}})
 
 // SIGINT during a sort of shared values that would run for hours (fuel
 // unbounded for the purpose) ends ralph eval with exit 4 within a second.
-func TestE2ESigintDuringSort(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	cmd := exec.Command(ralphBin, "eval", "--fuel", "4000000000000000000", "-e", doubling+"(count (sort [v w]))")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+var _ = suite.Add(e2e.Test{Name: "SigintDuringSort", Needs: []e2e.Need{e2e.File("/proc/self/stat")}, Run: func(t *testing.T, e *e2e.E) {
+	eval := e.Ralph("eval", "--fuel", "4000000000000000000", "-e", doubling+"(count (sort [v w]))").Start()
 	// Wait until the process has spent 1 s of CPU: it is inside the sort
 	// (the sort runs until cancelled; a binary built with -race takes a
 	// good part of a second to start).
-	for cpuTicks(t, cmd.Process.Pid) < 100 {
+	for cpuTicks(eval.Pid()) < 100 {
 		select {
-		case err := <-done:
-			t.Fatalf("ralph ended before the signal: %v, %s", err, errOut.String())
+		case <-eval.Done():
+			t.Fatalf("ralph ended before the signal: %v, %s", eval.Wait(), eval.Stderr())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	if err := eval.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
+	case <-eval.Done():
+		err := eval.Wait()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(errOut.String(), "evaluation cancelled") {
-			t.Errorf("after SIGINT: %v, stderr %q; want exit 4 and a cancellation", err, errOut.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(eval.Stderr(), "evaluation cancelled") {
+			t.Errorf("after SIGINT: %v, stderr %q; want exit 4 and a cancellation", err, eval.Stderr())
 		}
 	case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
-		cmd.Process.Signal(syscall.SIGKILL)
+		eval.Kill()
 		t.Fatal("ralph eval did not end after SIGINT")
 	}
-}
+}})
 
 // cpuTicks is the user+system CPU time of process pid, in clock ticks.
-func cpuTicks(t *testing.T, pid int) int {
+func cpuTicks(pid int) int {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		testenv.File(t, "/proc/self/stat") // no /proc at all
-		return 0                           // the process is gone: the caller sees it end
+		return 0 // the process is gone: the caller sees it end
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -21,14 +22,12 @@ import (
 // chain, and with the worker's key pinned it is refused naming its line,
 // its stream message and the forger's key, never "the bundle reader
 // stopped".
-func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainVerifyNatsNamesForgedSegment", Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	worker := fleettest.Signer(t, url, fleet.RoleWorker)
 	store := filepath.Join(t.TempDir(), "store")
-	id := quickstartRun(t, store)
+	id := quickstartRun(t, e, store)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	roster, err := fleet.FetchRoster(ctx, fj.js.Conn())
@@ -95,7 +94,7 @@ func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
 	if uncertMsg != garbage.Sequence+1 {
 		t.Fatalf("the forged key line is message %d, not the one after the garbage (%d)", uncertMsg, garbage.Sequence)
 	}
-	out, stderr, code := runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id)
+	out, stderr, code := e.Ralph("chain", "verify", "--nats", url, "--run", id).Run()
 	skipped := "  a message in the stream of run " + id + " (message " + strconv.FormatUint(garbage.Sequence, 10) + " of stream RALPH_CHAINS): it is not a chain line"
 	notCert := "key line of the segment from action " + strconv.FormatUint(uinfo.Actions+1, 10) + " in the stream of run " + id + " (message " + strconv.FormatUint(uncertMsg, 10) +
 		" of stream RALPH_CHAINS): key " + uncert.VerifierKeyString()[:12] + "… is not certified by fleet key " + roster.FleetKey[:12] + "… (its key line carries no certificate)"
@@ -105,11 +104,11 @@ func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
 	}
 
 	forged, info, keySeq := forge(true)
-	out, stderr, code = runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id)
+	out, stderr, code = e.Ralph("chain", "verify", "--nats", url, "--run", id).Run()
 	if code != 1 || !strings.Contains(out, "one per worker that ran it") {
 		t.Errorf("chain verify --nats with a certified forger: exit %d, %q %q", code, out, stderr)
 	}
-	_, stderr, code = runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id, "--key", vkey)
+	_, stderr, code = e.Ralph("chain", "verify", "--nats", url, "--run", id, "--key", vkey).Run()
 	line := 0 // the forged key's line in the bundle the stream makes
 	for i, l := range strings.Split(bundleOf(t, ctx, fj, id, roster.FleetKey), "\n") {
 		if l == "key "+forged.VerifierKeyString() {
@@ -123,7 +122,7 @@ func TestE2EChainVerifyNatsNamesForgedSegment(t *testing.T) {
 	if line == 0 || code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "bundle reader stopped") {
 		t.Errorf("chain verify --nats --key: exit %d, %q\nwant %s", code, stderr, want)
 	}
-}
+}})
 
 // bundleOf is the run's chain as the fleet's stream holds it, as a bundle.
 func bundleOf(t *testing.T, ctx context.Context, fj fleetJobs, id, fleetKey string) string {

@@ -15,24 +15,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-// trustEnv is an environment whose keys and witnesses live under home.
-func trustEnv(home string, extra ...string) []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "XDG_CONFIG_HOME=") || strings.HasPrefix(kv, "XDG_STATE_HOME=") || strings.HasPrefix(kv, "RALPH_KEY=")
-	})
-	return append(env, append([]string{"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}, extra...)...)
+// trustEnv is the test's environment with its keys and witnesses under
+// home: another machine's.
+func trustEnv(e *e2e.E, home string, extra ...string) []string {
+	return append(e.Env(), append([]string{"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state")}, extra...)...)
 }
 
 // execStore writes a store of 9 actions with one plan run.
-func execStore(t *testing.T, env []string, dir, store string) {
+func execStore(t *testing.T, e *e2e.E, env []string, dir, store string) {
 	t.Helper()
 	plan := filepath.Join(dir, "p.rtfs")
 	writeFile(t, plan, `(do (step "A" (call :ccos.echo {:message ":x"})) (step "B" (call :ccos.math.mul 6 7)))`)
-	if _, errOut, code := runCommand(t, ralphBin, "", env, "exec", plan, "--store", store); code != 0 {
+	if _, errOut, code := e.Ralph("exec", plan, "--store", store).Env(env).Run(); code != 0 {
 		t.Fatalf("exec: %d %s", code, errOut)
 	}
 }
@@ -67,17 +66,15 @@ func copyDir(t *testing.T, from, to string) {
 	}
 }
 
-// TestE2EChainKeysStayOutOfTheStore: the private key is written outside
+// ChainKeysStayOutOfTheStore: the private key is written outside
 // the store (0600) on the first write; reading a copy without it (what an
 // auditor gets) verifies, changes no file and creates no key.
-func TestE2EChainKeysStayOutOfTheStore(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainKeysStayOutOfTheStore", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
-	env := trustEnv(home)
+	env := trustEnv(e, home)
 	store := filepath.Join(dir, "store")
-	execStore(t, env, dir, store)
+	execStore(t, e, env, dir, store)
 	if _, err := os.Stat(filepath.Join(store, "keys")); !os.IsNotExist(err) {
 		t.Fatalf("the store holds a keys directory: %v", err)
 	}
@@ -88,21 +85,21 @@ func TestE2EChainKeysStayOutOfTheStore(t *testing.T) {
 	if fi, _ := os.Stat(keys[0]); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key mode %v", fi.Mode())
 	}
-	vkey, _, code := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	vkey, _, code := e.Ralph("chain", "key", "--store", store).Env(env).Run()
 	vkey = strings.TrimSpace(vkey)
 	if code != 0 || !strings.HasPrefix(vkey, "ralph/") {
 		t.Fatalf("chain key: %d %q", code, vkey)
 	}
 
 	// The auditor's machine: another home, no private key anywhere.
-	auditor := trustEnv(filepath.Join(dir, "auditor"))
+	auditor := trustEnv(e, filepath.Join(dir, "auditor"))
 	before := fileDigests(t, store)
-	out, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--store", store, "--key", vkey)
+	out, errOut, code := e.Ralph("chain", "verify", "--store", store, "--key", vkey).Env(auditor).Run()
 	if code != 0 || !strings.Contains(out, "verified 9 actions, 9 checkpoints") || !strings.Contains(out, "trusted key "+vkey+" (pinned with --key)") {
 		t.Fatalf("verify without the private key: %d %q %q", code, out, errOut)
 	}
 	for _, args := range [][]string{{"chain", "export"}, {"chain", "show"}, {"chain", "checkpoint"}, {"chain", "prove", "4"}, {"chain", "key"}} {
-		if _, errOut, code := runCommand(t, ralphBin, "", auditor, append(args, "--store", store)...); code != 0 {
+		if _, errOut, code := e.Ralph(append(args, "--store", store)...).Env(auditor).Run(); code != 0 {
 			t.Fatalf("%v: %d %s", args, code, errOut)
 		}
 	}
@@ -112,7 +109,7 @@ func TestE2EChainKeysStayOutOfTheStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "auditor", "config")); !os.IsNotExist(err) {
 		t.Fatalf("a reading command created a key directory: %v", err)
 	}
-}
+}})
 
 func maps2Equal(a, b map[string]string) bool {
 	if len(a) != len(b) {
@@ -126,31 +123,29 @@ func maps2Equal(a, b map[string]string) bool {
 	return true
 }
 
-// TestE2EChainResignedWithAnotherKey: an attacker who can write the store
+// ChainResignedWithAnotherKey: an attacker who can write the store
 // edits an action, recomputes every hash and re-signs with a key of their
 // own (here: export, edit, import under another key). The store verifies
 // on its own; against the pinned key it fails, naming both keys.
-func TestE2EChainResignedWithAnotherKey(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainResignedWithAnotherKey", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	store := filepath.Join(dir, "store")
-	execStore(t, env, dir, store)
-	vkey, _, _ := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	execStore(t, e, env, dir, store)
+	vkey, _, _ := e.Ralph("chain", "key", "--store", store).Env(env).Run()
 	vkey = strings.TrimSpace(vkey)
-	jsonl, _, _ := runCommand(t, ralphBin, "", env, "chain", "export", "--store", store)
+	jsonl, _, _ := e.Ralph("chain", "export", "--store", store).Env(env).Run()
 	edited := strings.Replace(jsonl, `42`, `43`, 1)
 	forged := filepath.Join(dir, "forged")
-	attacker := trustEnv(filepath.Join(dir, "attacker"))
-	if _, errOut, code := runCommand(t, ralphBin, edited, attacker, "chain", "import", "--store", forged); code != 0 {
+	attacker := trustEnv(e, filepath.Join(dir, "attacker"))
+	if _, errOut, code := e.Ralph("chain", "import", "--store", forged).Stdin(edited).Env(attacker).Run(); code != 0 {
 		t.Fatalf("import: %s", errOut)
 	}
-	if out, _, code := runCommand(t, ralphBin, "", attacker, "chain", "verify", "--store", forged); code != 0 {
+	if out, _, code := e.Ralph("chain", "verify", "--store", forged).Env(attacker).Run(); code != 0 {
 		t.Fatalf("the forged store does not verify on its own: %q", out)
 	}
-	forgedKey, _, _ := runCommand(t, ralphBin, "", attacker, "chain", "key", "--store", forged)
-	_, errOut, code := runCommand(t, ralphBin, "", attacker, "chain", "verify", "--store", forged, "--key", vkey)
+	forgedKey, _, _ := e.Ralph("chain", "key", "--store", forged).Env(attacker).Run()
+	_, errOut, code := e.Ralph("chain", "verify", "--store", forged, "--key", vkey).Env(attacker).Run()
 	want := "ledger verification failed at seq 0: the store's checkpoints are signed by key " + strings.TrimSpace(forgedKey) + ", not by the pinned key " + vkey
 	if code != 1 || !strings.Contains(errOut, want) {
 		t.Fatalf("verify --key: %d\n%s\nwant %s", code, errOut, want)
@@ -158,26 +153,24 @@ func TestE2EChainResignedWithAnotherKey(t *testing.T) {
 	if !strings.Contains(errOut, `also: seq 9: checkpoint 9 is for log "ralph/`) {
 		t.Errorf("the checkpoints are not named:\n%s", errOut)
 	}
-}
+}})
 
-// TestE2EChainTruncationAndRollback: cutting the store back to an earlier
+// ChainTruncationAndRollback: cutting the store back to an earlier
 // checkpoint, or putting an older copy in its place, leaves a store that
 // verifies on its own; the witness written at the end of the last run
 // names it.
-func TestE2EChainTruncationAndRollback(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainTruncationAndRollback", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	store := filepath.Join(dir, "store")
-	execStore(t, env, dir, store)
+	execStore(t, e, env, dir, store)
 	saved := filepath.Join(dir, "cp9.txt")
-	cp9, _, _ := runCommand(t, ralphBin, "", env, "chain", "checkpoint", "--store", store)
+	cp9, _, _ := e.Ralph("chain", "checkpoint", "--store", store).Env(env).Run()
 	writeFile(t, saved, cp9)
 	older := filepath.Join(dir, "older")
 	copyDir(t, store, older)
-	execStore(t, env, dir, store)
-	out, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store, "--since", saved)
+	execStore(t, e, env, dir, store)
+	out, errOut, code := e.Ralph("chain", "verify", "--store", store, "--since", saved).Env(env).Run()
 	if code != 0 || !strings.Contains(out, "verified 18 actions") || !strings.Contains(out, "consistent with checkpoint "+saved) {
 		t.Fatalf("verify --since: %d %q %q", code, out, errOut)
 	}
@@ -191,47 +184,45 @@ func TestE2EChainTruncationAndRollback(t *testing.T) {
 	if err := os.Rename(rolled, store); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code = runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store)
+	_, errOut, code = e.Ralph("chain", "verify", "--store", store).Env(env).Run()
 	if code != 1 || !strings.Contains(errOut, "ledger verification failed at seq 10: the store holds 9 actions but checkpoint "+filepath.Join(dir, "home", "state", "ralph", "witness")) ||
 		!strings.Contains(errOut, "witnessed 18 (signed ") || !strings.Contains(errOut, "the store was truncated or rolled back to an older copy") {
 		t.Fatalf("rollback: %d %s", code, errOut)
 	}
 	// The saved checkpoint of 9 actions still holds for the older copy.
-	if out, errOut, code := runCommand(t, ralphBin, "", trustEnv(filepath.Join(dir, "fresh")), "chain", "verify", "--store", store, "--since", saved); code != 0 || !strings.Contains(out, "consistent with checkpoint "+saved) {
+	if out, errOut, code := e.Ralph("chain", "verify", "--store", store, "--since", saved).Env(trustEnv(e, filepath.Join(dir, "fresh"))).Run(); code != 0 || !strings.Contains(out, "consistent with checkpoint "+saved) {
 		t.Fatalf("older copy --since its own checkpoint: %d %q %q", code, out, errOut)
 	}
-}
+}})
 
-// TestE2EChainBundleRoundTrip: export --bundle, verify it with no store
+// ChainBundleRoundTrip: export --bundle, verify it with no store
 // against the pinned key, import it into a new store: every action hash is
 // kept (the string ":x" stays a string).
-func TestE2EChainBundleRoundTrip(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainBundleRoundTrip", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	store := filepath.Join(dir, "store")
-	execStore(t, env, dir, store)
-	execStore(t, env, dir, store)
-	vkey, _, _ := runCommand(t, ralphBin, "", env, "chain", "key", "--store", store)
+	execStore(t, e, env, dir, store)
+	execStore(t, e, env, dir, store)
+	vkey, _, _ := e.Ralph("chain", "key", "--store", store).Env(env).Run()
 	vkey = strings.TrimSpace(vkey)
-	bundle, errOut, code := runCommand(t, ralphBin, "", env, "chain", "export", "--bundle", "--store", store)
+	bundle, errOut, code := e.Ralph("chain", "export", "--bundle", "--store", store).Env(env).Run()
 	if code != 0 || !strings.HasPrefix(bundle, "ralph-bundle 1\nkey "+vkey+"\n") {
 		t.Fatalf("export --bundle: %d %s", code, errOut)
 	}
 	file := filepath.Join(dir, "x.bundle")
 	writeFile(t, file, bundle)
-	auditor := trustEnv(filepath.Join(dir, "auditor"))
-	out, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--bundle", file, "--key", vkey)
+	auditor := trustEnv(e, filepath.Join(dir, "auditor"))
+	out, errOut, code := e.Ralph("chain", "verify", "--bundle", file, "--key", vkey).Env(auditor).Run()
 	if code != 0 || !strings.Contains(out, "verified bundle "+file+": 18 actions, ") || !strings.Contains(out, "trusted key "+vkey+" (pinned with --key)") {
 		t.Fatalf("verify --bundle: %d %q %q", code, out, errOut)
 	}
 	copyStore := filepath.Join(dir, "copy")
-	if out, errOut, code := runCommand(t, ralphBin, bundle, auditor, "chain", "import", "--store", copyStore, "--trust", vkey); code != 0 || !strings.Contains(out, "imported 18 actions as seq 1–18") {
+	if out, errOut, code := e.Ralph("chain", "import", "--store", copyStore, "--trust", vkey).Stdin(bundle).Env(auditor).Run(); code != 0 || !strings.Contains(out, "imported 18 actions as seq 1–18") {
 		t.Fatalf("import: %d %q %q", code, out, errOut)
 	}
 	hashesOf := func(store string) []string {
-		jsonl, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "export", "--store", store)
+		jsonl, errOut, code := e.Ralph("chain", "export", "--store", store).Env(auditor).Run()
 		if code != 0 {
 			t.Fatalf("export: %s", errOut)
 		}
@@ -245,17 +236,17 @@ func TestE2EChainBundleRoundTrip(t *testing.T) {
 	if a, b := hashesOf(store), hashesOf(copyStore); !slices.Equal(a, b) || len(a) != 18 {
 		t.Fatalf("hashes changed through export → import:\n%v\n%v", a, b)
 	}
-	if out, _, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--store", copyStore); code != 0 {
+	if out, _, code := e.Ralph("chain", "verify", "--store", copyStore).Env(auditor).Run(); code != 0 {
 		t.Fatalf("the imported store does not verify: %s", out)
 	}
 	// A bundle with a changed byte fails, naming its line.
 	lines := strings.Split(bundle, "\n")
 	lines[5] = lines[5][:10] + flipBase64(lines[5][10]) + lines[5][11:]
 	writeFile(t, file, strings.Join(lines, "\n"))
-	if _, errOut, code := runCommand(t, ralphBin, "", auditor, "chain", "verify", "--bundle", file); code != 1 || !strings.Contains(errOut, "bundle "+file+" does not verify: bundle line ") {
+	if _, errOut, code := e.Ralph("chain", "verify", "--bundle", file).Env(auditor).Run(); code != 1 || !strings.Contains(errOut, "bundle "+file+" does not verify: bundle line ") {
 		t.Fatalf("a tampered bundle: %d %s", code, errOut)
 	}
-}
+}})
 
 func flipBase64(c byte) string {
 	if c == 'A' {
@@ -264,13 +255,11 @@ func flipBase64(c byte) string {
 	return "A"
 }
 
-// TestE2EChainImportKilled: kill -9 in the middle of an import, after
+// ChainImportKilled: kill -9 in the middle of an import, after
 // some of it was committed, leaves no store; the import run again works.
-func TestE2EChainImportKilled(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainImportKilled", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	var jsonl strings.Builder
 	for i := range 12000 {
 		a := ledger.Action{ActionID: fmt.Sprintf("act-%06d", i), RunID: "run-1", Type: ledger.CapabilityCall, FunctionName: "shell.exec",
@@ -280,49 +269,39 @@ func TestE2EChainImportKilled(t *testing.T) {
 	}
 	lines := strings.SplitAfter(jsonl.String(), "\n")
 	store := filepath.Join(dir, "store")
-	cmd := exec.Command(ralphBin, "chain", "import", "--store", store)
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	imp := e.Ralph("chain", "import", "--store", store).Env(env).StdinPipe().Start()
 	// Two chunks of 4096 are committed (fsynced) while the import waits
 	// for the rest of its input.
-	if _, err := io.WriteString(stdin, strings.Join(lines[:9000], "")); err != nil {
+	if _, err := io.WriteString(imp.Stdin, strings.Join(lines[:9000], "")); err != nil {
 		t.Fatal(err)
 	}
 	waitCommitted(t, filepath.Join(dir, ".store.import-*", "data", "*.mem"))
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := imp.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	imp.Wait()
 	if _, err := os.Stat(store); !os.IsNotExist(err) {
 		t.Fatalf("a killed import left a store: %v", err)
 	}
-	if _, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 2 || !strings.Contains(errOut, "no store at "+store) {
+	if _, errOut, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 2 || !strings.Contains(errOut, "no store at "+store) {
 		t.Fatalf("verify after the kill: %d %s", code, errOut)
 	}
-	out, errOut, code := runCommand(t, ralphBin, jsonl.String(), env, "chain", "import", "--store", store)
+	out, errOut, code := e.Ralph("chain", "import", "--store", store).Stdin(jsonl.String()).Env(env).Run()
 	if code != 0 || !strings.Contains(out, "imported 12000 actions as seq 1–12000") {
 		t.Fatalf("import again: %d %q %q", code, out, errOut)
 	}
-	if out, _, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 0 || !strings.HasPrefix(out, "verified 12000 actions") {
+	if out, _, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 0 || !strings.HasPrefix(out, "verified 12000 actions") {
 		t.Fatalf("verify: %q", out)
 	}
-}
+}})
 
-// TestE2EChainFlippedTableByte: one flipped byte in a table file is named
+// ChainFlippedTableByte: one flipped byte in a table file is named
 // by verify (exit 1), with no panic and no lock left behind.
-func TestE2EChainFlippedTableByte(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainFlippedTableByte", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	store := filepath.Join(dir, "store")
-	execStore(t, env, dir, store)
+	execStore(t, e, env, dir, store)
 	tables, _ := filepath.Glob(filepath.Join(store, "data", "*.sst"))
 	if len(tables) == 0 {
 		t.Fatal("the store has no table")
@@ -335,26 +314,24 @@ func TestE2EChainFlippedTableByte(t *testing.T) {
 	if err := os.WriteFile(tables[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store)
+	_, errOut, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run()
 	want := "ralph: ledger store " + store + " is corrupted: table " + tables[0] + " fails its checksum ("
 	if code != 1 || !strings.HasPrefix(errOut, want) || !strings.HasSuffix(strings.TrimSpace(errOut), "); restore it from a backup or a bundle") {
 		t.Fatalf("verify: %d %q\nwant %q…", code, errOut, want)
 	}
 	// No stale lock: the store opens again at once.
-	if _, errOut, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 1 || strings.Contains(errOut, "in use") {
+	if _, errOut, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 1 || strings.Contains(errOut, "in use") {
 		t.Fatalf("verify again: %d %s", code, errOut)
 	}
-}
+}})
 
-// TestE2EChainImportIntoStoreKilled: kill -9 in the middle of an import
+// ChainImportIntoStoreKilled: kill -9 in the middle of an import
 // into an existing store, after some of it was committed. Readers refuse
 // the store until a writer rolls the import back; then it holds exactly
 // the actions it held before, verifies, and takes the import again.
-func TestE2EChainImportIntoStoreKilled(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChainImportIntoStoreKilled", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
-	env := trustEnv(filepath.Join(dir, "home"))
+	env := trustEnv(e, filepath.Join(dir, "home"))
 	lineOf := func(i int) string {
 		a := ledger.Action{ActionID: fmt.Sprintf("act-%06d", i), RunID: "run-1", Type: ledger.CapabilityCall, FunctionName: "shell.exec",
 			Arguments: []rtfs.Value{rtfs.String(strings.Repeat("x", 200))}, Success: true, Timestamp: time.Unix(int64(i), 0).UTC()}
@@ -365,10 +342,10 @@ func TestE2EChainImportIntoStoreKilled(t *testing.T) {
 	for i := range 50 {
 		first.WriteString(lineOf(i))
 	}
-	if out, errOut, code := runCommand(t, ralphBin, first.String(), env, "chain", "import", "--store", store); code != 0 || !strings.Contains(out, "imported 50 actions") {
+	if out, errOut, code := e.Ralph("chain", "import", "--store", store).Stdin(first.String()).Env(env).Run(); code != 0 || !strings.Contains(out, "imported 50 actions") {
 		t.Fatalf("first import: %d %q %q", code, out, errOut)
 	}
-	exported, errOut, code := runCommand(t, ralphBin, "", env, "chain", "export", "--store", store)
+	exported, errOut, code := e.Ralph("chain", "export", "--store", store).Env(env).Run()
 	if code != 0 {
 		t.Fatalf("export: %d %s", code, errOut)
 	}
@@ -377,44 +354,36 @@ func TestE2EChainImportIntoStoreKilled(t *testing.T) {
 		rest.WriteString(lineOf(i))
 	}
 	lines := strings.SplitAfter(rest.String(), "\n")
-	cmd := exec.Command(ralphBin, "chain", "import", "--store", store)
-	cmd.Env = env
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	imp := e.Ralph("chain", "import", "--store", store).Env(env).StdinPipe().Start()
 	// Two chunks of 4096 are committed (fsynced) while the import waits
 	// for the rest of its input.
-	if _, err := io.WriteString(stdin, strings.Join(lines[:9000], "")); err != nil {
+	if _, err := io.WriteString(imp.Stdin, strings.Join(lines[:9000], "")); err != nil {
 		t.Fatal(err)
 	}
 	waitCommitted(t, filepath.Join(store, "data", "*.mem"))
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := imp.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
-	_, errOut, code = runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store)
+	imp.Wait()
+	_, errOut, code = e.Ralph("chain", "verify", "--store", store).Env(env).Run()
 	if code != 1 || !strings.Contains(errOut, "holds an import that did not finish (after seq 50); open it for writing to roll it back") {
 		t.Fatalf("verify of a store with a killed import: %d %s", code, errOut)
 	}
-	out, errOut, code := runCommand(t, ralphBin, "", env, "chain", "import", "--store", store)
+	out, errOut, code := e.Ralph("chain", "import", "--store", store).Env(env).Run()
 	if code != 0 || !strings.Contains(errOut, "ralph: rolled back an interrupted import of ") || !strings.Contains(out, "imported 0 actions") {
 		t.Fatalf("roll back: %d %q %q", code, out, errOut)
 	}
-	if again, _, _ := runCommand(t, ralphBin, "", env, "chain", "export", "--store", store); again != exported {
+	if again, _, _ := e.Ralph("chain", "export", "--store", store).Env(env).Run(); again != exported {
 		t.Fatal("the store after the rollback differs from before the import")
 	}
-	if out, _, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 0 || !strings.HasPrefix(out, "verified 50 actions") {
+	if out, _, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 0 || !strings.HasPrefix(out, "verified 50 actions") {
 		t.Fatalf("verify after the rollback: %d %q", code, out)
 	}
-	out, errOut, code = runCommand(t, ralphBin, rest.String(), env, "chain", "import", "--store", store)
+	out, errOut, code = e.Ralph("chain", "import", "--store", store).Stdin(rest.String()).Env(env).Run()
 	if code != 0 || !strings.Contains(out, "imported 12000 actions as seq 51–12050") || strings.Contains(errOut, "rolled back") {
 		t.Fatalf("import again: %d %q %q", code, out, errOut)
 	}
-	if out, _, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 0 || !strings.HasPrefix(out, "verified 12050 actions") {
+	if out, _, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 0 || !strings.HasPrefix(out, "verified 12050 actions") {
 		t.Fatalf("verify: %q", out)
 	}
 	// A bad line after committed chunks: nothing imported, at once.
@@ -423,11 +392,11 @@ func TestE2EChainImportIntoStoreKilled(t *testing.T) {
 		bad.WriteString(lineOf(i))
 	}
 	bad.WriteString("{oops\n")
-	_, errOut, code = runCommand(t, ralphBin, bad.String(), env, "chain", "import", "--store", store)
+	_, errOut, code = e.Ralph("chain", "import", "--store", store).Stdin(bad.String()).Env(env).Run()
 	if code != 2 || !strings.Contains(errOut, "line 5001:") || !strings.Contains(errOut, "nothing was imported") {
 		t.Fatalf("import with a bad line: %d %q", code, errOut)
 	}
-	if out, _, code := runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store); code != 0 || !strings.HasPrefix(out, "verified 12050 actions") {
+	if out, _, code := e.Ralph("chain", "verify", "--store", store).Env(env).Run(); code != 0 || !strings.HasPrefix(out, "verified 12050 actions") {
 		t.Fatalf("verify after the bad import: %q", out)
 	}
-}
+}})

@@ -10,16 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // gitProject is an agent project (see newAgentProject) in a git work tree
 // whose user has a commit, a staged file and a stash: what checkpoints,
-// diffs, rollbacks and reruns must never change.
-func gitProject(t *testing.T, extraEnv ...string) *agentProject {
+// diffs, rollbacks and reruns must never change. Its tests need git.
+func gitProject(t *testing.T, e *e2e.E, extraEnv ...string) *agentProject {
 	t.Helper()
-	testenv.Tool(t, "git")
-	p := newAgentProject(t, extraEnv...)
+	p := newAgentProject(t, e, extraEnv...)
 	writeFile(t, filepath.Join(p.dir, ".gitignore"), ".ralph/\n")
 	p.git(t, "init", "-q", "-b", "main")
 	p.git(t, "add", ".")
@@ -93,12 +92,10 @@ func (p *agentProject) read(t *testing.T, name string) string {
 // user's HEAD, index and stash as they were; ralph diff shows each
 // iteration's change; ralph rollback goes to iteration 2 and back to the
 // end, refuses over a change no checkpoint holds, and records itself.
-func TestE2ECheckpointsDiffRollback(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := gitProject(t, "FAKE_AGENT_DONE_AFTER=4")
+var _ = suite.Add(e2e.Test{Name: "CheckpointsDiffRollback", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	p := gitProject(t, e, "FAKE_AGENT_DONE_AFTER=4")
 	before := p.userState(t)
-	if out, errOut, code := p.ralph(t, "run", "--no-tui"); code != 0 {
+	if out, errOut, code := p.ralph("run", "--no-tui"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if after := p.userState(t); after != before {
@@ -117,7 +114,7 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 		t.Fatalf("checkpoint 0 holds:\n%s\nwant the work tree (staged.txt too) without the store", files)
 	}
 
-	out, errOut, code := p.ralph(t, "diff", run, "--json")
+	out, errOut, code := p.ralph("diff", run, "--json")
 	if code != 0 {
 		t.Fatalf("diff --json: exit %d %s", code, errOut)
 	}
@@ -145,14 +142,14 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 			t.Fatalf("iteration %d's diff: %s, want files %q", i+1, line, want)
 		}
 	}
-	if out, _, code := p.ralph(t, "diff", run, "4"); code != 0 || !strings.Contains(out, "+func Add(a, b int) int { return a + b }") || !strings.Contains(out, "+step 4") {
+	if out, _, code := p.ralph("diff", run, "4"); code != 0 || !strings.Contains(out, "+func Add(a, b int) int { return a + b }") || !strings.Contains(out, "+step 4") {
 		t.Fatalf("diff 4: exit %d\n%s", code, out)
 	}
-	if out, _, code := p.ralph(t, "diff", run, "2", "--stat"); code != 0 || !strings.Contains(out, "progress.txt | 1 +") {
+	if out, _, code := p.ralph("diff", run, "2", "--stat"); code != 0 || !strings.Contains(out, "progress.txt | 1 +") {
 		t.Fatalf("diff 2 --stat: exit %d\n%s", code, out)
 	}
 
-	if out, errOut, code := p.ralph(t, "rollback", run, "--to", "2"); code != 0 || !strings.Contains(out, "to iteration 2") {
+	if out, errOut, code := p.ralph("rollback", run, "--to", "2"); code != 0 || !strings.Contains(out, "to iteration 2") {
 		t.Fatalf("rollback --to 2: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if got := p.read(t, "progress.txt"); got != "step 1\nstep 2\n" {
@@ -161,7 +158,7 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 	if got := p.read(t, "calc.go"); !strings.Contains(got, "a - b") {
 		t.Fatalf("calc.go after rollback to 2 = %q, want the broken one", got)
 	}
-	if out, errOut, code := p.ralph(t, "rollback", run, "--to", "4"); code != 0 {
+	if out, errOut, code := p.ralph("rollback", run, "--to", "4"); code != 0 {
 		t.Fatalf("rollback --to 4: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if got := p.read(t, "progress.txt"); got != "step 1\nstep 2\nstep 3\nstep 4\n" || !strings.Contains(p.read(t, "calc.go"), "a + b") {
@@ -172,14 +169,14 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 	}
 
 	writeFile(t, filepath.Join(p.dir, "notes.txt"), "mine\n")
-	out, errOut, code = p.ralph(t, "rollback", run, "--to", "2")
+	out, errOut, code = p.ralph("rollback", run, "--to", "2")
 	if code != 1 || !strings.Contains(errOut, "notes.txt") || !strings.Contains(errOut, "--force") {
 		t.Fatalf("rollback over an unsaved change: exit %d, want 1 naming notes.txt\n%s\n%s", code, out, errOut)
 	}
 	if got := p.read(t, "progress.txt"); got != "step 1\nstep 2\nstep 3\nstep 4\n" || p.read(t, "notes.txt") != "mine\n" {
 		t.Fatal("a refused rollback changed the work tree")
 	}
-	if out, errOut, code := p.ralph(t, "rollback", run, "--to", "2", "--force"); code != 0 {
+	if out, errOut, code := p.ralph("rollback", run, "--to", "2", "--force"); code != 0 {
 		t.Fatalf("rollback --force: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, "notes.txt")); !os.IsNotExist(err) {
@@ -197,14 +194,14 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 	if restored != 3 {
 		t.Fatalf("%d WorkspaceRestored actions, want 3", restored)
 	}
-	if _, errOut, code := p.ralph(t, "chain", "verify"); code != 0 {
+	if _, errOut, code := p.ralph("chain", "verify"); code != 0 {
 		t.Fatalf("chain verify after rollbacks: exit %d %s", code, errOut)
 	}
 
 	// Bad input: one sentence, exit 2, nothing changed.
 	p.git(t, "update-ref", "-d", "refs/ralph/"+run+"/3")
 	for _, args := range [][]string{{"diff", run, "3"}, {"rollback", run, "--to", "3"}, {"diff", run, "9"}, {"rollback", run, "--to", "x"}, {"diff", "no-such-run"}} {
-		_, errOut, code := p.ralph(t, args...)
+		_, errOut, code := p.ralph(args...)
 		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
 			t.Errorf("ralph %q: exit %d, want 2 and one sentence:\n%s", args, code, errOut)
 		}
@@ -212,23 +209,21 @@ func TestE2ECheckpointsDiffRollback(t *testing.T) {
 	if got := p.read(t, "progress.txt"); got != "step 1\nstep 2\n" {
 		t.Fatalf("bad input changed the work tree: progress.txt %q", got)
 	}
-}
+}})
 
 // Outside git a run says once that checkpoints are off, and diff and
 // rollback say why they have nothing.
-func TestE2ECheckpointsOffOutsideGit(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t, "FAKE_AGENT_DONE_AFTER=2")
-	_, errOut, code := p.ralph(t, "run", "--no-tui")
+var _ = suite.Add(e2e.Test{Name: "CheckpointsOffOutsideGit", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e, "FAKE_AGENT_DONE_AFTER=2")
+	_, errOut, code := p.ralph("run", "--no-tui")
 	if code != 0 || strings.Count(errOut, "checkpoints are off") != 1 {
 		t.Fatalf("run outside git: exit %d, want 0 and one notice:\n%s", code, errOut)
 	}
 	run := p.runID(t)
 	for _, args := range [][]string{{"diff", run}, {"rollback", run, "--to", "1"}} {
-		_, errOut, code := p.ralph(t, args...)
+		_, errOut, code := p.ralph(args...)
 		if code != 2 || !strings.Contains(errOut, "recorded no checkpoints") {
 			t.Errorf("ralph %q: exit %d, want 2 saying there are no checkpoints:\n%s", args, code, errOut)
 		}
 	}
-}
+}})

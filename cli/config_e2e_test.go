@@ -5,14 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // A file or directory the config names that is missing is refused before
 // the run starts: one sentence with the config's file:line and the fix,
 // exit 2, and no store created for a run that never began.
-func TestE2EMissingConfigPaths(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "MissingConfigPaths", Run: func(t *testing.T, e *e2e.E) {
 	const stop = "[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
 	cases := []struct {
 		name, toml, want string
@@ -35,7 +35,7 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 			"ralph.toml:2: intent.prompt_file %s is a directory, not a file; fix the path"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := filepath.Join(dir, "ralph.toml")
@@ -43,7 +43,7 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 			if tc.name == "bad script line" {
 				writeFile(t, filepath.Join(dir, "answers.jsonl"), "\"(do 1)\"\nnot json\n")
 			}
-			_, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui")
+			_, errOut, code := e.Ralph("run", cfg, "--no-tui").Run()
 			want := "ralph: " + dir + "/" + strings.Replace(tc.want, "%s", dir, 1) + "\n"
 			if code != 2 || errOut != want {
 				t.Errorf("exit %d, stderr\n%q\nwant exit 2 and\n%q", code, errOut, want)
@@ -53,16 +53,14 @@ func TestE2EMissingConfigPaths(t *testing.T) {
 			}
 		})
 	}
-}
+}})
 
 // A --store that cannot be used (a file, a directory that is not a ralph
 // store, a store another process has open) is bad input: exit 2, one
 // sentence with the fix, like a --store that does not exist (a reading
 // command reads a store another ralph holds through its socket). Exit 1 means
 // a run failed or a chain did not verify.
-func TestE2EUnusableStoreIsUsageError(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "UnusableStoreIsUsageError", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "afile")
 	writeFile(t, file, "x")
@@ -74,9 +72,8 @@ func TestE2EUnusableStoreIsUsageError(t *testing.T) {
 	cfg := filepath.Join(dir, "ralph.toml")
 	writeFile(t, cfg, "[plan]\nrtfs = '(step \"Echo\" (call :ccos.echo {:message \"x\"}))'\n[loop]\ndelay = \"1m\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 2\n")
 	busy := filepath.Join(dir, "busy")
-	cmd, lines, _ := startRun(t, "run", cfg, "--no-tui", "--store", busy)
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitLine(t, lines, "IterationCompleted iteration 1")
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", busy).Start()
+	cmd.WaitLine("IterationCompleted iteration 1")
 
 	cases := []struct {
 		args []string
@@ -90,9 +87,9 @@ func TestE2EUnusableStoreIsUsageError(t *testing.T) {
 		{[]string{"run", cfg, "--no-tui", "--store", busy}, "is in use by process"},
 	}
 	for _, tc := range cases {
-		_, errOut, code := runBinary(t, ralphBin, "", tc.args...)
+		_, errOut, code := e.Ralph(tc.args...).Run()
 		if code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("ralph %q: exit %d, stderr %q; want exit 2 and one line saying %q", tc.args, code, errOut, tc.want)
 		}
 	}
-}
+}})

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/internal/proctest"
 )
@@ -65,11 +65,9 @@ func checkMechanism(t *testing.T, pid int, noCgroup bool) {
 // kill -9 of ralph while a shell.exec runs leaves nothing behind: not the
 // command's child in its group, not one in a new session; with the cgroup
 // and with the sweep (RALPH_NO_CGROUP=1).
-func TestE2EKill9LeavesNoShellExecChild(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "Kill9LeavesNoShellExecChild", Run: func(t *testing.T, e *e2e.E) {
 	for _, noCgroup := range []bool{false, true} {
-		t.Run(fmt.Sprintf("no-cgroup=%t", noCgroup), func(t *testing.T) {
+		e.Run(fmt.Sprintf("no-cgroup=%t", noCgroup), func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "ralph.toml"), fmt.Sprintf(`[plan]
@@ -80,47 +78,28 @@ shell_allow = ["sh"]
 kind = "max_iterations"
 max = 1
 `, hangScript(dir, "x")))
-			cmd := exec.Command(ralphBin, "run", "--no-tui", filepath.Join(dir, "ralph.toml"), "--store", filepath.Join(dir, "store"))
-			cmd.Dir = dir
-			cmd.Env = os.Environ()
+			cmd := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml"), "--store", filepath.Join(dir, "store")).In(dir)
 			if noCgroup {
-				cmd.Env = append(cmd.Env, procgroup.NoCgroupEnv+"=1")
+				cmd.With(procgroup.NoCgroupEnv + "=1")
 			}
-			out, err := os.Create(filepath.Join(dir, "ralph.out"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer out.Close()
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				if t.Failed() {
-					b, _ := os.ReadFile(out.Name())
-					t.Logf("ralph's output:\n%s", b)
-				}
-			}()
+			ralph := cmd.Start()
 			plain, sess := pidIn(t, filepath.Join(dir, "plain-x")), pidIn(t, filepath.Join(dir, "session-x"))
 			checkMechanism(t, sess, noCgroup)
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			if err := ralph.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			_ = cmd.Wait()
+			_ = ralph.Wait()
 			proctest.WaitGone(t, plain)
 			proctest.WaitGone(t, sess)
 		})
 	}
-}
+}})
 
 // A worker stopped by a second SIGTERM leaves none of its runs' children
 // running (each run's shell.exec had a child in its group and one in a
 // new session).
-func TestE2EWorkerSecondSIGTERMLeavesNoChild(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerSecondSIGTERMLeavesNoChild", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	marks := t.TempDir()
 	w := f.worker("w1", 3)
 	plan := func(tag string) string {
@@ -147,10 +126,9 @@ max = 1
 	// Two signals sent back to back can reach the process as one (a
 	// pending signal is not queued twice): signal until it exits, which
 	// only the second it receives makes it do while its runs hang.
-	exited := make(chan struct{})
-	go func() { _ = w.Wait(); close(exited) }()
+	exited := w.Done()
 	for sent, deadline := 0, time.Now().Add(60*time.Second); ; sent++ {
-		if err := w.Process.Signal(syscall.SIGTERM); err != nil && sent == 0 {
+		if err := w.Signal(syscall.SIGTERM); err != nil && sent == 0 {
 			t.Fatal(err)
 		}
 		select {
@@ -166,15 +144,13 @@ max = 1
 	for _, pid := range pids {
 		proctest.WaitGone(t, pid)
 	}
-}
+}})
 
 // The issue's case: an agent whose shell tool started a command in a new
 // session and then went quiet. At the idle timeout the command dies with
 // the agent, and the chain records the tool use as cancelled by the idle
 // timeout, not ok.
-func TestE2EIdleTimeoutEndsTheAgentsToolAndRecordsItCancelled(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "IdleTimeoutEndsTheAgentsToolAndRecordsItCancelled", Run: func(t *testing.T, e *e2e.E) {
 	bin := t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	use := `{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 300"}}],"usage":{"input_tokens":1,"output_tokens":1}},"session_id":"s"}`
@@ -183,7 +159,7 @@ func TestE2EIdleTimeoutEndsTheAgentsToolAndRecordsItCancelled(t *testing.T) {
 	if err := os.Chmod(filepath.Join(bin, "claude"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := newAgentProject(t)
+	p := newAgentProject(t, e)
 	p.env = append(p.env, "PATH="+bin+string(os.PathListSeparator)+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	toml := filepath.Join(p.dir, "ralph.toml")
 	b, err := os.ReadFile(toml)
@@ -194,7 +170,7 @@ func TestE2EIdleTimeoutEndsTheAgentsToolAndRecordsItCancelled(t *testing.T) {
 		t.Fatalf("init wrote no idle_timeout to change:\n%s", b)
 	}
 	writeFile(t, toml, strings.Replace(string(b), `idle_timeout = "5m"`, `idle_timeout = "1s"`, 1))
-	_, errOut, _ := p.ralph(t, "run", "--no-tui", "--max-iterations", "1")
+	_, errOut, _ := p.ralph("run", "--no-tui", "--max-iterations", "1")
 	pid := pidIn(t, pidFile)
 	proctest.WaitGone(t, pid)
 	var uses []map[string]any
@@ -220,4 +196,4 @@ func TestE2EIdleTimeoutEndsTheAgentsToolAndRecordsItCancelled(t *testing.T) {
 	if md, _ := u["metadata"].(map[string]any); md == nil || md["result"] != "cancelled" {
 		t.Errorf("its metadata: %v", u["metadata"])
 	}
-}
+}})

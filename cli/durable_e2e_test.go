@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
-// TestE2EKillBetweenDeferredAppendsAndSync kills a run at a random moment
+// KillBetweenDeferredAppendsAndSync kills a run at a random moment
 // while its iterations record deferred: every effect a step had (a line
 // appended to a file) is preceded on the chain by that step's
 // PlanStepStarted, the store verifies, and resume completes the run.
-func TestE2EKillBetweenDeferredAppendsAndSync(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "KillBetweenDeferredAppendsAndSync", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	marks := filepath.Join(dir, "marks")
 	writeFile(t, filepath.Join(dir, "ralph.toml"), fmt.Sprintf(`[plan]
@@ -32,16 +32,16 @@ shell_allow = ["sh"]
 [store]
 sync_writes = true
 `, marks))
-	cmd, lines, _ := startRun(t, "run", filepath.Join(dir, "ralph.toml"))
-	waitLine(t, lines, "IterationCompleted")
+	cmd := e.Ralph("run", filepath.Join(dir, "ralph.toml")).Start()
+	cmd.WaitLine("IterationCompleted")
 	time.Sleep(time.Duration(rand.IntN(40)) * time.Millisecond)
-	_ = cmd.Process.Kill() // SIGKILL: whatever was recorded but not synced is lost
+	_ = cmd.Kill() // SIGKILL: whatever was recorded but not synced is lost
 	_ = cmd.Wait()
 	store := filepath.Join(dir, ".ralph")
-	if _, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--store", store); code != 0 {
+	if _, errOut, code := e.Ralph("chain", "verify", "--store", store).Run(); code != 0 {
 		t.Fatalf("verify after the kill: %s", errOut)
 	}
-	runs, errOut, code := runBinary(t, ralphBin, "", "runs", "--json", "--store", store)
+	runs, errOut, code := e.Ralph("runs", "--json", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("runs: %d %s", code, errOut)
 	}
@@ -49,27 +49,27 @@ sync_writes = true
 	if err := json.Unmarshal([]byte(strings.SplitN(runs, "\n", 2)[0]), &rec); err != nil || rec.State != "interrupted" {
 		t.Fatalf("run record %q: %v", runs, err)
 	}
-	started := countSteps(t, store, rec.ID)
+	started := countSteps(t, e, store, rec.ID)
 	effects := countLines(t, marks)
 	if effects > started {
 		t.Fatalf("the step ran %d times but only %d PlanStepStarted are on the chain: an effect outran its record", effects, started)
 	}
-	out, errOut, code := runBinary(t, ralphBin, "", "resume", rec.ID, "--store", store)
+	out, errOut, code := e.Ralph("resume", rec.ID, "--store", store).Run()
 	if code != 3 || !strings.Contains(out, "stopped after 40 iteration(s)") {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if _, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--store", store); code != 0 {
+	if _, errOut, code := e.Ralph("chain", "verify", "--store", store).Run(); code != 0 {
 		t.Errorf("verify after resume: %s", errOut)
 	}
-	if started, effects := countSteps(t, store, rec.ID), countLines(t, marks); effects > started || effects < 40 {
+	if started, effects := countSteps(t, e, store, rec.ID), countLines(t, marks); effects > started || effects < 40 {
 		t.Errorf("after resume: %d effects, %d PlanStepStarted; want at least 40 effects, none without its record", effects, started)
 	}
-}
+}})
 
 // countSteps counts the run's PlanStepStarted actions on the chain.
-func countSteps(t *testing.T, store, run string) int {
+func countSteps(t *testing.T, e *e2e.E, store, run string) int {
 	t.Helper()
-	out, errOut, code := runBinary(t, ralphBin, "", "chain", "export", "--run", run, "--store", store)
+	out, errOut, code := e.Ralph("chain", "export", "--run", run, "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("export: %s", errOut)
 	}

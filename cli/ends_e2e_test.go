@@ -20,26 +20,22 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/internal/proctest"
 	"github.com/ralphloop/ralph/serve"
 )
 
 // A foreground UI run exits when its run has ended, whether its terminal
 // closes before the UI is up, while the run goes on, or after it ended.
-func TestE2ETerminalClosedRunExits(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "TerminalClosedRunExits", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	for _, when := range []string{"before", "during", "after"} {
-		t.Run(when, func(t *testing.T) {
+		e.Run(when, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := slowLoop(t, dir, 4)
-			store, pidFile := filepath.Join(dir, "store"), filepath.Join(dir, "pid")
-			tm := newTmux(t, "echo $$ > "+pidFile+"; exec "+ralphBin+" run "+cfg+" --store "+store)
-			pid, err := strconv.Atoi(waitFile(t, pidFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := filepath.Join(dir, "store")
+			tm := e.Ralph("run", cfg, "--store", store).Term()
+			pid := tm.Pid()
 			t.Cleanup(func() {
 				if proctest.Alive(pid) {
 					syscall.Kill(pid, syscall.SIGKILL)
@@ -47,24 +43,22 @@ func TestE2ETerminalClosedRunExits(t *testing.T) {
 			})
 			switch when {
 			case "during":
-				tm.waitFor("Iteration 2")
+				waitIteration(t, tm, store, 2)
 			case "after":
-				if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Stopped by enough") {
+				if s := tm.WaitIdle(e2e.UntilEnd); !strings.Contains(s, "Stopped by enough") {
 					t.Fatalf("the UI's end lacks the stop:\n%s", s)
 				}
 			}
-			if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
-				t.Fatal(err)
-			}
+			tm.Close()
 			waitUntil(t, "ralph (pid "+strconv.Itoa(pid)+") exits", func() bool { return !proctest.Alive(pid) })
 			if _, err := os.Stat(filepath.Join(store, "data")); err == nil {
-				if runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store); strings.Contains(runs, "running") {
+				if runs, _, _ := e.Ralph("runs", "--store", store).Run(); strings.Contains(runs, "running") {
 					t.Errorf("a run is left running after its process exited:\n%s", runs)
 				}
 			}
 		})
 	}
-}
+}})
 
 const stuckSaga = `[plan]
 rtfs = '''
@@ -84,57 +78,53 @@ shell_allow = ["sleep"]
 // SIGTERM aborts a run: a compensation that would sleep for minutes is cut
 // off after the signal's grace and recorded as cut off; a second SIGTERM
 // during the compensation ends ralph at once.
-func TestE2ESigtermCutsACompensationOff(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	t.Run("grace", func(t *testing.T) {
+var _ = suite.Add(e2e.Test{Name: "SigtermCutsACompensationOff", Run: func(t *testing.T, e *e2e.E) {
+	e.Run("grace", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
-		cmd, lines, errOut := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
-		waitLine(t, lines, "PlanStepStarted Long")
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		cmd := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--no-tui").Start()
+		cmd.WaitLine("PlanStepStarted Long")
+		if err := cmd.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		out := rest(lines)
+		out := cmd.Rest()
 		if code := exitCode(cmd.Wait()); code != 4 || !strings.Contains(out, "RunAborted") {
-			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			t.Fatalf("exit %d\n%s\n%s", code, out, cmd.Stderr())
 		}
-		show, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, ".ralph"))
+		show, _, _ := e.Ralph("chain", "show", "--json", "--store", filepath.Join(dir, ".ralph")).Run()
 		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "cut off: ralph ends within 5s of a signal, and its compensations get 4s of them in all") {
 			t.Errorf("the compensation is not recorded as cut off:\n%s", show)
 		}
 	})
-	t.Run("second signal", func(t *testing.T) {
+	e.Run("second signal", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "ralph.toml"), stuckSaga)
-		cmd, lines, _ := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui")
-		waitLine(t, lines, "PlanStepStarted Long")
-		cmd.Process.Signal(syscall.SIGTERM)
-		waitLine(t, lines, "CompensationStarted Unbook")
-		cmd.Process.Signal(syscall.SIGTERM)
-		rest(lines)
+		cmd := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--no-tui").Start()
+		cmd.WaitLine("PlanStepStarted Long")
+		cmd.Signal(syscall.SIGTERM)
+		cmd.WaitLine("CompensationStarted Unbook")
+		cmd.Signal(syscall.SIGTERM)
+		cmd.Rest()
 		err := cmd.Wait()
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
 			t.Errorf("after a second SIGTERM: %v, want ended by the signal", err)
 		}
 	})
-}
+}})
 
 // 200 clients open event streams on a running loop's socket at once: 64
 // are served (half of them never read), the rest are told why with a 503,
 // and the loop goes on recording iterations and ends with its closing
 // action, which every reading stream receives.
-func TestE2ESocketUnderManyStreams(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SocketUnderManyStreams", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg, release := releasedLoop(t, dir)
 	writeFile(t, cfg, strings.Replace(readFile(t, cfg), `delay = "300ms"`, `delay = "0s"`, 1))
 	store := filepath.Join(dir, "store")
-	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", store).In(dir).Start()
 	runID := liveRunID(t, store)
 	const clients = 200
 	type answer struct {
@@ -215,5 +205,5 @@ func TestE2ESocketUnderManyStreams(t *testing.T) {
 	if served != 64 || refused != clients-64 {
 		t.Errorf("%d streams served and %d refused, want 64 and %d", served, refused, clients-64)
 	}
-	waitClosed(t, store, runID)
-}
+	waitClosed(t, e, store, runID)
+}})

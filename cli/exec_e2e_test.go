@@ -4,11 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
-func TestE2EExec(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "Exec", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")
 	writeFile(t, cfg, `[plan]
@@ -42,7 +42,7 @@ dir = "store"
 		{"unreadable plan", "broken.rtfs", 2, nil, "broken.rtfs:1:11: '(' opened here is never closed"},
 	}
 	for _, tc := range tests { // sequential: they share one store
-		out, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, tc.plan), "--config", cfg)
+		out, errOut, code := e.Ralph("exec", filepath.Join(dir, tc.plan), "--config", cfg).Run()
 		if code != tc.code {
 			t.Errorf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.name, code, tc.code, out, errOut)
 		}
@@ -57,38 +57,36 @@ dir = "store"
 	}
 	// --store overrides the config's store.
 	other := filepath.Join(dir, "other")
-	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "recall.rtfs"), "--config", cfg, "--store", other); code != 0 {
+	if _, errOut, code := e.Ralph("exec", filepath.Join(dir, "recall.rtfs"), "--config", cfg, "--store", other).Run(); code != 0 {
 		t.Fatalf("exec --store: %d %s", code, errOut)
 	}
-	if out, _, _ := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "recall.rtfs"), "--config", cfg, "--store", other); !strings.Contains(out, "result: nil") {
+	if out, _, _ := e.Ralph("exec", filepath.Join(dir, "recall.rtfs"), "--config", cfg, "--store", other).Run(); !strings.Contains(out, "result: nil") {
 		t.Errorf("a fresh --store saw the other store's kv: %s", out)
 	}
-}
+}})
 
-// TestE2EExecConfigWithoutPlan: exec runs the plan it is given, so a
+// ExecConfigWithoutPlan: exec runs the plan it is given, so a
 // config whose [model] could not plan (provider "static" with no [plan])
 // is still good for its governance, workdir and store; run refuses it.
-func TestE2EExecConfigWithoutPlan(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ExecConfigWithoutPlan", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[governance]\nshell_allow = [\"echo\"]\n[store]\ndir = \"store\"\n")
 	writeFile(t, filepath.Join(dir, "p.rtfs"), `(step "Shell" (call :shell.exec {:cmd "echo" :args ["governed"]}))`)
-	out, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "p.rtfs"), "--config", cfg)
+	out, errOut, code := e.Ralph("exec", filepath.Join(dir, "p.rtfs"), "--config", cfg).Run()
 	if code != 0 || !strings.Contains(out, `:stdout "governed\n"`) {
 		t.Fatalf("exec: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	writeFile(t, filepath.Join(dir, "rm.rtfs"), `(step "Rm" (call :shell.exec {:cmd "rm" :args ["x"]}))`)
-	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "rm.rtfs"), "--config", cfg); code != 2 || !strings.Contains(errOut, "shell_allow") {
+	if _, errOut, code := e.Ralph("exec", filepath.Join(dir, "rm.rtfs"), "--config", cfg).Run(); code != 2 || !strings.Contains(errOut, "shell_allow") {
 		t.Errorf("the config's governance was not applied: exit %d, %s", code, errOut)
 	}
-	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui"); code != 2 || !strings.Contains(errOut, `provider "static" needs [plan].rtfs`) {
+	if _, errOut, code := e.Ralph("run", cfg, "--no-tui").Run(); code != 2 || !strings.Contains(errOut, `provider "static" needs [plan].rtfs`) {
 		t.Errorf("run accepted a config that cannot plan: exit %d, %s", code, errOut)
 	}
 	// A config broken outside [model] is still refused by exec.
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[loop]\nmax_iterations = -1\n")
-	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "p.rtfs"), "--config", cfg); code != 2 || !strings.Contains(errOut, "max_iterations") {
+	if _, errOut, code := e.Ralph("exec", filepath.Join(dir, "p.rtfs"), "--config", cfg).Run(); code != 2 || !strings.Contains(errOut, "max_iterations") {
 		t.Errorf("exec accepted a bad [loop]: exit %d, %s", code, errOut)
 	}
-}
+}})

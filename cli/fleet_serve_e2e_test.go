@@ -1,11 +1,9 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,65 +16,24 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // fleetServe starts `ralph fleet serve` on a free port with its streams in
 // dir and returns the process and the URL it printed. The test stops it.
-func fleetServe(t *testing.T, dir string) (*exec.Cmd, string) {
+func fleetServe(t *testing.T, e *e2e.E, dir string) (*e2e.Proc, string) {
 	t.Helper()
-	cmd := exec.Command(ralphBin, "fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	serve := e.Ralph("fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir).Start()
+	m := regexp.MustCompile(`listening on (nats://\S+)`).FindStringSubmatch(serve.WaitLine("listening on nats://"))
+	if m == nil {
+		t.Fatalf("ralph fleet serve printed no URL:\n%s", serve.Output())
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	urlRe := regexp.MustCompile(`listening on (nats://\S+)`)
-	var out []string
-	timeout := time.After(60 * time.Second)
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				cmd.Wait()
-				t.Fatalf("ralph fleet serve ended before printing its URL:\n%s\n%s", strings.Join(out, "\n"), stderr.String())
-			}
-			out = append(out, l)
-			if m := urlRe.FindStringSubmatch(l); m != nil {
-				go func() {
-					for range lines { // drain the rest
-					}
-				}()
-				return cmd, m[1]
-			}
-		case <-timeout:
-			t.Fatalf("ralph fleet serve printed no URL in a minute:\n%s\n%s", strings.Join(out, "\n"), stderr.String())
-		}
-	}
+	return serve, m[1]
 }
 
-func TestE2EFleetServe(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetServe", Run: func(t *testing.T, e *e2e.E) {
 	dir := filepath.Join(t.TempDir(), "fleet")
-	cmd, url := fleetServe(t, dir)
+	serve, url := fleetServe(t, e, dir)
 
 	viewer, err := fleet.CredsOption(filepath.Join(dir, "creds", "viewer.creds"))
 	if err != nil {
@@ -106,33 +63,31 @@ func TestE2EFleetServe(t *testing.T) {
 
 	// A second server on the same address: one sentence with the fix.
 	addr := strings.TrimPrefix(url, "nats://")
-	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", addr, "--dir", t.TempDir())
+	_, stderr, code := e.Ralph("fleet", "serve", "--listen", addr, "--dir", t.TempDir()).Run()
 	if code != 2 || !strings.Contains(stderr, "is in use") || !strings.Contains(stderr, "pass --listen") {
 		t.Errorf("fleet serve on a taken port: exit %d, stderr %q; want 2 and the fix", code, stderr)
 	}
 
 	// A second server on the same directory would corrupt its streams.
-	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir)
-	if code != 2 || !strings.Contains(stderr, "is in use by another `ralph fleet serve` (process "+strconv.Itoa(cmd.Process.Pid)+")") {
+	_, stderr, code = e.Ralph("fleet", "serve", "--listen", "127.0.0.1:0", "--dir", dir).Run()
+	if code != 2 || !strings.Contains(stderr, "is in use by another `ralph fleet serve` (process "+strconv.Itoa(serve.Pid())+")") {
 		t.Errorf("fleet serve on a directory in use: exit %d, stderr %q; want 2 naming the process", code, stderr)
 	}
 
 	// SIGTERM stops it cleanly; its streams are files in --dir.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := serve.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := serve.Wait(); err != nil {
 		t.Errorf("fleet serve after SIGTERM: %v; want exit 0", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "jetstream")); err != nil {
 		t.Errorf("no JetStream files in --dir: %v", err)
 	}
-}
+}})
 
-func TestE2EFleetServeBadListen(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	_, stderr, code := runBinary(t, ralphBin, "", "fleet", "serve", "--listen", "localhost", "--dir", t.TempDir())
+var _ = suite.Add(e2e.Test{Name: "FleetServeBadListen", Run: func(t *testing.T, e *e2e.E) {
+	_, stderr, code := e.Ralph("fleet", "serve", "--listen", "localhost", "--dir", t.TempDir()).Run()
 	if code != 2 || !strings.Contains(stderr, "host:port") {
 		t.Errorf("fleet serve --listen localhost: exit %d, stderr %q; want 2 naming host:port", code, stderr)
 	}
@@ -142,8 +97,8 @@ func TestE2EFleetServeBadListen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, stderr, code = runBinary(t, ralphBin, "", "fleet", "serve", "--listen", l.Addr().String(), "--dir", t.TempDir())
+	_, stderr, code = e.Ralph("fleet", "serve", "--listen", l.Addr().String(), "--dir", t.TempDir()).Run()
 	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "is in use") {
 		t.Errorf("fleet serve on a taken port: exit %d, stderr %q; want 2 and one sentence", code, stderr)
 	}
-}
+}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -144,9 +145,7 @@ func (f fleetJobs) jobs() []fleet.Job {
 	return jobs
 }
 
-func TestE2ESubmit(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "Submit", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	repo := newSubmitRepo(t, map[string]string{
@@ -157,7 +156,7 @@ func TestE2ESubmit(t *testing.T) {
 	cfg := filepath.Join(repo.work, "ralph.toml")
 	sha := gitIn(t, repo.work, "rev-parse", "HEAD")
 
-	stdout, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", url, "--workspace", repo.bare+"@main")
+	stdout, stderr, code := e.Ralph("submit", cfg, "--nats", url, "--workspace", repo.bare+"@main").Run()
 	if code != 0 {
 		t.Fatalf("submit: exit %d, stderr %q", code, stderr)
 	}
@@ -185,21 +184,18 @@ func TestE2ESubmit(t *testing.T) {
 	// RALPH_NATS names the fleet when --nats does not; a config in a
 	// directory of its repository is read from the same place in the clone.
 	repo.commit(t, map[string]string{"sub/ralph.toml": strings.Replace(submitConfig, `"plan.rtfs"`, `"../plan.rtfs"`, 1), "sub/PROMPT.md": "hi\n"})
-	cmd := exec.Command(ralphBin, "submit", filepath.Join(repo.work, "sub", "ralph.toml"), "--workspace", repo.bare)
-	cmd.Env = append(os.Environ(), "RALPH_NATS="+url, "RALPH_NATS_CREDS="+fleetCreds(t, url, fleet.RoleSubmitter))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("submit with RALPH_NATS: %v", err)
+	out, errOut, code := e.Ralph("submit", filepath.Join(repo.work, "sub", "ralph.toml"), "--workspace", repo.bare).
+		With("RALPH_NATS="+url, "RALPH_NATS_CREDS="+fleetCreds(t, url, fleet.RoleSubmitter)).Run()
+	if code != 0 {
+		t.Fatalf("submit with RALPH_NATS: exit %d, %s", code, errOut)
 	}
 	jobs = fj.jobs()
-	if len(jobs) != 2 || jobs[1].RunID != strings.TrimSpace(string(out)) || jobs[1].ConfigPath != "sub/ralph.toml" {
+	if len(jobs) != 2 || jobs[1].RunID != strings.TrimSpace(out) || jobs[1].ConfigPath != "sub/ralph.toml" {
 		t.Errorf("jobs after the second submit: %+v", jobs)
 	}
-}
+}})
 
-func TestE2ESubmitRefused(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SubmitRefused", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	repo := newSubmitRepo(t, map[string]string{
@@ -249,14 +245,14 @@ max = 1
 			regexp.MustCompile("^ralph: no NATS server answers at nats://127\\.0\\.0\\.1:1; start one with `ralph fleet serve` or pass --nats URL\n$")},
 	}
 	tmp := t.TempDir() // the submits' TMPDIR: the workspace copies go there and must go away
-	env := append(os.Environ(), "TMPDIR="+tmp)
+	env := "TMPDIR=" + tmp
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			args := append([]string{"submit"}, tc.args...)
 			if !strings.Contains(strings.Join(tc.args, " "), "--nats") {
 				args = append(args, "--nats", url)
 			}
-			stdout, stderr, code := runCommand(t, ralphBin, "", env, args...)
+			stdout, stderr, code := e.Ralph(args...).With(env).Run()
 			if code != 2 || stdout != "" || !tc.want.MatchString(stderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing on stdout, and %s", code, stdout, stderr, tc.want)
 			}
@@ -268,7 +264,7 @@ max = 1
 	if left, _ := os.ReadDir(tmp); len(left) > 0 {
 		t.Errorf("refused submits left %d temporary files or directories behind", len(left))
 	}
-}
+}})
 
 func mustRead(t *testing.T, p string) []byte {
 	t.Helper()
@@ -281,9 +277,7 @@ func mustRead(t *testing.T, p string) []byte {
 
 // On a NATS cluster the first submit makes the fleet's streams and buckets
 // with three replicas, so losing a server loses nothing.
-func TestE2ESubmitToCluster(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SubmitToCluster", Run: func(t *testing.T, e *e2e.E) {
 	c := fleettest.NewCluster(t, 3)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")
@@ -299,14 +293,11 @@ max = 1
 `)
 	// A submitter may not make the fleet's streams: the first worker to
 	// reach the cluster does, with three replicas.
-	stdout, stderr, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", c.URL())
+	stdout, stderr, code := e.Ralph("submit", cfg, "--nats", c.URL()).Run()
 	if code != 2 || !strings.Contains(stderr, "has no streams yet: a worker makes them when it starts") {
 		t.Errorf("submit to a cluster without a fleet: exit %d, %q", code, stderr)
 	}
-	w := exec.Command(ralphBin, "worker", "--nats", c.URL(), "--creds", fleetCreds(t, c.URL(), fleet.RoleWorker), "--dir", filepath.Join(dir, "w"))
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
+	w := e.Ralph("worker", "--nats", c.URL(), "--creds", fleetCreds(t, c.URL(), fleet.RoleWorker), "--dir", filepath.Join(dir, "w")).Start()
 	nc0, err := fleettest.Dial(c.URL(), fleet.RoleViewer)
 	if err != nil {
 		t.Fatal(err)
@@ -319,13 +310,13 @@ max = 1
 		return err == nil
 	})
 	nc0.Close()
-	w.Process.Signal(syscall.SIGTERM)
+	w.Signal(syscall.SIGTERM)
 	w.Wait()
 	code = -1
 	// A cluster may still be settling its leaders: a submit that could not
 	// reach JetStream queued nothing and can be repeated.
 	for try := 0; try < 10 && code != 0; try++ {
-		stdout, stderr, code = runBinary(t, ralphBin, "", "submit", cfg, "--nats", c.URL())
+		stdout, stderr, code = e.Ralph("submit", cfg, "--nats", c.URL()).Run()
 		if code != 0 {
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -357,7 +348,7 @@ max = 1
 	if err != nil || !found || st.State != fleet.StateQueued {
 		t.Errorf("the submitted run's state: %+v %v %v", st, found, err)
 	}
-}
+}})
 
 func mustKV(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
 	t.Helper()

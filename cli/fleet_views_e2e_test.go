@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/ledger"
 )
 
@@ -21,9 +21,9 @@ import (
 // worker does (one segment, then the end line) and records the run's final
 // state: the fleet then holds a run whose local copy the test can compare
 // with.
-func replicatedRun(t *testing.T, fj fleetJobs, store string) (string, fleet.RunState) {
+func replicatedRun(t *testing.T, e *e2e.E, fj fleetJobs, store string) (string, fleet.RunState) {
 	t.Helper()
-	id := quickstartRun(t, store)
+	id := quickstartRun(t, e, store)
 	st, err := ledger.Open(ledger.Options{Dir: store, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func replicatedRun(t *testing.T, fj fleetJobs, store string) (string, fleet.RunS
 	if err := r.End(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out, _, _ := runBinary(t, ralphBin, "", "runs", "--json", "--store", store)
+	out, _, _ := e.Ralph("runs", "--json", "--store", store).Run()
 	var rec struct {
 		State, Class, Condition, Reason string
 		Iterations                      int
@@ -59,14 +59,12 @@ func replicatedRun(t *testing.T, fj fleetJobs, store string) (string, fleet.RunS
 
 // Every reading command given --nats reads the run's chain as the fleet
 // replicated it, through the same code as a local store: the same bytes.
-func TestE2EFleetViewsMatchLocal(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetViewsMatchLocal", Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
-	id, state := replicatedRun(t, fj, store)
+	id, state := replicatedRun(t, e, fj, store)
 	prefix := id[:13]
 
 	same := []struct {
@@ -87,8 +85,8 @@ func TestE2EFleetViewsMatchLocal(t *testing.T) {
 	// covers an action is the one thing that may differ.
 	cpSeq := regexp.MustCompile(`"checkpoint_seq":\d+`)
 	for _, tc := range same {
-		local, lerr, lcode := runBinary(t, ralphBin, "", tc.local...)
-		remote, rerr, rcode := runBinary(t, ralphBin, "", tc.nats...)
+		local, lerr, lcode := e.Ralph(tc.local...).Run()
+		remote, rerr, rcode := e.Ralph(tc.nats...).Run()
 		local, remote = cpSeq.ReplaceAllString(local, `"checkpoint_seq":N`), cpSeq.ReplaceAllString(remote, `"checkpoint_seq":N`)
 		if lcode != 0 || rcode != 0 || local == "" || local != remote || lerr != rerr {
 			t.Errorf("%s: local exit %d, fleet exit %d, stderr %q and %q; %s", tc.name, lcode, rcode, lerr, rerr, firstDiff(local, remote))
@@ -97,52 +95,50 @@ func TestE2EFleetViewsMatchLocal(t *testing.T) {
 
 	// chain verify: the replicated chain, with every check a bundle gets;
 	// --key pins the key, and a wrong pin fails.
-	out, stderr, code := runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", prefix)
+	out, stderr, code := e.Ralph("chain", "verify", "--nats", url, "--run", prefix).Run()
 	if code != 0 || !strings.Contains(out, "verified the chain of run "+id) || !strings.Contains(out, "pass --key to pin it") {
 		t.Errorf("chain verify --nats: exit %d, %q %q", code, out, stderr)
 	}
-	vkey, _, _ := runBinary(t, ralphBin, "", "chain", "key", "--store", store)
+	vkey, _, _ := e.Ralph("chain", "key", "--store", store).Run()
 	vkey = strings.TrimSpace(vkey)
-	out, stderr, code = runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id, "--key", vkey)
+	out, stderr, code = e.Ralph("chain", "verify", "--nats", url, "--run", id, "--key", vkey).Run()
 	if code != 0 || !strings.Contains(out, "trusted key "+vkey+" (pinned with --key)") {
 		t.Errorf("chain verify --nats --key: exit %d, %q %q", code, out, stderr)
 	}
 	other := filepath.Join(dir, "other")
-	quickstartRun(t, other)
-	otherKey, _, _ := runBinary(t, ralphBin, "", "chain", "key", "--store", other)
-	_, stderr, code = runBinary(t, ralphBin, "", "chain", "verify", "--nats", url, "--run", id, "--key", strings.TrimSpace(otherKey))
+	quickstartRun(t, e, other)
+	otherKey, _, _ := e.Ralph("chain", "key", "--store", other).Run()
+	_, stderr, code = e.Ralph("chain", "verify", "--nats", url, "--run", id, "--key", strings.TrimSpace(otherKey)).Run()
 	if code != 1 || stderr == "" {
 		t.Errorf("chain verify --nats with another key pinned: exit %d, %q; want 1", code, stderr)
 	}
 
 	// chain export --bundle: the run's bundle as replicated, which verifies
 	// with no store.
-	bundle, _, code := runBinary(t, ralphBin, "", "chain", "export", "--bundle", "--nats", url, "--run", id)
+	bundle, _, code := e.Ralph("chain", "export", "--bundle", "--nats", url, "--run", id).Run()
 	if code != 0 || !strings.HasPrefix(bundle, "ralph-bundle 1\n") {
 		t.Fatalf("chain export --bundle --nats: exit %d, %.80q", code, bundle)
 	}
 	bf := filepath.Join(dir, "run.bundle")
 	writeFile(t, bf, bundle)
-	out, stderr, code = runBinary(t, ralphBin, "", "chain", "verify", "--bundle", bf, "--key", vkey)
+	out, stderr, code = e.Ralph("chain", "verify", "--bundle", bf, "--key", vkey).Run()
 	if code != 0 || !strings.Contains(out, "verified bundle") {
 		t.Errorf("chain verify --bundle of the fleet's export: exit %d, %q %q", code, out, stderr)
 	}
 
 	// runs --nats: the run with its worker, state, iteration and cost.
-	out, stderr, code = runBinary(t, ralphBin, "", "runs", "--nats", url)
+	out, stderr, code = e.Ralph("runs", "--nats", url).Run()
 	if code != 0 || !strings.HasPrefix(out, "RUN") || !strings.Contains(out, id) || !strings.Contains(out, "succeeded") || !strings.Contains(out, "w1") {
 		t.Errorf("runs --nats: exit %d, %q %q", code, out, stderr)
 	}
-	out, _, code = runBinary(t, ralphBin, "", "runs", "--nats", url, "--json")
+	out, _, code = e.Ralph("runs", "--nats", url, "--json").Run()
 	var got fleet.RunState
 	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.RunID != id || got.Worker != "w1" || got.Iteration != state.Iteration || got.Condition != state.Condition {
 		t.Errorf("runs --nats --json: exit %d, %q (%v)", code, out, err)
 	}
-}
+}})
 
-func TestE2EFleetViewsRefused(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetViewsRefused", Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	queued := "01a20000-0000-7000-8000-000000000001"
@@ -165,7 +161,7 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 		{"chain verify --nats --since", []string{"chain", "verify", "--nats", url, "--run", queued, "--since", "cp"}, 2, "pin the keys with --key"},
 	}
 	for _, tc := range tests {
-		_, stderr, code := runBinary(t, ralphBin, "", tc.args...)
+		_, stderr, code := e.Ralph(tc.args...).Run()
 		if code != tc.code || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, code, stderr, tc.code, tc.want)
 		}
@@ -178,48 +174,46 @@ func TestE2EFleetViewsRefused(t *testing.T) {
 	if err := fleet.PutState(context.Background(), fj.h.Runs, lost); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runBinary(t, ralphBin, "", "runs", "--nats", url)
+	out, stderr, code := e.Ralph("runs", "--nats", url).Run()
 	if code != 0 || !regexp.MustCompile(lost.RunID+`\s+running\s+gone-worker\s+2\s`).MatchString(out) || !strings.Contains(out, "its worker stopped heartbeating") {
 		t.Errorf("runs --nats with a run whose worker is gone: exit %d, %q\n%s", code, stderr, out)
 	}
 
 	// RALPH_NATS does not turn a reading command to the fleet.
 	cmdDir := t.TempDir()
-	env := append(os.Environ(), "RALPH_NATS="+url)
-	_, stderr, code = runIn(t, cmdDir, env, "runs")
+	_, stderr, code = e.Ralph("runs").In(cmdDir).With("RALPH_NATS=" + url).Run()
 	if code != 2 || !strings.Contains(stderr, "no store at") {
 		t.Errorf("runs with RALPH_NATS and no store: exit %d, %q; want the local store's error", code, stderr)
 	}
-}
+}})
 
 // ralph view --nats in a real terminal: the replicated run, read-only.
-func TestE2EFleetViewInTerminal(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FleetViewInTerminal", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
 	fj := openFleetJobs(t, url)
 	dir := t.TempDir()
-	id, _ := replicatedRun(t, fj, filepath.Join(dir, "store"))
-	exitFile := filepath.Join(dir, "exit")
-	tm := newTmux(t, ralphBin+" view "+id[:13]+" --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleViewer)+"; echo $? > "+exitFile+"; sleep 60")
-	screen := tm.waitIdle(untilEnd)
+	id, _ := replicatedRun(t, e, fj, filepath.Join(dir, "store"))
+	tm := e.Ralph("view", id[:13], "--nats", url, "--creds", fleetCreds(t, url, fleet.RoleViewer)).Term()
+	screen := tm.WaitIdle(e2e.UntilEnd)
 	for _, want := range []string{"Done by counted-to-three (success)", "Causal chain", "Iteration 3", "read-only"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	tm.send("q")
-	if code := waitFile(t, exitFile); code != "0" {
-		t.Errorf("ralph view --nats exited %s, want 0", code)
+	tm.Send("q")
+	if code := tm.Exit(); code != 0 {
+		t.Errorf("ralph view --nats exited %d, want 0", code)
 	}
 	// attach --nats to a run no worker runs: one sentence saying where it is.
-	exitFile = filepath.Join(dir, "exit2")
-	tm2 := newTmuxNamed(t, "attach", ralphBin+" attach --nats "+url+" --creds "+fleetCreds(t, url, fleet.RoleSubmitter)+" "+id+"; echo $? > "+exitFile+"; sleep 60")
-	tm2.waitFor("has ended (succeeded)")
-	if code := waitFile(t, exitFile); code != "2" {
-		t.Errorf("ralph attach --nats to an ended run exited %s, want 2", code)
+	tm2 := e.Ralph("attach", "--nats", url, "--creds", fleetCreds(t, url, fleet.RoleSubmitter), id).Term()
+	code := tm2.Exit()
+	if s := tm2.Screen(); !strings.Contains(s, "has ended (succeeded)") {
+		t.Fatalf("ralph attach --nats to an ended run does not say it has ended:\n%s", s)
 	}
-}
+	if code != 2 {
+		t.Errorf("ralph attach --nats to an ended run exited %d, want 2", code)
+	}
+}})
 
 // firstDiff names the first line where local and fleet output differ.
 func firstDiff(local, fleet string) string {

@@ -5,17 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
-// TestE2EAgentLimitPastMaxRateLimitWait: the agent's usage limit lifts in
+// AgentLimitPastMaxRateLimitWait: the agent's usage limit lifts in
 // 10 h, past the default max_rate_limit_wait of 6 h: the run ends at once
 // as a limit (exit 3), naming the reset and the key to raise, and waits
 // for nothing.
-func TestE2EAgentLimitPastMaxRateLimitWait(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t, "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_RESET_SECONDS=36000")
-	out, errOut, code := p.ralph(t, "run", "--no-tui")
+var _ = suite.Add(e2e.Test{Name: "AgentLimitPastMaxRateLimitWait", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e, "FAKE_AGENT_SCENARIO=usage-limit-once", "FAKE_AGENT_RESET_SECONDS=36000")
+	out, errOut, code := p.ralph("run", "--no-tui")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (limit)\n%s\n%s", code, out, errOut)
 	}
@@ -34,15 +34,13 @@ func TestE2EAgentLimitPastMaxRateLimitWait(t *testing.T) {
 	if n := countType(p.chain(t), "RateLimitWait"); n != 0 {
 		t.Errorf("%d RateLimitWait actions, want none", n)
 	}
-}
+}})
 
-// TestE2EAgentUnreachableBudgetIsRefused: an agent loop on Codex (tokens,
+// AgentUnreachableBudgetIsRefused: an agent loop on Codex (tokens,
 // no cost) with a max_cost and no price for its model refuses to start,
 // with the fix; with a priced --model it starts.
-func TestE2EAgentUnreachableBudgetIsRefused(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t)
+var _ = suite.Add(e2e.Test{Name: "AgentUnreachableBudgetIsRefused", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e)
 	cfg := filepath.Join(p.dir, "ralph.toml")
 	b, err := os.ReadFile(cfg)
 	if err != nil {
@@ -55,7 +53,7 @@ func TestE2EAgentUnreachableBudgetIsRefused(t *testing.T) {
 	// Whatever args init wrote for Claude are not Codex's.
 	src = dropKey(src, "args")
 	writeFile(t, cfg, src)
-	out, errOut, code := p.ralph(t, "run", "--no-tui")
+	out, errOut, code := p.ralph("run", "--no-tui")
 	if code != 2 || !strings.Contains(errOut, `(max_cost) can never fire: codex reports tokens but no cost, and [agent] names no model; add an [agent.price] section`) {
 		t.Fatalf("exit %d, want 2 and the refusal\n%s\n%s", code, out, errOut)
 	}
@@ -67,11 +65,11 @@ func TestE2EAgentUnreachableBudgetIsRefused(t *testing.T) {
 	}
 	// A model the price table knows: it runs.
 	writeFile(t, cfg, strings.Replace(src, `cli = "codex"`, "cli = \"codex\"\nargs = [\"-m\", \"gpt-5-codex\"]", 1))
-	out, errOut, code = p.ralph(t, "run", "--no-tui")
+	out, errOut, code = p.ralph("run", "--no-tui")
 	if code == 2 {
 		t.Fatalf("a priced model was refused: exit %d\n%s\n%s", code, out, errOut)
 	}
-}
+}})
 
 // dropKey removes the lines of a top-level key (and its continuation
 // lines, for an array written over several) from a TOML section's text.
@@ -95,12 +93,10 @@ func dropKey(src, key string) string {
 	return strings.Join(keep, "\n")
 }
 
-// TestE2ESubmitRefusesAnUnreachableBudget: ralph submit checks a config as
+// SubmitRefusesAnUnreachableBudget: ralph submit checks a config as
 // ralph run does, so a max_cost the Codex loop could never reach is refused
 // before the fleet is contacted.
-func TestE2ESubmitRefusesAnUnreachableBudget(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SubmitRefusesAnUnreachableBudget", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[intent]
 goal = "Make go test pass"
@@ -111,9 +107,9 @@ name = "budget"
 kind = "max_cost"
 usd = 5.0
 `)
-	env := append(isolatedEnv(t.TempDir()), "PATH="+fakeAgentBin(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, errOut, code := runIn(t, dir, env, "submit", "ralph.toml", "--nats", "nats://127.0.0.1:1")
+	path := "PATH=" + fakeAgentBin(t) + string(os.PathListSeparator) + os.Getenv("PATH")
+	out, errOut, code := e.Ralph("submit", "ralph.toml", "--nats", "nats://127.0.0.1:1").In(dir).With(path).Run()
 	if code != 2 || !strings.Contains(errOut, `stop condition "budget" (max_cost) can never fire: codex reports tokens but no cost`) {
 		t.Fatalf("exit %d, want 2 and the refusal\n%s\n%s", code, out, errOut)
 	}
-}
+}})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,26 +14,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/serve"
 )
 
 // quickstartStore records the quickstart in a new store and returns the
 // store and the run's id.
-func quickstartStore(t *testing.T) (store, runID string) {
+func quickstartStore(t *testing.T, e *e2e.E) (store, runID string) {
 	t.Helper()
-	return quickstartStoreIn(t, t.TempDir())
+	return quickstartStoreIn(t, e, t.TempDir())
 }
 
 // quickstartStoreIn is quickstartStore in dir.
-func quickstartStoreIn(t *testing.T, dir string) (store, runID string) {
+func quickstartStoreIn(t *testing.T, e *e2e.E, dir string) (store, runID string) {
 	t.Helper()
 	store = filepath.Join(dir, "store")
 	cfg, err := filepath.Abs("../examples/quickstart/ralph.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("quickstart: exit %d\n%s%s", code, out, errOut)
 	}
@@ -76,21 +76,20 @@ func readingCommands(store, runID string) [][]string {
 // Every reading command prints the same bytes, with the same exit status,
 // whether it opens the store itself or reads it through the socket of the
 // process that holds it.
-func TestE2EServedReadsAreIdentical(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	store, runID := quickstartStore(t)
+var _ = suite.Add(e2e.Test{Name: "ServedReadsAreIdentical", Run: func(t *testing.T, e *e2e.E) {
+	store, runID := quickstartStore(t, e)
 	type result struct {
 		out, errOut string
 		code        int
 	}
 	offline := map[int]result{}
 	for i, args := range readingCommands(store, runID) {
-		out, errOut, code := runBinary(t, ralphBin, "", args...)
+		out, errOut, code := e.Ralph(args...).Run()
 		offline[i] = result{out, errOut, code}
 	}
-	// Hold the store as a running ralph does, and serve it.
-	st, err := ledger.Open(ledger.Options{Dir: store})
+	// Hold the store as a running ralph does, and serve it: with the key
+	// the quickstart made, in the test's environment.
+	st, err := ledger.Open(ledger.Options{Dir: store, KeyDir: filepath.Join(e.ConfigHome(), "ralph", "keys")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestE2EServedReadsAreIdentical(t *testing.T) {
 	}
 	defer srv.Close()
 	for i, args := range readingCommands(store, runID) {
-		out, errOut, code := runBinary(t, ralphBin, "", args...)
+		out, errOut, code := e.Ralph(args...).Run()
 		want := offline[i]
 		if out != want.out || code != want.code || errOut != want.errOut {
 			t.Errorf("ralph %s: served output differs from offline:\nexit %d (offline %d)\nstdout:\n%s\noffline stdout:\n%s\nstderr %q (offline %q)",
@@ -113,11 +112,11 @@ func TestE2EServedReadsAreIdentical(t *testing.T) {
 	}
 	// A command that writes says who holds the store and what to do.
 	cfg, _ := filepath.Abs("../examples/quickstart/ralph.toml")
-	_, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui", "--store", store)
+	_, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Run()
 	if code != 2 || !strings.Contains(errOut, "in use by process") {
 		t.Errorf("run on a held store: exit %d %q", code, errOut)
 	}
-}
+}})
 
 // slowLoop writes a config whose iterations are a second apart, up to max.
 func slowLoop(t *testing.T, dir string, max int) string {
@@ -169,18 +168,16 @@ func liveRunID(t *testing.T, store string) string {
 
 // While a slow loop runs headless, every reading command works on its
 // store, and the run then completes with its closing action.
-func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ReadingCommandsOnALiveRun", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg, release := releasedLoop(t, dir)
 	store := filepath.Join(dir, "store")
-	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", store).In(dir).Start()
 	runID := liveRunID(t, store)
 	want := map[string]string{"runs": runID, "history": "iteration 1", "chain show": "IterationStarted",
 		"chain export": `"action_type":"RunStarted"`, "chain verify": "verified ", "predicate": "true"}
 	for _, args := range readingCommands(store, runID)[:13] {
-		out, errOut, code := runBinary(t, ralphBin, "", args...)
+		out, errOut, code := e.Ralph(args...).Run()
 		if args[0] == "predicate" && code == 1 {
 			code = 0 // a predicate that does not hold yet is an answer
 		}
@@ -193,45 +190,44 @@ func TestE2EReadingCommandsOnALiveRun(t *testing.T) {
 			}
 		}
 	}
-	out, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store)
-	if !strings.Contains(out, "running") || !strings.Contains(out, "PID") || !strings.Contains(out, itoa(cmd.Process.Pid)) {
+	out, _, _ := e.Ralph("runs", "--store", store).Run()
+	if !strings.Contains(out, "running") || !strings.Contains(out, "PID") || !strings.Contains(out, itoa(cmd.Pid())) {
 		t.Errorf("runs on a live store does not show the live run's process:\n%s", out)
 	}
 	// A bundle exported while the run appends ends at a signed checkpoint
 	// and verifies with no store.
-	liveBundle, errOut, code := runBinary(t, ralphBin, "", "chain", "export", "--bundle", "--store", store)
+	liveBundle, errOut, code := e.Ralph("chain", "export", "--bundle", "--store", store).Run()
 	if code != 0 || !strings.HasPrefix(liveBundle, "ralph-bundle 1\n") {
 		t.Fatalf("chain export --bundle on a live store: exit %d: %s", code, errOut)
 	}
 	bundleFile := filepath.Join(dir, "live.bundle")
 	writeFile(t, bundleFile, liveBundle)
-	if out, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--bundle", bundleFile); code != 0 || !strings.HasPrefix(out, "verified bundle "+bundleFile+": ") {
+	if out, errOut, code := e.Ralph("chain", "verify", "--bundle", bundleFile).Run(); code != 0 || !strings.HasPrefix(out, "verified bundle "+bundleFile+": ") {
 		t.Errorf("a bundle exported from a live store does not verify: exit %d %q %q", code, out, errOut)
 	}
 	release()
-	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 0 { // the release file: a success-class stop
-		b, _ := os.ReadFile(filepath.Join(dir, "ralph.out"))
-		t.Fatalf("the run did not complete: %v\n%s", err, b)
+	if err := cmd.Wait(); cmd.State().ExitCode() != 0 { // the release file: a success-class stop
+		t.Fatalf("the run did not complete: %v\n%s", err, cmd.Output())
 	}
-	out, _, _ = runBinary(t, ralphBin, "", "chain", "show", "--run", runID, "--store", store)
+	out, _, _ = e.Ralph("chain", "show", "--run", runID, "--store", store).Run()
 	if !strings.Contains(out, "RunStopped") && !strings.Contains(out, "RunCompleted") {
 		t.Errorf("no closing action:\n%s", out)
 	}
 	// The live bundle is the finished store's bundle up to its head: the
 	// same lines, but for its end line.
-	final, _, _ := runBinary(t, ralphBin, "", "chain", "export", "--bundle", "--store", store)
+	final, _, _ := e.Ralph("chain", "export", "--bundle", "--store", store).Run()
 	if body := liveBundle[:strings.LastIndex(liveBundle, "end ")]; !strings.HasPrefix(final, body) || len(final) <= len(liveBundle) {
 		t.Errorf("the live bundle is not a prefix of the finished store's bundle (live %d bytes, finished %d)", len(liveBundle), len(final))
 	}
 	if _, err := os.Stat(filepath.Join(store, serve.SocketName)); !os.IsNotExist(err) {
 		t.Errorf("the socket outlived its process: %v", err)
 	}
-}
+}})
 
 // runState reads a run's recorded state through any reader (ralph runs).
-func runState(t *testing.T, store, runID string) string {
+func runState(t *testing.T, e *e2e.E, store, runID string) string {
 	t.Helper()
-	out, _, _ := runBinary(t, ralphBin, "", "runs", "--json", "--store", store)
+	out, _, _ := e.Ralph("runs", "--json", "--store", store).Run()
 	for _, line := range strings.Split(out, "\n") {
 		var r struct{ ID, State string }
 		if json.Unmarshal([]byte(line), &r) == nil && r.ID == runID {
@@ -243,17 +239,17 @@ func runState(t *testing.T, store, runID string) string {
 
 // waitClosed waits for the run to end and for its process to have closed
 // the store: no socket, no lock file, and the run's closing action.
-func waitClosed(t *testing.T, store, runID string) {
+func waitClosed(t *testing.T, e *e2e.E, store, runID string) {
 	t.Helper()
 	waitUntil(t, "run "+runID+" ends", func() bool {
-		s := runState(t, store, runID)
+		s := runState(t, e, store, runID)
 		return s != "" && s != "running" && s != "paused"
 	})
 	waitUntil(t, "the store is closed", func() bool {
 		_, sockErr := os.Stat(filepath.Join(store, serve.SocketName))
 		return os.IsNotExist(sockErr) && ledger.StaleLock(store) == 0 && !lockFile(store)
 	})
-	out, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--run", runID, "--store", store)
+	out, _, _ := e.Ralph("chain", "show", "--run", runID, "--store", store).Run()
 	if !regexp.MustCompile(`Run(Completed|Stopped|Failed|Aborted)`).MatchString(out) {
 		t.Errorf("run %s has no closing action:\n%s", runID, out)
 	}
@@ -271,13 +267,11 @@ var startedRe = regexp.MustCompile(`run ([0-9a-f-]{36}) started in the backgroun
 // run --detach returns at once with the run id; attach shows the run live
 // in a terminal, a second attach works beside it, q detaches and the run
 // completes; an attach to the ended run says how to view it.
-func TestE2EDetachAndAttach(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "DetachAndAttach", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 25)
 	store := filepath.Join(dir, "store")
-	out, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--detach", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--detach", "--store", store).Run()
 	m := startedRe.FindStringSubmatch(out)
 	if code != 0 || m == nil || !strings.Contains(out, "ralph attach "+m[1]) {
 		t.Fatalf("run --detach: exit %d\n%s%s", code, out, errOut)
@@ -290,128 +284,118 @@ func TestE2EDetachAndAttach(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket: %v %v, want mode 0600", fi, err)
 	}
-	a := newTmux(t, ralphBin+" attach "+runID[:8]+" --store "+store+"; sleep 60")
-	a.waitFor("Running")
-	a.waitFor("Iteration 2")
-	b := newTmuxNamed(t, "second", ralphBin+" attach "+runID+" --store "+store+"; sleep 60")
-	b.waitFor("Running")
-	v := newTmuxNamed(t, "view", ralphBin+" view "+runID+" --store "+store+"; sleep 60")
+	a := e.Ralph("attach", runID[:8], "--store", store).Term()
+	waitShown(t, a, store, "Running")
+	waitIteration(t, a, store, 2)
+	b := e.Ralph("attach", runID, "--store", store).Term()
+	waitShown(t, b, store, "Running")
+	v := e.Ralph("view", runID, "--store", store).Term()
 	// Read through the socket, not "Interrupted": the view is idle at the
 	// run's last seq, not ended.
-	if s := v.waitIdle(1); !strings.Contains(s, "Running elsewhere") || !strings.Contains(s, "The run goes on in process "+m[2]) {
+	if s := v.WaitIdle(1); !strings.Contains(s, "Running elsewhere") || !strings.Contains(s, "The run goes on in process "+m[2]) {
 		t.Errorf("the view of a run going on elsewhere:\n%s", s)
 	}
-	v.send("q")
-	runs, _, _ := runBinary(t, ralphBin, "", "runs", "--store", store)
+	v.Send("q")
+	runs, _, _ := e.Ralph("runs", "--store", store).Run()
 	if !strings.Contains(runs, "attached") || !strings.Contains(runs, m[2]) || !strings.Contains(runs, logFile) {
 		t.Errorf("runs does not show the attached run's process and log:\n%s", runs)
 	}
-	a.send("q")
-	a.waitFor("detached from run " + runID)
-	b.send("q")
-	b.waitFor("detached from run " + runID)
-	waitClosed(t, store, runID)
+	a.Send("q")
+	a.WaitFor("detached from run " + runID)
+	b.Send("q")
+	b.WaitFor("detached from run " + runID)
+	waitClosed(t, e, store, runID)
 	log, _ := os.ReadFile(logFile)
 	if !strings.Contains(string(log), "RunStopped") || !strings.Contains(string(log), "run "+runID+" stopped after 25 iteration(s)") {
 		t.Errorf("the log lacks the run's end:\n%s", log)
 	}
-	c := newTmuxNamed(t, "ended", ralphBin+" attach "+runID+" --store "+store+"; echo EXIT $?; sleep 60")
-	c.waitFor("EXIT 2")
-	if s := c.screen(); !strings.Contains(s, "has ended (stopped)") || !strings.Contains(s, "ralph view "+runID) {
+	c := e.Ralph("attach", runID, "--store", store).Term()
+	if code := c.Exit(); code != 2 {
+		t.Fatalf("attach to an ended run: exit %d, want 2:\n%s", code, c.Screen())
+	}
+	if s := c.Screen(); !strings.Contains(s, "has ended (stopped)") || !strings.Contains(s, "ralph view "+runID) {
 		t.Errorf("attach to an ended run:\n%s", s)
 	}
-}
+}})
 
 // The terminal of a foreground UI run closing (SIGHUP) detaches the run:
 // it completes, its closing action recorded, its output in the log file.
-func TestE2EHangupDetachesAForegroundRun(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "HangupDetachesAForegroundRun", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 15)
 	store := filepath.Join(dir, "store")
-	tm := newTmux(t, ralphBin+" run "+cfg+" --store "+store)
-	tm.waitFor("Iteration 2")
+	tm := e.Ralph("run", cfg, "--store", store).Term()
+	waitIteration(t, tm, store, 2)
 	runID := liveRunID(t, store)
-	if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
-		t.Fatal(err)
-	}
-	waitClosed(t, store, runID)
-	if s := runState(t, store, runID); s != "stopped" {
+	tm.Close()
+	waitClosed(t, e, store, runID)
+	if s := runState(t, e, store, runID); s != "stopped" {
 		t.Errorf("run ended %s, want stopped by max_iterations", s)
 	}
 	log, _ := os.ReadFile(filepath.Join(store, "logs", runID+".log"))
 	if !strings.Contains(string(log), "run "+runID+" stopped after 15 iteration(s)") {
 		t.Errorf("the log lacks the run's end:\n%s", log)
 	}
-}
+}})
 
 // q in a foreground UI asks; n stays, d detaches and the run completes in
 // the same process.
-func TestE2EQuitAsksInAForegroundRun(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "QuitAsksInAForegroundRun", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 12)
-	store, exitFile := filepath.Join(dir, "store"), filepath.Join(dir, "exit")
-	tm := newTmux(t, ralphBin+" run "+cfg+" --store "+store+"; echo $? > "+exitFile+"; sleep 60")
-	tm.waitFor("Iteration 2")
-	tm.waitFor("y aborts the run · d detaches", "q")
-	tm.send("n")
-	tm.waitFor("Iteration 3")
-	tm.send("q")
-	tm.waitFor("d detaches")
-	tm.send("d")
-	tm.waitFor("goes on in this process")
-	if code := waitFile(t, exitFile); code != "3" {
-		t.Errorf("the detached run exited %s, want 3 (max_iterations)", code)
+	store := filepath.Join(dir, "store")
+	tm := e.Ralph("run", cfg, "--store", store).Term()
+	waitIteration(t, tm, store, 2)
+	tm.WaitFor("y aborts the run · d detaches", "q")
+	tm.Send("n")
+	waitIteration(t, tm, store, 3)
+	tm.Send("q")
+	tm.WaitFor("d detaches")
+	tm.Send("d")
+	tm.WaitFor("goes on in this process")
+	if code := tm.Exit(); code != 3 {
+		t.Errorf("the detached run exited %d, want 3 (max_iterations)", code)
 	}
-	runID := regexp.MustCompile(`run ([0-9a-f-]{36}) goes on`).FindStringSubmatch(tm.screen())
+	runID := regexp.MustCompile(`run ([0-9a-f-]{36}) goes on`).FindStringSubmatch(tm.Screen())
 	if runID == nil {
-		t.Fatalf("no run id on screen:\n%s", tm.screen())
+		t.Fatalf("no run id on screen:\n%s", tm.Screen())
 	}
-	waitClosed(t, store, runID[1])
-}
+	waitClosed(t, e, store, runID[1])
+}})
 
 // SIGPIPE, SIGTERM and SIGHUP all leave the store closed (no lock file,
 // no socket); only SIGKILL leaves a lock, which the next writer clears.
-func TestE2ESignalsCloseTheStore(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SignalsCloseTheStore", Run: func(t *testing.T, e *e2e.E) {
 	for _, sig := range []string{"PIPE", "TERM", "HUP", "KILL"} {
-		t.Run(sig, func(t *testing.T) {
+		e.Run(sig, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := slowLoop(t, dir, 8)
 			store := filepath.Join(dir, "store")
-			var cmd *exec.Cmd
+			var cmd *e2e.Proc
 			if sig == "PIPE" { // the reader of its output goes away
-				cmd = exec.Command("sh", "-c", ralphBin+" run "+cfg+" --no-tui --store "+store+" | head -c 1 >/dev/null; sleep 120")
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+				cmd = e.Command("sh", "-c", e.Bin()+" run "+cfg+" --no-tui --store "+store+" | head -c 1 >/dev/null; sleep 120 >/dev/null 2>&1").Start()
 			} else {
-				cmd = startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+				cmd = e.Ralph("run", cfg, "--no-tui", "--store", store).In(dir).Start()
 			}
 			runID := liveRunID(t, store)
 			switch sig {
 			case "TERM":
-				cmd.Process.Signal(syscall.SIGTERM)
+				cmd.Signal(syscall.SIGTERM)
 			case "HUP":
-				cmd.Process.Signal(syscall.SIGHUP)
+				cmd.Signal(syscall.SIGHUP)
 			case "KILL":
-				cmd.Process.Kill()
+				cmd.Kill()
 				cmd.Wait()
 				waitUntil(t, "the process is gone", func() bool { return ledger.StaleLock(store) != 0 })
-				_, errOut, _ := runBinary(t, ralphBin, "", "resume", runID, "--no-tui", "--store", store)
+				_, errOut, _ := e.Ralph("resume", runID, "--no-tui", "--store", store).Run()
 				if !strings.Contains(errOut, "cleared a stale lock") {
 					t.Errorf("resume after SIGKILL did not clear the lock: %q", errOut)
 				}
 			}
-			waitClosed(t, store, runID)
+			waitClosed(t, e, store, runID)
 			want := map[string]string{"PIPE": "stopped", "TERM": "aborted", "HUP": "stopped", "KILL": "stopped"}[sig]
-			if s := runState(t, store, runID); s != want {
+			if s := runState(t, e, store, runID); s != want {
 				t.Errorf("after SIG%s the run is %s, want %s", sig, s, want)
 			}
 		})
@@ -421,14 +405,14 @@ func TestE2ESignalsCloseTheStore(t *testing.T) {
 	cfg := slowLoop(t, dir, 60)
 	writeFile(t, cfg, strings.Replace(readFile(t, cfg), `delay = "300ms"`, `delay = "0s"`, 1))
 	store := filepath.Join(dir, "store")
-	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui", "--store", store); code != 3 {
+	if _, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Run(); code != 3 {
 		t.Fatalf("a 60-iteration run: exit %d %s", code, errOut)
 	}
-	out, err := exec.Command("bash", "-c", ralphBin+" chain show --json --store "+store+" | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}").CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "141" || lockFile(store) || ledger.StaleLock(store) != 0 {
-		t.Errorf("chain show | head: %v %q (want 141 and no message; lock file %v)", err, out, lockFile(store))
+	out, errOut, code := e.Command("bash", "-c", e.Bin()+" chain show --json --store "+store+" | head -c 10 >/dev/null; echo ${PIPESTATUS[0]}").Run()
+	if code != 0 || strings.TrimSpace(out+errOut) != "141" || lockFile(store) || ledger.StaleLock(store) != 0 {
+		t.Errorf("chain show | head: exit %d %q (want 141 and no message; lock file %v)", code, out+errOut, lockFile(store))
 	}
-}
+}})
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()
@@ -441,13 +425,11 @@ func readFile(t *testing.T, path string) string {
 
 // The socket answers a malformed request with 400 and one sentence, and
 // a client that stops reading its event stream does not hold the run up.
-func TestE2ESocketMalformedAndSlowClient(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "SocketMalformedAndSlowClient", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 10)
 	store := filepath.Join(dir, "store")
-	cmd := startRalph(t, dir, "run", cfg, "--no-tui", "--store", store)
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", store).In(dir).Start()
 	runID := liveRunID(t, store)
 	sock := filepath.Join(store, serve.SocketName)
 	ask := func(req string) string {
@@ -477,38 +459,34 @@ func TestE2ESocketMalformedAndSlowClient(t *testing.T) {
 	}
 	defer slow.Close()
 	io.WriteString(slow, "GET /v1/events?from=0 HTTP/1.1\r\nHost: x\r\n\r\n")
-	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 3 {
+	if err := cmd.Wait(); cmd.State().ExitCode() != 3 {
 		t.Fatalf("the run did not complete: %v", err)
 	}
-	waitClosed(t, store, runID)
-}
+	waitClosed(t, e, store, runID)
+}})
 
 // A run in approve mode whose terminal closed waits for its next plan;
 // an attached UI answers it, and aborts the run after asking.
-func TestE2EAttachAnswersApprovals(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "AttachAnswersApprovals", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := slowLoop(t, dir, 5)
 	store := filepath.Join(dir, "store")
-	fg := newTmux(t, ralphBin+" run "+cfg+" --approve --store "+store)
-	fg.waitFor("Run the plan for iteration 1")
+	fg := e.Ralph("run", cfg, "--approve", "--store", store).Term()
+	fg.WaitFor("Run the plan for iteration 1")
 	runID := liveRunIDAt(t, store, 0)
-	if err := exec.Command("tmux", "kill-session", "-t", fg.session).Run(); err != nil {
-		t.Fatal(err)
-	}
-	a := newTmuxNamed(t, "attach", ralphBin+" attach "+runID+" --store "+store+"; sleep 60")
-	a.waitFor("Run the plan for iteration 1")
-	a.send("y")
-	a.waitFor("Run the plan for iteration 2")
-	a.send("a")
-	a.waitFor("Abort the run?")
-	a.send("y")
-	waitClosed(t, store, runID)
-	if s := runState(t, store, runID); s != "aborted" {
+	fg.Close()
+	a := e.Ralph("attach", runID, "--store", store).Term()
+	a.WaitFor("Run the plan for iteration 1")
+	a.Send("y")
+	a.WaitFor("Run the plan for iteration 2")
+	a.Send("a")
+	a.WaitFor("Abort the run?")
+	a.Send("y")
+	waitClosed(t, e, store, runID)
+	if s := runState(t, e, store, runID); s != "aborted" {
 		t.Errorf("run ended %s, want aborted from the attached UI", s)
 	}
-}
+}})
 
 // liveRunIDAt waits for the run the process serving store drives, once
 // the chain holds more than head actions.

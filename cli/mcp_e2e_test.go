@@ -12,14 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // mcpSession starts `ralph mcp args...` and connects the SDK's own client
 // to it over stdio.
-func mcpSession(t *testing.T, env []string, args ...string) *mcp.ClientSession {
+func mcpSession(t *testing.T, e *e2e.E, args ...string) *mcp.ClientSession {
 	t.Helper()
-	cmd := exec.Command(ralphBin, withCreds(append([]string{"mcp"}, args...))...)
-	cmd.Env = env
+	cmd := e.Ralph(append([]string{"mcp"}, args...)...).Exec()
 	client := mcp.NewClient(&mcp.Implementation{Name: "ralph-e2e", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -62,8 +62,7 @@ func call(t *testing.T, s *mcp.ClientSession, tool string, args map[string]any, 
 // Every read-only tool, driven by the SDK's client over stdio against the
 // real binary, on a store with one ended run; controls are refused without
 // --allow-control; an unknown run and a bad request are one sentence each.
-func TestE2EMCPReadOnly(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "MCPReadOnly", Needs: []e2e.Need{e2e.Tool("git")}, Serial: true, Run: func(t *testing.T, e *e2e.E) {
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Write" (call :fs.write {:path (str "it-" (:iteration ctx) ".txt") :content "hi"}))'
 [[stop]]
@@ -79,16 +78,15 @@ at = "after_iteration"
 cmd = ["true"]
 `)
 	store := filepath.Join(dir, ".ralph")
-	env := isolatedEnv(dir)
 	// A git work tree: each iteration is checkpointed, so its diff is there.
 	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	writeFile(t, filepath.Join(dir, ".gitignore"), ".ralph/\n")
-	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 {
+	if _, stderr, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).Run(); code != 3 {
 		t.Fatalf("run exit %d: %s", code, stderr)
 	}
-	s := mcpSession(t, env, "--store", store)
+	s := mcpSession(t, e, "--store", store)
 	ctx := context.Background()
 	tools, err := s.ListTools(ctx, nil)
 	if err != nil {
@@ -108,8 +106,8 @@ cmd = ["true"]
 			Iterations           int
 		} `json:"runs"`
 	}
-	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 || runs.Runs[0].State != "stopped" || runs.Runs[0].Iterations != 2 {
-		t.Fatalf("list_runs: %q %+v", e, runs)
+	if msg := call(t, s, "list_runs", nil, &runs); msg != "" || len(runs.Runs) != 1 || runs.Runs[0].State != "stopped" || runs.Runs[0].Iterations != 2 {
+		t.Fatalf("list_runs: %q %+v", msg, runs)
 	}
 	id := runs.Runs[0].ID
 	prefix := map[string]any{"run_id": id[:13]}
@@ -122,8 +120,8 @@ cmd = ["true"]
 			Met                    bool
 		}
 	}
-	if e := call(t, s, "run_state", prefix, &state); e != "" || state.Run.ID != id || state.EvaluatedAfterIteration != 2 || len(state.Conditions) != 2 {
-		t.Fatalf("run_state: %q %+v", e, state)
+	if msg := call(t, s, "run_state", prefix, &state); msg != "" || state.Run.ID != id || state.EvaluatedAfterIteration != 2 || len(state.Conditions) != 2 {
+		t.Fatalf("run_state: %q %+v", msg, state)
 	}
 	for _, c := range state.Conditions {
 		if c.Name == "tests" && (c.Met || !strings.Contains(c.Evidence, "DONE")) {
@@ -136,9 +134,9 @@ cmd = ["true"]
 		Condition, Class, Summary string
 		Trigger                   *struct{ Name string }
 	}
-	if e := call(t, s, "why_stopped", prefix, &why); e != "" || !why.Ended || why.Condition != "two" || why.Class != "limit" ||
+	if msg := call(t, s, "why_stopped", prefix, &why); msg != "" || !why.Ended || why.Condition != "two" || why.Class != "limit" ||
 		why.Trigger == nil || why.Trigger.Name != "two" || !strings.Contains(why.Summary, "after 2 iteration(s): limit by two") {
-		t.Fatalf("why_stopped: %q %+v", e, why)
+		t.Fatalf("why_stopped: %q %+v", msg, why)
 	}
 
 	var hist struct {
@@ -152,8 +150,8 @@ cmd = ["true"]
 		Diff     string
 		DiffNote string `json:"diff_note"`
 	}
-	if e := call(t, s, "iteration_history", map[string]any{"run_id": id, "iteration": 1}, &hist); e != "" || hist.Iteration != 1 || hist.Status != "ok" {
-		t.Fatalf("iteration_history: %q %+v", e, hist)
+	if msg := call(t, s, "iteration_history", map[string]any{"run_id": id, "iteration": 1}, &hist); msg != "" || hist.Iteration != 1 || hist.Status != "ok" {
+		t.Fatalf("iteration_history: %q %+v", msg, hist)
 	}
 	if len(hist.Files) != 1 || hist.Files[0].Path != "it-1.txt" || hist.Files[0].Added != 1 || !strings.Contains(hist.Diff, "+hi") {
 		t.Errorf("iteration 1's diff: files %+v, diff %q, note %q", hist.Files, hist.Diff, hist.DiffNote)
@@ -171,17 +169,17 @@ cmd = ["true"]
 		Actions []map[string]any
 		More    bool
 	}
-	if e := call(t, s, "chain_query", map[string]any{"run_id": id, "type": "HookRan", "limit": 1}, &chain); e != "" || len(chain.Actions) != 1 || !chain.More ||
+	if msg := call(t, s, "chain_query", map[string]any{"run_id": id, "type": "HookRan", "limit": 1}, &chain); msg != "" || len(chain.Actions) != 1 || !chain.More ||
 		chain.Actions[0]["action_type"] != "HookRan" || chain.Actions[0]["run_id"] != id {
-		t.Fatalf("chain_query: %q %+v", e, chain)
+		t.Fatalf("chain_query: %q %+v", msg, chain)
 	}
 
 	var ver struct {
 		OK      bool
 		Actions int
 	}
-	if e := call(t, s, "verify_chain", nil, &ver); e != "" || !ver.OK || ver.Actions == 0 {
-		t.Fatalf("verify_chain: %q %+v", e, ver)
+	if msg := call(t, s, "verify_chain", nil, &ver); msg != "" || !ver.OK || ver.Actions == 0 {
+		t.Fatalf("verify_chain: %q %+v", msg, ver)
 	}
 
 	for _, c := range []struct {
@@ -198,20 +196,19 @@ cmd = ["true"]
 		{"iteration_history", map[string]any{"run_id": 7}, "run_id"}, // a number for a string
 		{"no_such_tool", nil, "no_such_tool"},
 	} {
-		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
-			t.Errorf("%s %v: got %q, want it to contain %q", c.tool, c.args, e, c.want)
+		if msg := call(t, s, c.tool, c.args, nil); !strings.Contains(msg, c.want) {
+			t.Errorf("%s %v: got %q, want it to contain %q", c.tool, c.args, msg, c.want)
 		}
 	}
 	// The session survives every refusal.
-	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 {
-		t.Errorf("list_runs after the refusals: %q", e)
+	if msg := call(t, s, "list_runs", nil, &runs); msg != "" || len(runs.Runs) != 1 {
+		t.Errorf("list_runs after the refusals: %q", msg)
 	}
-}
+}})
 
 // With --allow-control the tools steer the running loop through its
 // store's socket: pause, resume, skip, abort.
-func TestE2EMCPControl(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "MCPControl", Serial: true, Run: func(t *testing.T, e *e2e.E) {
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 [loop]
@@ -222,11 +219,11 @@ max = 1000
 `)
 	store := filepath.Join(dir, ".ralph")
 	// Started before the run made its store: calls say so until it exists.
-	s := mcpSession(t, nil, "--store", store, "--allow-control")
-	if e := call(t, s, "list_runs", nil, nil); e != "no store at "+store+"; run a plan first or pass --store DIR" {
-		t.Errorf("list_runs before the store exists: %q", e)
+	s := mcpSession(t, e, "--store", store, "--allow-control")
+	if msg := call(t, s, "list_runs", nil, nil); msg != "no store at "+store+"; run a plan first or pass --store DIR" {
+		t.Errorf("list_runs before the store exists: %q", msg)
 	}
-	run := startRalph(t, dir, "run", "--no-tui")
+	run := e.Ralph("run", "--no-tui").In(dir).Start()
 	var runs struct{ Runs []struct{ ID string } }
 	waitUntil(t, "the run is listed", func() bool { return call(t, s, "list_runs", nil, &runs) == "" && len(runs.Runs) == 1 })
 	id := map[string]any{"run_id": runs.Runs[0].ID}
@@ -235,74 +232,73 @@ max = 1000
 			Live bool
 			Run  struct{ State string }
 		}
-		if e := call(t, s, "run_state", id, &st); e != "" || !st.Live {
-			t.Fatalf("run_state: %q %+v", e, st)
+		if msg := call(t, s, "run_state", id, &st); msg != "" || !st.Live {
+			t.Fatalf("run_state: %q %+v", msg, st)
 		}
 		return st.Run.State
 	}
 	var done struct{ Done string }
-	if e := call(t, s, "pause_run", id, &done); e != "" || done.Done != "pause requested" {
-		t.Fatalf("pause_run: %q %+v", e, done)
+	if msg := call(t, s, "pause_run", id, &done); msg != "" || done.Done != "pause requested" {
+		t.Fatalf("pause_run: %q %+v", msg, done)
 	}
 	waitUntil(t, "the run is paused", func() bool { return state() == "paused" })
-	if e := call(t, s, "resume_run", id, nil); e != "" {
-		t.Fatalf("resume_run: %q", e)
+	if msg := call(t, s, "resume_run", id, nil); msg != "" {
+		t.Fatalf("resume_run: %q", msg)
 	}
 	waitUntil(t, "the run runs again", func() bool { return state() == "running" })
-	if e := call(t, s, "skip_iteration", id, nil); e != "" {
-		t.Fatalf("skip_iteration: %q", e)
+	if msg := call(t, s, "skip_iteration", id, nil); msg != "" {
+		t.Fatalf("skip_iteration: %q", msg)
 	}
-	if e := call(t, s, "abort_run", id, nil); e != "" {
-		t.Fatalf("abort_run: %q", e)
+	if msg := call(t, s, "abort_run", id, nil); msg != "" {
+		t.Fatalf("abort_run: %q", msg)
 	}
 	err := run.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
 		t.Fatalf("run ended with %v, want exit 4 (aborted)", err)
 	}
-	if e := call(t, s, "pause_run", id, nil); !strings.Contains(e, "is not running (its state is aborted)") {
-		t.Errorf("pause of an ended run: %q", e)
+	if msg := call(t, s, "pause_run", id, nil); !strings.Contains(msg, "is not running (its state is aborted)") {
+		t.Errorf("pause of an ended run: %q", msg)
 	}
-}
+}})
 
 // With --nats the tools read the fleet: its runs' states, and each run's
 // chain as the fleet replicated it.
-func TestE2EMCPFleet(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "MCPFleet", Serial: true, Run: func(t *testing.T, e *e2e.E) {
 	url := fleettest.Node(t).ClientURL()
-	id, state := replicatedRun(t, openFleetJobs(t, url), filepath.Join(t.TempDir(), "store"))
-	s := mcpSession(t, nil, "--nats", url, "--allow-control")
+	id, state := replicatedRun(t, e, openFleetJobs(t, url), filepath.Join(t.TempDir(), "store"))
+	s := mcpSession(t, e, "--nats", url, "--allow-control")
 	var runs struct {
 		Runs []struct {
 			ID, State, Condition string
 			Iterations           int
 		}
 	}
-	if e := call(t, s, "list_runs", nil, &runs); e != "" || len(runs.Runs) != 1 || runs.Runs[0].ID != id ||
+	if msg := call(t, s, "list_runs", nil, &runs); msg != "" || len(runs.Runs) != 1 || runs.Runs[0].ID != id ||
 		runs.Runs[0].State != "succeeded" || runs.Runs[0].Iterations != state.Iteration {
-		t.Fatalf("list_runs: %q %+v", e, runs)
+		t.Fatalf("list_runs: %q %+v", msg, runs)
 	}
 	prefix := map[string]any{"run_id": id[:13]}
 	var why struct {
 		Ended            bool
 		State, Condition string
 	}
-	if e := call(t, s, "why_stopped", prefix, &why); e != "" || !why.Ended || why.State != "succeeded" || why.Condition != state.Condition {
-		t.Fatalf("why_stopped: %q %+v", e, why)
+	if msg := call(t, s, "why_stopped", prefix, &why); msg != "" || !why.Ended || why.State != "succeeded" || why.Condition != state.Condition {
+		t.Fatalf("why_stopped: %q %+v", msg, why)
 	}
 	var st struct {
 		Live       bool
 		Conditions []struct{ Name string }
 	}
-	if e := call(t, s, "run_state", prefix, &st); e != "" || st.Live || len(st.Conditions) == 0 {
-		t.Fatalf("run_state: %q %+v", e, st)
+	if msg := call(t, s, "run_state", prefix, &st); msg != "" || st.Live || len(st.Conditions) == 0 {
+		t.Fatalf("run_state: %q %+v", msg, st)
 	}
 	var hist struct{ Iteration int }
-	if e := call(t, s, "iteration_history", prefix, &hist); e != "" || hist.Iteration != state.Iteration {
-		t.Fatalf("iteration_history: %q %+v", e, hist)
+	if msg := call(t, s, "iteration_history", prefix, &hist); msg != "" || hist.Iteration != state.Iteration {
+		t.Fatalf("iteration_history: %q %+v", msg, hist)
 	}
 	var ver struct{ OK bool }
-	if e := call(t, s, "verify_chain", prefix, &ver); e != "" || !ver.OK {
-		t.Fatalf("verify_chain: %q %+v", e, ver)
+	if msg := call(t, s, "verify_chain", prefix, &ver); msg != "" || !ver.OK {
+		t.Fatalf("verify_chain: %q %+v", msg, ver)
 	}
 	for _, c := range []struct {
 		tool string
@@ -313,8 +309,8 @@ func TestE2EMCPFleet(t *testing.T) {
 		{"run_state", map[string]any{"run_id": "0000dead"}, "the fleet at " + url + " has no run 0000dead"},
 		{"pause_run", prefix, "run " + id + " is not running (its state in the fleet is succeeded)"},
 	} {
-		if e := call(t, s, c.tool, c.args, nil); !strings.Contains(e, c.want) {
-			t.Errorf("%s: got %q, want %q", c.tool, e, c.want)
+		if msg := call(t, s, c.tool, c.args, nil); !strings.Contains(msg, c.want) {
+			t.Errorf("%s: got %q, want %q", c.tool, msg, c.want)
 		}
 	}
-}
+}})

@@ -6,16 +6,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
-// TestE2EModelPlans runs plans written the way models write them (CCOS's
+// ModelPlans runs plans written the way models write them (CCOS's
 // plan wrapper, qualified keys, loops, sets, #(…), case, match, println)
 // through `ralph exec` with the real binary, each in a fresh workdir and
 // store, and checks the action trace, the result and the exit status
 // against cli/testdata/modelplans/NAME.trace (rewritten with -update).
-func TestE2EModelPlans(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ModelPlans", Run: func(t *testing.T, e *e2e.E) {
 	plans, err := filepath.Glob(filepath.Join("testdata", "modelplans", "*.rtfs"))
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestE2EModelPlans(t *testing.T) {
 	}
 	for _, plan := range plans {
 		name := strings.TrimSuffix(filepath.Base(plan), ".rtfs")
-		t.Run(name, func(t *testing.T) {
+		e.Run(name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			src, err := os.ReadFile(plan)
 			if err != nil {
@@ -35,7 +35,7 @@ func TestE2EModelPlans(t *testing.T) {
 			cfg := filepath.Join(dir, "ralph.toml")
 			writeFile(t, cfg, "[model]\nprovider = \"static\"\n[governance]\nshell_allow = [\"echo\"]\n[store]\ndir = \"store\"\n")
 			writeFile(t, filepath.Join(dir, name+".rtfs"), string(src))
-			out, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, name+".rtfs"), "--config", cfg)
+			out, errOut, code := e.Ralph("exec", filepath.Join(dir, name+".rtfs"), "--config", cfg).Run()
 			got := traceOf(out, errOut, code, dir)
 			golden := strings.TrimSuffix(plan, ".rtfs") + ".trace"
 			if *update {
@@ -53,7 +53,7 @@ func TestE2EModelPlans(t *testing.T) {
 			}
 		})
 	}
-}
+}})
 
 var (
 	treeGlyphs = regexp.MustCompile(`^[│├└─ ]*`)
@@ -79,11 +79,9 @@ func traceOf(out, errOut string, code int, dir string) string {
 	return b.String()
 }
 
-// TestE2EPrintln: println, prn and log in a plan are InternalStep "log"
+// Println: println, prn and log in a plan are InternalStep "log"
 // actions holding the line; in ralph eval they go to stderr.
-func TestE2EPrintln(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "Println", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[store]\ndir = \"store\"\n")
@@ -92,10 +90,10 @@ func TestE2EPrintln(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "p.rtfs"), string(src))
-	if _, errOut, code := runBinary(t, ralphBin, "", "exec", filepath.Join(dir, "p.rtfs"), "--config", cfg); code != 0 {
+	if _, errOut, code := e.Ralph("exec", filepath.Join(dir, "p.rtfs"), "--config", cfg).Run(); code != 0 {
 		t.Fatalf("exec: %d %s", code, errOut)
 	}
-	out, errOut, code := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, "store"))
+	out, errOut, code := e.Ralph("chain", "show", "--json", "--store", filepath.Join(dir, "store")).Run()
 	if code != 0 {
 		t.Fatalf("chain show: %d %s", code, errOut)
 	}
@@ -114,8 +112,8 @@ func TestE2EPrintln(t *testing.T) {
 			t.Errorf("log action %d = %s, want %s and its position", i, lines[i], w)
 		}
 	}
-	out, errOut, code = runBinary(t, ralphBin, "", "eval", "-e", `(do (println "to stderr" [1 "x"]) (prn "q") 5)`)
+	out, errOut, code = e.Ralph("eval", "-e", `(do (println "to stderr" [1 "x"]) (prn "q") 5)`).Run()
 	if code != 0 || out != "5\n" || errOut != "to stderr [1 \"x\"]\n\"q\"\n" {
 		t.Errorf("eval: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-}
+}})

@@ -13,14 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/internal/proctest"
-	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // signalBound is how long ralph may take to exit after a signal: 5 s
@@ -28,16 +27,15 @@ import (
 // machine to deliver the signal and reap the process.
 const signalBound = 5 * time.Second
 
-// exited waits for cmd (started, not yet waited for) to exit, at most
+// exited waits for ralph (started, not yet waited for) to exit, at most
 // bound after since, and returns its exit code (128+n for a signal n) and
 // how long it took; a process still running then fails the test.
-func exited(t *testing.T, cmd *exec.Cmd, since time.Time, bound time.Duration) (int, time.Duration) {
+func exited(t *testing.T, ralph *e2e.Proc, since time.Time, bound time.Duration) (int, time.Duration) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-ralph.Done():
 		took := time.Since(since)
+		err := ralph.Wait()
 		if ee, ok := err.(*exec.ExitError); ok {
 			if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
 				return 128 + int(ws.Signal()), took
@@ -45,12 +43,21 @@ func exited(t *testing.T, cmd *exec.Cmd, since time.Time, bound time.Duration) (
 		}
 		return exitCode(err), took
 	case <-time.After(time.Until(since.Add(bound))):
-		cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, for the failure
-		<-done
+		ralph.Signal(syscall.SIGQUIT) // its goroutines, for the failure
+		<-ralph.Done()
 		t.Fatalf("ralph did not exit within %s", bound)
 		return 0, 0
 	}
 }
+
+// immutableDirs is the need of a test that makes a store unable to flush
+// (immutable).
+var immutableDirs = []e2e.Need{e2e.Tool("chattr"), e2e.Probe("an immutable directory (chattr +i)", func(dir string) error {
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("chattr +i %s: %v %s; a store that cannot flush needs root and an ext2/3/4 file system under $TMPDIR", dir, err, out)
+	}
+	return exec.Command("chattr", "-i", dir).Run()
+})}
 
 // immutable makes dir immutable (chattr +i): nothing can be created in
 // it, so Badger's flush into a new table fails (and Badger retries it
@@ -58,8 +65,8 @@ func exited(t *testing.T, cmd *exec.Cmd, since time.Time, bound time.Duration) (
 // clears it again at the end.
 func immutable(t *testing.T, dir string) {
 	t.Helper()
-	if out, err := exec.Command(testenv.Tool(t, "chattr"), "+i", dir).CombinedOutput(); err != nil {
-		testenv.Need(t, "an immutable directory (chattr +i)", fmt.Sprintf("chattr +i %s: %v %s; a store that cannot flush needs root and an ext2/3/4 file system under $TMPDIR", dir, err, out))
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i %s: %v %s", dir, err, out)
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
 }
@@ -77,11 +84,13 @@ func loopFor(t *testing.T, dir string, delay string, max int) string {
 // run writes to it ends the run at once as failed (exit 1), with one
 // sentence naming the store, what happened, the last action committed and
 // the witness; ralph runs then says it for that run.
-func TestE2EStoreLostEndsTheRun(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "StoreLostEndsTheRun", Run: func(t *testing.T, e *e2e.E) {
 	for _, what := range []string{"removed", "replaced", "read-only"} {
-		t.Run(what, func(t *testing.T) {
+		var needs []e2e.Need
+		if what == "read-only" {
+			needs = ext4Loop
+		}
+		e.Run(what, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			store := filepath.Join(dir, "store")
@@ -89,30 +98,30 @@ func TestE2EStoreLostEndsTheRun(t *testing.T) {
 				store = filepath.Join(ext4Mount(t, dir), "store")
 			}
 			cfg := loopFor(t, dir, "200ms", 2000)
-			cmd, lines, errOut := startHeadless(t, dir, cfg, store)
+			ralph := e.Ralph("run", cfg, "--no-tui", "--store", store).Start()
 			for range 3 {
-				waitLine(t, lines, "IterationCompleted")
+				ralph.WaitLine("IterationCompleted")
 			}
 			lose(t, what, store)
 			since := time.Now()
-			out := rest(lines)
-			code, took := exited(t, cmd, since, 15*time.Second)
+			out := ralph.Rest()
+			code, took := exited(t, ralph, since, 15*time.Second)
 			t.Logf("%s: ralph exited %d, %s after the store was %s", what, code, took.Round(time.Millisecond), what)
 			sentence := "ledger store " + store + " "
-			if code != 1 || !strings.Contains(errOut.String(), sentence) || !strings.Contains(errOut.String(), "so nothing more can be recorded") ||
-				!strings.Contains(errOut.String(), "witness") {
+			if errOut := ralph.Stderr(); code != 1 || !strings.Contains(errOut, sentence) || !strings.Contains(errOut, "so nothing more can be recorded") ||
+				!strings.Contains(errOut, "witness") {
 				t.Fatalf("exit %d, stderr:\n%s\nstdout:\n%s", code, errOut, out)
 			}
 			if strings.Contains(out, "stopped after") || strings.Contains(out, "done after") {
 				t.Errorf("the run claims to have ended well:\n%s", out)
 			}
-			runs, _, rcode := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+			runs, _, rcode := e.Ralph("runs", "--json", "--store", store).Run()
 			if rcode != 1 && what != "read-only" || !strings.Contains(runs, `"state":"lost"`) && what != "read-only" {
 				t.Errorf("ralph runs after the store was %s: exit %d\n%s", what, rcode, runs)
 			}
-		})
+		}, needs...)
 	}
-}
+}})
 
 // lose removes store, replaces it by a new directory, or turns the file
 // system under it read-only (ext4's errors=remount-ro after an error).
@@ -138,16 +147,36 @@ func lose(t *testing.T, what, store string) {
 	}
 }
 
-// ext4Mount mounts a new 64 MiB ext4 file system (a loop device) with
+// ext4Loop is the need of a test that puts a store on a file system it
+// turns read-only: ext4 on a loop device (ext4Mount), and findmnt.
+var ext4Loop = []e2e.Need{e2e.Tool("truncate"), e2e.Tool("mkfs.ext4"), e2e.Tool("mount"), e2e.Tool("umount"), e2e.Tool("findmnt"),
+	e2e.Probe("an ext4 file system on a loop device", func(dir string) error {
+		mnt, err := mountExt4(dir)
+		if err != nil {
+			return err
+		}
+		return exec.Command("umount", mnt).Run()
+	})}
+
+// mountExt4 mounts a new 64 MiB ext4 file system (a loop device) with
 // errors=remount-ro under dir and returns its mount point.
-func ext4Mount(t *testing.T, dir string) string {
-	t.Helper()
+func mountExt4(dir string) (string, error) {
 	img, mnt := filepath.Join(dir, "ext4.img"), filepath.Join(dir, "ext4")
 	for _, c := range [][]string{{"truncate", "-s", "64M", img}, {"mkfs.ext4", "-q", img}, {"mkdir", mnt},
 		{"mount", "-o", "loop,errors=remount-ro", img, mnt}} {
-		if out, err := exec.Command(testenv.Tool(t, c[0]), c[1:]...).CombinedOutput(); err != nil {
-			testenv.Need(t, "an ext4 file system on a loop device", fmt.Sprintf("%s: %v %s; a store on a file system turned read-only needs root and loop devices", strings.Join(c, " "), err, out))
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s: %v %s; a store on a file system turned read-only needs root and loop devices", strings.Join(c, " "), err, out)
 		}
+	}
+	return mnt, nil
+}
+
+// ext4Mount is mountExt4 for a test, which unmounts it at its end.
+func ext4Mount(t *testing.T, dir string) string {
+	t.Helper()
+	mnt, err := mountExt4(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
@@ -160,7 +189,7 @@ func ext4Mount(t *testing.T, dir string) string {
 // mountSource is the device mounted at mnt.
 func mountSource(t *testing.T, mnt string) string {
 	t.Helper()
-	out, err := exec.Command(testenv.Tool(t, "findmnt"), "-no", "SOURCE", mnt).Output()
+	out, err := exec.Command("findmnt", "-no", "SOURCE", mnt).Output()
 	if err != nil {
 		t.Fatalf("findmnt %s: %v", mnt, err)
 	}
@@ -169,32 +198,30 @@ func mountSource(t *testing.T, mnt string) string {
 
 // A detached run whose store is removed ends, and since its log went with
 // the store, ralph runs says why for its run id.
-func TestE2EDetachedRunStoreRemovedIsSaid(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "DetachedRunStoreRemovedIsSaid", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	cfg := loopFor(t, dir, "200ms", 2000)
-	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "run", cfg, "--detach", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--detach", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("run --detach: exit %d\n%s\n%s", code, out, errOut)
 	}
 	runID := liveRunID(t, store)
-	pid := servingPID(t, dir, store)
+	pid := servingPID(t, e, store)
 	if err := os.RemoveAll(store); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the detached run's process exits", func() bool { return !proctest.Alive(pid) })
-	runs, _, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--store", store)
+	runs, _, code := e.Ralph("runs", "--store", store).Run()
 	if code != 1 || !strings.Contains(runs, runID) || !strings.Contains(runs, "lost") || !strings.Contains(runs, "was removed") {
 		t.Fatalf("ralph runs: exit %d\n%s", code, runs)
 	}
-}
+}})
 
 // servingPID is the pid of the ralph serving store's live run.
-func servingPID(t *testing.T, dir, store string) int {
+func servingPID(t *testing.T, e *e2e.E, store string) int {
 	t.Helper()
-	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+	out, errOut, code := e.Ralph("runs", "--json", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("runs: exit %d %s", code, errOut)
 	}
@@ -213,84 +240,74 @@ func servingPID(t *testing.T, dir, store string) int {
 // A store that cannot flush (Badger retries forever) is closed within its
 // 10 s bound: ralph exits non-zero naming the store and its last witnessed
 // action, leaving what is on disk as it is, and the store then verifies.
-func TestE2EStuckCloseIsBounded(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "StuckCloseIsBounded", Needs: immutableDirs, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
 	cfg := loopFor(t, dir, "200ms", 6)
-	cmd, lines, errOut := startHeadless(t, dir, cfg, store)
-	waitLine(t, lines, "IterationCompleted")
+	ralph := e.Ralph("run", cfg, "--no-tui", "--store", store).Start()
+	ralph.WaitLine("IterationCompleted")
 	immutable(t, filepath.Join(store, "data"))
-	waitLine(t, lines, "stopped after 6 iteration(s)")
+	ralph.WaitLine("stopped after 6 iteration(s)")
 	since := time.Now()
-	code, took := exited(t, cmd, since, 15*time.Second)
+	code, took := exited(t, ralph, since, 15*time.Second)
 	t.Logf("closing a store that cannot flush, no signal: ralph exited %d, %s after the run's summary", code, took.Round(time.Millisecond))
-	if code == 0 || !strings.Contains(errOut.String(), "ledger store "+store+" did not close within 10s") ||
-		!strings.Contains(errOut.String(), "its last witnessed action is seq ") {
+	if errOut := ralph.Stderr(); code == 0 || !strings.Contains(errOut, "ledger store "+store+" did not close within 10s") ||
+		!strings.Contains(errOut, "its last witnessed action is seq ") {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	exec.Command("chattr", "-i", filepath.Join(store, "data")).Run()
-	if out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store); code != 0 {
+	if out, errOut, code := e.Ralph("chain", "verify", "--store", store).Run(); code != 0 {
 		t.Fatalf("chain verify: exit %d\n%s\n%s", code, out, errOut)
 	}
-}
+}})
 
 // SIGTERM ends ralph within 5 s in every phase of a run's life, and a
 // second signal at once; a store that cannot flush is among them.
-func TestE2ENeverHangsOnASignal(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	t.Run("starting", func(t *testing.T) {
+var _ = suite.Add(e2e.Test{Name: "NeverHangsOnASignal", Run: func(t *testing.T, e *e2e.E) {
+	e.Run("starting", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
 			dir := t.TempDir()
 			cfg := loopFor(t, dir, "200ms", 2000)
-			cmd := exec.Command(ralphBin, "run", cfg, "--no-tui", "--store", filepath.Join(dir, "store"))
-			cmd.Env = isolatedEnv(dir)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			ralph := e.Ralph("run", cfg, "--no-tui", "--store", filepath.Join(dir, "store")).Start()
 			time.Sleep(after) // paces the signal into the start, not a check
 			since := time.Now()
-			cmd.Process.Signal(syscall.SIGTERM)
-			code, took := exited(t, cmd, since, signalBound)
+			ralph.Signal(syscall.SIGTERM)
+			code, took := exited(t, ralph, since, signalBound)
 			t.Logf("starting (+%s): exit %d in %s", after, code, took.Round(time.Millisecond))
 			if code != 4 && code != 128+int(syscall.SIGTERM) {
 				t.Errorf("SIGTERM %s into the start: exit %d, want 4 (aborted) or 143 (before ralph took signals)", after, code)
 			}
 		}
 	})
-	t.Run("running", func(t *testing.T) {
+	e.Run("running", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "ralph.toml"), strings.Replace(stuckSaga, `(call :shell.exec {:cmd "sleep" :args ["300"]})`, `(call :ccos.echo {:message "unbooked"})`, 1))
-		cmd, lines, errOut := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store"))
-		waitLine(t, lines, "PlanStepStarted Long")
+		ralph := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store")).Start()
+		ralph.WaitLine("PlanStepStarted Long")
 		since := time.Now()
-		cmd.Process.Signal(syscall.SIGTERM)
-		go rest(lines)
-		code, took := exitedRun(t, cmd, since)
+		ralph.Signal(syscall.SIGTERM)
+		code, took := exitedRun(t, ralph, since)
 		t.Logf("running (a step that would sleep 60 s, then its plan's compensation): exit %d in %s", code, took.Round(time.Millisecond))
 		if code != 4 {
-			t.Fatalf("exit %d\n%s", code, errOut)
+			t.Fatalf("exit %d\n%s", code, ralph.Stderr())
 		}
 	})
-	t.Run("compensating", func(t *testing.T) {
+	e.Run("compensating", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "ralph.toml"), failingSaga)
-		cmd, lines, errOut := startRun(t, "run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store"))
-		waitLine(t, lines, "CompensationStarted Unbook")
+		ralph := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store")).Start()
+		ralph.WaitLine("CompensationStarted Unbook")
 		since := time.Now()
-		cmd.Process.Signal(syscall.SIGTERM)
-		go rest(lines)
-		code, took := exitedRun(t, cmd, since)
+		ralph.Signal(syscall.SIGTERM)
+		code, took := exitedRun(t, ralph, since)
 		t.Logf("compensating (a failure's compensation that would sleep 300 s): exit %d in %s", code, took.Round(time.Millisecond))
 		if code != 4 {
-			t.Fatalf("exit %d\n%s", code, errOut)
+			t.Fatalf("exit %d\n%s", code, ralph.Stderr())
 		}
-		show, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--json", "--store", filepath.Join(dir, "store"))
+		show, _, _ := e.Ralph("chain", "show", "--json", "--store", filepath.Join(dir, "store")).Run()
 		if !strings.Contains(show, `"cut_off":true`) || !strings.Contains(show, "RunAborted") {
 			t.Errorf("the compensation is not recorded as cut off, or the run as aborted:\n%s", show)
 		}
@@ -300,41 +317,40 @@ func TestE2ENeverHangsOnASignal(t *testing.T) {
 		if second {
 			name += ", twice"
 		}
-		t.Run(name, func(t *testing.T) {
+		e.Run(name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			store := filepath.Join(dir, "store")
-			cmd, lines, errOut := startHeadless(t, dir, loopFor(t, dir, "200ms", 4), store)
-			waitLine(t, lines, "IterationCompleted")
+			ralph := e.Ralph("run", loopFor(t, dir, "200ms", 4), "--no-tui", "--store", store).Start()
+			ralph.WaitLine("IterationCompleted")
 			immutable(t, filepath.Join(store, "data"))
-			waitLine(t, lines, "stopped after 4 iteration(s)")
-			go rest(lines)
+			ralph.WaitLine("stopped after 4 iteration(s)")
 			since := time.Now()
-			cmd.Process.Signal(syscall.SIGTERM)
+			ralph.Signal(syscall.SIGTERM)
 			if second {
 				time.Sleep(100 * time.Millisecond) // the second signal comes after the first, not a check
-				cmd.Process.Signal(syscall.SIGTERM)
+				ralph.Signal(syscall.SIGTERM)
 			}
-			code, took := exited(t, cmd, since, signalBound)
+			code, took := exited(t, ralph, since, signalBound)
 			t.Logf("%s: exit %d in %s", name, code, took.Round(time.Millisecond))
 			switch {
 			case second && code != 128+int(syscall.SIGTERM):
 				t.Errorf("after a second SIGTERM: exit %d, want 143 (ended by the signal)", code)
-			case !second && (code != 4 || !strings.Contains(errOut.String(), "ledger store "+store+" is left as it is on disk")):
-				t.Errorf("exit %d\n%s", code, errOut)
+			case !second && (code != 4 || !strings.Contains(ralph.Stderr(), "ledger store "+store+" is left as it is on disk")):
+				t.Errorf("exit %d\n%s", code, ralph.Stderr())
 			}
-		})
+		}, immutableDirs...)
 	}
-	t.Run("detached", func(t *testing.T) {
+	e.Run("detached", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
 		dir := t.TempDir()
 		store := filepath.Join(dir, "store")
 		cfg := loopFor(t, dir, "200ms", 2000)
-		if out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "run", cfg, "--detach", "--store", store); code != 0 {
+		if out, errOut, code := e.Ralph("run", cfg, "--detach", "--store", store).Run(); code != 0 {
 			t.Fatalf("run --detach: exit %d\n%s\n%s", code, out, errOut)
 		}
 		liveRunID(t, store)
-		pid := servingPID(t, dir, store)
+		pid := servingPID(t, e, store)
 		since := time.Now()
 		syscall.Kill(pid, syscall.SIGTERM)
 		waitUntil(t, "the detached ralph exits", func() bool { return !proctest.Alive(pid) })
@@ -343,18 +359,18 @@ func TestE2ENeverHangsOnASignal(t *testing.T) {
 		if took > signalBound {
 			t.Errorf("the detached ralph took %s to exit after SIGTERM", took)
 		}
-		if runs, _, _ := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--store", store); !strings.Contains(runs, "aborted") {
+		if runs, _, _ := e.Ralph("runs", "--store", store).Run(); !strings.Contains(runs, "aborted") {
 			t.Errorf("the detached run is not recorded as aborted:\n%s", runs)
 		}
 	})
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
 		name := "UI waiting for q, a store that cannot flush, " + sig.String()
-		t.Run(name, func(t *testing.T) {
+		e.Run(name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
-			uiWaitingEnds(t, sig)
-		})
+			uiWaitingEnds(t, e, sig)
+		}, append([]e2e.Need{e2e.Tmux}, immutableDirs...)...)
 	}
-}
+}})
 
 // failingSaga books, then fails: its compensation would sleep 300 s.
 const failingSaga = `[plan]
@@ -372,37 +388,31 @@ max = 1
 shell_allow = ["sleep"]
 `
 
-// exitedRun is exited for a run started with startRun, bounded by
-// signalBound.
-func exitedRun(t *testing.T, cmd *exec.Cmd, since time.Time) (int, time.Duration) {
+// exitedRun is exited bounded by signalBound.
+func exitedRun(t *testing.T, ralph *e2e.Proc, since time.Time) (int, time.Duration) {
 	t.Helper()
-	return exited(t, cmd, since, signalBound)
+	return exited(t, ralph, since, signalBound)
 }
 
 // uiWaitingEnds runs a loop in the UI until it has ended, makes its store
 // unable to flush, and sends sig: ralph exits within 5 s.
-func uiWaitingEnds(t *testing.T, sig syscall.Signal) {
+func uiWaitingEnds(t *testing.T, e *e2e.E, sig syscall.Signal) {
 	dir := t.TempDir()
-	store, pidFile := filepath.Join(dir, "store"), filepath.Join(dir, "pid")
+	store := filepath.Join(dir, "store")
 	cfg := loopFor(t, dir, "100ms", 3)
-	tm := newTmux(t, "echo $$ > "+pidFile+"; exec env XDG_CONFIG_HOME="+dir+"/c XDG_STATE_HOME="+dir+"/s "+ralphBin+" run "+cfg+" --store "+store)
-	pid, err := strconv.Atoi(waitFile(t, pidFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := e.Ralph("run", cfg, "--store", store).Term()
+	pid := tm.Pid()
 	t.Cleanup(func() {
 		if proctest.Alive(pid) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	tm.waitIdle(untilEnd)
+	tm.WaitIdle(e2e.UntilEnd)
 	immutable(t, filepath.Join(store, "data"))
 	since := time.Now()
 	if sig == syscall.SIGHUP {
 		// The terminal closing is what sends a UI its SIGHUP.
-		if err := exec.Command("tmux", "kill-session", "-t", tm.session).Run(); err != nil {
-			t.Fatal(err)
-		}
+		tm.Close()
 	} else {
 		syscall.Kill(pid, sig)
 	}

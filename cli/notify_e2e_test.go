@@ -15,7 +15,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/notify"
 )
 
@@ -39,22 +39,14 @@ func writeConfig(t *testing.T, src string) string {
 // The terminal sink writes OSC 9, OSC 777 and the bell to the terminal
 // ralph runs in: here a tmux pane, whose raw output pipe-pane captures
 // (inside tmux the OSCs travel in its passthrough).
-func TestE2ENotifyTerminalInTmux(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "NotifyTerminalInTmux", Serial: true, Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := writeConfig(t, notifyLoop+"[[notify]]\nkind = \"terminal\"\non = [\"run_ended\"]\n")
-	raw, start := filepath.Join(dir, "raw.out"), filepath.Join(dir, "go")
-	tm := newTmux(t, "cd "+dir+" && while [ ! -e "+start+" ]; do sleep 0.05; done; XDG_RUNTIME_DIR="+dir+" "+ralphBin+" run --no-tui > run.out 2>&1; echo EXIT $?; sleep 60")
-	if out, err := exec.Command("tmux", "pipe-pane", "-o", "-t", tm.session, "cat >> "+raw).CombinedOutput(); err != nil {
-		t.Fatalf("tmux pipe-pane: %v %s", err, out)
-	}
-	if err := os.WriteFile(start, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tm.waitFor("EXIT 3")
+	// Its output to a file: what reaches the terminal is the sink's.
+	tm := e.TermShell("cd " + dir + " && XDG_RUNTIME_DIR=" + dir + " ralph run --no-tui > run.out 2>&1; echo EXIT $?; sleep 60")
+	tm.WaitFor("EXIT 3")
 	var got string
 	waitUntil(t, "the pane's raw output", func() bool {
-		b, _ := os.ReadFile(raw)
-		got = string(b)
+		got = tm.Raw()
 		return strings.Contains(got, "EXIT 3")
 	})
 	for _, want := range []string{
@@ -67,12 +59,11 @@ func TestE2ENotifyTerminalInTmux(t *testing.T) {
 			t.Errorf("pane output lacks %q:\n%q", want, got)
 		}
 	}
-}
+}})
 
 // A webhook gets the run's end as JSON with its signature; a webhook that
 // fails changes no exit code and is recorded on the chain as NotifyFailed.
-func TestE2ENotifyWebhook(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "NotifyWebhook", Serial: true, Run: func(t *testing.T, e *e2e.E) {
 	var mu sync.Mutex
 	var body []byte
 	var sig string
@@ -94,16 +85,16 @@ name = "gone"
 kind = "webhook"
 url = "`+gone.URL+`/hook"
 `)
-	env := append(isolatedEnv(dir), "HOOK_URL="+ok.URL, "HOOK_KEY=s3cret")
-	_, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+	env := []string{"HOOK_URL=" + ok.URL, "HOOK_KEY=s3cret"}
+	_, stderr, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).With(env...).Run()
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (the limit), stderr %s", code, stderr)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var e notify.Event
-	if err := json.Unmarshal(body, &e); err != nil || e.Event != notify.RunEnded || e.Class != "limit" || e.Condition != "once" ||
-		!strings.Contains(e.Text, "stopped after 1 iteration(s)") {
+	var ev notify.Event
+	if err := json.Unmarshal(body, &ev); err != nil || ev.Event != notify.RunEnded || ev.Class != "limit" || ev.Condition != "once" ||
+		!strings.Contains(ev.Text, "stopped after 1 iteration(s)") {
 		t.Errorf("body %s (%v)", body, err)
 	}
 	if sig != notify.Sign([]byte("s3cret"), body) {
@@ -112,15 +103,14 @@ url = "`+gone.URL+`/hook"
 	if !strings.Contains(stderr, "notification failed") || !strings.Contains(stderr, "answered 410 Gone; check the URL") {
 		t.Errorf("stderr does not log the failure:\n%s", stderr)
 	}
-	out, _, code := runCommand(t, ralphBin, "", env, "chain", "show", "--store", filepath.Join(dir, ".ralph"), "--json")
+	out, _, code := e.Ralph("chain", "show", "--store", filepath.Join(dir, ".ralph"), "--json").With(env...).Run()
 	if code != 0 || !strings.Contains(out, `"action_type":"NotifyFailed"`) || !strings.Contains(out, "answered 410 Gone") {
 		t.Errorf("chain show (exit %d) has no NotifyFailed:\n%s", code, out)
 	}
-}
+}})
 
 // Bad input is refused before the run, in one sentence with the fix.
-func TestE2EReachBadInput(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "ReachBadInput", Serial: true, Run: func(t *testing.T, e *e2e.E) {
 	cases := []struct{ name, src, want string }{
 		{"credential in clear", notifyLoop + "[[notify]]\nkind = \"webhook\"\nurl = \"https://bot:pw@chat.example/hook\"\n",
 			"ralph.toml:7: [[notify]] webhook-1: url https://REDACTED@chat.example/hook carries a credential in clear; put the URL in an environment variable and name it with url_env instead\n"},
@@ -130,10 +120,10 @@ func TestE2EReachBadInput(t *testing.T) {
 			"ralph.toml:7: [[hook]] before_iteration-1: command \"ralph-no-such-hook\" is not found; install it, fix the name or write its path (relative paths start at the workdir)\n"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			dir := writeConfig(t, tc.src)
-			env := append(isolatedEnv(dir), "HOOK_URL=ftp//x")
-			_, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+			env := []string{"HOOK_URL=ftp//x"}
+			_, stderr, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).With(env...).Run()
 			if code != 2 || !strings.HasSuffix(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q, want it to end with %q", code, stderr, tc.want)
 			}
@@ -142,7 +132,7 @@ func TestE2EReachBadInput(t *testing.T) {
 			}
 		})
 	}
-}
+}})
 
 // desktopDaemon owns org.freedesktop.Notifications on a private session
 // bus (a real dbus-daemon) and keeps the summaries it is sent.
@@ -161,9 +151,7 @@ func (d *desktopDaemon) Notify(app string, replaces uint32, icon, summary, body 
 
 // The desktop sink reaches the notification service on the session bus
 // DBUS_SESSION_BUS_ADDRESS names.
-func TestE2ENotifyDesktop(t *testing.T) {
-	skipWithoutBinary(t)
-	testenv.Tool(t, "dbus-daemon") // apt-get install dbus
+var _ = suite.Add(e2e.Test{Name: "NotifyDesktop", Serial: true, Needs: []e2e.Need{e2e.Tool("dbus-daemon")}, Run: func(t *testing.T, e *e2e.E) {
 	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--print-address=1", "--address=unix:dir="+t.TempDir())
 	out, err := bus.StdoutPipe()
 	if err != nil {
@@ -191,8 +179,8 @@ func TestE2ENotifyDesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := writeConfig(t, notifyLoop+"[[notify]]\nkind = \"desktop\"\n")
-	env := append(isolatedEnv(dir), "DBUS_SESSION_BUS_ADDRESS="+addr)
-	if _, stderr, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml")); code != 3 || strings.Contains(stderr, "notification failed") {
+	env := []string{"DBUS_SESSION_BUS_ADDRESS=" + addr}
+	if _, stderr, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).With(env...).Run(); code != 3 || strings.Contains(stderr, "notification failed") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 	d.mu.Lock()
@@ -200,13 +188,12 @@ func TestE2ENotifyDesktop(t *testing.T) {
 	if len(d.summaries) != 1 || !strings.HasPrefix(d.summaries[0], "ralph|ralph: run stopped|ralph: run ") {
 		t.Errorf("notifications %q", d.summaries)
 	}
-}
+}})
 
 // A terminal attached to a detached run (which has no terminal of its own)
 // gets the run's terminal notifications: here its end, after the attached
 // UI aborted it.
-func TestE2ENotifyAttachedTerminal(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "NotifyAttachedTerminal", Serial: true, Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := writeConfig(t, `[plan]
 rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 [loop]
@@ -218,29 +205,21 @@ max = 1000
 kind = "terminal"
 `)
 	store := filepath.Join(dir, ".ralph")
-	out, errOut, code := runBinary(t, ralphBin, "", "run", filepath.Join(dir, "ralph.toml"), "--detach", "--store", store)
+	out, errOut, code := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--detach", "--store", store).Run()
 	m := startedRe.FindStringSubmatch(out)
 	if code != 0 || m == nil {
 		t.Fatalf("run --detach: exit %d\n%s%s", code, out, errOut)
 	}
-	raw, start := filepath.Join(dir, "raw.out"), filepath.Join(dir, "go")
-	a := newTmux(t, "while [ ! -e "+start+" ]; do sleep 0.05; done; "+ralphBin+" attach "+m[1]+" --store "+store+"; sleep 60")
-	if out, err := exec.Command("tmux", "pipe-pane", "-o", "-t", a.session, "cat >> "+raw).CombinedOutput(); err != nil {
-		t.Fatalf("tmux pipe-pane: %v %s", err, out)
-	}
-	writeFile(t, start, "")
-	a.waitFor("Running")
-	a.send("a")
-	a.waitFor("Abort the run?")
-	a.send("y")
+	a := e.Ralph("attach", m[1], "--store", store).Term()
+	waitShown(t, a, store, "Running")
+	a.Send("a")
+	a.WaitFor("Abort the run?")
+	a.Send("y")
 	want := "\x1bPtmux;\x1b\x1b]9;ralph: run " + m[1] + " aborted after "
-	waitUntil(t, "the attached terminal's notification", func() bool {
-		b, _ := os.ReadFile(raw)
-		return strings.Contains(string(b), want)
-	})
+	waitUntil(t, "the attached terminal's notification", func() bool { return strings.Contains(a.Raw(), want) })
 	// The detached run has no terminal: its own terminal sink failed, on the record.
 	waitUntil(t, "the detached run's terminal sink failing on the record", func() bool {
-		chain, _, _ := runBinary(t, ralphBin, "", "chain", "show", "--store", store)
+		chain, _, _ := e.Ralph("chain", "show", "--store", store).Run()
 		return strings.Contains(chain, "NotifyFailed terminal-1 FAILED (no terminal to notify (a detached run has none)")
 	})
-}
+}})

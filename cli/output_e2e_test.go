@@ -10,16 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
-// TestE2EAgentFloodIsRecordedWhole: an agent (cli = "command") prints 16 MiB
+// AgentFloodIsRecordedWhole: an agent (cli = "command") prints 16 MiB
 // — text, a line longer than any buffer, binary bytes — and the run
 // completes with the call recorded: the output file holds every byte, its
 // size and SHA-256 (computed here) are on the call, the recorded text is a
 // bounded tail with a marker, and ralph view --output prints the file.
-func TestE2EAgentFloodIsRecordedWhole(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "AgentFloodIsRecordedWhole", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	var data bytes.Buffer
 	for i := 0; data.Len() < 10<<20; i++ {
@@ -45,13 +45,12 @@ max = 1
 [store]
 dir = ".ralph"
 `)
-	env := isolatedEnv(t.TempDir())
-	out, errOut, code := runIn(t, dir, env, "run", "--no-tui")
+	out, errOut, code := e.Ralph("run", "--no-tui").In(dir).Run()
 	if code != 3 || !strings.Contains(out, "stopped after 1 iteration(s)") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out[max(0, len(out)-2000):], errOut)
 	}
 	var call map[string]any
-	for _, a := range (&agentProject{dir: dir, env: env}).chain(t) {
+	for _, a := range (&agentProject{e: e, dir: dir}).chain(t) {
 		if a["action_type"] == "CapabilityCall" && a["function_name"] == "agent.run" {
 			call = a
 		}
@@ -70,7 +69,7 @@ dir = ".ralph"
 	if rel != "logs/"+runID+"/"+step+".out" {
 		t.Errorf("output_file %q, want logs/%s/%s.out", rel, runID, step)
 	}
-	for _, a := range (&agentProject{dir: dir, env: env}).chain(t) {
+	for _, a := range (&agentProject{e: e, dir: dir}).chain(t) {
 		if a["action_id"] == step && a["action_type"] != "PlanStepStarted" {
 			t.Errorf("the call's parent is a %v, not its PlanStepStarted", a["action_type"])
 		}
@@ -94,11 +93,11 @@ dir = ".ralph"
 		t.Errorf("text_cut_bytes %v", md["text_cut_bytes"])
 	}
 	// ralph view --output prints it whole.
-	printed, errOut, code := runIn(t, dir, env, "view", runID[:13], "--output", "last")
+	printed, errOut, code := e.Ralph("view", runID[:13], "--output", "last").In(dir).Run()
 	if code != 0 || printed != data.String() {
 		t.Errorf("view --output: exit %d, %d bytes (want %d): %s", code, len(printed), data.Len(), errOut)
 	}
-	if _, errOut, code := runIn(t, dir, env, "chain", "verify"); code != 0 {
+	if _, errOut, code := e.Ralph("chain", "verify").In(dir).Run(); code != 0 {
 		t.Errorf("verify: %d %s", code, errOut)
 	}
 	// A changed file is named as such.
@@ -108,7 +107,7 @@ dir = ".ralph"
 	}
 	f.WriteString("tampered")
 	f.Close()
-	if _, errOut, code := runIn(t, dir, env, "view", runID, "--output", "last"); code != 1 || !strings.Contains(errOut, "the file was changed after the call") {
+	if _, errOut, code := e.Ralph("view", runID, "--output", "last").In(dir).Run(); code != 1 || !strings.Contains(errOut, "the file was changed after the call") {
 		t.Errorf("view --output of a changed file: exit %d: %s", code, errOut)
 	}
-}
+}})

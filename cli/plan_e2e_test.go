@@ -8,23 +8,22 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/arbiter/oaitest"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 const planE2EIR = `{"steps": [{"id": "greet", "name": "Greet", "capability": ":ccos.echo", "args": {"message": "hello"}},
   {"id": "sum", "name": "Sum", "capability": ":ccos.math.add", "args": [2, 3]},
   {"id": "keep", "name": "Keep", "capability": ":kv.put", "args": {"key": "sum", "value": {"$rtfs": "(:result ctx)"}}, "deps": ["sum"]}]}`
 
-// TestE2EPlanOpenAI: `ralph plan` over the openai provider falls back to
+// PlanOpenAI: `ralph plan` over the openai provider falls back to
 // Mode B, prints the compiled plan with its diagnostics and an empty IR
 // diff, reports each exchange on stderr, and executes nothing.
-func TestE2EPlanOpenAI(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "PlanOpenAI", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-plan-5d1c7a3b90"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("I would rather explain: first greet, then add."), oaitest.Text(planE2EIR))
 	cfg := openaiConfig(t, srv.BaseURL, "")
 	env := []string{"RALPH_E2E_KEY=" + key}
-	out, errOut, code := runWithEnv(t, env, "plan", cfg, "--ir")
+	out, errOut, code := e.Ralph("plan", cfg, "--ir").Env(e.CleanEnv(env...)).Run()
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -48,16 +47,14 @@ func TestE2EPlanOpenAI(t *testing.T) {
 	if reqs := srv.Completions(); len(reqs) != 2 || reqs[1].ResponseFormat != "json_object" {
 		t.Errorf("requests = %d", len(reqs))
 	}
-}
+}})
 
-// TestE2EPlanOpenAIJSON: --json prints each exchange, then the plan.
-func TestE2EPlanOpenAIJSON(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+// PlanOpenAIJSON: --json prints each exchange, then the plan.
+var _ = suite.Add(e2e.Test{Name: "PlanOpenAIJSON", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-plan-json-0b2e4c6a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("```clojure\n(do (step \"Hi\" (call :ccos.echo {:message \"hi\"})))\n```").WithUsage(100, 10))
 	cfg := openaiConfig(t, srv.BaseURL, "")
-	out, errOut, code := runWithEnv(t, []string{"RALPH_E2E_KEY=" + key}, "plan", cfg, "--json")
+	out, errOut, code := e.Ralph("plan", cfg, "--json").Env(e.CleanEnv("RALPH_E2E_KEY=" + key)).Run()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if code != 0 || len(lines) != 2 || errOut != "" {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -85,30 +82,26 @@ func TestE2EPlanOpenAIJSON(t *testing.T) {
 	if p.Event != "plan" || p.Mode != "A" || p.Repairs != 0 || len(p.IR.Steps) != 1 || p.IR.Steps[0].ID != "hi" || p.Usage.CostUSD != 120e-6 {
 		t.Errorf("plan = %+v", p)
 	}
-}
+}})
 
-// TestE2EPlanNoValidPlan: garbage in both modes is exit 2 with every
+// PlanNoValidPlan: garbage in both modes is exit 2 with every
 // problem listed and the reason on stderr.
-func TestE2EPlanNoValidPlan(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "PlanNoValidPlan", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-plan-none-4f6e8a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key}, oaitest.Text("no"), oaitest.Text(`{"steps": "none"}`))
 	cfg := openaiConfig(t, srv.BaseURL, "")
-	out, errOut, code := runWithEnv(t, []string{"RALPH_E2E_KEY=" + key}, "plan", cfg)
+	out, errOut, code := e.Ralph("plan", cfg).Env(e.CleanEnv("RALPH_E2E_KEY=" + key)).Run()
 	if code != 2 || !strings.Contains(out, ": no plan\n") || !strings.Contains(out, "B#1 ir steps: must be an array of steps") ||
 		!strings.Contains(errOut, "ralph: openai/gpt-4o-mini produced no valid plan in 1 RTFS and 1 JSON IR attempts") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-}
+}})
 
-// TestE2ERunRecordsPlanGeneration: a run whose first answer needs a repair
+// RunRecordsPlanGeneration: a run whose first answer needs a repair
 // records both exchanges as LlmConsultation actions and the outcome as
 // PlanGenerated with its mode, repairs and canonical IR; the key is in
 // none of them.
-func TestE2ERunRecordsPlanGeneration(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "RunRecordsPlanGeneration", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-run-plan-2a9d7e"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key},
 		oaitest.Text(`(do (step "Greet" (call :ccos.shout {:message "hi"})))`),
@@ -121,11 +114,11 @@ func TestE2ERunRecordsPlanGeneration(t *testing.T) {
 	writeFile(t, cfg, strings.Replace(string(b), "max_repairs = 0", "max_repairs = 1", 1))
 	store := filepath.Join(t.TempDir(), "store")
 	env := []string{"RALPH_E2E_KEY=" + key}
-	out, errOut, code := runWithEnv(t, env, "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if code != 3 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	export, _, _ := runWithEnv(t, env, "chain", "export", "--store", store)
+	export, _, _ := e.Ralph("chain", "export", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if strings.Contains(export, key) {
 		t.Fatal("the chain holds the API key")
 	}
@@ -150,4 +143,4 @@ func TestE2ERunRecordsPlanGeneration(t *testing.T) {
 		!strings.Contains(gen["ir"].(string), `"capability":":ccos.echo"`) {
 		t.Fatalf("PlanGenerated metadata = %v", gen)
 	}
-}
+}})

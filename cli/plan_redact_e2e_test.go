@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // An agent CLI that prints the API key in its error does not get it onto
 // the terminal through ralph plan.
-func TestE2EPlanRedactsTheKeyFromProviderErrors(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "PlanRedactsTheKeyFromProviderErrors", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "agent.sh")
 	writeFile(t, agent, "#!/bin/sh\necho \"auth failed for key $OPENAI_API_KEY\" >&2\nexit 1\n")
@@ -28,7 +28,7 @@ kind = "max_iterations"
 max = 1
 `)
 	const key = "sk-test-0123456789abcdef"
-	out, errOut, code := runWithEnv(t, []string{"OPENAI_API_KEY=" + key}, "plan", filepath.Join(dir, "ralph.toml"))
+	out, errOut, code := e.Ralph("plan", filepath.Join(dir, "ralph.toml")).Env(e.CleanEnv("OPENAI_API_KEY=" + key)).Run()
 	if code == 0 {
 		t.Fatalf("plan succeeded with a failing agent:\n%s", out)
 	}
@@ -38,4 +38,4 @@ max = 1
 	if !strings.Contains(out+errOut, "auth failed for key [REDACTED]") {
 		t.Errorf("the agent's error is not shown redacted:\nstdout %s\nstderr %s", out, errOut)
 	}
-}
+}})

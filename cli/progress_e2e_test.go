@@ -1,13 +1,12 @@
 package cli_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // stuckLoop is a loop whose plan changes nothing while its "tests" print a
@@ -34,21 +33,11 @@ shell_allow = ["sh"]
 `
 }
 
-// isolatedEnv is the environment with XDG directories under dir, so no
-// test reads or writes the real home.
-func isolatedEnv(dir string) []string {
-	return append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
-		"XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), "XDG_RUNTIME_DIR="+filepath.Join(dir, "xdg-run"))
-}
-
 // A stuck loop in a git work tree stops on no_progress after exactly two
 // unchanged iterations, every time, though its output differs each time;
 // the same loop writing a file each iteration is progress and runs to its
 // iteration limit.
-func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
-	skipWithoutBinary(t)
-	testenv.Tool(t, "git")
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "NoProgressSeesWorkNotTimings", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	cases := []struct {
 		name, work string
 		code       int
@@ -60,7 +49,7 @@ func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
 		{"working", "date +%N >> progress.txt; ", 3, "stopped after 5 iteration(s)"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "m.go"), "package m\n")
@@ -69,10 +58,10 @@ func TestE2ENoProgressSeesWorkNotTimings(t *testing.T) {
 				t.Fatalf("git init: %v %s", err, out)
 			}
 			// XDG directories outside the workdir: what ralph keeps there is not the work either.
-			out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(t.TempDir()), "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+			out, errOut, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).Run()
 			if code != tc.code || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, want %d and %q\n%s\n%s", code, tc.code, tc.want, out, errOut)
 			}
 		})
 	}
-}
+}})

@@ -4,21 +4,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ralphloop/ralph/arbiter/oaitest"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
-
-// runWithEnv runs the binary with env added to a clean environment (PATH
-// and HOME kept), so no key from the developer's shell leaks in.
-func runWithEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runCommand(t, ralphBin, "", append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...), args...)
-}
 
 // openaiConfig writes a ralph.toml for provider openai at baseURL.
 func openaiConfig(t *testing.T, baseURL, extra string) string {
@@ -45,19 +38,17 @@ max = 1
 	return path
 }
 
-// TestE2EOpenAIUnauthorized: a 401 ends `ralph run` with exit 2 and the fix,
+// OpenAIUnauthorized: a 401 ends `ralph run` with exit 2 and the fix,
 // and the rejected key appears nowhere — not in the output, not in the
 // chain, though the server echoed it back.
-func TestE2EOpenAIUnauthorized(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "OpenAIUnauthorized", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-wrong-4b1d9f7c2a"
 	srv := oaitest.New(t, oaitest.Options{APIKey: "sk-e2e-the-right-one"}, oaitest.Text("(do 1)"))
 	cfg := openaiConfig(t, srv.BaseURL, "")
 	store := filepath.Join(t.TempDir(), "store")
 	env := []string{"RALPH_E2E_KEY=" + key}
 
-	out, errOut, code := runWithEnv(t, env, "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -68,7 +59,7 @@ func TestE2EOpenAIUnauthorized(t *testing.T) {
 	if len(reqs) != 1 || reqs[0].Authorization() != key || reqs[0].Status != 401 {
 		t.Errorf("requests = %+v", reqs)
 	}
-	export, exErr, exCode := runWithEnv(t, env, "chain", "export", "--store", store)
+	export, exErr, exCode := e.Ralph("chain", "export", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if exCode != 0 || !strings.Contains(export, "LlmConsultation") {
 		t.Fatalf("export: exit %d, %s\n%s", exCode, exErr, export)
 	}
@@ -77,37 +68,33 @@ func TestE2EOpenAIUnauthorized(t *testing.T) {
 			t.Errorf("%s contains the API key:\n%s", name, text)
 		}
 	}
-	if _, _, code := runWithEnv(t, nil, "chain", "verify", "--store", store); code != 0 {
+	if _, _, code := e.Ralph("chain", "verify", "--store", store).Env(e.CleanEnv()).Run(); code != 0 {
 		t.Errorf("chain verify: exit %d", code)
 	}
-}
+}})
 
-// TestE2EOpenAIMissingKey: without the key the run does not start.
-func TestE2EOpenAIMissingKey(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+// OpenAIMissingKey: without the key the run does not start.
+var _ = suite.Add(e2e.Test{Name: "OpenAIMissingKey", Run: func(t *testing.T, e *e2e.E) {
 	srv := oaitest.New(t, oaitest.Options{}, oaitest.Text("(do 1)"))
 	cfg := openaiConfig(t, srv.BaseURL, "")
 	store := filepath.Join(t.TempDir(), "store")
-	out, errOut, code := runWithEnv(t, nil, "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Env(e.CleanEnv()).Run()
 	if code != 2 || !strings.Contains(errOut, "set RALPH_E2E_KEY") || out != "" {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d requests reached the server", n)
 	}
-	export, _, _ := runWithEnv(t, nil, "chain", "export", "--store", store)
+	export, _, _ := e.Ralph("chain", "export", "--store", store).Env(e.CleanEnv()).Run()
 	if strings.Contains(export, "RunStarted") {
 		t.Errorf("a run was started:\n%s", export)
 	}
-}
+}})
 
-// TestE2EOpenAIPlanAndLLMAsk: the model writes a plan that asks the model
+// OpenAIPlanAndLLMAsk: the model writes a plan that asks the model
 // through llm.ask; the run finishes, both exchanges are recorded, the
 // llm.ask call carries its cost, and the key is nowhere in the chain.
-func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "OpenAIPlanAndLLMAsk", Run: func(t *testing.T, e *e2e.E) {
 	const key = "sk-e2e-good-93c0e1f5b7"
 	srv := oaitest.New(t, oaitest.Options{APIKey: key},
 		oaitest.Text("Here is the plan:\n```clojure\n(do (step \"Ask\" (call :llm.ask {:prompt \"Say hello in French.\"})))\n```").WithUsage(3000, 40),
@@ -115,7 +102,7 @@ func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
 	cfg := openaiConfig(t, srv.BaseURL, "")
 	store := filepath.Join(t.TempDir(), "store")
 	env := []string{"RALPH_E2E_KEY=" + key}
-	out, errOut, code := runWithEnv(t, env, "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if code != 3 { // max_iterations is a limit-class stop
 		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -123,7 +110,7 @@ func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
 	if len(reqs) != 2 || reqs[1].Messages[0].Content != "Say hello in French." || reqs[0].Model != "gpt-4o-mini" {
 		t.Fatalf("requests = %+v", reqs)
 	}
-	export, _, _ := runWithEnv(t, env, "chain", "export", "--store", store)
+	export, _, _ := e.Ralph("chain", "export", "--store", store).Env(e.CleanEnv(env...)).Run()
 	if strings.Contains(export, key) {
 		t.Errorf("chain export contains the API key")
 	}
@@ -140,15 +127,13 @@ func TestE2EOpenAIPlanAndLLMAsk(t *testing.T) {
 	if !strings.Contains(export, "LlmConsultation") || !strings.Contains(export, "PlanGenerated") {
 		t.Errorf("the exchange is not recorded:\n%s", export)
 	}
-}
+}})
 
-// TestE2EOpenAIStreamErrorEvent: a server that answers the streamed
+// OpenAIStreamErrorEvent: a server that answers the streamed
 // request with 200 and an SSE error event invalid_api_key (as some
 // proxies and routers do) ends `ralph run` at once with exit 2 and the
 // fix, as a 401 does, instead of retrying it as a transient failure.
-func TestE2EOpenAIStreamErrorEvent(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "OpenAIStreamErrorEvent", Run: func(t *testing.T, e *e2e.E) {
 	var posts, unstreamed atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -170,11 +155,11 @@ func TestE2EOpenAIStreamErrorEvent(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cfg := openaiConfig(t, srv.URL+"/v1", "")
 	store := filepath.Join(t.TempDir(), "store")
-	out, errOut, code := runWithEnv(t, []string{"RALPH_E2E_KEY=sk-e2e-wrong-77aa"}, "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--store", store).Env(e.CleanEnv("RALPH_E2E_KEY=sk-e2e-wrong-77aa")).Run()
 	if code != 2 || !strings.Contains(out+errOut, "set RALPH_E2E_KEY to a valid key") {
 		t.Fatalf("exit %d, want 2 with the fix\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	if n := posts.Load(); n != 1 || unstreamed.Load() != 0 {
 		t.Errorf("%d requests (%d not streamed), want 1 streamed: the error event is not retried", n, unstreamed.Load())
 	}
-}
+}})

@@ -1,15 +1,13 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // readmeBlock is the ```console block of README.md whose first line is
@@ -76,9 +74,7 @@ func checkPasted(t *testing.T, name string, pasted []string, real string) {
 // Every output pasted in README.md is what a real run prints: make run's
 // quickstart and chain verify, and make demo-agent's agent loop with the
 // stand-in claude, both run here as the Makefile runs them.
-func TestE2EREADMEOutputs(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "READMEOutputs", Run: func(t *testing.T, e *e2e.E) {
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -95,19 +91,18 @@ func TestE2EREADMEOutputs(t *testing.T) {
 		}
 	}
 
-	t.Run("make run", func(t *testing.T) {
+	e.Run("make run", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		env := isolatedEnv(t.TempDir())
 		store := filepath.Join(t.TempDir(), "store")
 		var real strings.Builder
 		real.WriteString("go build -o bin/ralph .\nbin/ralph run examples/quickstart/ralph.toml --no-tui\n")
-		out, errOut, code := runCommand(t, ralphBin, "", env, "run", "../examples/quickstart/ralph.toml", "--no-tui", "--store", store)
+		out, errOut, code := e.Ralph("run", "../examples/quickstart/ralph.toml", "--no-tui", "--store", store).Run()
 		if code != 0 {
 			t.Fatalf("quickstart: exit %d: %s", code, errOut)
 		}
 		real.WriteString(out + errOut)
 		real.WriteString("bin/ralph chain verify --store examples/quickstart/.ralph\n")
-		out, errOut, code = runCommand(t, ralphBin, "", env, "chain", "verify", "--store", store)
+		out, errOut, code = e.Ralph("chain", "verify", "--store", store).Run()
 		if code != 0 {
 			t.Fatalf("chain verify: exit %d: %s", code, errOut)
 		}
@@ -115,17 +110,13 @@ func TestE2EREADMEOutputs(t *testing.T) {
 		checkPasted(t, "make run", readmeBlock(t, readme, "$ make run")[1:], real.String())
 	})
 
-	t.Run("make demo-agent", func(t *testing.T) {
+	e.Run("make demo-agent", func(t *testing.T, e *e2e.E) {
 		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // guards a hang; no test measures time
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join("..", "examples", "agent-demo", "run.sh"), ralphBin, t.TempDir())
-		cmd.Env = isolatedEnv(t.TempDir())
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("examples/agent-demo/run.sh: %v\n%s", err, out.String())
+		// Its stderr with its stdout, in the order it printed them.
+		out, _, code := e.Command("sh", "-c", `exec "$0" "$@" 2>&1`, filepath.Join("..", "examples", "agent-demo", "run.sh"), e.Bin(), t.TempDir()).Run()
+		if code != 0 {
+			t.Fatalf("examples/agent-demo/run.sh: exit %d\n%s", code, out)
 		}
-		checkPasted(t, "agent loop", readmeBlock(t, readme, `$ ralph init --agent claude --test "go test ./..."`), out.String())
+		checkPasted(t, "agent loop", readmeBlock(t, readme, `$ ralph init --agent claude --test "go test ./..."`), out)
 	})
-}
+}})

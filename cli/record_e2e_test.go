@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // A config whose RunStarted the ledger would refuse (a goal longer than a
@@ -12,9 +14,7 @@ import (
 // bound) is a config error where it is written: exit 2 with the key's
 // line, and no store left behind. So is a plan governance refuses after
 // the store was opened.
-func TestE2ERecordTooLargeIsConfigError(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "RecordTooLargeIsConfigError", Run: func(t *testing.T, e *e2e.E) {
 	const tail = "[plan]\nrtfs = '(step \"A\" 1)'\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
 	deep := strings.Repeat("{a = ", 2000) + "1" + strings.Repeat("}", 2000)
 	cases := []struct {
@@ -30,12 +30,12 @@ func TestE2ERecordTooLargeIsConfigError(t *testing.T) {
 			"governance refuses the static plan"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := filepath.Join(dir, "ralph.toml")
 			writeFile(t, cfg, tc.toml)
-			_, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--no-tui")
+			_, errOut, code := e.Ralph("run", cfg, "--no-tui").Run()
 			// The snapshot's size depends on the temporary paths it holds: * stands for it.
 			pre, post, _ := strings.Cut("ralph: "+dir+"/"+tc.want+"\n", "*")
 			if tc.name == "plan governance refuses" {
@@ -50,4 +50,4 @@ func TestE2ERecordTooLargeIsConfigError(t *testing.T) {
 			}
 		})
 	}
-}
+}})

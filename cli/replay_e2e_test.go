@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // replayOut is what ralph replay --json prints.
@@ -45,9 +47,9 @@ type replayEval struct {
 	} `json:"results"`
 }
 
-func replayJSON(t *testing.T, dir string, env []string, args ...string) (replayOut, int) {
+func replayJSON(t *testing.T, e *e2e.E, dir string, env []string, args ...string) (replayOut, int) {
 	t.Helper()
-	out, errOut, code := runIn(t, dir, env, append([]string{"replay", "--json"}, args...)...)
+	out, errOut, code := e.Ralph(append([]string{"replay", "--json"}, args...)...).In(dir).With(env...).Run()
 	var r replayOut
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("replay %q: exit %d, output is not JSON: %v\n%s\n%s", args, code, err, out, errOut)
@@ -90,9 +92,7 @@ func assertSameAsRecorded(t *testing.T, r replayOut, code, runCode int) {
 // exactly the recorded decision at every iteration: success by a command,
 // failure by no_progress, a limit by max_iterations, a budget that forbids
 // the next iteration, and the ralph-classic example.
-func TestE2EReplayRecordedConfig(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ReplayRecordedConfig", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	cases := []struct {
 		name    string
 		env     []string
@@ -108,9 +108,9 @@ func TestE2EReplayRecordedConfig(t *testing.T) {
 		{name: "ralph-classic", example: "../examples/ralph-classic", code: 0, by: "tests-green"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		e.Run(tc.name, func(t *testing.T, e *e2e.E) {
 			t.Parallel()
-			p := gitProject(t, tc.env...)
+			p := gitProject(t, e, tc.env...)
 			cfg := filepath.Join(p.dir, "ralph.toml")
 			if tc.example != "" {
 				for _, f := range []string{"ralph.toml", "PROMPT.md"} {
@@ -124,22 +124,20 @@ func TestE2EReplayRecordedConfig(t *testing.T) {
 			if tc.edit != nil {
 				writeFile(t, cfg, tc.edit(p.read(t, "ralph.toml")))
 			}
-			out, errOut, code := p.ralph(t, "run", "--no-tui")
+			out, errOut, code := p.ralph("run", "--no-tui")
 			if code != tc.code || !strings.Contains(out, " by "+tc.by+" ") {
 				t.Fatalf("run: exit %d, want %d by %s\n%s\n%s", code, tc.code, tc.by, out, errOut)
 			}
-			r, rcode := replayJSON(t, p.dir, p.env, p.runID(t), "--config", cfg)
+			r, rcode := replayJSON(t, e, p.dir, p.env, p.runID(t), "--config", cfg)
 			assertSameAsRecorded(t, r, rcode, code)
 		})
 	}
-}
+}})
 
 // The quickstart example (a static plan that ends on a completion
 // predicate) replays to its recorded decision too.
-func TestE2EReplayQuickstart(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := &agentProject{dir: t.TempDir(), env: isolatedEnv(t.TempDir())}
+var _ = suite.Add(e2e.Test{Name: "ReplayQuickstart", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	p := &agentProject{e: e, dir: t.TempDir()}
 	b, err := os.ReadFile("../examples/quickstart/ralph.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -147,25 +145,23 @@ func TestE2EReplayQuickstart(t *testing.T) {
 	writeFile(t, filepath.Join(p.dir, "ralph.toml"), string(b))
 	writeFile(t, filepath.Join(p.dir, ".gitignore"), ".ralph/\n")
 	p.git(t, "init", "-q")
-	out, errOut, code := p.ralph(t, "run", "--no-tui")
+	out, errOut, code := p.ralph("run", "--no-tui")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
-	r, rcode := replayJSON(t, p.dir, p.env, p.runID(t), "--config", filepath.Join(p.dir, "ralph.toml"))
+	r, rcode := replayJSON(t, e, p.dir, p.env, p.runID(t), "--config", filepath.Join(p.dir, "ralph.toml"))
 	assertSameAsRecorded(t, r, rcode, code)
 	if r.Decision.By != "counted-to-three" {
 		t.Fatalf("quickstart replay: %s", r.Summary)
 	}
-}
+}})
 
 // A changed config gives the right iteration and class: a tighter limit,
 // a predicate, a command unknown without --rerun and checked with it
 // against each iteration's checkpoint, never the user's work tree.
-func TestE2EReplayChangedConfig(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := gitProject(t, "FAKE_AGENT_DONE_AFTER=4")
-	if out, errOut, code := p.ralph(t, "run", "--no-tui"); code != 0 {
+var _ = suite.Add(e2e.Test{Name: "ReplayChangedConfig", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	p := gitProject(t, e, "FAKE_AGENT_DONE_AFTER=4")
+	if out, errOut, code := p.ralph("run", "--no-tui"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	run, base := p.runID(t), p.read(t, "ralph.toml")
@@ -175,33 +171,33 @@ func TestE2EReplayChangedConfig(t *testing.T) {
 		return path
 	}
 	tight := variant("tight.toml", strings.Replace(base, "max = 20", "max = 2", 1))
-	r, code := replayJSON(t, p.dir, p.env, run, "--config", tight)
+	r, code := replayJSON(t, e, p.dir, p.env, run, "--config", tight)
 	if code != 3 || r.Iteration != 2 || r.Decision.By != "iterations" || r.Decision.Class != "limit" {
 		t.Fatalf("tighter max_iterations: exit %d: %s", code, r.Summary)
 	}
 	// The UI's history view shows the same replay beside the recorded verdicts
 	// (a subtest: without tmux it alone is skipped).
-	t.Run("history view", func(t *testing.T) {
-		tm := newTmux(t, tmuxScript(t, t.TempDir(), append(p.env, "PWD="+p.dir), "view", run, "--replay", tight, "--store", filepath.Join(p.dir, ".ralph")))
-		if s := tm.waitIdle(untilEnd); !strings.Contains(s, "Done") {
+	e.Run("history view", func(t *testing.T, e *e2e.E) {
+		tm := e.Ralph("view", run, "--replay", tight, "--store", filepath.Join(p.dir, ".ralph")).In(t.TempDir()).With(p.env...).With("PWD=" + p.dir).Term()
+		if s := tm.WaitIdle(e2e.UntilEnd); !strings.Contains(s, "Done") {
 			t.Fatalf("the view of the recorded run:\n%s", s)
 		}
-		tm.send("v")
-		tm.waitFor("tight.toml would have stopped the run here: reached max_iterations 2")
-	})
+		tm.Send("v")
+		tm.WaitFor("tight.toml would have stopped the run here: reached max_iterations 2")
+	}, e2e.Tmux)
 	promise := variant("promise.toml", base+"\n[[stop]]\nname = \"step-two\"\nkind = \"output_pattern\"\npattern = \"Step 2 of 4 is done\"\n")
-	r, code = replayJSON(t, p.dir, p.env, run, "--config", promise)
+	r, code = replayJSON(t, e, p.dir, p.env, run, "--config", promise)
 	if code != 0 || r.Iteration != 2 || r.Decision.By != "step-two" {
 		t.Fatalf("output_pattern: exit %d: %s", code, r.Summary)
 	}
 	count := variant("count.toml", strings.Replace(base, `cmd = ["go", "test", "./..."]`, `cmd = ["go", "test", "-count=1", "./..."]`, 1))
-	r, code = replayJSON(t, p.dir, p.env, run, "--config", count)
+	r, code = replayJSON(t, e, p.dir, p.env, run, "--config", count)
 	if code != 5 || r.Stopped || len(r.Iterations) != 4 || len(r.Iterations[0].Unknown) != 1 {
 		t.Fatalf("changed command without --rerun: exit %d, want 5 with the command unknown: %s", code, r.Summary)
 	}
 	before, progress := p.userState(t), p.read(t, "progress.txt")
 	writeFile(t, filepath.Join(p.dir, "calc.go"), "package calc\n\nfunc Add(a, b int) int { return 0 }\n") // the user's tree fails the tests now
-	r, code = replayJSON(t, p.dir, p.env, run, "--config", count, "--rerun", "--jobs", "2")
+	r, code = replayJSON(t, e, p.dir, p.env, run, "--config", count, "--rerun", "--jobs", "2")
 	if code != 0 || r.Iteration != 4 || r.Decision.By != "tests" {
 		t.Fatalf("changed command with --rerun: exit %d, want 0 at iteration 4: %s", code, r.Summary)
 	}
@@ -223,12 +219,12 @@ func TestE2EReplayChangedConfig(t *testing.T) {
 		{"replay", run, "--config", tight, "--store", other},
 		{"replay", "no-such-run", "--config", tight},
 	} {
-		_, errOut, code := p.ralph(t, args...)
+		_, errOut, code := p.ralph(args...)
 		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
 			t.Errorf("ralph %q: exit %d, want 2 and one sentence:\n%s", args, code, errOut)
 		}
 	}
-	if _, errOut, _ := p.ralph(t, "replay", run, "--config", bad); !strings.Contains(errOut, "bad.toml:3") {
+	if _, errOut, _ := p.ralph("replay", run, "--config", bad); !strings.Contains(errOut, "bad.toml:3") {
 		t.Errorf("a config that does not parse: %s, want its file:line", errOut)
 	}
-}
+}})

@@ -5,14 +5,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // A command that exits 1 under :check false does not fail its step, and
 // every listing says what happened: the call is marked "! exit 1" (never
 // "ok"), the step stays ok.
-func TestE2EReportedFailureIsShown(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ReportedFailureIsShown", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[plan]
 rtfs = '''
@@ -25,17 +25,16 @@ max = 1
 [governance]
 shell_allow = ["sh"]
 `)
-	env := isolatedEnv(dir)
 	store := filepath.Join(dir, ".ralph")
-	out, errOut, code := runCommand(t, ralphBin, "", env, "run", "--no-tui", filepath.Join(dir, "ralph.toml"))
+	out, errOut, code := e.Ralph("run", "--no-tui", filepath.Join(dir, "ralph.toml")).Run()
 	if code != 3 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
-	shown, errOut, code := runCommand(t, ralphBin, "", env, "chain", "show", "--store", store)
+	shown, errOut, code := e.Ralph("chain", "show", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("chain show: exit %d: %s", code, errOut)
 	}
-	tree, errOut, code := runCommand(t, ralphBin, "", env, "chain", "show", "--tree", "--store", store)
+	tree, errOut, code := e.Ralph("chain", "show", "--tree", "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("chain show --tree: exit %d: %s", code, errOut)
 	}
@@ -56,4 +55,4 @@ shell_allow = ["sh"]
 	if !strings.Contains(tree, "└─ #") || !regexp.MustCompile(`[├└]─ #\d+ CapabilityCall shell\.exec ! exit 1`).MatchString(tree) {
 		t.Errorf("the tree does not place the marked call under its step:\n%s", tree)
 	}
-}
+}})

@@ -4,8 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // The run ids of runIDStore's runs, oldest first: the first two share the
@@ -16,45 +17,28 @@ var runIDs = []string{
 	"0bbb0003-0000-7000-8000-000000000003",
 }
 
-var (
-	runIDStoreOnce sync.Once
-	runIDStoreDir  string
-	runIDStoreErr  string
-)
-
-// runIDStore is one store, shared by the run-id tests, holding the
-// quickstart run three times under runIDs, the first with one iteration,
-// the second with two and the last with three, so that what each command
-// prints tells the runs apart.
-func runIDStore(t *testing.T) string {
+// runIDStore is a store holding the quickstart run three times under
+// runIDs, the first with one iteration, the second with two and the last
+// with three, so that what each command prints tells the runs apart.
+func runIDStore(t *testing.T, e *e2e.E) string {
 	t.Helper()
-	runIDStoreOnce.Do(func() {
-		// Beside the binary: TestMain removes it after every test.
-		runIDStoreDir = filepath.Join(filepath.Dir(ralphBin), "runid-store")
-		for i, id := range runIDs {
-			max := []string{"1", "2", "3"}[i]
-			_, errOut, code := runBinary(t, ralphBin, "", "run", "../examples/quickstart/ralph.toml", "--store", runIDStoreDir,
-				"--no-tui", "--run-id", id, "--max-iterations", max)
-			if code != 0 && code != 3 {
-				runIDStoreErr = "quickstart run " + id + ": " + errOut
-				return
-			}
+	store := filepath.Join(e.Dir, "runid-store")
+	for i, id := range runIDs {
+		max := []string{"1", "2", "3"}[i]
+		_, errOut, code := e.Ralph("run", "../examples/quickstart/ralph.toml", "--store", store, "--no-tui", "--run-id", id, "--max-iterations", max).Run()
+		if code != 0 && code != 3 {
+			t.Fatalf("quickstart run %s: %s", id, errOut)
 		}
-	})
-	if runIDStoreErr != "" {
-		t.Fatal(runIDStoreErr)
 	}
-	return runIDStoreDir
+	return store
 }
 
 // Every command that takes a RUN_ID accepts a unique prefix and latest, and
 // where it takes one positional RUN_ID, none means the latest, said on
 // stderr; an ambiguous prefix lists the runs it matches (exit 2), an
 // unknown one says so (exit 2).
-func TestE2ERunIDs(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	store := runIDStore(t)
+var _ = suite.Add(e2e.Test{Name: "RunIDs", Run: func(t *testing.T, e *e2e.E) {
+	store := runIDStore(t, e)
 	type command struct {
 		name string
 		args func(ref string) []string // ref "" is no RUN_ID
@@ -94,11 +78,11 @@ func TestE2ERunIDs(t *testing.T) {
 		{"latest", "latest", 2},
 	}
 	for _, c := range commands {
-		t.Run(c.name, func(t *testing.T) { // one after another: some open the store, which one process at a time may
+		e.Run(c.name, func(t *testing.T, e *e2e.E) { // one after another: some open the store, which one process at a time may
 			// What the command prints for each run, named by its whole id.
 			whole := make([]string, len(runIDs))
 			for i, id := range runIDs {
-				out, errOut, _ := runBinary(t, ralphBin, "", c.args(id)...)
+				out, errOut, _ := e.Ralph(c.args(id)...).Run()
 				whole[i] = out
 				if c.byStderr {
 					whole[i] = errOut
@@ -111,7 +95,7 @@ func TestE2ERunIDs(t *testing.T) {
 				t.Fatalf("ralph %s prints the same for two runs; the test cannot tell them apart: %q", c.name, whole[0])
 			}
 			check := func(label, ref string, want int, note bool) {
-				out, errOut, _ := runBinary(t, ralphBin, "", c.args(ref)...)
+				out, errOut, _ := e.Ralph(c.args(ref)...).Run()
 				got := out
 				if c.byStderr {
 					got = errOut
@@ -136,11 +120,11 @@ func TestE2ERunIDs(t *testing.T) {
 			if c.optional {
 				check("none", "", 2, true)
 			}
-			out, errOut, code := runBinary(t, ralphBin, "", c.args("0aaa")...)
+			out, errOut, code := e.Ralph(c.args("0aaa")...).Run()
 			if code != 2 || out != "" || !strings.Contains(errOut, `run id prefix "0aaa" matches 2 runs (`+runIDs[0]+", "+runIDs[1]+"); give more of the id") {
 				t.Errorf("ambiguous: ralph %q: exit %d, stdout %q, stderr %q", c.args("0aaa"), code, out, errOut)
 			}
-			out, errOut, code = runBinary(t, ralphBin, "", c.args("0ccc")...)
+			out, errOut, code = e.Ralph(c.args("0ccc")...).Run()
 			if code != 2 || out != "" || !strings.Contains(errOut, "no run 0ccc in this store; `ralph runs` lists them") {
 				t.Errorf("unknown: ralph %q: exit %d, stdout %q, stderr %q", c.args("0ccc"), code, out, errOut)
 			}
@@ -148,15 +132,15 @@ func TestE2ERunIDs(t *testing.T) {
 	}
 	// attach needs a terminal: its answers for these ended runs, in tmux,
 	// their messages written to a file.
-	t.Run("attach", func(t *testing.T) {
+	e.Run("attach", func(t *testing.T, e *e2e.E) {
 		out := filepath.Join(t.TempDir(), "attach.err")
 		done := filepath.Join(t.TempDir(), "done")
 		var script strings.Builder
 		for _, ref := range []string{"0aaa0001", "0aaa", "latest", "0ccc", ""} {
-			script.WriteString(ralphBin + " attach " + ref + " --store " + store + " 2>>" + out + "; echo \"exit $?\" >>" + out + "; ")
+			script.WriteString("ralph attach " + ref + " --store " + store + " 2>>" + out + "; echo \"exit $?\" >>" + out + "; ")
 		}
-		newTmux(t, script.String()+"echo done > "+done+"; sleep 30")
-		waitFile(t, done)
+		e.TermShell(script.String() + "echo done > " + done + "; sleep 30")
+		e.WaitFile(done)
 		b, _ := os.ReadFile(out)
 		got := string(b)
 		for _, want := range []string{
@@ -170,5 +154,5 @@ func TestE2ERunIDs(t *testing.T) {
 				t.Errorf("ralph attach: stderr lacks %q:\n%s", want, got)
 			}
 		}
-	})
-}
+	}, e2e.Tmux)
+}})

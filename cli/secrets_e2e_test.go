@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // peekScript, run by shell.exec, reads every environ under /proc it can
@@ -18,9 +20,7 @@ base64 -w0 peek.txt > peek.b64; cat peek.b64; echo; cat /proc/$PPID/environ | ba
 // No child of ralph can read the model's key, through its parent's or its
 // ancestors' environ or any other process's, root or not; the key and the
 // secret query key of base_url reach neither the chain nor the output.
-func TestE2EChildCannotReadTheKey(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "ChildCannotReadTheKey", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	const key, queryKey = "sk-e2e-model-key-5f3a9c1d", "sk-query-key-77e1b2c4"
 	writeFile(t, filepath.Join(dir, "ralph.toml"), `[model]
@@ -36,7 +36,7 @@ shell_allow = ["sh"]
 `)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
 		"XDG_STATE_HOME=" + filepath.Join(dir, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run"), "OPENAI_API_KEY=" + key}
-	out, errOut, code := runCommand(t, ralphBin, "", env, "run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store"))
+	out, errOut, code := e.Ralph("run", filepath.Join(dir, "ralph.toml"), "--no-tui", "--store", filepath.Join(dir, "store")).Env(env).Run()
 	if code != 3 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -44,7 +44,7 @@ shell_allow = ["sh"]
 	if err != nil || len(peek) == 0 {
 		t.Fatalf("the child read nothing: %v", err)
 	}
-	chain, _, _ := runCommand(t, ralphBin, "", env, "chain", "export", "--store", filepath.Join(dir, "store"))
+	chain, _, _ := e.Ralph("chain", "export", "--store", filepath.Join(dir, "store")).Env(env).Run()
 	if !strings.Contains(chain, "shell.exec") || !strings.Contains(chain, "api-key=REDACTED") {
 		t.Fatalf("the chain lacks the call or the redacted base_url:\n%s", chain)
 	}
@@ -59,7 +59,7 @@ shell_allow = ["sh"]
 			}
 		}
 	}
-}
+}})
 
 // decodeAll decodes every base64 run of text (at any of the three
 // alignments a secret may start at) and joins the results.

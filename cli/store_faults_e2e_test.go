@@ -4,7 +4,6 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // counterConfig is a run that counts in the kv, one kv.put an iteration,
@@ -35,20 +34,26 @@ kind = "max_iterations"
 max = 100000
 `
 
-// TestE2EFullDiskClosesTheRunNamingTheDisk fills the small tmpfs a run's
+// mayMountTmpfs is the need of a test that puts a store on a small tmpfs.
+var mayMountTmpfs = []e2e.Need{e2e.Tool("mount"), e2e.Tool("umount"), e2e.Probe("a tmpfs it may mount (root)", func(dir string) error {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("mounting a 2 MiB tmpfs is not permitted here (%v: %s)", err, out)
+	}
+	return exec.Command("umount", dir).Run()
+})}
+
+// FullDiskClosesTheRunNamingTheDisk fills the small tmpfs a run's
 // store lives on while the run writes: the run closes as failed (exit 1)
 // naming the disk, its store verifies with everything committed, and no
 // lock or socket is left.
-func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "FullDiskClosesTheRunNamingTheDisk", Needs: mayMountTmpfs, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "small")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		testenv.Need(t, "a tmpfs it may mount (root)", fmt.Sprintf("mounting a 2 MiB tmpfs is not permitted here (%v: %s)", err, out))
+		t.Fatalf("mount a 2 MiB tmpfs: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
@@ -57,9 +62,9 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 	})
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(mnt, "store")
 	writeFile(t, cfg, counterConfig)
-	cmd, lines, errOut := startHeadless(t, dir, cfg, store)
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", store).Start()
 	for range 20 {
-		waitLine(t, lines, "IterationCompleted")
+		cmd.WaitLine("IterationCompleted")
 	}
 	// Leave about 600 KiB: less than an ordinary commit keeps free, more
 	// than the run's closing action needs.
@@ -72,13 +77,13 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := rest(lines)
+	out := cmd.Rest()
 	err := cmd.Wait()
 	if code := exitCode(err); code != 1 || !strings.Contains(out, "RunFailed error FAILED") ||
 		!strings.Contains(out, "failure by error — make the run's actions durable: the disk holding ledger store "+store+" is full: ") {
-		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, errOut.String())
+		t.Fatalf("exit %d (%v)\nstdout:\n%s\nstderr:\n%s", code, err, out, cmd.Stderr())
 	}
-	if s := errOut.String(); strings.Contains(s, "SIGBUS") || strings.Contains(s, "goroutine ") {
+	if s := cmd.Stderr(); strings.Contains(s, "SIGBUS") || strings.Contains(s, "goroutine ") {
 		t.Fatalf("ralph crashed:\n%s", s)
 	}
 	for _, left := range []string{filepath.Join(store, "data", "LOCK"), filepath.Join(store, "ralph.sock")} {
@@ -86,51 +91,36 @@ func TestE2EFullDiskClosesTheRunNamingTheDisk(t *testing.T) {
 			t.Errorf("%s is left behind (%v)", left, err)
 		}
 	}
-	if out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store); code != 0 {
+	if out, errOut, code := e.Ralph("chain", "verify", "--store", store).Run(); code != 0 {
 		t.Fatalf("chain verify after the disk filled: exit %d\n%s\n%s", code, out, errOut)
 	}
-	runs := runsClosed(t, dir, store)
+	runs := runsClosed(t, e, store)
 	if runs[0]["state"] != "failed" {
 		t.Errorf("the run is %v, want failed", runs[0]["state"])
 	}
-}
+}})
 
-// TestE2EKillNineKeepsKVAndChainAgreed kills a counting run with SIGKILL
+// KillNineKeepsKVAndChainAgreed kills a counting run with SIGKILL
 // at random moments and resumes it: after each kill the kv counter equals
 // the kv.put calls the chain records.
-func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "KillNineKeepsKVAndChainAgreed", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
 	writeFile(t, cfg, counterConfig)
 	writeFile(t, filepath.Join(dir, "read.rtfs"), `(call :kv.get {:key "n"})`)
 	for round, wait := range []time.Duration{300 * time.Millisecond, 550 * time.Millisecond, 800 * time.Millisecond} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
 		args := []string{"run", cfg, "--no-tui", "--store", store}
 		if round > 0 {
-			out, _, _ := runCommand(t, ralphBin, "", isolatedEnv(dir), "runs", "--json", "--store", store)
+			out, _, _ := e.Ralph("runs", "--json", "--store", store).Run()
 			id := strings.SplitN(strings.SplitN(out, `"id":"`, 2)[1], `"`, 2)[0]
 			args = []string{"resume", id, "--no-tui", "--store", store}
 		}
-		cmd := exec.CommandContext(ctx, ralphBin, args...)
-		cmd.Env = isolatedEnv(dir)
-		pipe, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := linesOf(pipe)
-		waitLine(t, lines, "CapabilityCall kv.put")
+		ralph := e.Ralph(args...).Start()
+		ralph.WaitLine("CapabilityCall kv.put")
 		time.Sleep(wait) // not a measurement: where in a kv.put the kill lands
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		cancel()
-		for range lines {
-		}
-		export, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "export", "--store", store)
+		_ = ralph.Kill()
+		_ = ralph.Wait()
+		export, errOut, code := e.Ralph("chain", "export", "--store", store).Run()
 		if code != 0 {
 			t.Fatalf("round %d: export: %s", round, errOut)
 		}
@@ -140,41 +130,37 @@ func TestE2EKillNineKeepsKVAndChainAgreed(t *testing.T) {
 				puts++
 			}
 		}
-		out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "exec", filepath.Join(dir, "read.rtfs"), "--store", store)
+		out, errOut, code := e.Ralph("exec", filepath.Join(dir, "read.rtfs"), "--store", store).Run()
 		if code != 0 || !strings.Contains(out, "result: "+strconv.Itoa(puts)+"\n") {
 			t.Fatalf("round %d: the chain records %d kv.put calls but the kv says:\n%s\n%s", round, puts, out, errOut)
 		}
 		t.Logf("round %d: %d kv.put calls, kv agrees", round, puts)
 	}
-}
+}})
 
 // killedCounterRun runs counterConfig headless in a new directory until
 // iterations iterations have completed, then kills it (SIGKILL), and
 // returns the directory, the config and the store it left.
-func killedCounterRun(t *testing.T, iterations int) (dir, cfg, store string) {
+func killedCounterRun(t *testing.T, e *e2e.E, iterations int) (dir, cfg, store string) {
 	t.Helper()
 	dir = t.TempDir()
 	cfg, store = filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
 	writeFile(t, cfg, counterConfig)
-	cmd, lines, _ := startHeadless(t, dir, cfg, store)
+	cmd := e.Ralph("run", cfg, "--no-tui", "--store", store).Start()
 	for range iterations {
-		waitLine(t, lines, "IterationCompleted")
+		cmd.WaitLine("IterationCompleted")
 	}
-	_ = cmd.Process.Kill()
+	_ = cmd.Kill()
 	_ = cmd.Wait()
-	for range lines {
-	}
 	return dir, cfg, store
 }
 
-// TestE2EDamagedLogIsNamedNotLost kills a run, flips a byte in the middle
+// DamagedLogIsNamedNotLost kills a run, flips a byte in the middle
 // of its memtable log, and checks that chain verify fails naming the loss
 // against the witness, that a new run on the store is refused with one
 // sentence, and that neither changed the log.
-func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	dir, cfg, store := killedCounterRun(t, 40)
+var _ = suite.Add(e2e.Test{Name: "DamagedLogIsNamedNotLost", Run: func(t *testing.T, e *e2e.E) {
+	_, cfg, store := killedCounterRun(t, e, 40)
 	mems, _ := filepath.Glob(filepath.Join(store, "data", "*.mem"))
 	if len(mems) == 0 {
 		t.Fatal("the killed run left no memtable log")
@@ -189,12 +175,12 @@ func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 	if err := os.WriteFile(mem, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store)
+	out, errOut, code := e.Ralph("chain", "verify", "--store", store).Run()
 	if code != 1 || !strings.Contains(errOut, "witnessed") || !strings.Contains(errOut, "Badger discarded its log after damage ("+mem) || !strings.Contains(errOut, "restore a copy") {
 		t.Fatalf("chain verify: exit %d\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("chain verify: %s", errOut)
-	out, errOut, code = runCommand(t, ralphBin, "", isolatedEnv(dir), "run", cfg, "--no-tui", "--store", store)
+	out, errOut, code = e.Ralph("run", cfg, "--no-tui", "--store", store).Run()
 	if code == 0 || !strings.Contains(out+errOut, "is open read-only and refuses to write, because the store holds") {
 		t.Fatalf("run on a store behind its witness: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -202,18 +188,16 @@ func TestE2EDamagedLogIsNamedNotLost(t *testing.T) {
 	if after, _ := os.ReadFile(mem); string(after) != string(b) {
 		t.Fatal("the damaged log was changed")
 	}
-}
+}})
 
-// TestE2EWitnessSlotsSurviveAKill kills a run after its witness has
+// WitnessSlotsSurviveAKill kills a run after its witness has
 // advanced in place several times, then checks what chain verify reads
 // from the witness file: the newest slot; the one before it when the
 // newest was cut short (a kill mid-write); and, when both slots are
 // damaged, an error naming the file, never a silent pass.
-func TestE2EWitnessSlotsSurviveAKill(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	dir, _, store := killedCounterRun(t, 6)
-	ws, _ := filepath.Glob(filepath.Join(dir, "xdg-state", "ralph", "witness", "*"))
+var _ = suite.Add(e2e.Test{Name: "WitnessSlotsSurviveAKill", Run: func(t *testing.T, e *e2e.E) {
+	_, _, store := killedCounterRun(t, e, 6)
+	ws, _ := filepath.Glob(filepath.Join(e.StateHome(), "ralph", "witness", "*"))
 	if len(ws) != 1 {
 		t.Fatalf("witness files: %v", ws)
 	}
@@ -226,7 +210,7 @@ func TestE2EWitnessSlotsSurviveAKill(t *testing.T) {
 	}
 	verify := func(want string, wantCode int) {
 		t.Helper()
-		out, errOut, code := runCommand(t, ralphBin, "", isolatedEnv(dir), "chain", "verify", "--store", store)
+		out, errOut, code := e.Ralph("chain", "verify", "--store", store).Run()
 		if code != wantCode || !strings.Contains(out+errOut, want) {
 			t.Fatalf("chain verify: exit %d, want %d and %q\n%s\n%s", code, wantCode, want, out, errOut)
 		}
@@ -245,4 +229,4 @@ func TestE2EWitnessSlotsSurviveAKill(t *testing.T) {
 	torn[64+(1-newest)*4096+16+5] ^= 0x01
 	writeFile(t, ws[0], string(torn))
 	verify("read the witnessed checkpoint: witness file "+ws[0]+" is damaged (neither of its slots holds a whole checkpoint)", 1)
-}
+}})

@@ -3,11 +3,12 @@ package cli_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // whyConfig is a loop whose test command fails the way go test does, and
@@ -39,15 +40,13 @@ iterations = 2
 // message; the failure that ends the run is named with its class, and the
 // failing test still follows it, on that line and in the summary. ralph
 // history shows the same why under the condition.
-func TestE2EBriefNamesTheFailingTest(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "BriefNamesTheFailingTest", Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
 	if err := os.WriteFile(cfg, []byte(whyConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--store", store)
+	out, errOut, code := e.Ralph("run", cfg, "--brief", "--store", store).Run()
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (failed by stuck); stderr %q\n%s", code, errOut, out)
 	}
@@ -69,12 +68,12 @@ func TestE2EBriefNamesTheFailingTest(t *testing.T) {
 	runID := strings.Fields(lines[3])[1]
 
 	// Without --brief the same line follows each iteration's actions.
-	out, _, _ = runBinary(t, ralphBin, "", "run", cfg, "--no-tui", "--store", filepath.Join(dir, "store2"))
+	out, _, _ = e.Ralph("run", cfg, "--no-tui", "--store", filepath.Join(dir, "store2")).Run()
 	if !regexp.MustCompile(`StopConditionsEvaluated stop ok[^\n]*\n\S+ it 1/5 done \d+(ms|s) · tests: FAIL TestAdd`).MatchString(out) {
 		t.Errorf("the headless run lacks the brief line after the evaluation:\n%s", out)
 	}
 
-	out, errOut, code = runBinary(t, ralphBin, "", "history", runID, "--store", store)
+	out, errOut, code = e.Ralph("history", runID, "--store", store).Run()
 	if code != 0 {
 		t.Fatalf("history: exit %d: %s", code, errOut)
 	}
@@ -84,20 +83,18 @@ func TestE2EBriefNamesTheFailingTest(t *testing.T) {
 		}
 	}
 
-	if _, errOut, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--json", "--store", store); code != 2 || !strings.Contains(errOut, "--brief and --json") {
+	if _, errOut, code := e.Ralph("run", cfg, "--brief", "--json", "--store", store).Run(); code != 2 || !strings.Contains(errOut, "--brief and --json") {
 		t.Errorf("--brief --json: exit %d, stderr %q", code, errOut)
 	}
-}
+}})
 
 // An agent loop whose tests never pass, stopped by its max_iterations:
 // the stopping iteration's line names the limit and still carries the
 // failing test, as the lines before it do; so does the summary, and
 // --json's summary carries it as still_failing. Headless with --brief,
 // plain --no-tui, and --json.
-func TestE2ELimitSaysWhatStillFails(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	p := newAgentProject(t, "FAKE_AGENT_DONE_AFTER=100") // never fixes Add
+var _ = suite.Add(e2e.Test{Name: "LimitSaysWhatStillFails", Run: func(t *testing.T, e *e2e.E) {
+	p := newAgentProject(t, e, "FAKE_AGENT_DONE_AFTER=100") // never fixes Add
 	cfg := filepath.Join(p.dir, "ralph.toml")
 	b, err := os.ReadFile(cfg)
 	if err != nil {
@@ -110,7 +107,7 @@ func TestE2ELimitSaysWhatStillFails(t *testing.T) {
 	writeFile(t, cfg, limited)
 	const why = `tests: FAIL TestAdd calc_test\.go:7: Add\(2, 3\) = -1, want 5`
 
-	out, errOut, code := p.ralph(t, "run", "--brief", "--store", filepath.Join(p.dir, "brief"))
+	out, errOut, code := p.ralph("run", "--brief", "--store", filepath.Join(p.dir, "brief"))
 	if code != 3 {
 		t.Fatalf("--brief: exit %d, want 3 (limit)\n%s\n%s", code, out, errOut)
 	}
@@ -130,14 +127,14 @@ func TestE2ELimitSaysWhatStillFails(t *testing.T) {
 		}
 	}
 
-	out, errOut, code = p.ralph(t, "run", "--no-tui", "--store", filepath.Join(p.dir, "plain"))
+	out, errOut, code = p.ralph("run", "--no-tui", "--store", filepath.Join(p.dir, "plain"))
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	stopping := regexp.MustCompile(`StopConditionsEvaluated stop ok[^\n]*\n\S+ it 3/3 done [^\n]* · stop: cap \(limit\): reached max_iterations 3 · ` + why + `\n`)
 	if code != 3 || !stopping.MatchString(out) || !want[3].MatchString(lines[len(lines)-1]) {
 		t.Errorf("--no-tui: exit %d, want 3, the stopping iteration's line and the summary with the failing test:\n%s\n%s", code, out, errOut)
 	}
 
-	out, errOut, code = p.ralph(t, "run", "--json", "--store", filepath.Join(p.dir, "json"))
+	out, errOut, code = p.ralph("run", "--json", "--store", filepath.Join(p.dir, "json"))
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Condition    string `json:"condition"`
@@ -153,7 +150,7 @@ func TestE2ELimitSaysWhatStillFails(t *testing.T) {
 		sum.StillFailing[0].Why != "FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5" {
 		t.Errorf("--json summary %s: want cap, and tests with its failing test in still_failing", lines[len(lines)-1])
 	}
-}
+}})
 
 // selectedChainRow is the screen line of the chain's selected row (its
 // gutter is ›), or -1.
@@ -170,61 +167,52 @@ func selectedChainRow(screen string) int {
 // and a bracketed paste are each several keys; tab and enter on a stop
 // condition open its evidence in full, one output line a line; the help
 // lists what acts in a recorded run (no y/n, q exits).
-func TestE2ETUIWhyAndKeys(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
+var _ = suite.Add(e2e.Test{Name: "TUIWhyAndKeys", Needs: []e2e.Need{e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
 	dir := t.TempDir()
 	cfg, store := filepath.Join(dir, "ralph.toml"), filepath.Join(dir, "store")
 	if err := os.WriteFile(cfg, []byte(whyConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := runBinary(t, ralphBin, "", "run", cfg, "--brief", "--store", store)
+	out, _, code := e.Ralph("run", cfg, "--brief", "--store", store).Run()
 	if code != 1 {
 		t.Fatalf("the recorded run exited %d, want 1:\n%s", code, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	runID := strings.Fields(lines[len(lines)-1])[1]
 
-	tm := newTmux(t, ralphBin+" view "+runID+" --store "+store+"; sleep 60")
-	if b, err := exec.Command("tmux", "resize-window", "-t", tm.session, "-x", "80", "-y", "24").CombinedOutput(); err != nil {
-		t.Fatalf("tmux resize-window: %v %s", err, b)
-	}
-	screen := tm.waitIdle(untilEnd)
+	tm := e.Ralph("view", runID, "--store", store).Term()
+	tm.Resize(80, 24)
+	screen := tm.WaitIdle(e2e.UntilEnd)
 	for _, want := range []string{"Failed by stuck (failure)", "✗ stuck", "FAIL TestAdd calc_test.go:7:", "✗ stop conditions · STOP by"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the 80×24 screen lacks %q:\n%s", want, screen)
 		}
 	}
 
-	tm.send("g")
+	tm.Send("g")
 	const from = 2 // the first row of the chain, under the header and the pane's title
-	tm.waitScreen("g selecting the first row", func(s string) bool { return selectedChainRow(s) == from })
-	tm.send("jjj") // one write
-	tm.waitScreen("jjj moving three rows", func(s string) bool { return selectedChainRow(s) == from+3 })
-	if err := exec.Command("tmux", "set-buffer", "-b", "ralph-e2e-paste", "kk").Run(); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command("tmux", "paste-buffer", "-p", "-d", "-b", "ralph-e2e-paste", "-t", tm.session).CombinedOutput(); err != nil {
-		t.Fatalf("tmux paste-buffer: %v %s", err, b)
-	}
-	tm.waitScreen("a pasted kk moving two rows up", func(s string) bool { return selectedChainRow(s) == from+1 })
+	tm.WaitScreen("g selecting the first row", func(s string) bool { return selectedChainRow(s) == from })
+	tm.Send("jjj") // one write
+	tm.WaitScreen("jjj moving three rows", func(s string) bool { return selectedChainRow(s) == from+3 })
+	tm.Paste("kk")
+	tm.WaitScreen("a pasted kk moving two rows up", func(s string) bool { return selectedChainRow(s) == from+1 })
 
-	tm.send("Tab")
-	tm.send("jj") // from stuck, the closest to firing, to tests
-	tm.send("Enter")
-	screen = tm.waitFor("Stop condition · tests")
+	tm.Send("Tab")
+	tm.Send("jj") // from stuck, the closest to firing, to tests
+	tm.Send("Enter")
+	screen = tm.WaitFor("Stop condition · tests")
 	for _, want := range []string{"why       FAIL TestAdd calc_test.go:7: Add(2, 3) = -1, want 5", "--- FAIL: TestAdd (0.00s)",
 		"\n│       calc_test.go:7: Add(2, 3) = -1, want 5"} {
 		if !strings.Contains(strings.ReplaceAll(screen, "┃", "│"), want) {
 			t.Errorf("the condition's detail lacks %q:\n%s", want, screen)
 		}
 	}
-	tm.send("Escape")
-	tm.waitFor("Causal chain") // back in the main view: a ? sent with the escape would read as alt+?
-	tm.send("?")
-	screen = tm.waitFor("Quitting")
+	tm.Send("Escape")
+	tm.WaitFor("Causal chain") // back in the main view: a ? sent with the escape would read as alt+?
+	tm.Send("?")
+	screen = tm.WaitFor("Quitting")
 	if !strings.Contains(screen, "q or ctrl+c exits.") || strings.Contains(screen, "approve") || strings.Contains(screen, "p pause") {
 		t.Errorf("the help of a recorded run offers keys that do not act there, or misstates q:\n%s", screen)
 	}
-	tm.send("q")
-}
+	tm.Send("q")
+}})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/fleet/fleettest"
+	"github.com/ralphloop/ralph/internal/e2e"
 	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/ledger"
 )
@@ -24,19 +25,20 @@ import (
 // runs' workspaces clone, and a client to look at both.
 type e2eFleet struct {
 	t    *testing.T
+	e    *e2e.E
 	url  string
 	bare string
 	h    *fleet.Handles
 }
 
-func newE2EFleet(t *testing.T) *e2eFleet {
+func newE2EFleet(t *testing.T, e *e2e.E) *e2eFleet {
 	t.Helper()
-	return fleetOn(t, fleettest.Node(t).ClientURL(), fleet.DefaultConfig())
+	return fleetOn(t, e, fleettest.Node(t).ClientURL(), fleet.DefaultConfig())
 }
 
 // fleetOn makes the fleet's streams and buckets on the NATS at url and a
 // bare git remote with one commit on main.
-func fleetOn(t *testing.T, url string, c fleet.Config) *e2eFleet {
+func fleetOn(t *testing.T, e *e2e.E, url string, c fleet.Config) *e2eFleet {
 	t.Helper()
 	nc, err := fleettest.Dial(url, fleet.RoleWorker)
 	if err != nil {
@@ -60,7 +62,7 @@ func fleetOn(t *testing.T, url string, c fleet.Config) *e2eFleet {
 	git(t, seed, "add", "README")
 	git(t, seed, "-c", "user.name=seed", "-c", "user.email=seed@localhost", "commit", "--quiet", "-m", "seed")
 	git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
-	return &e2eFleet{t: t, url: url, bare: bare, h: h}
+	return &e2eFleet{t: t, e: e, url: url, bare: bare, h: h}
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -76,7 +78,7 @@ func git(t *testing.T, dir string, args ...string) string {
 
 // worker starts `ralph worker` as its own process, with a policy that lets
 // its jobs run sh and claude; env, when given, is added to its environment.
-func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
+func (f *e2eFleet) worker(id string, slots int, env ...string) *e2e.Proc {
 	f.t.Helper()
 	policy := filepath.Join(f.t.TempDir(), "worker.toml")
 	writeFile(f.t, policy, "[governance]\nshell_allow = [\"sh\"]\nagent_allow = [\"claude\"]\n")
@@ -85,35 +87,11 @@ func (f *e2eFleet) worker(id string, slots int, env ...string) *exec.Cmd {
 
 // workerArgs is worker with args added to its command line in place of
 // the policy.
-func (f *e2eFleet) workerArgs(id string, slots int, args []string, env ...string) *exec.Cmd {
+func (f *e2eFleet) workerArgs(id string, slots int, args []string, env ...string) *e2e.Proc {
 	f.t.Helper()
 	dir := f.t.TempDir()
-	cmd := exec.Command(ralphBin, withCreds(append([]string{"worker", "--nats", f.url, "--creds", fleetCreds(f.t, f.url, fleet.RoleWorker), "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
-		"--ack-wait", "3s", "--id", id}, args...))...)
-	cmd.Dir = dir
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	out, err := os.Create(filepath.Join(dir, "worker.out"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		out.Close()
-		if f.t.Failed() {
-			b, _ := os.ReadFile(out.Name())
-			f.t.Logf("worker %s output:\n%s", id, b)
-		}
-	})
-	return cmd
+	return f.e.Ralph(append([]string{"worker", "--nats", f.url, "--creds", fleetCreds(f.t, f.url, fleet.RoleWorker), "--slots", fmt.Sprint(slots), "--dir", filepath.Join(dir, "w"),
+		"--ack-wait", "3s", "--id", id}, args...)...).In(dir).With(env...).Start()
 }
 
 // submit queues cfg as a job on the shared remote.
@@ -264,9 +242,8 @@ func chargeFiles(t *testing.T) (dir, charges, marks string) {
 	return dir, charges, marks
 }
 
-func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkersRunSubmittedJobs", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	dir, charges, marks := chargeFiles(t)
 	f.worker("w1", 2)
 	f.worker("w2", 2)
@@ -274,7 +251,7 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 	for i := range 8 {
 		cfg := filepath.Join(dir, fmt.Sprintf("run%d.toml", i))
 		writeFile(t, cfg, fleetPlan(charges, marks, fmt.Sprintf(limitStop, 1+i%2)))
-		out, errOut, code := runBinary(t, ralphBin, "", "submit", cfg, "--nats", f.url, "--workspace", f.bare+"@main")
+		out, errOut, code := e.Ralph("submit", cfg, "--nats", f.url, "--workspace", f.bare+"@main").Run()
 		if code != 0 {
 			t.Fatalf("submit: exit %d: %s", code, errOut)
 		}
@@ -286,11 +263,11 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 			t.Errorf("run %s: %+v", id, s)
 		}
 		f.checkRun(id, charges, 1+i%2)
-		if out, errOut, code := runBinary(t, ralphBin, "", "chain", "verify", "--nats", f.url, "--run", id); code != 0 {
+		if out, errOut, code := e.Ralph("chain", "verify", "--nats", f.url, "--run", id).Run(); code != 0 {
 			t.Errorf("chain verify --nats --run %s: exit %d\n%s%s", id, code, out, errOut)
 		}
 	}
-	out, errOut, code := runBinary(t, ralphBin, "", "runs", "--nats", f.url, "--json")
+	out, errOut, code := e.Ralph("runs", "--nats", f.url, "--json").Run()
 	if code != 0 {
 		t.Fatalf("runs --nats: exit %d: %s", code, errOut)
 	}
@@ -299,16 +276,15 @@ func TestE2EWorkersRunSubmittedJobs(t *testing.T) {
 			t.Errorf("runs --nats does not list run %s:\n%s", id, out)
 		}
 	}
-}
+}})
 
 // kill -9 a worker mid-run: after the ack wait the other worker continues
 // the run from the replicated chain, the charge is not repeated, and
 // max_iterations holds.
-func TestE2EWorkerKilledMidRun(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerKilledMidRun", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	_, charges, marks := chargeFiles(t)
-	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 1), "w2": f.worker("w2", 1)}
+	workers := map[string]*e2e.Proc{"w1": f.worker("w1", 1), "w2": f.worker("w2", 1)}
 	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
 	mark := filepath.Join(marks, id+"-2")
 	waitUntil(t, "iteration 2 reaches its slow step", func() bool { _, err := os.Stat(mark); return err == nil })
@@ -322,7 +298,7 @@ func TestE2EWorkerKilledMidRun(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("run %s is on worker %q", id, s.Worker)
 	}
-	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = victim.Wait()
@@ -331,7 +307,7 @@ func TestE2EWorkerKilledMidRun(t *testing.T) {
 		t.Fatalf("after the kill: %+v", s)
 	}
 	f.checkRun(id, charges, 3)
-}
+}})
 
 // chargedIn reports whether the chain has iteration's Charge completed.
 func chargedIn(acts []ledger.Action, iteration int) bool {
@@ -347,27 +323,24 @@ func chargedIn(acts []ledger.Action, iteration int) bool {
 	return false
 }
 
-func TestE2EWorkerWithoutNATS(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	_, errOut, code := runBinary(t, ralphBin, "", "worker", "--nats", "nats://127.0.0.1:1", "--dir", t.TempDir())
+var _ = suite.Add(e2e.Test{Name: "WorkerWithoutNATS", Run: func(t *testing.T, e *e2e.E) {
+	_, errOut, code := e.Ralph("worker", "--nats", "nats://127.0.0.1:1", "--dir", t.TempDir()).Run()
 	want := "no NATS server answers at nats://127.0.0.1:1; start one with `ralph fleet serve` or pass --nats URL"
 	if code != 2 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, want)
 	}
-}
+}})
 
 // SIGTERM: the worker pauses its run after the current call, hands it
 // back and exits 0; another worker finishes it.
-func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerHandsBackOnSIGTERM", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	_, charges, marks := chargeFiles(t)
 	w1 := f.worker("w1", 1)
 	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
 	mark := filepath.Join(marks, id+"-1")
 	waitUntil(t, "iteration 1 reaches its slow step", func() bool { _, err := os.Stat(mark); return err == nil })
-	if err := w1.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := w1.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := w1.Wait(); err != nil {
@@ -392,19 +365,18 @@ func TestE2EWorkerHandsBackOnSIGTERM(t *testing.T) {
 		t.Fatalf("after the hand-back: %+v", s)
 	}
 	f.checkRun(id, charges, 3)
-}
+}})
 
 // On a three-node cluster: kill -9 a worker mid-run, then stop the chain
 // stream's leader; every run completes, each iteration charged and
 // committed once, max_iterations held, every chain verifiable.
-func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "ClusterSurvivesAWorkerAndALeader", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	c := fleettest.NewTLSCluster(t, 3) // TLS for clients and routes, and the roles
 	cfg := fleet.DefaultConfig()
 	cfg.Replicas = 3
-	f := fleetOn(t, c.URL(), cfg)
+	f := fleetOn(t, e, c.URL(), cfg)
 	_, charges, marks := chargeFiles(t)
-	workers := map[string]*exec.Cmd{"w1": f.worker("w1", 2), "w2": f.worker("w2", 2)}
+	workers := map[string]*e2e.Proc{"w1": f.worker("w1", 2), "w2": f.worker("w2", 2)}
 	var ids []string
 	for range 4 {
 		ids = append(ids, f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3))))
@@ -423,7 +395,7 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("run %s is on worker %q", first, victimID)
 	}
-	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = victim.Wait()
@@ -440,16 +412,15 @@ func TestE2EClusterSurvivesAWorkerAndALeader(t *testing.T) {
 		}
 		f.checkRun(id, charges, 3)
 	}
-}
+}})
 
 // A worker without the job's agent CLI puts the job back, saying why in
 // the run's state; a worker that has the CLI runs it.
-func TestE2EWorkerWithoutTheAgentCLI(t *testing.T) {
-	skipWithoutBinary(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerWithoutTheAgentCLI", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
 	if _, err := exec.LookPath("claude"); err == nil {
 		t.Skip("a real claude is on PATH")
 	}
-	f := newE2EFleet(t)
+	f := newE2EFleet(t, e)
 	seed := filepath.Join(t.TempDir(), "seed")
 	git(t, filepath.Dir(seed), "clone", "--quiet", f.bare, seed)
 	writeFile(t, filepath.Join(seed, "PROMPT.md"), "Write one line of progress.\n")
@@ -467,7 +438,7 @@ max = 2
 	git(t, seed, "-c", "user.name=seed", "-c", "user.email=seed@localhost", "commit", "--quiet", "-m", "agent loop")
 	git(t, seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
 	f.worker("bare", 1)
-	out, errOut, code := runBinary(t, ralphBin, "", "submit", filepath.Join(seed, "ralph.toml"), "--nats", f.url, "--workspace", f.bare+"@main")
+	out, errOut, code := e.Ralph("submit", filepath.Join(seed, "ralph.toml"), "--nats", f.url, "--workspace", f.bare+"@main").Run()
 	if code != 0 {
 		t.Fatalf("submit: exit %d: %s", code, errOut)
 	}
@@ -486,15 +457,13 @@ max = 2
 	if c := f.commits(id); len(c) < 3 || c[0] != fmt.Sprintf("ralph %s iteration 2", id) {
 		t.Errorf("branch commits %q", c)
 	}
-}
+}})
 
 // Who submitted a run and who controlled it is on its chain (§17): the
 // worker takes a control only when its submitter signed it, and records it
 // as a ControlRequested action before acting on it.
-func TestE2EWorkerRecordsWhoControlledTheRun(t *testing.T) {
-	skipWithoutBinary(t)
-	t.Parallel()
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerRecordsWhoControlledTheRun", Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	_, charges, marks := chargeFiles(t)
 	f.worker("w1", 1)
 	id := f.submit(fleetPlan(charges, marks, fmt.Sprintf(limitStop, 3)))
@@ -538,4 +507,4 @@ func TestE2EWorkerRecordsWhoControlledTheRun(t *testing.T) {
 	if got := strings.Join(controls, "; "); got != "pause by submitter (submitter, control); resume by submitter (submitter, control)" {
 		t.Errorf("controls on the chain: %q", got)
 	}
-}
+}})

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/e2e"
 )
 
 // evilJob is a job that brings its own governance to run sh on a worker:
@@ -39,9 +40,8 @@ max = 1
 // shell_allow, or runs a program in a stop condition, before anything of
 // it runs: the run fails with the reason in its state and in `ralph runs
 // --nats`, the job is not delivered again, and sh never ran.
-func TestE2EWorkerWithoutPolicyRefusesShell(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerWithoutPolicyRefusesShell", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	f.workerArgs("plain", 1, nil)
 	dir := t.TempDir()
 	cases := []struct{ out, id, want string }{
@@ -61,7 +61,7 @@ func TestE2EWorkerWithoutPolicyRefusesShell(t *testing.T) {
 		if _, err := os.Stat(c.out); !os.IsNotExist(err) {
 			t.Errorf("%s exists (%v): sh ran", c.out, err)
 		}
-		out, errOut, code := runBinary(t, ralphBin, "", "runs", "--nats", f.url)
+		out, errOut, code := e.Ralph("runs", "--nats", f.url).Run()
 		if code != 0 || !strings.Contains(out, c.id) || !strings.Contains(out, prefix+c.want) {
 			t.Errorf("runs --nats: exit %d\n%s%s\nwant run %s with %q", code, out, errOut, c.id, c.want)
 		}
@@ -71,14 +71,13 @@ func TestE2EWorkerWithoutPolicyRefusesShell(t *testing.T) {
 			t.Errorf("run %s: the refused run has a chain in the stream (%v)", c.id, err)
 		}
 	}
-}
+}})
 
 // A worker's policy narrows what a job gets: a job without an iteration
 // bound runs to the policy's max_iterations, and a job whose workspace the
 // policy does not list is refused naming it.
-func TestE2EWorkerPolicyCeiling(t *testing.T) {
-	skipWithoutBinary(t)
-	f := newE2EFleet(t)
+var _ = suite.Add(e2e.Test{Name: "WorkerPolicyCeiling", Serial: true, Needs: []e2e.Need{e2e.Tool("git")}, Run: func(t *testing.T, e *e2e.E) {
+	f := newE2EFleet(t, e)
 	policy := filepath.Join(t.TempDir(), "worker.toml")
 	writeFile(t, policy, fmt.Sprintf("[governance]\nmax_iterations = 2\nworkspaces = [%q]\n", filepath.Dir(f.bare)+"/*.git"))
 	f.workerArgs("bounded", 1, []string{"--policy", policy})
@@ -120,4 +119,4 @@ rtfs = '(step "Echo" (call :ccos.echo {:message "hi"}))'
 	if want := fmt.Sprintf("its workspace %s matches none of the policy's workspaces", elsewhere); s.State != fleet.StateFailed || !strings.Contains(s.Error, want) {
 		t.Errorf("job on another workspace: state %+v; want failed with %q", s, want)
 	}
-}
+}})
