@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -42,7 +43,7 @@ func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (conta
 	cmd.SysProcAttr = attr
 	cmd.Cancel = func() error { cont.kill(); return nil }
 	cmd.WaitDelay = waitDelay
-	if err = cmd.Start(); err == nil {
+	if err = startLocked(cmd, o.Confine); err == nil {
 		cont.started(cmd.Process.Pid)
 		err = cmd.Wait()
 	}
@@ -54,6 +55,21 @@ func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (conta
 		}
 	}
 	return cont.kind, err
+}
+
+// startLocked starts cmd. With confine it does so from a goroutine locked
+// to a thread of its own, which confine restricts first and which exits
+// with that goroutine (see StartOptions.Confine).
+func startLocked(cmd *exec.Cmd, confine func() error) error {
+	if confine == nil {
+		return cmd.Start()
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+		done <- startOn(cmd, confine)
+	}()
+	return <-done
 }
 
 // CappedBuffer keeps the first Limit bytes written to it and notes whether

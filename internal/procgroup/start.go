@@ -24,6 +24,13 @@ type StartOptions struct {
 	// NoCgroup contains the command by the subreaper and sweep even where
 	// a cgroup could be made (as RALPH_NO_CGROUP=1 does for all).
 	NoCgroup bool
+	// Confine, when set, runs on the OS thread that forks the command,
+	// just before it does (package sandbox restricts that thread with
+	// Landlock there, so the command inherits the restriction and ralph's
+	// other threads do not). A thread Confine ran on is never given back
+	// to the Go runtime: it exits with the goroutine that locked it. An
+	// error from Confine fails the start; the command never runs.
+	Confine func() error
 }
 
 // Proc is a command started by Start: the leader of a process group of its
@@ -63,8 +70,10 @@ func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 		// The thread stays locked to this goroutine until the command has
 		// been reaped, so the parent-death signal cannot fire early.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
+		if o.Confine == nil {
+			defer runtime.UnlockOSThread()
+		}
+		if err := startOn(cmd, o.Confine); err != nil {
 			cont.release()
 			started <- err
 			return
@@ -122,4 +131,15 @@ func (p *Proc) ExitCode() int {
 	default:
 		return -1
 	}
+}
+
+// startOn starts cmd on the calling goroutine's locked thread after
+// confine (if any) restricted that thread.
+func startOn(cmd *exec.Cmd, confine func() error) error {
+	if confine != nil {
+		if err := confine(); err != nil {
+			return err
+		}
+	}
+	return cmd.Start()
 }
