@@ -195,15 +195,15 @@ func (noServer) Close() error           { return nil }
 // closeRunStore closes a run's store once the run has returned runErr, and
 // returns what the command ends with: runErr, or, when the run ended but
 // its store was then found lost, that (exit 1). A run whose store was lost
-// leaves its record outside the store (lost.go).
+// leaves its record outside the store (serve/lost.go).
 func closeRunStore(st *ledger.Store, runID string, runErr error, errOut io.Writer) error {
 	cerr := st.Close()
 	var lost *ledger.LostError
 	switch {
 	case errors.As(runErr, &lost):
-		return noteLostRun(runID, runErr, errOut)
+		return serve.NoteLostRun(runID, runErr, errOut)
 	case errors.As(cerr, &lost) && (runErr == nil || isSilentSuccess(runErr)):
-		return exitError(ExitFailure, noteLostRun(runID, cerr, errOut))
+		return exitError(ExitFailure, serve.NoteLostRun(runID, cerr, errOut))
 	}
 	return runErr // a close past its bound is Run's to report (reportStuck)
 }

@@ -39,7 +39,7 @@ func newRunsCmd() *cobra.Command {
 }
 
 // listRuns prints the runs of the store flag names, and those of its runs
-// the store lost (lost.go): a store that is gone lists only those, and
+// the store lost (serve/lost.go): a store that is gone lists only those, and
 // exits 1.
 func listRuns(cmd *cobra.Command, flag string, asJSON bool) error {
 	dir, err := commandStoreDir(flag)
@@ -47,11 +47,11 @@ func listRuns(cmd *cobra.Command, flag string, asJSON bool) error {
 		return err
 	}
 	if storeIsNew(dir) {
-		lost := lostRunsOf(absDir(dir))
+		lost := serve.LostRunsOf(absDir(dir))
 		if len(lost) == 0 {
 			return exitError(ExitUsage, fmt.Errorf("no store at %s; run a plan first or pass --store DIR", dir))
 		}
-		if err := writeRuns(cmd.OutOrStdout(), lostRecords(lost), nil, asJSON); err != nil {
+		if err := writeRuns(cmd.OutOrStdout(), serve.LostRecords(lost), nil, asJSON); err != nil {
 			return err
 		}
 		return exitError(ExitFailure, silentError{})
@@ -65,7 +65,7 @@ func listRuns(cmd *cobra.Command, flag string, asJSON bool) error {
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
-	return writeRuns(cmd.OutOrStdout(), withLost(runs, lostRunsOf(absDir(dir))), st.Served(), asJSON)
+	return writeRuns(cmd.OutOrStdout(), serve.WithLost(runs, serve.LostRunsOf(absDir(dir))), st.Served(), asJSON)
 }
 
 // writeRuns prints the runs (serve.RunRows: the same fields as GET
