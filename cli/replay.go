@@ -2,22 +2,17 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
 )
@@ -118,19 +113,19 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	if err != nil {
 		return nil, err
 	}
-	rc, err := readCheckpoints(runIDOf(acts, ref.arg), acts)
+	rc, err := loop.ReadCheckpoints(loop.RunIDOf(acts, ref.arg), acts)
 	if err != nil {
-		return nil, err
+		return nil, commandError(err)
 	}
-	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir,
+	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.Workdir,
 		EchoesStored: func(id string) bool { s, ok := builtin.Lookup(id); return ok && s.EchoesStored }}
-	if rc.cfg != nil {
-		o.RecordedSpecs = rc.cfg.Stop
+	if rc.Config != nil {
+		o.RecordedSpecs = rc.Config.Stop
 	}
-	repo := rc.repo(ctx)
+	repo := rc.Repo(ctx)
 	if repo != nil {
 		o.Workspace = func(n int) string {
-			c, ok := rc.commits[n]
+			c, ok := rc.Commits[n]
 			if !ok {
 				return ""
 			}
@@ -143,69 +138,19 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	}
 	if rerun {
 		if repo == nil {
-			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
+			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.RunID))
 		}
-		wt := &worktrees{repo: repo, rc: rc}
-		o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
+		wt := loop.NewWorktrees(repo, rc)
+		o.Rerun = &stop.Rerun{Dir: wt.Dir, Jobs: jobs}
 	}
 	res, err := stop.Replay(ctx, acts, o)
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
 	}
-	if n := rc.closing; n != nil {
+	if n := rc.Closing; n != nil {
 		res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
 	}
 	return res, nil
-}
-
-// repo is the git work tree of the run's checkpoints, or nil when the run
-// has none there.
-func (rc *runCheckpoints) repo(ctx context.Context) *gitx.Repo {
-	if len(rc.commits) == 0 || rc.workdir == "" {
-		return nil
-	}
-	repo, err := gitx.Open(ctx, rc.workdir)
-	if err != nil {
-		return nil
-	}
-	return repo
-}
-
-// worktrees checks iterations' checkpoints out in temporary git worktrees:
-// a checkpoint's root is the run's workdir, so the worktree is the workdir
-// as it was.
-type worktrees struct {
-	repo *gitx.Repo
-	rc   *runCheckpoints
-	mu   sync.Mutex // git worktree add and remove, one at a time
-}
-
-func (w *worktrees) dir(ctx context.Context, n int) (string, func(), error) {
-	c, ok := w.rc.commits[n]
-	if !ok {
-		return "", nil, exitError(ExitUsage, fmt.Errorf("run %s has no checkpoint of iteration %d to rerun its checks on; replay without --rerun", w.rc.runID, n))
-	}
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("ralph-replay-%d-*", n))
-	if err != nil {
-		return "", nil, err
-	}
-	tree := filepath.Join(tmp, "tree")
-	w.mu.Lock()
-	// No hook of the repository runs for it (post-checkout): only the checks.
-	_, err = gitx.Run(ctx, w.repo.Top, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", tree, c)
-	w.mu.Unlock()
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", nil, fmt.Errorf("check out iteration %d's checkpoint: %s", n, gitx.Message(err))
-	}
-	release := func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		// The worktree is ralph's own: removing it forgets its metadata too.
-		_, _ = gitx.Run(context.WithoutCancel(ctx), w.repo.Top, "worktree", "remove", "--force", tree)
-		os.RemoveAll(tmp)
-	}
-	return tree, release, nil
 }
 
 func replayExit(res *stop.ReplayResult) int {
