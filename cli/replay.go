@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -67,13 +65,13 @@ iterations, 2 for bad input.`,
 					*stop.ReplayResult
 					Summary  string `json:"summary"`
 					ExitCode int    `json:"exit_code"`
-				}{res, replaySummary(res), code})
+				}{res, stop.ReplaySummary(res), code})
 				if err != nil {
 					return exitError(ExitFailure, err)
 				}
 				w.Write(append(b, '\n'))
 			} else {
-				writeReplay(w, res)
+				stop.WriteReplay(w, res)
 			}
 			if err := w.Flush(); err != nil {
 				return exitError(ExitFailure, fmt.Errorf("write output: %w", err))
@@ -166,60 +164,4 @@ func replayExit(res *stop.ReplayResult) int {
 		return ExitCancelled
 	}
 	return loop.ExitLimit
-}
-
-// replaySummary is the one-line answer: where the configuration would
-// have stopped, beside where the run did.
-func replaySummary(res *stop.ReplayResult) string {
-	var b strings.Builder
-	if res.Stopped {
-		d := res.Decision
-		fmt.Fprintf(&b, "would have stopped after iteration %d by %s (%s)", res.Iteration, d.TriggeredBy, d.Class)
-		if d.Before {
-			fmt.Fprintf(&b, ", before iteration %d", res.Iteration+1)
-		}
-	} else {
-		fmt.Fprintf(&b, "would not have stopped within the %d recorded iterations", len(res.Steps))
-	}
-	if r := res.Recorded; r.Stop {
-		fmt.Fprintf(&b, " — the recorded run stopped after %d by %s (%s)", res.RecordedIterations, r.TriggeredBy, r.Class)
-	} else {
-		b.WriteString(" — the recorded run has not ended")
-	}
-	return b.String()
-}
-
-func writeReplay(w io.Writer, res *stop.ReplayResult) {
-	for _, s := range res.Steps {
-		fmt.Fprintf(w, "iteration %d  %s", s.Iteration, decisionText(s.Decision))
-		if s.Recorded != nil {
-			rec := stop.Decision{Stop: s.Recorded.ShouldStop, Class: s.Recorded.Class, TriggeredBy: s.Recorded.TriggeredBy}
-			fmt.Fprintf(w, "   (recorded: %s)", decisionText(rec))
-		}
-		fmt.Fprintln(w)
-		for _, r := range s.Evaluation.Results {
-			mark, pct := "·", fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
-			switch {
-			case r.Detail == "unknown":
-				mark, pct = "?", "   ?"
-			case r.Err != "":
-				mark, pct = "!", "   —"
-			case r.Met:
-				mark = "✓"
-			}
-			fmt.Fprintf(w, "  %s %-20s %-20s %-7s %s %-16s %s\n", mark, r.Name, r.Kind, r.Class, pct, r.Detail, r.Reason)
-		}
-	}
-	fmt.Fprintln(w, replaySummary(res))
-}
-
-func decisionText(d stop.Decision) string {
-	if !d.Stop {
-		return "continue"
-	}
-	s := fmt.Sprintf("STOP by %s (%s)", d.TriggeredBy, d.Class)
-	if d.Before {
-		s += " before the next iteration"
-	}
-	return s
 }
