@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,14 +95,14 @@ func verifyStoreChain(cmd *cobra.Command, dir, vkey, since string) error {
 		for _, p := range rep.Problems[1:] {
 			fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), trustLine(rep))
+		fmt.Fprintln(cmd.ErrOrStderr(), rep.TrustLine())
 		return exitError(ExitFailure, err)
 	case err != nil:
 		return exitError(ExitFailure, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints)
-	b.WriteString(trustLine(rep) + "\n")
+	b.WriteString(rep.TrustLine() + "\n")
 	for _, c := range rep.Consistent {
 		fmt.Fprintf(&b, "consistent with checkpoint %s\n", c.Name)
 	}
@@ -131,14 +130,6 @@ func storeVerifyOptions(storeID, vkey, since string) (ledger.VerifyOptions, erro
 		opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
 	}
 	return opts, nil
-}
-
-// trustLine says which key the signatures were checked with.
-func trustLine(rep ledger.VerifyReport) string {
-	if rep.Pinned {
-		return "trusted key " + rep.TrustedKey + " (pinned with --key)"
-	}
-	return "trusted key " + rep.TrustedKey + " (recorded in the store; pass --key to pin it)"
 }
 
 // readVerifierKeyArgs takes every --key (or --trust) given.
@@ -215,10 +206,10 @@ func newChainShowCmd(store *string) *cobra.Command {
 				return exitError(ExitFailure, err)
 			}
 			if shown == 0 && (f.RunID != "" || f.PlanID != "" || f.IntentID != "") {
-				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), filterName(f))
+				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), f.Name())
 			}
 			if tree {
-				if err := ledger.WriteTree(w, ledger.BuildTree(underIterations(acts))); err != nil {
+				if err := ledger.WriteTree(w, ledger.BuildTree(ledger.UnderIterations(acts))); err != nil {
 					return exitError(ExitFailure, err)
 				}
 			}
@@ -262,9 +253,9 @@ func newChainExportCmd(store *string) *cobra.Command {
 				}
 			}
 			if bundle {
-				return exportBundle(st, cmd.OutOrStdout())
+				return commandError(serve.ExportBundle(st, cmd.OutOrStdout()))
 			}
-			if err := export(st, cmd.OutOrStdout(), f); err != nil {
+			if err := serve.Export(st, cmd.OutOrStdout(), f); err != nil {
 				return exitError(ExitFailure, err)
 			}
 			return nil
@@ -409,80 +400,5 @@ func verifyBundleFile(cmd *cobra.Command, path string, pinned []string) error {
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("bundle %s does not verify: %w", path, err))
 	}
-	trust := " (named by the bundle; pass --key to pin it)"
-	if len(rep.Keys) > 1 {
-		trust = " (named by the bundle; pass --key for each to pin them)"
-	}
-	if rep.Pinned {
-		trust = " (pinned with --key)"
-	}
-	keys := "key " + rep.Key
-	if len(rep.Keys) > 1 {
-		keys = "keys " + strings.Join(rep.Keys, ", ")
-	}
-	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted %s%s\n",
-		path, rep.Actions, rep.Checkpoints, rep.Root, keys, trust))
-}
-
-// exportBundle writes the whole store as a bundle (ledger.ExportBundle),
-// from the store or from the process holding it: there, up to a signed
-// checkpoint while appends go on.
-func exportBundle(st serve.Reader, out io.Writer) error {
-	w := bufio.NewWriter(out)
-	if _, err := st.ExportBundle(w); err != nil {
-		return exitError(ExitFailure, err)
-	}
-	return w.Flush()
-}
-
-// export writes the actions f selects as JSON lines (ledger.Store.Export's
-// form), from a store or from the process holding it.
-func export(st serve.Reader, w io.Writer, f ledger.Filter) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var buf []byte
-	err := st.Select(f, func(a ledger.Action) error {
-		buf = append(ledger.AppendJSON(buf[:0], &a), '\n')
-		_, err := bw.Write(buf)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// filterName names the id a chain filter selects by.
-func filterName(f ledger.Filter) string {
-	switch {
-	case f.RunID != "":
-		return "run " + f.RunID
-	case f.PlanID != "":
-		return "plan " + f.PlanID
-	}
-	return "intent " + f.IntentID
-}
-
-// underIterations hangs each StopConditionsEvaluated (recorded under no
-// parent) under the iteration it evaluated, the run's latest
-// IterationStarted before it, so the tree shows it there instead of after
-// the whole run. Only the display changes; acts is copied where it must be.
-func underIterations(acts []ledger.Action) []ledger.Action {
-	last := map[string]string{} // run → its latest IterationStarted
-	var out []ledger.Action
-	for i := range acts {
-		a := &acts[i]
-		switch {
-		case a.Type == ledger.IterationStarted:
-			last[a.RunID] = a.ActionID
-		case a.Type == ledger.StopConditionsEvaluated && a.ParentActionID == "" && last[a.RunID] != "":
-			if out == nil {
-				out = slices.Clone(acts)
-			}
-			out[i].ParentActionID = last[a.RunID]
-		}
-	}
-	if out == nil {
-		return acts
-	}
-	return out
+	return writeOut(cmd.OutOrStdout(), rep.Text(path))
 }
