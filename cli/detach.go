@@ -13,35 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/internal/sealenv"
 	"github.com/ralphloop/ralph/loop"
 )
-
-// runLogPath is where a run's output goes when no terminal shows it:
-// <store>/logs/<run-id>.log.
-func runLogPath(storeDir, runID string) string {
-	return filepath.Join(storeDir, "logs", runID+".log")
-}
-
-// redirectOutput points this process's stdout and stderr (the file
-// descriptors, so every writer holding os.Stdout follows) at the run's log
-// file, appending. It is how a run goes on without its terminal.
-func redirectOutput(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create the log directory: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("open the run's log: %w", err)
-	}
-	defer f.Close()
-	for _, fd := range []int{1, 2} {
-		if err := dupOnto(int(f.Fd()), fd); err != nil {
-			return fmt.Errorf("send output to %s: %w", path, err)
-		}
-	}
-	return nil
-}
 
 // absDir is dir made absolute for messages (as given when that fails).
 func absDir(dir string) string {
@@ -118,7 +93,7 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 	early, _ := io.ReadAll(r) // ends when the run writes to its log instead, or exits
 	exited := make(chan struct{})
 	go func() { c.Wait(); close(exited) }()
-	logPath := runLogPath(absDir(storeDir(f.store, cfg)), id)
+	logPath := detach.LogPath(absDir(storeDir(f.store, cfg)), id)
 	select {
 	case <-exited:
 		code := c.ProcessState.ExitCode()

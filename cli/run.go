@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
@@ -134,18 +135,18 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	}
 	defer srv.Close()
 	ctx := cmd.Context()
-	logPath := runLogPath(absDir(st.Dir()), runner.RunID())
+	logPath := detach.LogPath(absDir(st.Dir()), runner.RunID())
 	switch {
 	case f.logToStore: // the background process of run --detach
-		if err := redirectOutput(logPath); err != nil {
+		if err := detach.RedirectOutput(logPath); err != nil {
 			return exitError(ExitFailure, err)
 		}
 		srv.SetOutput(false, logPath)
 	case cmd.OutOrStdout() == os.Stdout:
 		// The terminal closing detaches the run: it goes on, writing to
 		// its log file.
-		defer onHangup(ctx, func() {
-			if redirectOutput(logPath) == nil {
+		defer detach.OnHangup(ctx, func() {
+			if detach.RedirectOutput(logPath) == nil {
 				srv.SetOutput(false, logPath)
 			}
 		})()

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/tui"
@@ -76,7 +77,7 @@ func runInteractive(cmd *cobra.Command, rs *assemble.Run, approve bool) error {
 	})
 	// The terminal closing (SIGHUP) detaches: the UI ends, the run goes on.
 	uiCtx, hungUp := context.WithCancelCause(ctx)
-	defer onHangup(ctx, func() { hungUp(errHangup) })()
+	defer detach.OnHangup(ctx, func() { hungUp(errHangup) })()
 	uiErr := tui.Run(uiCtx, tui.Options{Run: live, Config: opts.Config, Done: done,
 		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	var panicErr *tui.PanicError
@@ -108,15 +109,15 @@ var errHangup = errors.New("the terminal closed")
 func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, srv runServer, logs *switchWriter, finished <-chan struct{},
 	result func() (*loop.Outcome, error), hungUp bool) error {
 	id := runner.RunID()
-	logPath := runLogPath(absDir(store.Dir()), id)
-	defer keepInterruptFromRun(cmd.Context(), id)()
+	logPath := detach.LogPath(absDir(store.Dir()), id)
+	defer detach.KeepInterrupt(cmd.Context(), id)()
 	if !hungUp {
 		fmt.Fprintf(cmd.OutOrStdout(), "detached: run %s goes on in this process (pid %d), its output in %s\n"+
 			"`ralph attach %s` reopens the UI; ctrl+c no longer stops it: press ctrl+z then run `bg` (or close this terminal) to get the prompt back\n",
 			id, os.Getpid(), logPath, id)
 	}
 	if cmd.OutOrStdout() == os.Stdout {
-		if err := redirectOutput(logPath); err != nil {
+		if err := detach.RedirectOutput(logPath); err != nil {
 			return exitError(ExitFailure, err)
 		}
 	}
