@@ -2,19 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/internal/detach"
-	"github.com/ralphloop/ralph/internal/sealenv"
 	"github.com/ralphloop/ralph/loop"
 )
 
@@ -63,52 +58,21 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 		return exitError(ExitFailure, fmt.Errorf("find the ralph executable to start in the background: %w", err))
 	}
 	id := loop.NewID()
-	child := detachedArgs(args, f, id)
-	r, w, err := os.Pipe()
+	bg, err := detach.Start(exe, detachedArgs(args, f, id))
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
-	defer r.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		w.Close()
-		return exitError(ExitFailure, err)
-	}
-	defer null.Close()
-	c := exec.Command(exe, child...)
-	c.Stdin, c.Stdout, c.Stderr = null, w, w
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	sealed, err := sealenv.HandOver(c)
-	if err != nil {
-		w.Close()
-		return exitError(ExitFailure, err)
-	}
-	err = c.Start()
-	sealed.Close()
-	w.Close()
-	if err != nil {
-		return exitError(ExitFailure, fmt.Errorf("start the run in the background: %w", err))
-	}
-	pid := c.Process.Pid
-	early, _ := io.ReadAll(r) // ends when the run writes to its log instead, or exits
-	exited := make(chan struct{})
-	go func() { c.Wait(); close(exited) }()
 	logPath := detach.LogPath(absDir(storeDir(f.store, cfg)), id)
-	select {
-	case <-exited:
-		code := c.ProcessState.ExitCode()
-		if len(early) > 0 || code == ExitUsage { // it never got to its log
-			cmd.ErrOrStderr().Write(early)
+	if bg.Exited {
+		code := bg.Code
+		if len(bg.Early) > 0 || code == ExitUsage { // it never got to its log
+			cmd.ErrOrStderr().Write(bg.Early)
 			return exitError(code, silentError{})
 		}
 		return writeOut(cmd.OutOrStdout(), fmt.Sprintf("run %s ran in the background and has already ended (exit %d); its output is in %s\nralph view %s\n",
 			id, code, logPath, id))
-	case <-time.After(100 * time.Millisecond):
-		// Still running: it is on its own now (warnings it gave on the way
-		// are shown).
-		cmd.ErrOrStderr().Write(early)
-		_ = c.Process.Release()
 	}
+	cmd.ErrOrStderr().Write(bg.Early) // warnings it gave on the way
 	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("run %s started in the background (pid %d); its output goes to %s\nralph attach %s\n",
-		id, pid, logPath, id))
+		id, bg.PID, logPath, id))
 }
