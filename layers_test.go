@@ -23,6 +23,7 @@ var layers = map[string][]string{
 	"internal/eventually": {},
 	"internal/testenv":    {},
 	"internal/sealenv":    {},
+	"internal/detach":     {"internal/"},
 	"internal/usage":      {},
 	"internal/e2e":        {"internal/"},
 	"internal/mockmodel":  {},

@@ -103,3 +103,6 @@ func marshalLine(m map[string]any) []byte {
 	b, _ := json.Marshal(m)
 	return append(b, '\n')
 }
+
+// oneLineText is s on one line, its runs of white space made one space.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }

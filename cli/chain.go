@@ -4,11 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -96,14 +92,14 @@ func verifyStoreChain(cmd *cobra.Command, dir, vkey, since string) error {
 		for _, p := range rep.Problems[1:] {
 			fmt.Fprintf(cmd.ErrOrStderr(), "also: seq %d: %s\n", p.Seq, p.Reason)
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), trustLine(rep))
+		fmt.Fprintln(cmd.ErrOrStderr(), rep.TrustLine())
 		return exitError(ExitFailure, err)
 	case err != nil:
 		return exitError(ExitFailure, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "verified %d actions, %d checkpoints\n", rep.Actions, rep.Checkpoints)
-	b.WriteString(trustLine(rep) + "\n")
+	b.WriteString(rep.TrustLine() + "\n")
 	for _, c := range rep.Consistent {
 		fmt.Fprintf(&b, "consistent with checkpoint %s\n", c.Name)
 	}
@@ -131,14 +127,6 @@ func storeVerifyOptions(storeID, vkey, since string) (ledger.VerifyOptions, erro
 		opts.Since = append(opts.Since, ledger.SavedCheckpoint{Name: since, Note: b})
 	}
 	return opts, nil
-}
-
-// trustLine says which key the signatures were checked with.
-func trustLine(rep ledger.VerifyReport) string {
-	if rep.Pinned {
-		return "trusted key " + rep.TrustedKey + " (pinned with --key)"
-	}
-	return "trusted key " + rep.TrustedKey + " (recorded in the store; pass --key to pin it)"
 }
 
 // readVerifierKeyArgs takes every --key (or --trust) given.
@@ -215,10 +203,10 @@ func newChainShowCmd(store *string) *cobra.Command {
 				return exitError(ExitFailure, err)
 			}
 			if shown == 0 && (f.RunID != "" || f.PlanID != "" || f.IntentID != "") {
-				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), filterName(f))
+				return usageErrorf("no action in %s belongs to %s; `ralph runs` lists the runs", st.Dir(), f.Name())
 			}
 			if tree {
-				if err := ledger.WriteTree(w, ledger.BuildTree(underIterations(acts))); err != nil {
+				if err := ledger.WriteTree(w, ledger.BuildTree(ledger.UnderIterations(acts))); err != nil {
 					return exitError(ExitFailure, err)
 				}
 			}
@@ -262,9 +250,9 @@ func newChainExportCmd(store *string) *cobra.Command {
 				}
 			}
 			if bundle {
-				return exportBundle(st, cmd.OutOrStdout())
+				return commandError(serve.ExportBundle(st, cmd.OutOrStdout()))
 			}
-			if err := export(st, cmd.OutOrStdout(), f); err != nil {
+			if err := serve.Export(st, cmd.OutOrStdout(), f); err != nil {
 				return exitError(ExitFailure, err)
 			}
 			return nil
@@ -275,127 +263,6 @@ func newChainExportCmd(store *string) *cobra.Command {
 	cmd.Flags().BoolVar(&bundle, "bundle", false, "write every action's canonical bytes, every checkpoint and the verifier key (docs/ledger.md)")
 	cmd.Flags().StringVar(&natsURL, "nats", "", "export a run's chain as the fleet at NATS `URL` replicated it (with --run; --bundle: the run's bundle)")
 	return cmd
-}
-
-func newChainImportCmd(store *string) *cobra.Command {
-	var keyFile string
-	var trust []string
-	cmd := &cobra.Command{
-		Use:   "import [--key FILE] [--trust VKEY]... < chain.jsonl | chain.bundle",
-		Short: "Append JSON-line actions (re-chained and re-signed), or load a bundle keeping every hash; all or nothing, even if killed",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir, err := commandStoreDir(*store)
-			if err != nil {
-				return err
-			}
-			pinned, err := readVerifierKeyArgs(trust)
-			if err != nil {
-				return err
-			}
-			in := bufio.NewReaderSize(cmd.InOrStdin(), 1<<20)
-			head, _ := in.Peek(len("ralph-bundle 1\n"))
-			isBundle := strings.HasPrefix(string(head), "ralph-bundle ")
-			opts := ledger.Options{Dir: dir, SyncWrites: true, KeyFile: signingKeyFile(keyFile)}
-			var rep ledger.ImportReport
-			if storeIsNew(dir) {
-				// Streamed in chunks into a store that keeps Badger small: an
-				// import of any size stays within a bounded RSS.
-				opts.LowMemory = true
-				debug.SetMemoryLimit(ledger.ImportMemoryLimit)
-				rep, err = importIntoNewStore(cmd, opts, func(st *ledger.Store) (ledger.ImportReport, error) {
-					if isBundle {
-						r, _, err := st.ImportBundle(cmd.Context(), in, pinned)
-						return r, err
-					}
-					return st.ImportStream(cmd.Context(), in)
-				})
-			} else {
-				rep, err = importIntoStore(cmd, opts, isBundle, in)
-			}
-			if err != nil {
-				return err
-			}
-			msg := "imported 0 actions\n"
-			if rep.Actions > 0 {
-				msg = fmt.Sprintf("imported %d actions as seq %d–%d\n", rep.Actions, rep.FirstSeq, rep.LastSeq)
-			}
-			return writeOut(cmd.OutOrStdout(), msg)
-		},
-	}
-	cmd.Flags().StringVar(&keyFile, "key", "", "sign with the private key `FILE` (default RALPH_KEY, else $XDG_CONFIG_HOME/ralph/keys/<store id>.ed25519)")
-	cmd.Flags().StringArrayVar(&trust, "trust", nil, "a bundle must be signed by the verifier key `VKEY` (or a file holding it); repeat it for a bundle that rotates keys")
-	return cmd
-}
-
-// importIntoNewStore imports into a temporary store beside dir and renames
-// it into place only once everything is committed and the store closed, so
-// an error, Ctrl-C or kill -9 leaves no store (a killed import leaves only
-// its temporary directory, .NAME.import-*, behind).
-func importIntoNewStore(cmd *cobra.Command, opts ledger.Options, load func(*ledger.Store) (ledger.ImportReport, error)) (ledger.ImportReport, error) {
-	dir := opts.Dir
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return ledger.ImportReport{}, exitError(ExitFailure, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(dir))+".import-")
-	if err != nil {
-		return ledger.ImportReport{}, exitError(ExitFailure, err)
-	}
-	defer os.RemoveAll(tmp) // nothing left after the rename
-	opts.Dir = tmp
-	st, err := openStore(opts, cmd.ErrOrStderr())
-	if err != nil {
-		return ledger.ImportReport{}, err
-	}
-	rep, err := load(st)
-	cerr := st.Close()
-	if err != nil {
-		return ledger.ImportReport{}, exitError(ExitUsage, err)
-	}
-	if cerr != nil {
-		return ledger.ImportReport{}, exitError(ExitFailure, cerr)
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return ledger.ImportReport{}, exitError(ExitFailure, err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return ledger.ImportReport{}, exitError(ExitFailure, err)
-	}
-	return rep, nil
-}
-
-// importIntoStore streams JSON lines into an existing store
-// (ledger.Store.ImportStream): all or nothing even if killed, since the
-// store rolls back an import that did not finish when it is next opened.
-// An import that fails is rolled back here at once by reopening the store.
-func importIntoStore(cmd *cobra.Command, opts ledger.Options, isBundle bool, in io.Reader) (ledger.ImportReport, error) {
-	if isBundle {
-		return ledger.ImportReport{}, usageErrorf("store %s already exists; a bundle is imported into a new store, where every action keeps its seq and hashes: pass --store NEWDIR", opts.Dir)
-	}
-	opts.LowMemory = true
-	debug.SetMemoryLimit(ledger.ImportMemoryLimit)
-	st, err := openStore(opts, cmd.ErrOrStderr())
-	if err != nil {
-		return ledger.ImportReport{}, err
-	}
-	rep, err := st.ImportStream(cmd.Context(), in)
-	cerr := st.Close()
-	if err == nil && cerr != nil {
-		return rep, exitError(ExitFailure, cerr)
-	}
-	if err == nil {
-		return rep, nil
-	}
-	// Reopening rolls back whatever the failed import committed.
-	st, rerr := openStore(opts, io.Discard)
-	if rerr == nil {
-		rerr = st.Close()
-	}
-	if rerr != nil {
-		return ledger.ImportReport{}, exitError(ExitFailure, fmt.Errorf("%w; rolling it back failed: %w (the next command that opens the store for writing rolls it back)", err, rerr))
-	}
-	return ledger.ImportReport{}, exitError(ExitUsage, fmt.Errorf("%w; nothing was imported", err))
 }
 
 // verifyBundleFile checks a bundle with no store.
@@ -409,80 +276,5 @@ func verifyBundleFile(cmd *cobra.Command, path string, pinned []string) error {
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("bundle %s does not verify: %w", path, err))
 	}
-	trust := " (named by the bundle; pass --key to pin it)"
-	if len(rep.Keys) > 1 {
-		trust = " (named by the bundle; pass --key for each to pin them)"
-	}
-	if rep.Pinned {
-		trust = " (pinned with --key)"
-	}
-	keys := "key " + rep.Key
-	if len(rep.Keys) > 1 {
-		keys = "keys " + strings.Join(rep.Keys, ", ")
-	}
-	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("verified bundle %s: %d actions, %d checkpoints, Merkle root %s\ntrusted %s%s\n",
-		path, rep.Actions, rep.Checkpoints, rep.Root, keys, trust))
-}
-
-// exportBundle writes the whole store as a bundle (ledger.ExportBundle),
-// from the store or from the process holding it: there, up to a signed
-// checkpoint while appends go on.
-func exportBundle(st serve.Reader, out io.Writer) error {
-	w := bufio.NewWriter(out)
-	if _, err := st.ExportBundle(w); err != nil {
-		return exitError(ExitFailure, err)
-	}
-	return w.Flush()
-}
-
-// export writes the actions f selects as JSON lines (ledger.Store.Export's
-// form), from a store or from the process holding it.
-func export(st serve.Reader, w io.Writer, f ledger.Filter) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var buf []byte
-	err := st.Select(f, func(a ledger.Action) error {
-		buf = append(ledger.AppendJSON(buf[:0], &a), '\n')
-		_, err := bw.Write(buf)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// filterName names the id a chain filter selects by.
-func filterName(f ledger.Filter) string {
-	switch {
-	case f.RunID != "":
-		return "run " + f.RunID
-	case f.PlanID != "":
-		return "plan " + f.PlanID
-	}
-	return "intent " + f.IntentID
-}
-
-// underIterations hangs each StopConditionsEvaluated (recorded under no
-// parent) under the iteration it evaluated, the run's latest
-// IterationStarted before it, so the tree shows it there instead of after
-// the whole run. Only the display changes; acts is copied where it must be.
-func underIterations(acts []ledger.Action) []ledger.Action {
-	last := map[string]string{} // run → its latest IterationStarted
-	var out []ledger.Action
-	for i := range acts {
-		a := &acts[i]
-		switch {
-		case a.Type == ledger.IterationStarted:
-			last[a.RunID] = a.ActionID
-		case a.Type == ledger.StopConditionsEvaluated && a.ParentActionID == "" && last[a.RunID] != "":
-			if out == nil {
-				out = slices.Clone(acts)
-			}
-			out[i].ParentActionID = last[a.RunID]
-		}
-	}
-	if out == nil {
-		return acts
-	}
-	return out
+	return writeOut(cmd.OutOrStdout(), rep.Text(path))
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -125,31 +124,7 @@ func newChainProveCmd(store *string) *cobra.Command {
 			if err := p.Verify(); err != nil {
 				return exitError(ExitFailure, fmt.Errorf("the inclusion proof of action %d does not verify against checkpoint %d: %w; run ralph chain verify", seq, p.Checkpoint.Seq, err))
 			}
-			return writeOut(cmd.OutOrStdout(), formatProof(&p))
+			return writeOut(cmd.OutOrStdout(), p.Text())
 		},
 	}
-}
-
-// formatProof prints an inclusion proof and how to check it by hand.
-func formatProof(p *ledger.InclusionProof) string {
-	var b strings.Builder
-	lh := ledger.LeafHash(p.ActionHash)
-	fmt.Fprintf(&b, "action %d is leaf %d of the %d-leaf tree of %s\n", p.Seq, p.LeafIndex, p.Checkpoint.Seq, p.Checkpoint.Origin)
-	fmt.Fprintf(&b, "action_hash %s\n", p.ActionHash)
-	fmt.Fprintf(&b, "leaf_hash   %s\n", lh)
-	fmt.Fprintf(&b, "root        %s\n", p.Checkpoint.Root)
-	fmt.Fprintf(&b, "proof       %d hashes, leaf to root:\n", len(p.Hashes))
-	for _, h := range p.Hashes {
-		fmt.Fprintf(&b, "  %s\n", h)
-	}
-	b.WriteString("checkpoint:\n")
-	b.Write(p.Checkpoint.Note)
-	b.WriteString(`
-To check: leaf_hash = SHA-256(0x00 ‖ action_hash); run the inclusion check of RFC 9162 §2.1.3.2
-with fn = leaf index, sn = tree size − 1, r = leaf_hash over the proof hashes in order, each
-interior node being SHA-256(0x01 ‖ left ‖ right); r must equal the root on the checkpoint's third
-line (base64), and the checkpoint's signature must verify with the store's verifier key
-(ralph chain key; ralph chain verify --since FILE checks a saved checkpoint).
-`)
-	return b.String()
 }

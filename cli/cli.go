@@ -8,9 +8,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/internal/sealenv"
 	"github.com/ralphloop/ralph/internal/usage"
 	"github.com/ralphloop/ralph/rtfs"
@@ -33,12 +35,12 @@ const (
 // (internal/sealenv). The first Ctrl-C (or SIGTERM) cancels the running
 // command's context; after that the default handler is restored, so a
 // second Ctrl-C ends the process at once. SIGHUP cancels it too, except
-// for a run, which detaches (withSignals).
+// for a run, which detaches (detach.Signals).
 func Main(args []string) int {
 	if err := sealenv.Hide(); err != nil {
 		fmt.Fprintf(os.Stderr, "ralph: warning: %v\n", err)
 	}
-	ctx, stop := withSignals(context.Background())
+	ctx, stop := detach.Signals(context.Background(), func(why string) { armWatchdog(why, os.Stderr) })
 	defer stop()
 	return Run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }
@@ -231,3 +233,7 @@ func flagValueMessage(err error) string {
 		"Bool": "true or false", "": `a duration such as "30s"`}[m[3]]
 	return fmt.Sprintf("%s takes %s, not %q", m[2], want, m[1])
 }
+
+// isBrokenPipe reports whether err is a write to a reader that has gone
+// (ralph chain show | head): not worth a message.
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }

@@ -2,46 +2,16 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/internal/sealenv"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/loop"
 )
-
-// runLogPath is where a run's output goes when no terminal shows it:
-// <store>/logs/<run-id>.log.
-func runLogPath(storeDir, runID string) string {
-	return filepath.Join(storeDir, "logs", runID+".log")
-}
-
-// redirectOutput points this process's stdout and stderr (the file
-// descriptors, so every writer holding os.Stdout follows) at the run's log
-// file, appending. It is how a run goes on without its terminal.
-func redirectOutput(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create the log directory: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("open the run's log: %w", err)
-	}
-	defer f.Close()
-	for _, fd := range []int{1, 2} {
-		if err := dupOnto(int(f.Fd()), fd); err != nil {
-			return fmt.Errorf("send output to %s: %w", path, err)
-		}
-	}
-	return nil
-}
 
 // absDir is dir made absolute for messages (as given when that fails).
 func absDir(dir string) string {
@@ -88,52 +58,21 @@ func startDetached(cmd *cobra.Command, cfg *config.Config, args []string, f runF
 		return exitError(ExitFailure, fmt.Errorf("find the ralph executable to start in the background: %w", err))
 	}
 	id := loop.NewID()
-	child := detachedArgs(args, f, id)
-	r, w, err := os.Pipe()
+	bg, err := detach.Start(exe, detachedArgs(args, f, id))
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
-	defer r.Close()
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		w.Close()
-		return exitError(ExitFailure, err)
-	}
-	defer null.Close()
-	c := exec.Command(exe, child...)
-	c.Stdin, c.Stdout, c.Stderr = null, w, w
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	sealed, err := sealenv.HandOver(c)
-	if err != nil {
-		w.Close()
-		return exitError(ExitFailure, err)
-	}
-	err = c.Start()
-	sealed.Close()
-	w.Close()
-	if err != nil {
-		return exitError(ExitFailure, fmt.Errorf("start the run in the background: %w", err))
-	}
-	pid := c.Process.Pid
-	early, _ := io.ReadAll(r) // ends when the run writes to its log instead, or exits
-	exited := make(chan struct{})
-	go func() { c.Wait(); close(exited) }()
-	logPath := runLogPath(absDir(storeDir(f.store, cfg)), id)
-	select {
-	case <-exited:
-		code := c.ProcessState.ExitCode()
-		if len(early) > 0 || code == ExitUsage { // it never got to its log
-			cmd.ErrOrStderr().Write(early)
+	logPath := detach.LogPath(absDir(storeDir(f.store, cfg)), id)
+	if bg.Exited {
+		code := bg.Code
+		if len(bg.Early) > 0 || code == ExitUsage { // it never got to its log
+			cmd.ErrOrStderr().Write(bg.Early)
 			return exitError(code, silentError{})
 		}
 		return writeOut(cmd.OutOrStdout(), fmt.Sprintf("run %s ran in the background and has already ended (exit %d); its output is in %s\nralph view %s\n",
 			id, code, logPath, id))
-	case <-time.After(100 * time.Millisecond):
-		// Still running: it is on its own now (warnings it gave on the way
-		// are shown).
-		cmd.ErrOrStderr().Write(early)
-		_ = c.Process.Release()
 	}
+	cmd.ErrOrStderr().Write(bg.Early) // warnings it gave on the way
 	return writeOut(cmd.OutOrStdout(), fmt.Sprintf("run %s started in the background (pid %d); its output goes to %s\nralph attach %s\n",
-		id, pid, logPath, id))
+		id, bg.PID, logPath, id))
 }

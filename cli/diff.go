@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/internal/gitx"
+	"github.com/ralphloop/ralph/loop"
 )
 
 // iterationDiff is one iteration's change, as ralph diff --json prints it.
@@ -59,12 +60,12 @@ func (f *diffFlags) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := readCheckpoints(runIDOf(acts, args[0]), acts)
+	rc, err := loop.ReadCheckpoints(loop.RunIDOf(acts, args[0]), acts)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
-	if _, _, err := rc.need(ctx); err != nil { // no checkpoints, no work tree
-		return err
+	if _, _, err := rc.Need(ctx); err != nil { // no checkpoints, no work tree
+		return commandError(err)
 	}
 	iters, err := diffIterations(args, rc)
 	if err != nil {
@@ -81,10 +82,10 @@ func (f *diffFlags) run(cmd *cobra.Command, args []string) error {
 }
 
 // diffIterations is the iteration args name, else every iteration.
-func diffIterations(args []string, rc *runCheckpoints) ([]int, error) {
+func diffIterations(args []string, rc *loop.RunCheckpoints) ([]int, error) {
 	if len(args) != 2 {
 		var iters []int
-		for n := 1; n <= rc.last; n++ {
+		for n := 1; n <= rc.Last; n++ {
 			iters = append(iters, n)
 		}
 		return iters, nil
@@ -94,18 +95,18 @@ func diffIterations(args []string, rc *runCheckpoints) ([]int, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, usageErrorf("iteration 0 is the state before the run and changed nothing; diff iterations 1 to %d", max(rc.last, 1))
+		return nil, usageErrorf("iteration 0 is the state before the run and changed nothing; diff iterations 1 to %d", max(rc.Last, 1))
 	}
 	return []int{n}, nil
 }
 
 // writeIteration writes iteration n's change: the patch (or diffstat)
 // when it is the one asked for, else its JSON object or its line.
-func (f *diffFlags) writeIteration(cmd *cobra.Command, w *bufio.Writer, rc *runCheckpoints, n int, one bool) error {
+func (f *diffFlags) writeIteration(cmd *cobra.Command, w *bufio.Writer, rc *loop.RunCheckpoints, n int, one bool) error {
 	ctx := cmd.Context()
-	repo, cs, err := rc.need(ctx, n-1, n)
+	repo, cs, err := rc.Need(ctx, n-1, n)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
 	if one && !f.asJSON {
 		if err := repo.Diff(ctx, w, cs[0], cs[1], f.stat, false); err != nil {
@@ -113,7 +114,7 @@ func (f *diffFlags) writeIteration(cmd *cobra.Command, w *bufio.Writer, rc *runC
 		}
 		return nil
 	}
-	d, err := diffOf(cmd, repo, rc.runID, n, cs[0], cs[1])
+	d, err := diffOf(cmd, repo, rc.RunID, n, cs[0], cs[1])
 	if err != nil {
 		return err
 	}

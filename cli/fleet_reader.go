@@ -3,14 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -78,37 +74,7 @@ func fleetRuns(ctx context.Context, w io.Writer, url string, asJSON bool) error 
 	if err != nil {
 		return commandError(err)
 	}
-	bw := bufio.NewWriter(w)
-	if asJSON {
-		for _, r := range runs {
-			b, err := json.Marshal(r)
-			if err != nil {
-				return exitError(ExitFailure, err)
-			}
-			bw.Write(append(b, '\n'))
-		}
-		return flushOut(bw)
-	}
-	tw := tabwriter.NewWriter(bw, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATE\tWORKER\tITER\tCOST\tSTOPPED BY\tREASON")
-	for _, r := range runs {
-		worker, reason := r.Worker, r.Reason
-		if worker == "" {
-			worker = "-"
-		}
-		if r.Error != "" && reason == "" {
-			reason = r.Error
-		}
-		if r.ChainSkipped > 0 {
-			reason = strings.TrimSpace(fmt.Sprintf("%s (%s on its chain subject skipped: %s)", reason, messages(r.ChainSkipped), strings.TrimSuffix(r.ChainNote, "; skipped")))
-		}
-		if r.State == fleet.StateRunning && r.Worker != "" && !live[r.Worker] {
-			reason = "its worker stopped heartbeating; another worker takes the run over once the job's ack wait passes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t$%.4f\t%s\t%s\n", r.RunID, r.State, worker, r.Iteration, r.CostUSD, r.Condition, oneLineText(reason))
-	}
-	tw.Flush() // into bw, whose Flush reports a write error
-	return flushOut(bw)
+	return commandError(fleet.WriteRuns(w, runs, live, asJSON))
 }
 
 func flushOut(bw *bufio.Writer) error {
@@ -150,33 +116,7 @@ func verifyFleetChain(cmd *cobra.Command, url, id string, pinned []string) error
 	if err != nil {
 		return exitError(ExitFailure, err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "verified the chain of run %s in the fleet at %s: %d actions, %d checkpoints, Merkle root %s\n",
-		run.RunID, url, rep.Actions, rep.Checkpoints, rep.Root)
-	keys, trust := "key "+rep.Key, " (named by the chain; pass --key to pin it)"
-	if len(rep.Keys) > 1 {
-		keys, trust = "keys "+strings.Join(rep.Keys, ", "), " (one per worker that ran it, named by the chain; pass --key for each to pin them)"
-	}
-	if rep.Pinned {
-		trust = " (pinned with --key)"
-	}
-	b.WriteString("trusted " + keys + trust + "\n")
-	if !info.Ended {
-		fmt.Fprintf(&b, "the run has not ended (%s): verified up to its last signed checkpoint\n", run.State)
-	}
-	if info.Dropped > 0 {
-		fmt.Fprintf(&b, "%d actions no checkpoint covered (a worker stopped mid-commit) are not part of the chain\n", info.Dropped)
-	}
-	if info.Skipped > 0 {
-		fmt.Fprintf(&b, "skipped %s on the run's chain subject, not part of its chain:\n", messages(info.Skipped))
-		for _, note := range info.SkipNotes {
-			fmt.Fprintf(&b, "  %s\n", strings.TrimSuffix(note, "; skipped"))
-		}
-		if more := info.Skipped - uint64(len(info.SkipNotes)); more > 0 {
-			fmt.Fprintf(&b, "  and %d more\n", more)
-		}
-	}
-	if err := writeOut(cmd.OutOrStdout(), b.String()); err != nil {
+	if err := writeOut(cmd.OutOrStdout(), fleet.VerifiedText(run, url, rep, info)); err != nil {
 		return err
 	}
 	if info.Uncertified > 0 {
@@ -227,7 +167,7 @@ func attachFleet(cmd *cobra.Command, url string, ref runRef) error {
 	var refused *fleet.RefusedError
 	switch {
 	case errors.Is(err, fleet.ErrNoWorker):
-		return fleetNotRunning(run, url)
+		return commandError(fleet.NotRunning(run, url))
 	case errors.As(err, &refused):
 		return exitError(ExitUsage, fmt.Errorf("attach to %s: %w", name, err))
 	case err != nil:
@@ -237,23 +177,4 @@ func attachFleet(cmd *cobra.Command, url string, ref runRef) error {
 	err = tui.Run(ctx, tui.Options{Run: c.Live(), Attached: true, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	return attachEnded(cmd, err, fmt.Sprintf("detached from run %s; it goes on on worker %s (`ralph attach --nats %s %s` reopens it)\n",
 		run.RunID, run.Worker, url, run.RunID))
-}
-
-// fleetNotRunning explains an attach to a run no worker runs now.
-func fleetNotRunning(run fleet.RunState, url string) error {
-	switch {
-	case fleet.Final(run.State):
-		return exitError(ExitUsage, fmt.Errorf("run %s has ended (%s); `ralph view --nats %s %s` shows it", run.RunID, run.State, url, run.RunID))
-	case run.State == fleet.StateQueued || run.State == fleet.StateHandedBack:
-		return exitError(ExitUsage, fmt.Errorf("run %s is %s: no worker runs it yet; start one with `ralph worker --nats %s`, then attach again", run.RunID, run.State, url))
-	}
-	return exitError(ExitUsage, fmt.Errorf("no worker answers for run %s (its last worker, %s, may have stopped; another takes the run over once its ack wait passes); `ralph runs --nats %s` shows where it is", run.RunID, run.Worker, url))
-}
-
-// messages is "1 message" or "N messages".
-func messages(n uint64) string {
-	if n == 1 {
-		return "1 message"
-	}
-	return strconv.FormatUint(n, 10) + " messages"
 }

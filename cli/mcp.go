@@ -107,12 +107,12 @@ func (s storeSource) Control(ctx context.Context, r *mcpserver.Run, do string) e
 
 // Diff reads the run's checkpoints of iterations it-1 and it.
 func (s storeSource) Diff(ctx context.Context, r *mcpserver.Run, acts []ledger.Action, it int) ([]gitx.FileStat, string, string) {
-	rc, err := readCheckpoints(r.ID, acts)
+	rc, err := loop.ReadCheckpoints(r.ID, acts)
 	var repo *gitx.Repo
 	var cs []string
 	var files []gitx.FileStat
 	if err == nil {
-		repo, cs, err = rc.need(ctx, it-1, it)
+		repo, cs, err = rc.Need(ctx, it-1, it)
 	}
 	if err == nil {
 		files, err = repo.DiffStat(ctx, cs[0], cs[1])

@@ -57,3 +57,6 @@ func attachNotify(ctx context.Context, c *serve.Client, runID string) func() {
 	done := n.Follow(ctx, events)
 	return func() { cancel(); <-done }
 }
+
+// errFound ends a scan of the chain early.
+var errFound = errors.New("found")

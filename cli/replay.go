@@ -2,22 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
-	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
 )
@@ -72,13 +65,13 @@ iterations, 2 for bad input.`,
 					*stop.ReplayResult
 					Summary  string `json:"summary"`
 					ExitCode int    `json:"exit_code"`
-				}{res, replaySummary(res), code})
+				}{res, stop.ReplaySummary(res), code})
 				if err != nil {
 					return exitError(ExitFailure, err)
 				}
 				w.Write(append(b, '\n'))
 			} else {
-				writeReplay(w, res)
+				stop.WriteReplay(w, res)
 			}
 			if err := w.Flush(); err != nil {
 				return exitError(ExitFailure, fmt.Errorf("write output: %w", err))
@@ -118,19 +111,19 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	if err != nil {
 		return nil, err
 	}
-	rc, err := readCheckpoints(runIDOf(acts, ref.arg), acts)
+	rc, err := loop.ReadCheckpoints(loop.RunIDOf(acts, ref.arg), acts)
 	if err != nil {
-		return nil, err
+		return nil, commandError(err)
 	}
-	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.workdir,
+	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.Workdir,
 		EchoesStored: func(id string) bool { s, ok := builtin.Lookup(id); return ok && s.EchoesStored }}
-	if rc.cfg != nil {
-		o.RecordedSpecs = rc.cfg.Stop
+	if rc.Config != nil {
+		o.RecordedSpecs = rc.Config.Stop
 	}
-	repo := rc.repo(ctx)
+	repo := rc.Repo(ctx)
 	if repo != nil {
 		o.Workspace = func(n int) string {
-			c, ok := rc.commits[n]
+			c, ok := rc.Commits[n]
 			if !ok {
 				return ""
 			}
@@ -143,69 +136,19 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	}
 	if rerun {
 		if repo == nil {
-			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.runID))
+			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.RunID))
 		}
-		wt := &worktrees{repo: repo, rc: rc}
-		o.Rerun = &stop.Rerun{Dir: wt.dir, Jobs: jobs}
+		wt := loop.NewWorktrees(repo, rc)
+		o.Rerun = &stop.Rerun{Dir: wt.Dir, Jobs: jobs}
 	}
 	res, err := stop.Replay(ctx, acts, o)
 	if err != nil {
 		return nil, exitError(ExitFailure, err)
 	}
-	if n := rc.closing; n != nil {
+	if n := rc.Closing; n != nil {
 		res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
 	}
 	return res, nil
-}
-
-// repo is the git work tree of the run's checkpoints, or nil when the run
-// has none there.
-func (rc *runCheckpoints) repo(ctx context.Context) *gitx.Repo {
-	if len(rc.commits) == 0 || rc.workdir == "" {
-		return nil
-	}
-	repo, err := gitx.Open(ctx, rc.workdir)
-	if err != nil {
-		return nil
-	}
-	return repo
-}
-
-// worktrees checks iterations' checkpoints out in temporary git worktrees:
-// a checkpoint's root is the run's workdir, so the worktree is the workdir
-// as it was.
-type worktrees struct {
-	repo *gitx.Repo
-	rc   *runCheckpoints
-	mu   sync.Mutex // git worktree add and remove, one at a time
-}
-
-func (w *worktrees) dir(ctx context.Context, n int) (string, func(), error) {
-	c, ok := w.rc.commits[n]
-	if !ok {
-		return "", nil, exitError(ExitUsage, fmt.Errorf("run %s has no checkpoint of iteration %d to rerun its checks on; replay without --rerun", w.rc.runID, n))
-	}
-	tmp, err := os.MkdirTemp("", fmt.Sprintf("ralph-replay-%d-*", n))
-	if err != nil {
-		return "", nil, err
-	}
-	tree := filepath.Join(tmp, "tree")
-	w.mu.Lock()
-	// No hook of the repository runs for it (post-checkout): only the checks.
-	_, err = gitx.Run(ctx, w.repo.Top, "-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet", tree, c)
-	w.mu.Unlock()
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", nil, fmt.Errorf("check out iteration %d's checkpoint: %s", n, gitx.Message(err))
-	}
-	release := func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		// The worktree is ralph's own: removing it forgets its metadata too.
-		_, _ = gitx.Run(context.WithoutCancel(ctx), w.repo.Top, "worktree", "remove", "--force", tree)
-		os.RemoveAll(tmp)
-	}
-	return tree, release, nil
 }
 
 func replayExit(res *stop.ReplayResult) int {
@@ -221,60 +164,4 @@ func replayExit(res *stop.ReplayResult) int {
 		return ExitCancelled
 	}
 	return loop.ExitLimit
-}
-
-// replaySummary is the one-line answer: where the configuration would
-// have stopped, beside where the run did.
-func replaySummary(res *stop.ReplayResult) string {
-	var b strings.Builder
-	if res.Stopped {
-		d := res.Decision
-		fmt.Fprintf(&b, "would have stopped after iteration %d by %s (%s)", res.Iteration, d.TriggeredBy, d.Class)
-		if d.Before {
-			fmt.Fprintf(&b, ", before iteration %d", res.Iteration+1)
-		}
-	} else {
-		fmt.Fprintf(&b, "would not have stopped within the %d recorded iterations", len(res.Steps))
-	}
-	if r := res.Recorded; r.Stop {
-		fmt.Fprintf(&b, " — the recorded run stopped after %d by %s (%s)", res.RecordedIterations, r.TriggeredBy, r.Class)
-	} else {
-		b.WriteString(" — the recorded run has not ended")
-	}
-	return b.String()
-}
-
-func writeReplay(w io.Writer, res *stop.ReplayResult) {
-	for _, s := range res.Steps {
-		fmt.Fprintf(w, "iteration %d  %s", s.Iteration, decisionText(s.Decision))
-		if s.Recorded != nil {
-			rec := stop.Decision{Stop: s.Recorded.ShouldStop, Class: s.Recorded.Class, TriggeredBy: s.Recorded.TriggeredBy}
-			fmt.Fprintf(w, "   (recorded: %s)", decisionText(rec))
-		}
-		fmt.Fprintln(w)
-		for _, r := range s.Evaluation.Results {
-			mark, pct := "·", fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
-			switch {
-			case r.Detail == "unknown":
-				mark, pct = "?", "   ?"
-			case r.Err != "":
-				mark, pct = "!", "   —"
-			case r.Met:
-				mark = "✓"
-			}
-			fmt.Fprintf(w, "  %s %-20s %-20s %-7s %s %-16s %s\n", mark, r.Name, r.Kind, r.Class, pct, r.Detail, r.Reason)
-		}
-	}
-	fmt.Fprintln(w, replaySummary(res))
-}
-
-func decisionText(d stop.Decision) string {
-	if !d.Stop {
-		return "continue"
-	}
-	s := fmt.Sprintf("STOP by %s (%s)", d.TriggeredBy, d.Class)
-	if d.Before {
-		s += " before the next iteration"
-	}
-	return s
 }

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"sync"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/tui"
@@ -36,7 +35,7 @@ func runInteractive(cmd *cobra.Command, rs *assemble.Run, approve bool) error {
 	opts := &rs.Options
 	// Log records go to the UI; once it has detached, to stderr, which is
 	// then the run's log file.
-	afterUI := &switchWriter{}
+	afterUI := &detach.SwitchWriter{}
 	logs := tui.NewLogHandler(slog.LevelInfo, slog.NewTextHandler(afterUI, nil))
 	opts.Logger = slog.New(logs)
 	prev := slog.Default()
@@ -76,7 +75,7 @@ func runInteractive(cmd *cobra.Command, rs *assemble.Run, approve bool) error {
 	})
 	// The terminal closing (SIGHUP) detaches: the UI ends, the run goes on.
 	uiCtx, hungUp := context.WithCancelCause(ctx)
-	defer onHangup(ctx, func() { hungUp(errHangup) })()
+	defer detach.OnHangup(ctx, func() { hungUp(errHangup) })()
 	uiErr := tui.Run(uiCtx, tui.Options{Run: live, Config: opts.Config, Done: done,
 		Approver: approver, Logs: logs, FromSeq: from, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	var panicErr *tui.PanicError
@@ -105,28 +104,28 @@ var errHangup = errors.New("the terminal closed")
 // goOnDetached is a foreground run after its UI detached (q then d, or the
 // terminal closing): the run goes on in this process, its output — the
 // headless printer's lines, log records, the summary — in its log file.
-func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, srv runServer, logs *switchWriter, finished <-chan struct{},
+func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, srv runServer, logs *detach.SwitchWriter, finished <-chan struct{},
 	result func() (*loop.Outcome, error), hungUp bool) error {
 	id := runner.RunID()
-	logPath := runLogPath(absDir(store.Dir()), id)
-	defer keepInterruptFromRun(cmd.Context(), id)()
+	logPath := detach.LogPath(absDir(store.Dir()), id)
+	defer detach.KeepInterrupt(cmd.Context(), id)()
 	if !hungUp {
 		fmt.Fprintf(cmd.OutOrStdout(), "detached: run %s goes on in this process (pid %d), its output in %s\n"+
 			"`ralph attach %s` reopens the UI; ctrl+c no longer stops it: press ctrl+z then run `bg` (or close this terminal) to get the prompt back\n",
 			id, os.Getpid(), logPath, id)
 	}
 	if cmd.OutOrStdout() == os.Stdout {
-		if err := redirectOutput(logPath); err != nil {
+		if err := detach.RedirectOutput(logPath); err != nil {
 			return exitError(ExitFailure, err)
 		}
 	}
 	srv.SetOutput(false, logPath)
-	logs.set(os.Stderr)
+	logs.Set(os.Stderr)
 	p := newPrinter(os.Stdout, false)
 	followCtx, stopFollowing := context.WithCancel(context.Background())
 	defer stopFollowing()
 	from := store.Head().Seq + 1
-	events, caughtUp := trackSeq(followCtx, from-1, runner.Events().Subscribe(followCtx, from))
+	events, caughtUp := loop.TrackSeq(followCtx, from-1, runner.Events().Subscribe(followCtx, from))
 	printed := p.follow(followCtx, events)
 	<-finished
 	if hungUp {
@@ -148,66 +147,4 @@ func goOnDetached(cmd *cobra.Command, runner *loop.Runner, store *ledger.Store, 
 	stopFollowing()
 	<-printed
 	return runResult(p, out, runErr)
-}
-
-// trackSeq passes events on and tells, through caughtUp(seq), when the
-// consumer has taken the action at seq or a later one (at once if it has
-// already); the events start after seq before.
-func trackSeq(ctx context.Context, before uint64, in <-chan loop.Event) (out <-chan loop.Event, caughtUp func(seq uint64) <-chan struct{}) {
-	fwd := make(chan loop.Event)
-	var mu sync.Mutex
-	last, want := before, uint64(0)
-	var reached chan struct{}
-	go func() {
-		defer close(fwd)
-		for e := range in {
-			select {
-			case fwd <- e:
-			case <-ctx.Done():
-				return
-			}
-			if e.Kind != loop.EventAction {
-				continue
-			}
-			mu.Lock()
-			last = e.Action.Seq
-			if reached != nil && last >= want {
-				close(reached)
-				reached = nil
-			}
-			mu.Unlock()
-		}
-	}()
-	return fwd, func(seq uint64) <-chan struct{} {
-		mu.Lock()
-		defer mu.Unlock()
-		ch := make(chan struct{})
-		if last >= seq {
-			close(ch)
-		} else {
-			want, reached = seq, ch
-		}
-		return ch
-	}
-}
-
-// switchWriter discards what is written until set, then writes to w.
-type switchWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *switchWriter) set(w io.Writer) {
-	s.mu.Lock()
-	s.w = w
-	s.mu.Unlock()
-}
-
-func (s *switchWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.w == nil {
-		return len(p), nil
-	}
-	return s.w.Write(p)
 }

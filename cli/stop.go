@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -149,7 +148,7 @@ run (named on stderr).`,
 					w.Write(append(b, '\n'))
 					continue
 				}
-				writeEvaluation(w, acts[i].Seq, ev, verbose)
+				stop.WriteEvaluation(w, acts[i].Seq, ev, verbose)
 			}
 			if n == 0 && !asJSON {
 				fmt.Fprintf(w, "run %s recorded no stop-condition evaluations\n", acts[0].RunID)
@@ -166,45 +165,4 @@ run (named on stderr).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per evaluation")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also print each condition's evidence")
 	return cmd
-}
-
-func writeEvaluation(w io.Writer, seq uint64, ev stop.Evaluation, verbose bool) {
-	verdict := "continue"
-	if ev.ShouldStop {
-		verdict = fmt.Sprintf("STOP (%s) by %s: %s", ev.Class, ev.TriggeredBy, ev.Reason)
-	}
-	fmt.Fprintf(w, "iteration %d  seq %d  %s  %s\n", ev.Iteration, seq, ev.Duration.Round(time.Microsecond), verdict)
-	for _, r := range ev.Results {
-		mark, pct := "·", fmt.Sprintf("%3d%%", stop.Percent(r.Progress, r.Met))
-		switch {
-		case r.Err != "": // met or not by its error_class, it could not be checked
-			mark, pct = "!", "   —"
-		case r.Met: // its class: ✓ success, ✗ failure, ■ a limit or an abort
-			mark = map[stop.Class]string{stop.ClassSuccess: "✓", stop.ClassFailure: "✗"}[r.Class]
-			if mark == "" {
-				mark = "■"
-			}
-		}
-		flags := r.Flags()
-		if r.Err != "" { // "error" comes last; say why
-			flags[len(flags)-1] += ": " + r.Err
-		}
-		extra := ""
-		if len(flags) > 0 {
-			extra = " [" + strings.Join(flags, ", ") + "]"
-		}
-		fmt.Fprintf(w, "  %s %-24s %-20s %-7s %3d  %s %-16s %s%s\n", mark, r.Name, r.Kind, r.Class, r.Priority,
-			pct, r.Detail, r.Reason, extra)
-		// The one-line why (the first failing test, …) where it says more
-		// than the reason and, with -v, than the evidence printed under it;
-		// an error is already on the line.
-		if why := stop.Why(&r); why != "" && why != r.Reason && r.Err == "" && !(verbose && strings.Contains(r.Evidence, why)) {
-			fmt.Fprintf(w, "      why: %s\n", why)
-		}
-		if verbose && r.Evidence != "" {
-			for _, line := range strings.Split(r.Evidence, "\n") {
-				fmt.Fprintf(w, "      %s\n", line)
-			}
-		}
-	}
 }

@@ -125,24 +125,3 @@ func TestHistoryCommand(t *testing.T) {
 		t.Errorf("unknown run: %d %s", code, errOut)
 	}
 }
-
-func TestWriteEvaluationFlags(t *testing.T) {
-	t.Parallel()
-	ev := stop.Evaluation{Iteration: 2, Results: []stop.Result{
-		{Name: "plain"},
-		{Name: "cached", CacheHit: true},
-		{Name: "broken", TimedOut: true, Err: "exit 3"},
-	}}
-	var b bytes.Buffer
-	writeEvaluation(&b, 9, ev, false)
-	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("want a header and 3 result lines:\n%s", b.String())
-	}
-	for i, want := range []string{"", " [cached]", " [timed out, error: exit 3]"} {
-		line := lines[i+1]
-		if got := line[strings.LastIndexByte(line, '%')+1:]; !strings.HasSuffix(line, want) || (want == "" && strings.Contains(got, "[")) {
-			t.Errorf("result %d: %q, want it to end in %q", i, line, want)
-		}
-	}
-}

@@ -110,11 +110,11 @@ func viewOutput(cmd *cobra.Command, storeFlag, natsFlag string, ref runRef, sel 
 	if err != nil {
 		return err
 	}
-	a, err := callWithOutput(st, runID, sel)
+	a, err := serve.CallWithOutput(st, runID, sel)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
-	return printCallOutput(cmd.OutOrStdout(), st.Dir(), a)
+	return commandError(serve.CopyCallOutput(cmd.OutOrStdout(), st.Dir(), a))
 }
 
 // viewMemoryLimit is the Go heap ralph view aims to stay under; the GC

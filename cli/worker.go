@@ -17,6 +17,7 @@ import (
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/fleet"
+	"github.com/ralphloop/ralph/internal/detach"
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
@@ -101,7 +102,7 @@ type workerOptions struct {
 
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
-	ownsItsEnd(ctx) // its hand-back grace, not the watchdog's 5 s
+	detach.OwnEnd(ctx) // its hand-back grace, not the watchdog's 5 s
 	defer forceStopOnSecondSignal()()
 	signInFrom(ctx).Makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")

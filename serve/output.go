@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"crypto/sha256"
@@ -11,14 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ralphloop/ralph/internal/usage"
 	"github.com/ralphloop/ralph/ledger"
-	"github.com/ralphloop/ralph/serve"
 )
 
-// callWithOutput finds the call of run runID that sel names and that
+// CallWithOutput finds the call of run runID that sel names and that
 // recorded an output file: "last" (the run's last such call), a seq
 // ("12" or "#12") or an action id or a unique prefix of one.
-func callWithOutput(st serve.Reader, runID, sel string) (ledger.Action, error) {
+func CallWithOutput(st Reader, runID, sel string) (ledger.Action, error) {
 	seq, bySeq := uint64(0), false
 	if n, err := strconv.ParseUint(strings.TrimPrefix(sel, "#"), 10, 64); err == nil {
 		seq, bySeq = n, true
@@ -42,23 +42,23 @@ func callWithOutput(st serve.Reader, runID, sel string) (ledger.Action, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errFound) {
-		return ledger.Action{}, exitError(ExitFailure, err)
+		return ledger.Action{}, err
 	}
 	switch {
 	case len(found) == 1:
 		return found[0], nil
 	case len(found) > 1:
-		return ledger.Action{}, usageErrorf("--output %q matches %d calls of run %s; give more of the action id", sel, len(found), runID)
+		return ledger.Action{}, usage.Flagf("--output %q matches %d calls of run %s; give more of the action id", sel, len(found), runID)
 	case calls == 0:
-		return ledger.Action{}, usageErrorf("run %s recorded no call with an output file (agent.run calls record one)", runID)
+		return ledger.Action{}, usage.Flagf("run %s recorded no call with an output file (agent.run calls record one)", runID)
 	}
-	return ledger.Action{}, usageErrorf("--output %q names none of the %d calls of run %s with an output file; use last, a seq or an action id from `ralph chain show --run %s`", sel, calls, runID, runID)
+	return ledger.Action{}, usage.Flagf("--output %q names none of the %d calls of run %s with an output file; use last, a seq or an action id from `ralph chain show --run %s`", sel, calls, runID, runID)
 }
 
-// printCallOutput copies the output file a recorded, whole, to w, and
+// CopyCallOutput copies the output file a recorded, whole, to w, and
 // checks it against the size and SHA-256 on the record: a file that
 // differs is an error after the copy.
-func printCallOutput(w io.Writer, dir string, a ledger.Action) error {
+func CopyCallOutput(w io.Writer, dir string, a ledger.Action) error {
 	rel := a.Metadata["output_file"].Str()
 	path := rel
 	if !filepath.IsAbs(rel) {
@@ -66,21 +66,18 @@ func printCallOutput(w io.Writer, dir string, a ledger.Action) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return exitError(ExitFailure, fmt.Errorf("read the output of call %s: %w; output files stay in the store of the machine that ran the call", a.ActionID, err))
+		return fmt.Errorf("read the output of call %s: %w; output files stay in the store of the machine that ran the call", a.ActionID, err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, h), f)
 	if err != nil {
-		return exitError(ExitFailure, fmt.Errorf("copy the output of call %s from %s: %w", a.ActionID, path, err))
+		return fmt.Errorf("copy the output of call %s from %s: %w", a.ActionID, path, err)
 	}
 	want, _ := strconv.ParseInt(a.Metadata["output_bytes"].Str(), 10, 64)
 	if sum := hex.EncodeToString(h.Sum(nil)); n != want || sum != a.Metadata["output_sha256"].Str() {
-		return exitError(ExitFailure, fmt.Errorf("%s has %d bytes with sha256 %s, but call %s recorded %d bytes with sha256 %s: the file was changed after the call",
-			path, n, sum, a.ActionID, want, a.Metadata["output_sha256"].Str()))
+		return fmt.Errorf("%s has %d bytes with sha256 %s, but call %s recorded %d bytes with sha256 %s: the file was changed after the call",
+			path, n, sum, a.ActionID, want, a.Metadata["output_sha256"].Str())
 	}
 	return nil
 }
-
-// errFound ends a scan of the chain early.
-var errFound = errors.New("found")

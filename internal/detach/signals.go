@@ -1,8 +1,7 @@
-package cli
+package detach
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"sync"
@@ -11,7 +10,7 @@ import (
 
 // hangup is what a SIGHUP (the terminal closed) does to the running
 // command. By default it ends the command as SIGTERM does — a reader
-// closes its store on the way out; a run claims it (onHangup) to detach
+// closes its store on the way out; a run claims it (OnHangup) to detach
 // instead: the run goes on, its output in the store's log file.
 type hangup struct {
 	mu      sync.Mutex
@@ -20,19 +19,21 @@ type hangup struct {
 	// (a fleet worker's hand-back grace): no watchdog is armed for it.
 	ownEnd bool
 	// interrupt, when set, is what a Ctrl-C does instead of cancelling the
-	// command (a run whose UI detached: keepInterruptFromRun).
+	// command (a run whose UI detached: KeepInterrupt).
 	interrupt func()
 }
 
 type hangupKey struct{}
 
-// withSignals returns ctx cancelled by the first Ctrl-C or SIGTERM (then
+// Signals returns ctx cancelled by the first Ctrl-C or SIGTERM (then
 // the default handlers return, so a second one ends the process at once)
-// and, unless a command claims it, by SIGHUP; either arms the watchdog
-// that ends the process stopBound later if the command has not (ends.go). A broken pipe on stdout
-// (ralph chain show | head) becomes a write error, so the command closes
-// its store and exits instead of the process dying at the write.
-func withSignals(parent context.Context) (context.Context, func()) {
+// and, unless a command claims it, by SIGHUP; either calls armWatchdog,
+// saying why, unless the command bounds its own end (OwnEnd): cli's
+// watchdog then ends the process if the command has not ended in time. A
+// broken pipe on stdout (ralph chain show | head) becomes a write error,
+// so the command closes its store and exits instead of the process dying
+// at the write.
+func Signals(parent context.Context, armWatchdog func(why string)) (context.Context, func()) {
 	ctx, cancelCause := context.WithCancelCause(parent)
 	cancel := func() { cancelCause(nil) }
 	ints := make(chan os.Signal, 1)
@@ -45,7 +46,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		own := h.ownEnd
 		h.mu.Unlock()
 		if !own {
-			armWatchdog("the hangup signal", os.Stderr)
+			armWatchdog("the hangup signal")
 		}
 		cancel()
 	}
@@ -69,7 +70,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 				own := h.ownEnd
 				h.mu.Unlock()
 				if !own {
-					armWatchdog("the "+sig.String()+" signal", os.Stderr)
+					armWatchdog("the " + sig.String() + " signal")
 				}
 				cancelCause(signalCause(sig.String() + " signal received")) // as signal.NotifyContext says it
 			case <-hups:
@@ -96,9 +97,9 @@ type signalCause string
 
 func (s signalCause) Error() string { return string(s) }
 
-// onHangup makes fn what a SIGHUP does while the command runs; it returns
+// OnHangup makes fn what a SIGHUP does while the command runs; it returns
 // a function that restores the default.
-func onHangup(ctx context.Context, fn func()) (restore func()) {
+func OnHangup(ctx context.Context, fn func()) (restore func()) {
 	h, ok := ctx.Value(hangupKey{}).(*hangup)
 	if !ok {
 		return func() {}
@@ -114,14 +115,10 @@ func onHangup(ctx context.Context, fn func()) (restore func()) {
 	}
 }
 
-// isBrokenPipe reports whether err is a write to a reader that has gone
-// (ralph chain show | head): not worth a message.
-func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
-
-// ownsItsEnd says that the command bounds its own end after a signal (a
+// OwnEnd says that the command bounds its own end after a signal (a
 // fleet worker hands its runs back within its StopGrace, and a second
 // signal kills what they run): the watchdog is not armed for it.
-func ownsItsEnd(ctx context.Context) {
+func OwnEnd(ctx context.Context) {
 	if h, ok := ctx.Value(hangupKey{}).(*hangup); ok {
 		h.mu.Lock()
 		h.ownEnd = true

@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
-	"github.com/ralphloop/ralph/serve"
 )
 
 // Runs whose store was lost. A store removed, replaced or turned read-only
@@ -23,8 +22,8 @@ import (
 // $XDG_STATE_HOME/ralph/lost/RUN_ID.json, and `ralph runs` on that store
 // directory says it for each run the store no longer lists.
 
-// lostRun is the record kept of a run whose store was lost.
-type lostRun struct {
+// LostRun is the record kept of a run whose store was lost.
+type LostRun struct {
 	Run   string    `json:"run"`
 	Store string    `json:"store"`
 	What  string    `json:"what"`  // ledger.LostRemoved, LostReplaced, LostReadOnly
@@ -41,9 +40,9 @@ func lostDir() (string, error) {
 	return filepath.Join(filepath.Dir(wd), "lost"), nil
 }
 
-// noteLostRun keeps the record of run runID when err is (or wraps) its
+// NoteLostRun keeps the record of run runID when err is (or wraps) its
 // store's LostError, and says where on errOut; it returns err as it came.
-func noteLostRun(runID string, err error, errOut io.Writer) error {
+func NoteLostRun(runID string, err error, errOut io.Writer) error {
 	var lost *ledger.LostError
 	if runID == "" || !errors.As(err, &lost) {
 		return err
@@ -53,7 +52,7 @@ func noteLostRun(runID string, err error, errOut io.Writer) error {
 		derr = os.MkdirAll(dir, 0o700)
 	}
 	if derr == nil {
-		rec := lostRun{Run: runID, Store: lost.Dir, What: lost.What, Error: lost.Error(), At: time.Now().UTC()}
+		rec := LostRun{Run: runID, Store: lost.Dir, What: lost.What, Error: lost.Error(), At: time.Now().UTC()}
 		b, _ := json.Marshal(rec) // strings and a time cannot fail to marshal
 		derr = os.WriteFile(filepath.Join(dir, runID+".json"), append(b, '\n'), 0o600)
 	}
@@ -63,9 +62,9 @@ func noteLostRun(runID string, err error, errOut io.Writer) error {
 	return err
 }
 
-// lostRunsOf returns the lost-run records kept for the store directory
+// LostRunsOf returns the lost-run records kept for the store directory
 // dir, oldest first. Unreadable records are skipped.
-func lostRunsOf(dir string) []lostRun {
+func LostRunsOf(dir string) []LostRun {
 	ld, err := lostDir()
 	if err != nil {
 		return nil
@@ -74,25 +73,25 @@ func lostRunsOf(dir string) []lostRun {
 	if err != nil {
 		return nil
 	}
-	var out []lostRun
+	var out []LostRun
 	for _, e := range entries {
 		if !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(ld, e.Name()))
-		var r lostRun
+		var r LostRun
 		if err != nil || json.Unmarshal(b, &r) != nil || r.Store != dir {
 			continue
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b lostRun) int { return a.At.Compare(b.At) })
+	slices.SortFunc(out, func(a, b LostRun) int { return a.At.Compare(b.At) })
 	return out
 }
 
-// lostRecords are the rows `ralph runs` shows for lost runs: state
+// LostRecords are the rows `ralph runs` shows for lost runs: state
 // "lost", stopped by "store", the sentence as the reason.
-func lostRecords(lost []lostRun) []loop.RunRecord {
+func LostRecords(lost []LostRun) []loop.RunRecord {
 	out := make([]loop.RunRecord, len(lost))
 	for i, r := range lost {
 		out[i] = loop.RunRecord{ID: r.Run, State: StateLost, Class: "failure", Condition: "store",
@@ -104,17 +103,17 @@ func lostRecords(lost []lostRun) []loop.RunRecord {
 // StateLost is the state `ralph runs` gives a run whose store was lost.
 const StateLost = "lost"
 
-// withLost adds the lost runs to the runs a store lists: a run the store
+// WithLost adds the lost runs to the runs a store lists: a run the store
 // no longer holds is listed as lost; one it holds that never closed (a
 // store turned read-only keeps what it had) gets the sentence as reason.
-func withLost(runs []loop.RunRecord, lost []lostRun) []loop.RunRecord {
+func WithLost(runs []loop.RunRecord, lost []LostRun) []loop.RunRecord {
 	for _, l := range lost {
 		i := slices.IndexFunc(runs, func(r loop.RunRecord) bool { return r.ID == l.Run })
 		switch {
 		case i < 0:
-			runs = append(runs, lostRecords([]lostRun{l})...)
+			runs = append(runs, LostRecords([]LostRun{l})...)
 		case runs[i].State == loop.StateRunning || runs[i].State == loop.StatePaused:
-			runs[i].State, runs[i].Reason = serve.StateInterrupted, l.Error
+			runs[i].State, runs[i].Reason = StateInterrupted, l.Error
 		}
 	}
 	return runs

@@ -1,4 +1,4 @@
-package cli
+package detach
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"os"
 )
 
-// keepInterruptFromRun makes Ctrl-C in the terminal of a foreground run
+// KeepInterrupt makes Ctrl-C in the terminal of a foreground run
 // whose UI detached no longer abort the run, which was left to go on: a
 // Ctrl-C then only says, on the terminal, how to get the prompt back and
 // how to stop the run. SIGTERM (kill PID) still ends it gracefully. The
 // returned function undoes it.
-func keepInterruptFromRun(ctx context.Context, runID string) (restore func()) {
+func KeepInterrupt(ctx context.Context, runID string) (restore func()) {
 	h, ok := ctx.Value(hangupKey{}).(*hangup)
 	if !ok {
 		return func() {}
