@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -72,14 +71,13 @@ func startLocked(cmd *exec.Cmd, confine func() error) (release func(), err error
 	}
 	done := make(chan error, 1)
 	reaped := make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+	goConfined(func() {
 		err := startOn(cmd, confine)
 		done <- err
 		if err == nil {
 			<-reaped
 		}
-	}()
+	})
 	if err := <-done; err != nil {
 		return nil, err
 	}

@@ -151,3 +151,29 @@ func TestRunContainedKeepsTheConfinedThread(t *testing.T) {
 		return os.IsNotExist(err)
 	})
 }
+
+// TestConfineNeverRunsOnTheMainThread: Go parks a main thread whose
+// goroutine exits locked instead of ending it, so Confine runs elsewhere
+// (what it did would otherwise stay in ralph for its life).
+func TestConfineNeverRunsOnTheMainThread(t *testing.T) {
+	pid := os.Getpid()
+	for i := range 20 {
+		var tid int
+		confine := func() error { tid = syscall.Gettid(); return nil }
+		var err error
+		if i%2 == 0 {
+			_, err = RunContained(exec.CommandContext(t.Context(), "true"), time.Second, StartOptions{Confine: confine})
+		} else {
+			var p *Proc
+			if p, err = Start(exec.Command("true"), StartOptions{Confine: confine}); err == nil {
+				err = p.Wait()
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tid == pid {
+			t.Fatalf("call %d: Confine ran on the main thread", i)
+		}
+	}
+}
