@@ -117,7 +117,7 @@ func applyBwrap(s *Sandbox, c *call) error {
 // bwrapBase are the namespaces and ties every bwrap call uses (the
 // probe starts bwrap with them too).
 func bwrapBase() []string {
-	return []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	return []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"}
 }
 
 // bwrapView binds the view: each allowed tree at its own path (never
