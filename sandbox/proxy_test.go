@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ralphloop/ralph/internal/mockmodel"
 )
 
 func TestParseHost(t *testing.T) {
@@ -218,5 +220,41 @@ func TestProxyBoundsTunnels(t *testing.T) {
 	}
 	if _, _, resp := p.connect(t, "a.test:1"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("second tunnel past the limit: %s", resp.Status)
+	}
+}
+
+// TestProxyPassesTheMockModelsStream: the mock model's "hang" script
+// starts its SSE stream and then goes silent; its first events come
+// through the proxy while the model still holds the stream open, which a
+// buffering proxy would never allow.
+func TestProxyPassesTheMockModelsStream(t *testing.T) {
+	srv := httptest.NewServer(&mockmodel.Anthropic{Script: "hang", Logf: t.Logf})
+	defer srv.Close()
+	p := newTestProxy(t, map[string]string{"api.anthropic.test:80": srv.Listener.Addr().String()}, "api.anthropic.test")
+	body := `{"model":"claude-test","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"fix it"}],` +
+		`"tools":[{"name":"Read","input_schema":{"type":"object"}}]}`
+	req, err := http.NewRequestWithContext(t.Context(), "POST", "http://api.anthropic.test/v1/messages", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: %s", resp.Status, b)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before message_start: %v", err)
+		}
+		if strings.TrimSpace(line) == "event: message_start" {
+			return
+		}
 	}
 }

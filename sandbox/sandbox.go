@@ -289,7 +289,25 @@ func (s *Sandbox) makeView() error {
 	for _, h := range s.hiddenPaths() {
 		v.hide(h)
 	}
+	if err := checkWrite(s.spec.Write, v.hidden); err != nil {
+		return err
+	}
 	return v.conflicts(s.mech.hidesInside, s.mech.name)
+}
+
+// checkWrite refuses a [sandbox] write path that holds a hidden one,
+// under every mechanism (bwrap could mount over it, but a path the user
+// names to write must not be one that holds ralph's store).
+func checkWrite(write, hidden []string) error {
+	for _, w := range write {
+		rw := resolve(w)
+		for _, h := range hidden {
+			if within(h, rw) {
+				return fmt.Errorf("sandbox: the write path %s holds %s, which must stay hidden; name a path beside it in [sandbox] write", w, h)
+			}
+		}
+	}
+	return nil
 }
 
 // hiddenPaths are the run's (its store, keys, witness), the user's

@@ -151,6 +151,7 @@ func TestNewChecksPaths(t *testing.T) {
 		{"no workdir", Spec{}, Bounds{}, "no workdir"},
 		{"a write path that is missing", Spec{Write: []string{filepath.Join(home, "nope")}}, Bounds{Workdir: wd}, "the write path " + filepath.Join(home, "nope") + " does not exist"},
 		{"a read path holding ~/.ssh", Spec{Read: []string{home}}, Bounds{Workdir: wd}, filepath.Join(home, ".ssh") + " must stay hidden but lies inside " + home},
+		{"a write path holding the store", Spec{Write: []string{home}}, Bounds{Workdir: wd, Hidden: []string{filepath.Join(home, "store")}}, "the write path " + home + " holds " + filepath.Join(home, "store")},
 		{"a state dir inside the store", Spec{}, Bounds{Workdir: wd, Hidden: []string{filepath.Join(home, "store")}, StateDirs: []string{filepath.Join(home, "store", "cli")}}, "lies inside " + filepath.Join(home, "store")},
 		{"a host with a scheme", Spec{Hosts: []string{"https://api.example.com"}}, Bounds{Workdir: wd}, `hosts = ["api.example.com"]`},
 	} {
