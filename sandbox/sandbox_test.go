@@ -278,3 +278,35 @@ func restrictedThreads(t *testing.T) int {
 	}
 	return n
 }
+
+// TestTheViewIsTheAllowList: bwrap binds the allowed trees one by one
+// (never /), each once, parents first; a sibling of the workdir is not
+// among them.
+func TestTheViewIsTheAllowList(t *testing.T) {
+	home := tempHome(t)
+	needMech(t, mechLandlock)
+	wd := filepath.Join(home, "src", "project")
+	mustWrite(t, filepath.Join(wd, "go.mod"), "module x")
+	mustWrite(t, filepath.Join(home, "src", "other", "go.mod"), "module y")
+	s, err := New(Spec{Mode: Landlock}, Bounds{Workdir: wd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	args := strings.Join(bwrapView(s.view), " ")
+	for _, bad := range []string{"--bind / /", "--ro-bind / /", filepath.Join(home, "src") + " ", filepath.Join(home, "src", "other")} {
+		if strings.Contains(args+" ", bad) {
+			t.Errorf("bwrap's binds %q hold %q", args, bad)
+		}
+	}
+	if !strings.Contains(args, "--bind "+wd+" "+wd) {
+		t.Errorf("bwrap's binds %q lack the workdir", args)
+	}
+	seen := map[string]bool{}
+	for _, r := range s.view.sorted() {
+		if seen[r.path] {
+			t.Errorf("%s is bound twice", r.path)
+		}
+		seen[r.path] = true
+	}
+}

@@ -128,18 +128,28 @@ func (v *view) hide(p string) {
 }
 
 // sorted orders the rules so that a tree comes before what lies inside
-// it (bwrap mounts in that order) and drops exact repeats.
+// it (bwrap mounts in that order) and drops what a tree already allows
+// the same way (/usr/bin under /usr: one mount, not two).
 func (v *view) sorted() []rule {
 	rs := append([]rule(nil), v.rules...)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].path < rs[j].path })
-	out := rs[:0]
-	for i, r := range rs {
-		if i > 0 && r == rs[i-1] {
-			continue
+	var out []rule
+	for _, r := range rs {
+		if !covered(out, r) {
+			out = append(out, r)
 		}
-		out = append(out, r)
 	}
 	return out
+}
+
+// covered reports whether a rule of kept already gives r.
+func covered(kept []rule, r rule) bool {
+	for _, k := range kept {
+		if k == r || (r.link == "" && k.link == "" && k.access == r.access && within(r.path, k.path)) {
+			return true
+		}
+	}
+	return false
 }
 
 // conflicts checks the hidden paths against the allowed trees: an
