@@ -34,8 +34,8 @@ func (s *Sandbox) prepare(cmd *exec.Cmd, o *procgroup.StartOptions) (cleanup fun
 	cleanup = func() { removeTree(tmp) }
 	c := &call{cmd: cmd, opts: o, tmp: tmp, view: s.view}
 	c.view.rules = append(append([]rule(nil), s.view.rules...), rule{path: resolve(tmp), access: readWrite})
-	if prog := resolve(cmd.Path); !c.view.visible(prog) {
-		c.view.add(cmd.Path, readExec)
+	if prog := programPath(cmd); !c.view.visible(resolve(prog)) {
+		c.view.add(prog, readExec)
 	}
 	cmd.Env = s.environ(cmd.Environ(), tmp)
 	if err := s.mech.apply(s, c); err != nil {
@@ -46,6 +46,15 @@ func (s *Sandbox) prepare(cmd *exec.Cmd, o *procgroup.StartOptions) (cleanup fun
 		o.Confine = chain(o.Confine, c.confine)
 	}
 	return cleanup, nil
+}
+
+// programPath is the command's program as an absolute path: a relative
+// Path is evaluated relative to Dir, as os/exec does.
+func programPath(cmd *exec.Cmd) string {
+	if filepath.IsAbs(cmd.Path) || cmd.Dir == "" {
+		return cmd.Path
+	}
+	return filepath.Join(cmd.Dir, cmd.Path)
 }
 
 // chain runs the caller's Confine, then the sandbox's.
@@ -104,8 +113,11 @@ func applyBwrap(s *Sandbox, c *call) error {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args, bwrapView(c.view)...)
-	args = append(args, "--chdir", resolve(dir), "--", c.cmd.Path)
-	c.cmd.Args = append(args, c.cmd.Args[1:]...)
+	args = append(args, "--chdir", resolve(dir), "--", programPath(c.cmd))
+	if len(c.cmd.Args) > 1 {
+		args = append(args, c.cmd.Args[1:]...)
+	}
+	c.cmd.Args = args
 	c.cmd.Path = bin
 	if s.mech.confinesTCP {
 		r := s.ruleset(false)
