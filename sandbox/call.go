@@ -11,12 +11,10 @@ import (
 	"github.com/ralphloop/ralph/internal/procgroup"
 )
 
-// call is one command being confined: its private TMPDIR and the view
-// it gets (the run's, the TMPDIR and the command's own program added).
+// call is one command being confined and the view it gets: the run's,
+// with the call's TMPDIR and the command's own program added.
 type call struct {
 	cmd     *exec.Cmd
-	opts    *procgroup.StartOptions
-	tmp     string
 	view    view
 	confine func() error // set by the mechanism (Landlock on the forking thread)
 }
@@ -32,9 +30,15 @@ func (s *Sandbox) prepare(cmd *exec.Cmd, o *procgroup.StartOptions) (cleanup fun
 		return nil, fmt.Errorf("sandbox: make the call's TMPDIR: %w", err)
 	}
 	cleanup = func() { removeTree(tmp) }
-	c := &call{cmd: cmd, opts: o, tmp: tmp, view: s.view}
+	c := &call{cmd: cmd, view: s.view}
 	c.view.rules = append(append([]rule(nil), s.view.rules...), rule{path: resolve(tmp), access: readWrite})
 	if prog := programPath(cmd); !c.view.visible(resolve(prog)) {
+		for _, h := range s.view.hidden {
+			if within(resolve(prog), h) {
+				cleanup()
+				return nil, fmt.Errorf("sandbox: the program %s lies inside %s, which must stay hidden; install it elsewhere", prog, h)
+			}
+		}
 		c.view.add(prog, readExec)
 	}
 	cmd.Env = s.environ(cmd.Environ(), tmp)

@@ -310,3 +310,24 @@ func TestTheViewIsTheAllowList(t *testing.T) {
 		seen[r.path] = true
 	}
 }
+
+// TestAProgramInAHiddenPathIsRefused: a command whose program lies in a
+// hidden path is refused with the path, not run with it made visible.
+func TestAProgramInAHiddenPathIsRefused(t *testing.T) {
+	home := tempHome(t)
+	needMech(t, mechLandlock)
+	prog := filepath.Join(home, ".ssh", "tool")
+	mustWrite(t, prog, "#!/bin/sh\ncat ~/.ssh/id_ed25519\n")
+	if err := os.Chmod(prog, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Spec{Mode: Landlock}, Bounds{Workdir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := runOut(t, s, exec.CommandContext(t.Context(), prog))
+	if err == nil || !strings.Contains(err.Error(), "the program "+prog+" lies inside "+filepath.Join(home, ".ssh")) {
+		t.Errorf("running %s: %v (%s)", prog, err, out)
+	}
+}
