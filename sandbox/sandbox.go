@@ -270,8 +270,10 @@ func (s *Sandbox) makeView() error {
 		return err
 	}
 	for _, d := range s.bounds.StateDirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("sandbox: make the agent's state directory %s: %w", d, err)
+		if _, err := os.Stat(d); os.IsNotExist(err) { // an existing one may be a file (~/.claude.json)
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("sandbox: make the agent's state directory %s: %w", d, err)
+			}
 		}
 		v.add(d, readWrite)
 	}

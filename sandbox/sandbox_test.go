@@ -331,3 +331,28 @@ func TestAProgramInAHiddenPathIsRefused(t *testing.T) {
 		t.Errorf("running %s: %v (%s)", prog, err, out)
 	}
 }
+
+// TestStateDirs: a missing state directory is made; an existing state
+// file (Claude's ~/.claude.json) is allowed as it is, and writable.
+func TestStateDirs(t *testing.T) {
+	home := tempHome(t)
+	needMech(t, mechLandlock)
+	dir := filepath.Join(home, ".fakecli")
+	file := filepath.Join(home, ".fakecli.json")
+	mustWrite(t, file, "{}")
+	s, err := New(Spec{Mode: Landlock}, Bounds{Workdir: t.TempDir(), StateDirs: []string{dir, file}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("the state directory was not made: %v", err)
+	}
+	script := `echo x > "$1/state" && echo '{"a":1}' > "$2"`
+	if out, err := runOut(t, s, exec.CommandContext(t.Context(), "sh", "-c", script, "sh", dir, file)); err != nil {
+		t.Fatalf("writing the state: %v: %s", err, out)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "{\"a\":1}\n" {
+		t.Errorf("the state file holds %q", b)
+	}
+}
