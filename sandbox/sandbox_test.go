@@ -356,3 +356,28 @@ func TestStateDirs(t *testing.T) {
 		t.Errorf("the state file holds %q", b)
 	}
 }
+
+// TestSortedKeepsWhatATreeDoesNotHold: a symlink inside a bound tree is
+// already there (bwrap could not make it again over a read-only mount),
+// its target outside is bound; a read-only path inside a read-write tree
+// stays a rule of its own.
+func TestSortedKeepsWhatATreeDoesNotHold(t *testing.T) {
+	v := view{rules: []rule{
+		{path: "/run/systemd/resolve/stub-resolv.conf", access: readExec},
+		{path: "/etc/resolv.conf", access: readExec, link: "../run/systemd/resolve/stub-resolv.conf"},
+		{path: "/etc", access: readExec},
+		{path: "/bin", access: readExec, link: "usr/bin"},
+		{path: "/usr/bin", access: readExec},
+		{path: "/usr", access: readExec},
+		{path: "/w", access: readWrite},
+		{path: "/w/ro", access: readExec},
+	}}
+	var got []string
+	for _, r := range v.sorted() {
+		got = append(got, r.path)
+	}
+	want := "/bin /etc /run/systemd/resolve/stub-resolv.conf /usr /w /w/ro"
+	if strings.Join(got, " ") != want {
+		t.Errorf("sorted = %v; want %s", got, want)
+	}
+}

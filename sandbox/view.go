@@ -35,8 +35,9 @@ type view struct {
 	hidden []string // absolute, cleaned; symlinks resolved where they exist
 }
 
-// systemPaths are the trees every program needs to read and run.
-var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys"}
+// systemPaths are the trees every program needs to read and run, and
+// what /etc's resolver configuration links to (/run/systemd/resolve/…).
+var systemPaths = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys", "/etc/resolv.conf"}
 
 // devicePaths are the devices a program may open read-write.
 var devicePaths = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"}
@@ -145,7 +146,8 @@ func (v *view) sorted() []rule {
 // covered reports whether a rule of kept already gives r.
 func covered(kept []rule, r rule) bool {
 	for _, k := range kept {
-		if k == r || (r.link == "" && k.link == "" && k.access == r.access && within(r.path, k.path)) {
+		inTree := k.link == "" && within(r.path, k.path)
+		if k == r || (inTree && (r.link != "" || k.access == r.access)) { // a bound tree holds its symlinks
 			return true
 		}
 	}
