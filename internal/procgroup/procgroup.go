@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -43,9 +42,11 @@ func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (conta
 	cmd.SysProcAttr = attr
 	cmd.Cancel = func() error { cont.kill(); return nil }
 	cmd.WaitDelay = waitDelay
-	if err = startLocked(cmd, o.Confine); err == nil {
+	release, err := startLocked(cmd, o.Confine)
+	if err == nil {
 		cont.started(cmd.Process.Pid)
 		err = cmd.Wait()
+		release()
 	}
 	cont.release() // stragglers, wherever they went
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil {
@@ -59,17 +60,28 @@ func RunContained(cmd *exec.Cmd, waitDelay time.Duration, o StartOptions) (conta
 
 // startLocked starts cmd. With confine it does so from a goroutine locked
 // to a thread of its own, which confine restricts first and which exits
-// with that goroutine (see StartOptions.Confine).
-func startLocked(cmd *exec.Cmd, confine func() error) error {
+// with that goroutine (see StartOptions.Confine). That goroutine, and so
+// its thread, lives until release is called once the command has been
+// reaped: a parent-death signal the command set (bwrap's
+// --die-with-parent) is tied to the thread that forked it, not to the
+// process.
+func startLocked(cmd *exec.Cmd, confine func() error) (release func(), err error) {
 	if confine == nil {
-		return cmd.Start()
+		return func() {}, cmd.Start()
 	}
 	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-		done <- startOn(cmd, confine)
-	}()
-	return <-done
+	reaped := make(chan struct{})
+	goConfined(func() {
+		err := startOn(cmd, confine)
+		done <- err
+		if err == nil {
+			<-reaped
+		}
+	})
+	if err := <-done; err != nil {
+		return nil, err
+	}
+	return func() { close(reaped) }, nil
 }
 
 // CappedBuffer keeps the first Limit bytes written to it and notes whether

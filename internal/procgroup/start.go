@@ -66,13 +66,7 @@ func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 	cmd.SysProcAttr = attr
 	p := &Proc{cmd: cmd, cont: cont, done: make(chan struct{})}
 	started := make(chan error, 1)
-	go func() {
-		// The thread stays locked to this goroutine until the command has
-		// been reaped, so the parent-death signal cannot fire early.
-		runtime.LockOSThread()
-		if o.Confine == nil {
-			defer runtime.UnlockOSThread()
-		}
+	run := func() {
 		if err := startOn(cmd, o.Confine); err != nil {
 			cont.release()
 			started <- err
@@ -87,7 +81,18 @@ func Start(cmd *exec.Cmd, o StartOptions) (*Proc, error) {
 		p.mu.Unlock()
 		p.err = err
 		close(p.done)
-	}()
+	}
+	// The thread stays locked to the goroutine until the command has been
+	// reaped, so the parent-death signal cannot fire early.
+	if o.Confine != nil {
+		goConfined(run)
+	} else {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			run()
+		}()
+	}
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -131,6 +136,30 @@ func (p *Proc) ExitCode() int {
 	default:
 		return -1
 	}
+}
+
+// goConfined runs f on a new goroutine locked to a thread that exits
+// when f returns, and that is not the process's main thread: Go never
+// ends that one (a goroutine that exits locked to it leaves it parked for
+// the process's life), so what Confine did to it would stay in ralph.
+// On the main thread, f runs on a goroutine of its own, which cannot be
+// scheduled there while this one holds it locked.
+func goConfined(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if !onMainThread() {
+			f()
+			return // still locked: the thread exits with the goroutine
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
+			f()
+		}()
+		<-done
+		runtime.UnlockOSThread() // the main thread, untouched, goes back to the runtime
+	}()
 }
 
 // startOn starts cmd on the calling goroutine's locked thread after

@@ -7,7 +7,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/ralphloop/ralph/internal/eventually"
 
 	"github.com/ralphloop/ralph/internal/proctest"
 )
@@ -102,6 +106,74 @@ func TestTailBuffer(t *testing.T) {
 		}
 		if b.String() != tc.want || b.Truncated != tc.trunc {
 			t.Errorf("%q: kept %q truncated %t, want %q %t", tc.writes, b.String(), b.Truncated, tc.want, tc.trunc)
+		}
+	}
+}
+
+// TestRunContainedKeepsTheConfinedThread: the thread Confine ran on and
+// that forked the command lives until the command has exited (a
+// parent-death signal the command sets, as bwrap's --die-with-parent
+// does, is tied to it), and exits after.
+func TestRunContainedKeepsTheConfinedThread(t *testing.T) {
+	t.Parallel()
+	stdin, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, ready, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tid int
+	cmd := exec.CommandContext(t.Context(), "sh", "-c", "echo ready; read x; exit 0")
+	cmd.Stdin, cmd.Stdout = stdin, ready
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunContained(cmd, time.Second, StartOptions{Confine: func() error {
+			tid = syscall.Gettid()
+			return nil
+		}})
+		done <- err
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the command printed %q, %v; want ready", line, err)
+	}
+	task := "/proc/self/task/" + strconv.Itoa(tid)
+	if _, err := os.Stat(task); err != nil {
+		t.Fatalf("the forking thread %d is gone while its command runs: %v", tid, err)
+	}
+	release.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, "the confined thread's exit", func() bool {
+		_, err := os.Stat(task)
+		return os.IsNotExist(err)
+	})
+}
+
+// TestConfineNeverRunsOnTheMainThread: Go parks a main thread whose
+// goroutine exits locked instead of ending it, so Confine runs elsewhere
+// (what it did would otherwise stay in ralph for its life).
+func TestConfineNeverRunsOnTheMainThread(t *testing.T) {
+	pid := os.Getpid()
+	for i := range 20 {
+		var tid int
+		confine := func() error { tid = syscall.Gettid(); return nil }
+		var err error
+		if i%2 == 0 {
+			_, err = RunContained(exec.CommandContext(t.Context(), "true"), time.Second, StartOptions{Confine: confine})
+		} else {
+			var p *Proc
+			if p, err = Start(exec.Command("true"), StartOptions{Confine: confine}); err == nil {
+				err = p.Wait()
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tid == pid {
+			t.Fatalf("call %d: Confine ran on the main thread", i)
 		}
 	}
 }
