@@ -28,6 +28,7 @@ type runFlags struct {
 	brief                           bool // headless: only each iteration's brief line
 	maxIterations                   int
 	provider, model, store          string
+	sandbox                         string // --sandbox MODE: overrides [sandbox] mode
 	// detach starts the run in the background (run --detach); runID and
 	// logToStore are how that background process is told its run id and
 	// to write its output to the run's log file (hidden flags).
@@ -65,7 +66,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			if f.maxIterations < 0 {
 				return usageErrorf("--max-iterations must be positive, got %d", f.maxIterations)
 			}
-			return nil
+			return checkSandboxFlag(f.sandbox)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := configArg(args)
@@ -94,6 +95,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
 	fl.StringVar(&f.model, "model", "", "override [model].model")
 	fl.StringVar(&f.store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	addSandboxFlag(fl, &f.sandbox)
 	return cmd
 }
 
@@ -115,10 +117,11 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		runID = loop.NewID()
 	}
 	rs, err := setupRun(cmd.Context(), cfg, runSetupOptions{Store: f.store, Provider: f.provider, Model: f.model,
-		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", ErrOut: cmd.ErrOrStderr()})
+		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", Sandbox: f.sandbox, ErrOut: cmd.ErrOrStderr()})
 	if err != nil {
 		return err
 	}
+	defer closeSandbox(rs, cmd.ErrOrStderr())
 	st := rs.Store
 	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()) }()
 	if interactive {
@@ -359,7 +362,7 @@ func (p *printer) write(e *loop.Event) {
 	switch e.Kind {
 	case loop.EventAction:
 		if !p.brief {
-			fmt.Fprintf(p.w, "%s it %-3d %s%s\n", at, e.Iteration, ledger.Summary(e.Action), p.priceOf(e.Action))
+			fmt.Fprintf(p.w, "%s it %-3d %s%s%s\n", at, e.Iteration, ledger.Summary(e.Action), p.priceOf(e.Action), sandboxNote(e.Action))
 		}
 		if p.tally == nil {
 			return
@@ -550,6 +553,9 @@ RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
 without it, the latest run (named on stderr).`,
 		Args: optionalRunID("resume"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSandboxFlag(f.sandbox); err != nil {
+				return err
+			}
 			cfg, runID, err := snapshotConfig(f.store, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -561,6 +567,7 @@ without it, the latest run (named on stderr).`,
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
 	cmd.Flags().BoolVar(&f.brief, "brief", false, "headless: print only one line per iteration and the summary")
 	cmd.Flags().StringVar(&f.store, "store", "", "store `DIR`")
+	addSandboxFlag(cmd.Flags(), &f.sandbox)
 	return cmd
 }
 
