@@ -121,9 +121,8 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 	if err != nil {
 		return err
 	}
-	defer closeSandbox(rs, cmd.ErrOrStderr())
 	st := rs.Store
-	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()) }()
+	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()); closeSandbox(rs, cmd.ErrOrStderr()) }()
 	if interactive {
 		return runInteractive(cmd, rs, f.approve)
 	}

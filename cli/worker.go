@@ -72,16 +72,9 @@ Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS 
 			return checkSandboxFlag(sandboxMode)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var pol *config.WorkerPolicy
-			if policy != "" {
-				p, err := config.LoadPolicy(policy)
-				if err == nil {
-					err = fleet.CheckPolicy(p)
-				}
-				if err != nil {
-					return exitError(ExitUsage, err)
-				}
-				pol = p
+			pol, err := loadWorkerPolicy(policy)
+			if err != nil {
+				return err
 			}
 			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose, policy: pol,
 				sandbox: sandboxMode})
@@ -98,6 +91,22 @@ Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS 
 	fl.StringVar(&policy, "policy", "", "this worker's policy `FILE`, a [governance] ceiling for every job (default: no shell.exec, no program, no agent)")
 	addSandboxFlag(fl, &sandboxMode)
 	return cmd
+}
+
+// loadWorkerPolicy reads and checks --policy (nil: the default policy);
+// a bad file is a usage error.
+func loadWorkerPolicy(file string) (*config.WorkerPolicy, error) {
+	if file == "" {
+		return nil, nil
+	}
+	p, err := config.LoadPolicy(file)
+	if err == nil {
+		err = fleet.CheckPolicy(p)
+	}
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return p, nil
 }
 
 type workerOptions struct {
