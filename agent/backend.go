@@ -46,6 +46,16 @@ type Facts struct {
 	// ExampleModel is a model of the price table it runs, named in the fix
 	// of a max_cost that can never fire.
 	ExampleModel string
+	// StateDirs are the directories (and files) it keeps its own state
+	// in, for a home and an environment: a sandbox lets it write them
+	// (agent.StateDirs). nil: none.
+	StateDirs func(home string, env Env) []string
+	// APIHosts are the hosts it reaches for its model, "host" (port 443)
+	// or "host:port": what a sandbox's proxy lets it reach.
+	APIHosts []string
+	// BaseURLEnv are the variables that point it at another endpoint
+	// (ANTHROPIC_BASE_URL, …): their hosts are reachable too.
+	BaseURLEnv []string
 }
 
 // backend is one CLI: its facts, how to call it and how to read what it

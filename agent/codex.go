@@ -14,8 +14,9 @@ import (
 // usage), turn.failed and error (see docs/agents.md).
 func codexBackend() backend {
 	return backend{
-		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex"},
-		bin:   "codex",
+		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex",
+			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"}},
+		bin: "codex",
 		argv: func(path string, o *Options) []string {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
 			return append(argv, "-")

@@ -19,8 +19,9 @@ import (
 func geminiBackend() backend {
 	st := &geminiStderr{}
 	return backend{
-		Facts: Facts{Name: "gemini", Auto: true, ReportsTokens: true, DefaultModel: "auto-gemini-2.5", ExampleModel: "gemini-2.5-pro"},
-		bin:   "gemini",
+		Facts: Facts{Name: "gemini", Auto: true, ReportsTokens: true, DefaultModel: "auto-gemini-2.5", ExampleModel: "gemini-2.5-pro",
+			StateDirs: geminiStateDirs, APIHosts: geminiHosts, BaseURLEnv: []string{"GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_BASE_URL"}},
+		bin: "gemini",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "--output-format", "stream-json"}, o.Args...)
 		},

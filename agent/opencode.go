@@ -18,8 +18,9 @@ import (
 // the only place it tells of a failed request it is about to retry.
 func opencodeBackend() backend {
 	return backend{
-		Facts: Facts{Name: "opencode", Auto: true, ReportsCost: true, ReportsTokens: true, ExampleModel: "claude-sonnet-4-5"},
-		bin:   "opencode",
+		Facts: Facts{Name: "opencode", Auto: true, ReportsCost: true, ReportsTokens: true, ExampleModel: "claude-sonnet-4-5",
+			StateDirs: opencodeStateDirs, APIHosts: opencodeHosts, BaseURLEnv: []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"}},
+		bin: "opencode",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "run", "--format", "json", "--print-logs", "--log-level", "ERROR"}, o.Args...)
 		},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/internal/procgroup"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 const (
@@ -59,7 +60,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	acc := &accumulator{o: &o}
 	emit := acc.emitter()
-	c, err := startCall(res.Argv, b, &o, emit)
+	c, err := startCall(ctx, res.Argv, b, &o, emit)
 	if err != nil {
 		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that the working directory %q exists", b.Name, res.Argv[0], err, o.Dir)
 	}
@@ -211,7 +212,8 @@ type call struct {
 	logs             *callLogs // the output files; nil when none are kept
 }
 
-func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, error) {
+// startCall starts the CLI, confined by the sandbox ctx carries.
+func startCall(ctx context.Context, argv []string, b backend, o *Options, emit func(Event)) (*call, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = o.Dir, o.Env
 	c := &call{stderr: procgroup.TailBuffer{Limit: MaxStderr}, errText: procgroup.TailBuffer{Limit: MaxStderr},
@@ -245,7 +247,7 @@ func startCall(argv []string, b backend, o *Options, emit func(Event)) (*call, e
 		childEnds = append(childEnds, inR)
 		cmd.Stdin, c.stdin = inR, inW
 	}
-	c.proc, err = procgroup.Start(cmd, procgroup.StartOptions{ParentDeath: true})
+	c.proc, err = sandbox.Start(ctx, cmd, procgroup.StartOptions{ParentDeath: true})
 	if err != nil {
 		c.closeOutputs()
 		if c.stdin != nil {

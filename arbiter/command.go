@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/internal/procgroup"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // Defaults for the command provider.
@@ -142,7 +143,7 @@ func (m *commandModel) Complete(ctx context.Context, c Completion, obs Observer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Own process group: a timeout kills every descendant, none outlives the
 	// command, and a grandchild holding stdout open does not hold us.
-	err := procgroup.Run(cmd, 2*time.Second)
+	_, err := sandbox.RunContained(rctx, cmd, 2*time.Second, procgroup.StartOptions{})
 	switch {
 	case ctx.Err() != nil:
 		return Reply{}, fmt.Errorf("command %s: %w", m.shown(), context.Cause(ctx))

@@ -3,6 +3,7 @@ package assemble
 import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/notify"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -12,7 +13,8 @@ import (
 // wherever it is used. It checks each [[notify]] table against its sink's
 // row (notify.Check, which fills in the sinks' defaults), builds the stop
 // conditions (each [[stop]] table checked by its kind's row,
-// stop.FromConfig), checks the intent's params,
+// stop.FromConfig), checks the intent's params and [sandbox]'s mode and
+// network (SandboxSpec),
 // and checks every path the config names (config.PathKeys, listed once)
 // through o.Paths. What needs the store or the engine (the plan's
 // admission, an agent budget that cannot fire) is checked after it, by
@@ -33,6 +35,10 @@ func Check(cfg *config.Config, o CheckOptions) (*Checked, error) {
 	if _, err := IntentParams(cfg); err != nil {
 		return nil, err
 	}
+	spec, err := SandboxSpec(cfg)
+	if err != nil {
+		return nil, configError(err)
+	}
 	paths := o.Paths
 	if paths == nil {
 		paths = func([]config.PathKey) error { return cfg.CheckPaths() }
@@ -40,7 +46,7 @@ func Check(cfg *config.Config, o CheckOptions) (*Checked, error) {
 	if err := paths(cfg.PathKeys()); err != nil {
 		return nil, configError(err)
 	}
-	return &Checked{Conditions: conds}, nil
+	return &Checked{Conditions: conds, Sandbox: spec}, nil
 }
 
 // CheckOptions tune Check.
@@ -58,4 +64,5 @@ func NoPaths([]config.PathKey) error { return nil }
 // Checked is what Check built of a config.
 type Checked struct {
 	Conditions []*stop.Condition
+	Sandbox    sandbox.Spec // [sandbox] (after --sandbox); mode off without one
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/notify"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -27,6 +29,15 @@ type RunOptions struct {
 	// its last completed iteration.
 	RunID  string
 	Resume bool
+	// Hidden are more files the run's sandbox never shows (the signing
+	// key the caller's store uses, when it names one); the store itself,
+	// ralph's key and witness directories are always hidden.
+	Hidden []string
+	// StoreMoved says the caller moved the default store out of the
+	// workdir for the sandbox (StorePlace): RunStarted says where it is.
+	StoreMoved bool
+	// OnDenied is told each refusal of the run's sandbox (sandbox.New).
+	OnDenied func(sandbox.Denial)
 	EngineOptions
 }
 
@@ -37,9 +48,15 @@ type RunOptions struct {
 type Run struct {
 	*Engine
 	Options loop.RunnerOptions
+	// Sandbox is the run's (nil: off), on Options and so on the run's
+	// context (loop.Runner.Run): CloseSandbox closes it once the run has
+	// ended.
+	Sandbox *sandbox.Sandbox
 
-	fresh bool   // this build created the store directory
-	dir   string // the store directory; "" in memory
+	fresh      bool   // this build created the store directory
+	dir        string // the store directory; "" in memory
+	closeSbx   sync.Once
+	closeSbxEr error
 }
 
 // NewRun builds a run of cfg, the one place `ralph run`, `ralph resume`
@@ -66,15 +83,20 @@ func NewRun(ctx context.Context, cfg *config.Config, o RunOptions) (*Run, error)
 		}
 	}
 	r := &Run{dir: o.Dir}
+	if r.Sandbox, err = newSandbox(cfg, chk.Sandbox, o); err != nil {
+		return nil, err
+	}
 	if o.Dir != "" {
 		_, statErr := os.Stat(o.Dir)
 		r.fresh = errors.Is(statErr, fs.ErrNotExist)
 	}
 	if r.Engine, err = OpenEngine(cfg, o.Open, o.EngineOptions); err != nil {
+		_ = r.CloseSandbox() // the error that stops the build is the one to report
 		return nil, err
 	}
 	r.Options = loop.RunnerOptions{Config: cfg, Store: r.Store, Orchestrator: r.Orchestrator,
-		Conditions: conds, Predicates: successPredicates(conds), Intent: intent, RunID: o.RunID, Resume: o.Resume}
+		Conditions: conds, Predicates: successPredicates(conds), Intent: intent, RunID: o.RunID, Resume: o.Resume,
+		Sandbox: r.Sandbox, StoreMoved: o.StoreMoved}
 	if sp, ok := provider.(arbiter.StaticProvider); ok { // read before the store opened; now admit it
 		if err := CheckStaticPlan(cfg, r.Engine, sp.Source); err != nil {
 			return nil, r.discard(err)
@@ -110,6 +132,7 @@ func (r *Run) NewRunner() (*loop.Runner, error) {
 // created it and nothing is recorded on it: for a run that a config error
 // stops before it starts.
 func (r *Run) Discard() {
+	_ = r.CloseSandbox() // nothing ran in it; the build's own error is the one to report
 	if r.fresh && r.Store.Head().Seq == 0 && r.Store.Close() == nil {
 		// Best effort: what is left is an empty store, which the next run reuses.
 		_ = os.RemoveAll(r.dir)
@@ -117,6 +140,31 @@ func (r *Run) Discard() {
 	// Closed already when it was removed (Close is idempotent); a close
 	// error would add nothing to the error that stops the run.
 	_ = r.Store.Close()
+}
+
+// CloseSandbox closes the run's sandbox (its proxy, what it made for the
+// run), once: the caller calls it when the run has ended; Discard does.
+func (r *Run) CloseSandbox() error {
+	r.closeSbx.Do(func() { r.closeSbxEr = r.Sandbox.Close() })
+	return r.closeSbxEr
+}
+
+// newSandbox resolves the run's [sandbox] on this machine (sandbox.New)
+// with its bounds (SandboxBounds): nil when it is off. A mode the machine
+// cannot give is the config's error, in New's words.
+func newSandbox(cfg *config.Config, spec sandbox.Spec, o RunOptions) (*sandbox.Sandbox, error) {
+	if spec.Mode == sandbox.Off {
+		return nil, nil
+	}
+	b, err := SandboxBounds(cfg, o.Dir, o.Hidden)
+	if err != nil {
+		return nil, configError(err)
+	}
+	s, err := sandbox.New(spec, b, o.OnDenied)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return s, nil
 }
 
 // discard is Discard for a build that err stops, returning err.

@@ -62,6 +62,14 @@ func TestAdd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ralph.toml") {
 		t.Fatalf("init: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// These rows prove the agent loop; init's sandbox (mode = "auto") is
+	// proven by the sandbox's own rows, so the loop here runs unconfined.
+	cfg := filepath.Join(p.dir, "ralph.toml")
+	text, err := os.ReadFile(cfg)
+	if err != nil || !strings.Contains(string(text), "\nmode = \"auto\"") {
+		t.Fatalf("init wrote no [sandbox] mode = \"auto\" (%v):\n%s", err, text)
+	}
+	writeFile(t, cfg, strings.Replace(string(text), "\nmode = \"auto\"", "\nmode = \"off\"", 1))
 	return p
 }
 

@@ -31,7 +31,7 @@ func detachedArgs(args []string, f runFlags, id string) []string {
 		set         bool
 	}{
 		{"json", "", f.asJSON}, {"verbose", "", f.verbose}, {"provider", f.provider, f.provider != ""},
-		{"model", f.model, f.model != ""}, {"store", f.store, f.store != ""},
+		{"model", f.model, f.model != ""}, {"store", f.store, f.store != ""}, {"sandbox", f.sandbox, f.sandbox != ""},
 		{"max-iterations", strconv.Itoa(f.maxIterations), f.maxIterations > 0},
 	} {
 		switch {

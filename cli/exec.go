@@ -96,7 +96,7 @@ func runExec(ctx context.Context, out, errOut io.Writer, planPath, cfgPath, stor
 	if err != nil {
 		return err
 	}
-	eng, err := assemble.OpenEngine(cfg, storeOpener(cfg, storeFlag, errOut), assemble.EngineOptions{})
+	eng, err := assemble.OpenEngine(cfg, storeOpener(cfg, storeDir(storeFlag, cfg), errOut), assemble.EngineOptions{})
 	if err != nil {
 		return setupError(err)
 	}

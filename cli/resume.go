@@ -21,6 +21,9 @@ RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
 without it, the latest run (named on stderr).`,
 		Args: optionalRunID("resume"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkSandboxFlag(f.sandbox); err != nil {
+				return err
+			}
 			cfg, runID, err := snapshotConfig(f.store, runRefArg(args, 0), cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -32,6 +35,7 @@ without it, the latest run (named on stderr).`,
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "one JSON object per line on stdout")
 	cmd.Flags().BoolVar(&f.brief, "brief", false, "headless: print only one line per iteration and the summary")
 	cmd.Flags().StringVar(&f.store, "store", "", "store `DIR`")
+	addSandboxFlag(cmd.Flags(), &f.sandbox)
 	return cmd
 }
 

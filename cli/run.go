@@ -24,6 +24,7 @@ type runFlags struct {
 	brief                           bool // headless: only each iteration's brief line
 	maxIterations                   int
 	provider, model, store          string
+	sandbox                         string // --sandbox MODE: overrides [sandbox] mode
 	// detach starts the run in the background (run --detach); runID and
 	// logToStore are how that background process is told its run id and
 	// to write its output to the run's log file (hidden flags).
@@ -61,7 +62,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			if f.maxIterations < 0 {
 				return usageErrorf("--max-iterations must be positive, got %d", f.maxIterations)
 			}
-			return nil
+			return checkSandboxFlag(f.sandbox)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := configArg(args)
@@ -90,6 +91,7 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 	fl.StringVar(&f.provider, "provider", "", "override [model].provider")
 	fl.StringVar(&f.model, "model", "", "override [model].model")
 	fl.StringVar(&f.store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
+	addSandboxFlag(fl, &f.sandbox)
 	return cmd
 }
 
@@ -111,12 +113,12 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		runID = loop.NewID()
 	}
 	rs, err := setupRun(cmd.Context(), cfg, runSetupOptions{Store: f.store, Provider: f.provider, Model: f.model,
-		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", ErrOut: cmd.ErrOrStderr()})
+		MaxIterations: f.maxIterations, RunID: runID, Resume: resumeID != "", Sandbox: f.sandbox, ErrOut: cmd.ErrOrStderr()})
 	if err != nil {
 		return err
 	}
 	st := rs.Store
-	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()) }()
+	defer func() { err = closeRunStore(st, runID, err, cmd.ErrOrStderr()); closeSandbox(rs, cmd.ErrOrStderr()) }()
 	if interactive {
 		return runInteractive(cmd, rs, f.approve)
 	}

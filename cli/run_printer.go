@@ -107,7 +107,7 @@ func (p *printer) write(e *loop.Event) {
 	switch e.Kind {
 	case loop.EventAction:
 		if !p.brief {
-			fmt.Fprintf(p.w, "%s it %-3d %s%s\n", at, e.Iteration, ledger.Summary(e.Action), p.priceOf(e.Action))
+			fmt.Fprintf(p.w, "%s it %-3d %s%s%s\n", at, e.Iteration, ledger.Summary(e.Action), p.priceOf(e.Action), sandboxNote(e.Action))
 		}
 		if p.tally == nil {
 			return

@@ -18,6 +18,7 @@ type runSetupOptions struct {
 	MaxIterations   int    // --max-iterations (0: none added)
 	RunID           string // the run's id; "" makes a new one
 	Resume          bool   // continue RunID from its last completed iteration
+	Sandbox         string // --sandbox (checked): overrides [sandbox] mode
 	ErrOut          io.Writer
 }
 
@@ -34,22 +35,30 @@ func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*asse
 	if o.Model != "" {
 		cfg.Model.Model = o.Model
 	}
+	if o.Sandbox != "" { // part of the config, so the run's snapshot (and resume) keeps it
+		cfg.SetSandboxMode(o.Sandbox)
+	}
 	if o.MaxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
 		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: stop.KindMaxIterations, Max: o.MaxIterations})
 	}
-	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{Open: storeOpener(cfg, o.Store, o.ErrOut),
-		Dir: storeDir(o.Store, cfg), RunID: o.RunID, Resume: o.Resume})
+	dir, moved, err := assemble.StorePlace(cfg, storeDir(o.Store, cfg), o.Store != "")
+	if err != nil {
+		return nil, setupError(err)
+	}
+	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{Open: storeOpener(cfg, dir, o.ErrOut),
+		Dir: dir, RunID: o.RunID, Resume: o.Resume, Hidden: []string{ralphKeyFile()}, StoreMoved: moved})
 	if err != nil {
 		return nil, setupError(err)
 	}
 	return rs, nil
 }
 
-// storeOpener opens the store --store (flag), RALPH_STORE or store.dir
-// names, once assemble has checked what needs no store.
-func storeOpener(cfg *config.Config, flag string, errOut io.Writer) assemble.Opener {
+// storeOpener opens the store at dir (where --store, RALPH_STORE or
+// store.dir put it, assemble.StorePlace), once assemble has checked what
+// needs no store.
+func storeOpener(cfg *config.Config, dir string, errOut io.Writer) assemble.Opener {
 	return func() (*ledger.Store, error) {
-		return openStore(ledger.Options{Dir: storeDir(flag, cfg), SyncWrites: *cfg.Store.SyncWrites}, errOut)
+		return openStore(ledger.Options{Dir: dir, SyncWrites: *cfg.Store.SyncWrites}, errOut)
 	}
 }
 

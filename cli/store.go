@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/serve"
@@ -38,7 +39,14 @@ func commandStoreDir(flag string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return storeDir(flag, cfg), nil
+	dir := storeDir(flag, cfg)
+	// Under a [sandbox] the default store lives in ralph's state
+	// directory, unless only the one in the workdir exists (its runs ran
+	// with --sandbox off).
+	if moved, ok, err := assemble.StorePlace(cfg, dir, flag != ""); err == nil && ok && (!storeIsNew(moved) || storeIsNew(dir)) {
+		dir = moved
+	}
+	return dir, nil
 }
 
 // existingStoreDir is commandStoreDir for a store that must already exist.

@@ -24,7 +24,7 @@ import (
 )
 
 func newWorkerCmd() *cobra.Command {
-	var natsFlag, dir, id, policy string
+	var natsFlag, dir, id, policy, sandboxMode string
 	var slots int
 	var ackWait time.Duration
 	var verbose bool
@@ -50,6 +50,10 @@ that needs more is refused before anything of it runs, failed with the
 reason in its state. Without --policy a worker runs no shell.exec, no
 program (command stop conditions, a command model) and no agent.
 
+--sandbox MODE confines every job's processes (auto, landlock, bwrap or
+off, over the job's [sandbox] mode); a policy's governance.sandbox requires a
+mode: a job asking for off, or for no sandbox, is refused.
+
 --nats defaults to RALPH_NATS, then nats://127.0.0.1:4222 ('ralph fleet serve').
 Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS server answers,
 1 the connection to NATS was lost.`,
@@ -66,18 +70,15 @@ Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS 
 			if ackWait < 3*time.Second {
 				return usageErrorf("--ack-wait must be at least 3s (heartbeats go every third of it), got %s", ackWait)
 			}
-			return nil
+			return checkSandboxFlag(sandboxMode)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var pol *config.WorkerPolicy
-			if policy != "" {
-				p, err := config.LoadPolicy(policy)
-				if err != nil {
-					return exitError(ExitUsage, err)
-				}
-				pol = p
+			pol, err := loadWorkerPolicy(policy)
+			if err != nil {
+				return err
 			}
-			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose, policy: pol})
+			return runWorker(cmd, natsURL(natsFlag), workerOptions{dir: dir, id: id, slots: slots, ackWait: ackWait, verbose: verbose, policy: pol,
+				sandbox: sandboxMode})
 		},
 	}
 	fl := cmd.Flags()
@@ -89,7 +90,24 @@ Exit status: 0 stopped by a signal, 2 bad flags, a bad --policy file or no NATS 
 	fl.StringVar(&id, "id", "", "this worker's `ID` in the fleet (default HOST-PID)")
 	fl.BoolVar(&verbose, "verbose", false, "also write debug log records (stderr)")
 	fl.StringVar(&policy, "policy", "", "this worker's policy `FILE`, a [governance] ceiling for every job (default: no shell.exec, no program, no agent)")
+	addSandboxFlag(fl, &sandboxMode)
 	return cmd
+}
+
+// loadWorkerPolicy reads and checks --policy (nil: the default policy);
+// a bad file is a usage error.
+func loadWorkerPolicy(file string) (*config.WorkerPolicy, error) {
+	if file == "" {
+		return nil, nil
+	}
+	p, err := config.LoadPolicy(file)
+	if err == nil {
+		err = fleet.CheckPolicy(p)
+	}
+	if err != nil {
+		return nil, exitError(ExitUsage, err)
+	}
+	return p, nil
 }
 
 type workerOptions struct {
@@ -98,6 +116,7 @@ type workerOptions struct {
 	ackWait time.Duration
 	verbose bool
 	policy  *config.WorkerPolicy // nil: the default policy
+	sandbox string               // --sandbox: every job's [sandbox] mode
 }
 
 func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
@@ -132,7 +151,7 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 		return err
 	}
 	err = fleet.RunWorker(ctx, fleet.WorkerOptions{NC: nc, Signer: signer, Handles: h, ID: o.id, Slots: o.slots, Dir: dir, AckWait: o.ackWait,
-		Start: startFleetRun(cmd.ErrOrStderr()), Policy: o.policy, Logger: log})
+		Start: startFleetRun(cmd.ErrOrStderr(), o.sandbox), Policy: o.policy, Logger: log})
 	if err != nil {
 		return exitError(ExitFailure, fmt.Errorf("worker %s stopped: %w; start it again once NATS at %s answers", o.id, err, url))
 	}
@@ -172,8 +191,9 @@ func forceStopOnSecondSignal() (stop func()) {
 // `ralph run` (setupRun, assemble.NewRun): the job's config is read as the file
 // spec.Job.ConfigPath in its workspace, so the paths it names are files
 // there, and the run's store is spec.StoreDir, signed with this machine's
-// key like any store.
-func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpec) (fleet.RunHandle, error) {
+// key like any store. sandboxMode (--sandbox), when set, is every job's
+// [sandbox] mode, before the policy holds the job to its own.
+func startFleetRun(errOut io.Writer, sandboxMode string) func(ctx context.Context, spec fleet.RunSpec) (fleet.RunHandle, error) {
 	return func(ctx context.Context, spec fleet.RunSpec) (fleet.RunHandle, error) {
 		rel := spec.Job.ConfigPath
 		if rel == "" {
@@ -182,6 +202,9 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 		cfg, err := config.Parse([]byte(spec.Job.Config), filepath.Join(spec.Workdir, rel), nil)
 		if err != nil {
 			return nil, &fleet.BadJobError{Err: err}
+		}
+		if sandboxMode != "" {
+			cfg.SetSandboxMode(sandboxMode)
 		}
 		if err := fleet.ApplyPolicy(spec.Policy, cfg, spec.Job.Workspace); err != nil {
 			return nil, &fleet.BadJobError{Err: err}
@@ -202,7 +225,7 @@ func startFleetRun(errOut io.Writer) func(ctx context.Context, spec fleet.RunSpe
 			rs.Discard()
 			return nil, jobError(setupError(err))
 		}
-		return &fleetRun{Runner: runner, st: rs.Store}, nil
+		return &fleetRun{Runner: runner, st: rs.Store, rs: rs}, nil
 	}
 }
 
@@ -219,7 +242,8 @@ func jobError(err error) error {
 type fleetRun struct {
 	*loop.Runner
 	st *ledger.Store
+	rs *assemble.Run // its sandbox closes with it
 }
 
 func (r *fleetRun) Store() *ledger.Store { return r.st }
-func (r *fleetRun) Close() error         { return r.st.Close() }
+func (r *fleetRun) Close() error         { return errors.Join(r.st.Close(), r.rs.CloseSandbox()) }

@@ -116,6 +116,12 @@ func TestAgentStarterLoads(t *testing.T) {
 			if c.Model.Provider != "agent" || c.Agent.CLI != cli {
 				t.Errorf("provider %q cli %q", c.Model.Provider, c.Agent.CLI)
 			}
+			if c.SandboxMode() != "auto" {
+				t.Errorf("init wrote [sandbox] mode %q, want auto", c.SandboxMode())
+			}
+			if text, _ := os.ReadFile(filepath.Join(dir, "ralph.toml")); !strings.Contains(string(text), "package registries are reachable only when\n# listed in hosts") {
+				t.Errorf("init's [sandbox] does not say the registries need hosts:\n%s", text)
+			}
 			kinds := map[string]bool{}
 			for _, s := range c.Stop {
 				kinds[s.Kind] = true

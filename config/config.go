@@ -28,6 +28,7 @@ type Config struct {
 	Agent      *Agent     `toml:"agent"` // nil without an [agent] section
 	Notify     []Notify   `toml:"notify"`
 	Hook       []Hook     `toml:"hook"`
+	Sandbox    *Sandbox   `toml:"sandbox"` // nil without a [sandbox] section
 
 	lines    *lineIndex
 	name     string // the path as given, for messages
@@ -347,6 +348,7 @@ func (c *Config) resolvePaths(dir string) {
 	c.Model.Script = abs(c.Model.Script)
 	c.Loop.Workdir = abs(c.Loop.Workdir)
 	c.Store.Dir = abs(c.Store.Dir)
+	c.Sandbox.resolvePaths(dir)
 }
 
 func (c *Config) errAt(file string, key string, format string, args ...any) error {

@@ -182,12 +182,30 @@ name = "broken"
 kind = "consecutive_failures"
 count = 3                             # the agent itself failed 3 times in a row (login, API key)
 
+`)
+	b.WriteString(sandboxAndStoreStarter)
+	return b.String()
+}
+
+// sandboxAndStoreStarter ends the agent loop's ralph.toml: its
+// [sandbox], on (DESIGN §22), and its [store].
+const sandboxAndStoreStarter = `# The agent and every command the loop runs (tests, hooks, stop checks, notify) are
+# confined: they write the workdir and the agent's own state, read the system and the
+# toolchains, never see ralph's store and keys or ~/.ssh, ~/.aws, and reach only the
+# model's hosts. The Go module proxy and package registries are reachable only when
+# listed in hosts. mode = "off" runs them unconfined (docs/sandbox.md).
+[sandbox]
+mode = "auto"                         # auto | landlock | bwrap | off
+# network = "model"                   # model (the agent's API hosts) | none | all
+# hosts = ["proxy.golang.org", "registry.npmjs.org"]
+# read = []                           # more read-only paths
+# write = []                          # more read-write paths
+# hide = []                           # more paths never visible
+
 [store]
 dir = ".ralph"
 sync_writes = true
-`)
-	return b.String()
-}
+`
 
 // permissionArgs is the [agent] args line with the comment saying what it
 // allows: the CLI's flags for editing in the workspace and running the

@@ -12,6 +12,7 @@ import (
 // still name their line.
 type lineIndex struct {
 	keys      map[string]int
+	cols      map[string]int // the column a key's value starts at
 	stopLines []int
 	arrays    map[string][]int // the line of each [[table]], by table name
 }
@@ -32,7 +33,7 @@ func cleanKey(k string) string {
 }
 
 func indexLines(data []byte) *lineIndex {
-	ix := &lineIndex{keys: map[string]int{}, arrays: map[string][]int{}}
+	ix := &lineIndex{keys: map[string]int{}, cols: map[string]int{}, arrays: map[string][]int{}}
 	table := ""
 	inMulti := ""
 	for n, line := range strings.Split(string(data), "\n") {
@@ -61,6 +62,9 @@ func indexLines(data []byte) *lineIndex {
 			key := join(table, cleanKey(m[1]))
 			ix.add(key, lineNo)
 			rest := line[len(m[0]):]
+			if _, ok := ix.cols[key]; !ok {
+				ix.cols[key] = len(m[0]) + len(rest) - len(strings.TrimLeft(rest, " \t")) + 1
+			}
 			if i := strings.Index(rest, "{"); i >= 0 {
 				for _, im := range inlineRe.FindAllStringSubmatch(rest[i:], -1) {
 					ix.add(join(key, im[1]), lineNo)

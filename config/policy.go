@@ -22,6 +22,8 @@ import (
 type WorkerPolicy struct {
 	File       string           `toml:"-"` // the file it was read from ("" for the default policy)
 	Governance PolicyGovernance `toml:"governance"`
+
+	lines *lineIndex
 }
 
 // PolicyGovernance is a policy's [governance] table: the keys of a run
@@ -36,10 +38,14 @@ type PolicyGovernance struct {
 	MaxIterations *int     `toml:"max_iterations"` // a job's iteration budget is at most this
 	MaxSteps      int      `toml:"max_steps"`      // a job's max_steps is at most this
 	Workspaces    []string `toml:"workspaces"`     // workspace URL globs ('*' stays within one '/'-separated segment); empty: any
+	// Sandbox is the [sandbox] mode every job runs under ("" none
+	// required): a job asking for off, or for no sandbox, is refused.
+	// Its value is checked by its owner (fleet.CheckPolicy).
+	Sandbox string `toml:"sandbox"`
 }
 
 // policyKeys lists the keys a policy's [governance] takes, for messages.
-const policyKeys = "allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps and workspaces"
+const policyKeys = "allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps, workspaces and sandbox"
 
 // LoadPolicy reads and checks a worker policy file.
 func LoadPolicy(file string) (*WorkerPolicy, error) {
@@ -55,8 +61,8 @@ func LoadPolicy(file string) (*WorkerPolicy, error) {
 
 // ParsePolicy is LoadPolicy on bytes; file names them in messages.
 func ParsePolicy(data []byte, file string) (*WorkerPolicy, error) {
-	p := &WorkerPolicy{File: file}
 	lines := indexLines(data)
+	p := &WorkerPolicy{File: file, lines: lines}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(p)
 	if err != nil {
 		var pe toml.ParseError
@@ -106,6 +112,20 @@ func ParsePolicy(data []byte, file string) (*WorkerPolicy, error) {
 		return nil, at("max_steps", "governance.max_steps must not be negative, got %d", g.MaxSteps)
 	}
 	return p, nil
+}
+
+// ErrorAt is an error about the policy's [governance] key, naming the
+// file, the line and the column of its value.
+func (p *WorkerPolicy) ErrorAt(key, msg string) error {
+	e := &Error{File: p.File, Msg: msg}
+	if p.lines != nil {
+		path := "governance." + key
+		e.Line = p.lines.findPath(path)
+		if l, ok := p.lines.keys[path]; ok && l == e.Line {
+			e.Col = p.lines.cols[path]
+		}
+	}
+	return e
 }
 
 // Name says which policy p is, for messages.

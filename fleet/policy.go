@@ -8,6 +8,7 @@ import (
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/notify"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -42,6 +43,9 @@ func ApplyPolicy(p *config.WorkerPolicy, c *config.Config, workspace string) err
 	if prog, where := firstProgram(c, g.ShellAllow); prog != "" {
 		return refuse(p, "its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
 	}
+	if err := applySandbox(p, c, g.Sandbox); err != nil {
+		return err
+	}
 	if err := applyAgents(p, c, &g); err != nil {
 		return err
 	}
@@ -57,6 +61,38 @@ func ApplyPolicy(p *config.WorkerPolicy, c *config.Config, workspace string) err
 // refuse says that the policy refuses the job, why, and the fix.
 func refuse(p *config.WorkerPolicy, format string, args ...any) error {
 	return fmt.Errorf("job refused by %s: %s; run it on a worker whose --policy allows it", p.Name(), fmt.Sprintf(format, args...))
+}
+
+// CheckPolicy checks what config.ParsePolicy only decodes: the policy's
+// sandbox mode (sandbox.ParseMode), at its file:line:col.
+func CheckPolicy(p *config.WorkerPolicy) error {
+	if p == nil || p.Governance.Sandbox == "" {
+		return nil
+	}
+	if _, err := sandbox.ParseMode(p.Governance.Sandbox); err != nil {
+		return p.ErrorAt("sandbox", "governance.sandbox: "+err.Error()+"; leave it out to require none")
+	}
+	return nil
+}
+
+// applySandbox holds the job to the sandbox mode the policy requires:
+// a job asking for off, or for no sandbox, is refused; one asking for a
+// mode runs under the policy's (a job's bwrap or landlock stands for a
+// policy's auto, which it satisfies).
+func applySandbox(p *config.WorkerPolicy, c *config.Config, required string) error {
+	if required == "" || required == string(sandbox.Off) {
+		return nil
+	}
+	switch asked := c.SandboxMode(); {
+	case c.Sandbox == nil:
+		return refuse(p, "it has no [sandbox] and the policy requires sandbox mode %q; add [sandbox] mode = %q to the job's config", required, required)
+	case asked == string(sandbox.Off):
+		return refuse(p, "its [sandbox] mode is \"off\" and the policy requires sandbox mode %q; set mode = %q", required, required)
+	case required == string(sandbox.Auto) && asked != "":
+		return nil
+	}
+	c.SetSandboxMode(required)
+	return nil
 }
 
 // applyAgents resolves agent CLI "auto" to the policy's first CLI on this

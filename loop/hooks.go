@@ -16,6 +16,7 @@ import (
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // HookEvent is what a [[hook]] command gets as JSON on its standard input
@@ -138,7 +139,7 @@ func (r *Runner) runHook(ctx context.Context, h config.Hook, ev HookEvent) (exit
 	buf := procgroup.CappedBuffer{Limit: 1 << 20}
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
-	_, runErr := procgroup.RunContained(cmd, 2*time.Second, procgroup.StartOptions{})
+	_, runErr := sandbox.RunContained(hctx, cmd, 2*time.Second, procgroup.StartOptions{})
 	dur = time.Since(start)
 	exit = -1
 	if cmd.ProcessState != nil {

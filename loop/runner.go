@@ -15,6 +15,7 @@ import (
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -70,6 +71,14 @@ type RunnerOptions struct {
 	// or when its context ends. Run returns once the channel it returned
 	// is closed.
 	Follow func(ctx context.Context, events <-chan Event) <-chan struct{}
+	// Sandbox confines every process the run starts (nil: off): Run puts
+	// it on the run's context (sandbox.With), which every call, command
+	// condition, hook and notify command is started with; RunStarted
+	// records its mechanism as sandbox. The caller closes it.
+	Sandbox *sandbox.Sandbox
+	// StoreMoved: the default store was moved out of the workdir for the
+	// sandbox; RunStarted records where it is as store_moved.
+	StoreMoved bool
 	// Resume continues RunID from its last completed iteration.
 	RunID  string
 	Resume bool
@@ -196,6 +205,7 @@ type runState struct {
 // Run runs iterations until a stop condition fires, a predicate holds, or
 // ctx is cancelled (an abort: the running plan's compensations run).
 func (r *Runner) Run(ctx context.Context) (out *Outcome, err error) {
+	ctx = sandbox.With(ctx, r.o.Sandbox)
 	endFollow := r.follow(ctx)
 	defer func() { endFollow(err == nil && out != nil) }()
 	ctx, abort := context.WithCancelCause(ctx)
@@ -346,6 +356,12 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 	}
 	if r.o.SubmittedBy != "" {
 		meta["submitted_by"] = rtfs.String(r.o.SubmittedBy)
+	}
+	if r.o.Sandbox != nil {
+		meta["sandbox"] = rtfs.String(r.o.Sandbox.Mechanism())
+	}
+	if r.o.StoreMoved {
+		meta["store_moved"] = rtfs.String(r.o.Store.Dir())
 	}
 	r.checkpoint(ctx, st.id, 0, meta)
 	id, err := r.record(ctx, st, &ledger.Action{Type: ledger.RunStarted, FunctionName: cfg.Intent.Goal, Success: true, Metadata: meta, Timestamp: st.started})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/internal/procgroup"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // command runs argv with the notification as JSON on its standard input,
@@ -55,7 +56,7 @@ func (c *command) Send(ctx context.Context, e Event) error {
 	cmd.Stdin = bytes.NewReader(append(body, '\n'))
 	out := procgroup.CappedBuffer{Limit: 64 << 10}
 	cmd.Stdout, cmd.Stderr = &out, &out
-	_, err = procgroup.RunContained(cmd, time.Second, procgroup.StartOptions{})
+	_, err = sandbox.RunContained(ctx, cmd, time.Second, procgroup.StartOptions{})
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:

@@ -16,6 +16,7 @@ import (
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // The kinds that read the last iteration's actions, the audit index or the
@@ -41,7 +42,7 @@ func (c *command) check(ctx context.Context, in *Input) outcome {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// Contained (see procgroup.Run): a timeout kills every descendant, one
 	// in a new session too, and nothing outlives a SIGKILLed ralph.
-	runErr := procgroup.Run(cmd, time.Second)
+	_, runErr := sandbox.RunContained(ctx, cmd, time.Second, procgroup.StartOptions{})
 	line := strings.Join(c.argv, " ")
 	var exitErr *exec.ExitError
 	if runErr != nil && !errors.As(runErr, &exitErr) && ctx.Err() == nil {

@@ -78,6 +78,7 @@ type model struct {
 	tokens    int64
 	provider  string
 	modelName string
+	sandbox   string // what confines the run's processes (RunStarted's sandbox); "" none
 	outcome   *outcome
 	loading   bool // a recorded run is still being read
 	loaded    int  // actions read so far
@@ -225,6 +226,9 @@ func (m *model) ingest(a *ledger.Action) {
 		m.started = a.Timestamp
 		if p := a.Metadata["provider"].Str(); p != "" {
 			m.provider, m.modelName = p, a.Metadata["model"].Str()
+		}
+		if s, ok := a.Metadata["sandbox"]; ok {
+			m.sandbox = s.Str()
 		}
 	case ledger.IterationStarted:
 		m.iteration = int(a.Metadata["iteration"].AsInt())

@@ -87,7 +87,7 @@ func (m *model) body() []string {
 }
 
 // header is the first line: run, state, iteration, elapsed time, cost,
-// tokens, provider and model, plan mode.
+// tokens, provider and model, plan mode, and the sandbox the run is in.
 func (m *model) header() string {
 	st := m.st
 	parts := []string{st.bold.Render("ralph"), shortID(m.runID), m.stateBadge()}
@@ -108,7 +108,7 @@ func (m *model) header() string {
 	parts = append(parts, cost)
 	// What a narrow screen leaves out whole, rather than cut: the plan's
 	// mode first, then the provider and model, then the tokens.
-	var tok, pm, mode, ro string
+	var tok, pm, mode, ro, sbx string
 	tok = fmtTokens(tokens) + " tok"
 	if m.provider != "" {
 		pm = m.provider
@@ -127,13 +127,16 @@ func (m *model) header() string {
 	if !m.live {
 		ro = st.dim.Render("read-only")
 	}
+	if m.sandbox != "" {
+		sbx = "sandbox: " + m.sandbox
+	}
 	sep := st.dim.Render(" · ")
 	for _, drop := range []*string{nil, &mode, &pm, &tok} {
 		if drop != nil {
 			*drop = ""
 		}
 		all := parts
-		for _, p := range []string{tok, pm, mode, ro} {
+		for _, p := range []string{tok, pm, mode, sbx, ro} {
 			if p != "" {
 				all = append(all, p)
 			}

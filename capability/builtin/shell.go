@@ -14,6 +14,7 @@ import (
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/internal/procgroup"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // MaxOutput caps each of stdout and stderr of shell.exec.
@@ -85,7 +86,7 @@ func (s *shell) run(ctx context.Context, in rtfs.Value) (capability.Result, erro
 	// Contained (a cgroup, else a subreaper and a sweep; a watcher when
 	// ralph dies): the timeout kills every descendant, one in a new
 	// session too, and nothing outlives a SIGKILLed ralph.
-	containment, runErr := procgroup.RunContained(cmd, 2*time.Second, procgroup.StartOptions{})
+	containment, runErr := sandbox.RunContained(ctx, cmd, 2*time.Second, procgroup.StartOptions{})
 	dur := time.Since(start)
 
 	exit := -1

@@ -41,5 +41,7 @@ export FAKE_AGENT_ON_DONE="printf 'package calc\n\nfunc Add(a, b int) int { retu
 
 echo "\$ ralph init --agent claude --test \"go test ./...\"   # in $work"
 "$ralph" init --agent claude --test "go test ./..."
-echo "\$ ralph run --no-tui"
-"$ralph" run --no-tui
+# The stand-in agent runs unconfined: this demo shows the loop, not the
+# sandbox init configured (docs/sandbox.md shows that).
+echo "\$ ralph run --no-tui --sandbox off"
+"$ralph" run --no-tui --sandbox off
