@@ -45,7 +45,7 @@ func sandboxConfig(t *testing.T, rest string) *config.Config {
 // file:line:col of the value and the owner's sentence.
 func TestSandboxSpecErrorsHavePositions(t *testing.T) {
 	for _, c := range []struct{ toml, want string }{
-		{"[sandbox]\nmode = \"jail\"\n", `ralph.toml:4:8: sandbox mode "jail" is not one of auto, landlock, bwrap or off`},
+		{"[sandbox]\nmode = \"jail\"\n", `ralph.toml:4:8: sandbox mode "jail" is not one of off, auto, landlock or bwrap`},
 		{"[sandbox]\nmode = \"auto\"\nnetwork  =  \"some\"\n", `ralph.toml:5:13: sandbox network "some" is not one of model, none or all`},
 		{"[sandbox]\nhosts = [\"a.example\", \"\"]\n", `ralph.toml:4:9: sandbox.hosts has an empty entry`},
 	} {
@@ -193,7 +193,8 @@ func TestNewRunSandbox(t *testing.T) {
 	sandboxHome(t)
 	cfg := sandboxConfig(t, "[[stop]]\nkind = \"max_iterations\"\nmax = 1\n[sandbox]\nmode = \"bwrap\"\n")
 	store := filepath.Join(t.TempDir(), "store")
-	_, want := sandbox.New(sandbox.Spec{Mode: sandbox.Bwrap}, sandbox.Bounds{}, nil)
+	probe, want := sandbox.New(sandbox.Spec{Mode: sandbox.Bwrap}, sandbox.Bounds{Workdir: cfg.Loop.Workdir}, nil)
+	_ = probe.Close()
 	rs, err := assemble.NewRun(context.Background(), cfg, assemble.RunOptions{Dir: store,
 		Open: func() (*ledger.Store, error) { return ledger.Open(ledger.Options{Dir: store}) }})
 	if err == nil {

@@ -81,7 +81,7 @@ var _ = suite.Add(e2e.Test{Name: "SandboxImpossibleModeRefused", Run: func(t *te
 // resume and worker, naming the modes; a bad [sandbox] value is refused
 // at its file:line:col, an unknown [sandbox] key at its line.
 var _ = suite.Add(e2e.Test{Name: "SandboxBadModes", Files: map[string]string{"ralph.toml": sandboxLoop}, Run: func(t *testing.T, e *e2e.E) {
-	want := `ralph: --sandbox: sandbox mode "bogus" is not one of auto, landlock, bwrap or off`
+	want := `ralph: --sandbox: sandbox mode "bogus" is not one of off, auto, landlock or bwrap`
 	for _, args := range [][]string{{"run", "--no-tui"}, {"resume"}, {"worker"}} {
 		_, errOut, code := e.Ralph(append(args, "--sandbox", "bogus")...).In(e.Dir).Run()
 		if code != 2 || !strings.HasPrefix(errOut, want) {
@@ -89,7 +89,7 @@ var _ = suite.Add(e2e.Test{Name: "SandboxBadModes", Files: map[string]string{"ra
 		}
 	}
 	for _, c := range []struct{ extra, want string }{
-		{"[sandbox]\nmode = \"jail\"\n", `ralph: ralph.toml:13:8: sandbox mode "jail" is not one of auto, landlock, bwrap or off; write one of them, or leave [sandbox] out for none`},
+		{"[sandbox]\nmode = \"jail\"\n", `ralph: ralph.toml:13:8: sandbox mode "jail" is not one of off, auto, landlock or bwrap; write one of them, or leave [sandbox] out for none`},
 		{"[sandbox]\nnetwork = \"some\"\n", `ralph: ralph.toml:13:11: sandbox network "some" is not one of model, none or all; leave it out for model, the default`},
 		{"[sandbox]\nmode = \"off\"\nnetwrok = \"none\"\n", `ralph: ralph.toml:14: unknown key sandbox.netwrok; did you mean sandbox.network?`},
 	} {

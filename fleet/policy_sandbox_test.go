@@ -58,7 +58,7 @@ func TestCheckPolicySandbox(t *testing.T) {
 		t.Errorf("auto: %v", err)
 	}
 	err := CheckPolicy(mustPolicy(t, "[governance]\nshell_allow = [\"go\"]\nsandbox = \"jail\"\n"))
-	want := `worker.toml:3:11: governance.sandbox: sandbox mode "jail" is not one of auto, landlock, bwrap or off; leave it out to require none`
+	want := `worker.toml:3:11: governance.sandbox: sandbox mode "jail" is not one of off, auto, landlock or bwrap; leave it out to require none`
 	if err == nil || err.Error() != want {
 		t.Errorf("jail: %v, want %q", err, want)
 	}

@@ -83,7 +83,7 @@ func modeNames() string {
 	for i, r := range modes {
 		names[i] = string(r.mode)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // choose is the first of row's mechanisms this machine can give for net,

@@ -38,7 +38,7 @@ func TestParseModeAndNetwork(t *testing.T) {
 			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
 		}
 	}
-	if _, err := ParseMode("firejail"); err == nil || !strings.Contains(err.Error(), "off, auto, landlock, bwrap") {
+	if _, err := ParseMode("firejail"); err == nil || !strings.Contains(err.Error(), "off, auto, landlock or bwrap") {
 		t.Errorf("ParseMode(firejail) = %v; want the modes named", err)
 	}
 	if n, err := ParseNetwork(""); err != nil || n != NetModel {
