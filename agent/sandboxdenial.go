@@ -90,3 +90,13 @@ func inside(dir, path string) bool {
 	rel, err := filepath.Rel(filepath.Clean(dir), path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
+
+// RefusalLine is how the console and the UI show a refusal of the run's
+// sandbox, as they show a permission denial: what was refused and the
+// [sandbox] line that allows it.
+func RefusalLine(d sandbox.Denial) string {
+	if d.Allow == "" {
+		return "sandbox refused " + d.What
+	}
+	return "sandbox refused " + d.What + "; to allow it, add " + d.Allow + " to [sandbox]"
+}
