@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/agent"
+	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
 	"github.com/ralphloop/ralph/sandbox"
@@ -170,5 +171,37 @@ func TestRefusalStreak(t *testing.T) {
 	}
 	if d, _ := s.held([]sandbox.Denial{b, a}); d != a {
 		t.Fatalf("held %v, want a, met in three iterations in a row", d)
+	}
+}
+
+// A resumed run counts the streak from its recorded iterations: two met
+// the refusal before the process died, so the first resumed one ends it.
+func TestResumeCountsTheRefusalStreak(t *testing.T) {
+	t.Parallel()
+	r, fx := newRunner(t, `[plan]
+rtfs = '(step "Agent" (call :test.refused {:host "evil.example"}))'
+[[stop]]
+name = "two"
+kind = "max_iterations"
+max = 2
+`, nil)
+	sandboxed(fx)
+	out, err := r.Run(context.Background())
+	if err != nil || out.Iterations != 2 {
+		t.Fatalf("first run: %+v %v", out, err)
+	}
+	markInterrupted(t, fx, out.RunID)
+	cfg := *r.o.Config
+	cfg.Stop = []config.Stop{{Name: "five", Kind: "max_iterations", Max: 5}}
+	conds, err := stop.FromConfig(cfg.Stop, cfg.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := resumer(t, r, fx, out.RunID, func(o *RunnerOptions) { o.Config, o.Conditions = &cfg, conds }).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out2.TriggeredBy != "sandbox_denied" || out2.Iterations != 3 {
+		t.Fatalf("resumed: %+v, want sandbox_denied at iteration 3", out2)
 	}
 }
