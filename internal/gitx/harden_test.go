@@ -210,3 +210,21 @@ func TestTakeBackKeepsTheUsersChoice(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRepoOverrides is the look-up a hardened git command makes
+// before it runs (one git config), in a repository that sets nothing to
+// take back: what hardening adds to each such command.
+func BenchmarkRepoOverrides(b *testing.B) {
+	dir := b.TempDir()
+	b.Setenv("HOME", dir)
+	b.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, ".config"))
+	if err := exec.Command("git", "init", "-q", dir).Run(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := repoOverrides(ctx, dir, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
