@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // EventKind says what an Event carries.
@@ -28,6 +30,11 @@ const (
 	// runs, is still at work. It is not output: a call that prints nothing
 	// else for idle_timeout is idle.
 	EventProgress
+	// EventSandboxDenied: Refusal: the run's sandbox refused the call (a
+	// host its proxy would not reach, a path a tool was refused outside
+	// the workdir), with the [sandbox] line that allows it. The run
+	// publishes it on the call's stream; no CLI's parser emits it.
+	EventSandboxDenied
 )
 
 // String is the kind's lower-case name ("text", "tool-use", …).
@@ -57,6 +64,8 @@ func (k EventKind) String() string {
 		return "denied"
 	case EventProgress:
 		return "progress"
+	case EventSandboxDenied:
+		return "sandbox-denied"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -122,8 +131,9 @@ type Event struct {
 	CostUSD   float64
 	SessionID string
 	Limit     *Limit
-	Retry     *Retry  // EventRetry
-	Denial    *Denial // EventDenied
+	Retry     *Retry          // EventRetry
+	Denial    *Denial         // EventDenied
+	Refusal   *sandbox.Denial // EventSandboxDenied
 	// Total marks an EventUsage or EventCost whose figures are the call's
 	// totals so far (they replace what was counted), not an increment.
 	Total bool

@@ -42,6 +42,10 @@ func (p *printer) printAgent(e *loop.Event, at string) {
 		if d := a.Denial; d != nil {
 			fmt.Fprintf(p.w, "%s! permission denied: %s\n", prefix, oneLineText(strings.TrimSpace(d.Tool+" "+d.Target)))
 		}
+	case agent.EventSandboxDenied:
+		if d := a.Refusal; d != nil {
+			fmt.Fprintf(p.w, "%s! %s\n", prefix, oneLineText(agent.RefusalLine(*d)))
+		}
 	}
 }
 
@@ -64,6 +68,9 @@ func agentJSON(e *loop.Event) map[string]any {
 	set("session_id", a.SessionID, a.SessionID != "")
 	if d := a.Denial; d != nil {
 		m["denial"] = map[string]any{"tool": d.Tool, "target": d.Target, "message": d.Message}
+	}
+	if d := a.Refusal; d != nil {
+		m["sandbox_denied"] = map[string]any{"what": d.What, "allow": d.Allow}
 	}
 	if a.Kind == agent.EventUsage {
 		m["usage"] = map[string]int64{"input": a.Usage.Input, "output": a.Usage.Output,

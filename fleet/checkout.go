@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -61,11 +60,11 @@ func ConfigInRepo(cfgPath string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("config %s: %w", cfgPath, err)
 	}
-	top, err := exec.Command("git", "-C", filepath.Dir(abs), "rev-parse", "--show-toplevel").Output()
+	top, err := gitx.Run(context.Background(), filepath.Dir(abs), "rev-parse", "--show-toplevel")
 	if err != nil {
 		return filepath.Base(abs), nil
 	}
-	root, err := filepath.EvalSymlinks(strings.TrimSpace(string(top)))
+	root, err := filepath.EvalSymlinks(top)
 	if err != nil {
 		return filepath.Base(abs), nil
 	}

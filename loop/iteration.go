@@ -10,6 +10,7 @@ import (
 	"github.com/ralphloop/ralph/arbiter"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/stop"
 )
 
@@ -87,6 +88,8 @@ func (r *Runner) cutShort(ctx, runCtx context.Context, st *runState) *Outcome {
 		return &Outcome{Class: stop.ClassFailure, TriggeredBy: "provider", Reason: st.fatal, usageExit: true}
 	case st.denied != nil && ctx.Err() == nil:
 		return deniedOutcome(st.denied)
+	case st.sandboxDenied != nil && ctx.Err() == nil:
+		return sandboxDeniedOutcome(*st.sandboxDenied)
 	case ctx.Err() != nil:
 		return abortOutcome(ctx)
 	case runCtx.Err() != nil:
@@ -109,8 +112,13 @@ type iteration struct {
 	failures   []string
 	planCost   float64
 	planTokens int64
-	cost       float64 // the plan's and the provider's, once accounted
-	tokens     int64
+	// refused are what the sandbox refused in the iteration: its calls'
+	// (from the plan), then those that came while no call was in flight;
+	// refusedMore counts those left out past sandbox.MaxRefusals.
+	refused     []sandbox.Denial
+	refusedMore int
+	cost        float64 // the plan's and the provider's, once accounted
+	tokens      int64
 }
 
 // skipped reports whether the user skipped the iteration.
@@ -186,6 +194,7 @@ func (r *Runner) executePlan(ctx context.Context, st *runState, it *iteration) e
 		if res.Denial != nil && st.limited == nil {
 			st.denied = res.Denial
 		}
+		it.refused = res.Refused
 	}
 	switch {
 	case err != nil && errors.Is(err, ErrRefused):
@@ -233,6 +242,10 @@ func (r *Runner) account(st *runState, it *iteration) {
 		it.status = ledger.StatusUsageLimit
 		return
 	}
+	st.refusals = st.refusals.next(it.refused)
+	if d, ok := st.refusals.held(it.refused); ok {
+		st.sandboxDenied = &d
+	}
 	st.doneIters, st.doneCost, st.doneTokens = st.doneIters+1, st.doneCost+it.cost, st.doneTokens+it.tokens
 	st.limitWaits = 0
 	if it.status.Succeeded() {
@@ -257,6 +270,9 @@ func (r *Runner) completedAction(st *runState, it *iteration) *ledger.Action {
 		Metadata: map[string]rtfs.Value{"iteration": rtfs.Int(int64(st.iteration)), "status": rtfs.String(string(it.status))}}
 	if len(it.failures) > 0 {
 		done.ErrorMessage = strings.Join(it.failures, "; ")
+	}
+	if len(it.refused) > 0 || it.refusedMore > 0 {
+		putRefusals(done.Metadata, it.refused, it.refusedMore)
 	}
 	if c := cancelledBy(it.ctx); c != nil && (it.status == ledger.StatusSkipped || it.status == ledger.StatusCancelled) {
 		done.Metadata["stopped"], done.Metadata["cancelled_by"] = rtfs.String("cancelled"), rtfs.String(c.By)

@@ -16,6 +16,7 @@ import (
 	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // frame is the orchestration context of running code: the action its
@@ -283,11 +284,13 @@ func (r *run) Call(ctx context.Context, req *rtfs.CallRequest) (rtfs.Value, erro
 	if !d.Allowed {
 		return r.refuseCall(ctx, req, f, a, d)
 	}
-	hctx, err := r.callContext(ctx, req, f, a)
+	hctx, refs, err := r.callContext(ctx, req, f, a)
 	if err != nil {
+		refs.Close()
 		return rtfs.Nil, err
 	}
 	res, err := r.runHandler(ctx, hctx, c, input, a)
+	r.closeRefusals(refs, a)
 	if _, rerr := r.record(ctx, a); rerr != nil {
 		return rtfs.Nil, rerr
 	}
@@ -323,20 +326,23 @@ func (r *run) refuseCall(ctx context.Context, req *rtfs.CallRequest, f *frame, a
 }
 
 // callContext names the call's action and gives the handler a context that
-// reports under it and, when the step has one, writes its output file; it
+// reports under it, gathers what the sandbox refuses it (refs, which the
+// caller closes) and, when the step has one, writes its output file; it
 // makes everything before the call durable first.
-func (r *run) callContext(ctx context.Context, req *rtfs.CallRequest, f *frame, a *ledger.Action) (context.Context, error) {
+func (r *run) callContext(ctx context.Context, req *rtfs.CallRequest, f *frame, a *ledger.Action) (context.Context, *sandbox.Refusals, error) {
 	a.ActionID = NewID() // known now: what the call reports while it runs is recorded under it
-	hctx := capability.WithReporter(ctx, &callReporter{r: r, callID: a.ActionID, capID: req.ID})
+	rep := &callReporter{r: r, callID: a.ActionID, capID: req.ID}
+	refs := r.openRefusals(rep)
+	hctx := sandbox.WithRefusals(capability.WithReporter(ctx, rep), refs)
 	if of, ok := r.outputFile(f.parent); ok {
 		hctx = capability.WithOutputFile(hctx, of)
 	}
 	// Write-ahead: the step and the plan that led here are on the chain
 	// before the handler can change anything.
 	if err := r.durable(ctx); err != nil {
-		return nil, err
+		return nil, refs, err
 	}
-	return hctx, nil
+	return hctx, refs, nil
 }
 
 // runHandler runs the capability's handler and puts its result, cost,

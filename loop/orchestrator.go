@@ -17,6 +17,7 @@ import (
 	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // Ledger is where the orchestrator records what happens.
@@ -61,6 +62,10 @@ type OrchestratorOptions struct {
 	// printout), one directory per run: <LogDir>/<run-id>/<step-id>.out.
 	// Empty: <store>/logs when the Ledger is a store on disk, else none.
 	LogDir string
+	// Denials gather what the run's sandbox refused (the sink whose Deny
+	// the run gave sandbox.New): each call's refusals are recorded on it
+	// (:sandbox_denied) and shown live; nil when the run is not sandboxed.
+	Denials *sandbox.Sink
 }
 
 // Orchestrator runs admitted plans: it is the rtfs.Host that records steps,
@@ -141,6 +146,9 @@ type PlanResult struct {
 	// Denial is the first tool a call was refused for want of permission:
 	// the loop stops the run after this iteration.
 	Denial *capability.Denial
+	// Refused are what the run's sandbox refused the plan's calls, each
+	// once, in the order they came.
+	Refused []sandbox.Denial
 }
 
 // ErrRefused marks a plan refused at admission or that could not be read;
@@ -195,6 +203,7 @@ type runStats struct {
 	failedCmp []string
 	limit     *capability.Limit
 	denial    *capability.Denial
+	refused   []sandbox.Denial
 }
 
 // newRun makes the run of plan in with what the orchestrator was given.
@@ -271,7 +280,7 @@ func (o *Orchestrator) Execute(ctx context.Context, in PlanInput) (*PlanResult, 
 	}
 	r.stats.mu.Lock()
 	res.Steps, res.Cost, res.Tokens, res.FailedCompensations = r.stats.steps, r.stats.cost, r.stats.tokens, r.stats.failedCmp
-	res.Limit, res.Denial = r.stats.limit, r.stats.denial
+	res.Limit, res.Denial, res.Refused = r.stats.limit, r.stats.denial, r.stats.refused
 	r.stats.mu.Unlock()
 	end := &ledger.Action{ParentActionID: planAction, FunctionName: in.File, Cost: res.Cost,
 		DurationMS: r.now().Sub(start).Milliseconds(), Metadata: map[string]rtfs.Value{}}

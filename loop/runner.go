@@ -200,6 +200,8 @@ type runState struct {
 	limited                 *limitWait         // the last iteration stopped at an account limit: wait, then run it again
 	limitWaits              int                // consecutive limit waits, for the backoff when no reset is known
 	endFailed               string             // OnIterationEnd failed: the run ends as a failure
+	refusals                refusalStreak      // the sandbox's refusals, by consecutive iterations that met them
+	sandboxDenied           *sandbox.Denial    // met in SandboxDeniedStreak iterations in a row: the run ends after this one
 }
 
 // Run runs iterations until a stop condition fires, a predicate holds, or
@@ -452,6 +454,7 @@ func (r *Runner) iterate(ctx context.Context, st *runState) (uint64, error) {
 	if err := r.afterIterationHooks(ctx, st, it); err != nil {
 		return 0, err
 	}
+	it.refused, it.refusedMore = r.iterationRefusals(it.refused)
 	r.account(st, it)
 	if err := r.closeIteration(ctx, st, r.completedAction(st, it)); err != nil {
 		return 0, err

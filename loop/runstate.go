@@ -136,6 +136,7 @@ func tally(st *runState, acts []ledger.Action) (lastFrom, lastTo int) {
 			} else {
 				st.failures++
 			}
+			st.refusals = st.refusals.next(RefusalsOf(a.Metadata))
 		}
 	}
 	st.cost, st.tokens = spent+pendingCost, tokens+pendingTokens

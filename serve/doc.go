@@ -13,7 +13,13 @@
 //   - The socket is <store>/ralph.sock, or under $XDG_RUNTIME_DIR/ralph/
 //     when that path does not fit a sockaddr_un (SocketPath). It is mode
 //     0600 in a store directory of mode 0700, and a connection from
-//     another uid (SO_PEERCRED) is closed unanswered.
+//     another uid (SO_PEERCRED) is closed unanswered. Under a sandbox
+//     (Options.RefuseRunPeers), so is one from a process ralph started or
+//     one of theirs (procgroup.Descendant: in a call's cgroup, or below
+//     ralph in the process tree), whose pid cannot be known, or that is
+//     gone when accepted: Landlock does not govern connect() to a
+//     pathname socket, so the socket itself keeps the run's processes
+//     from reading the store or steering the run.
 //   - A socket file whose process is gone is replaced; one that answers is
 //     never taken over.
 //   - Serving never slows the runner: streams read the ledger and the

@@ -48,6 +48,13 @@ type Options struct {
 	LocalUI bool
 	// Logger receives the server's own problems (a handler's panic).
 	Logger *slog.Logger
+	// RefuseRunPeers turns away every peer that is a process this ralph
+	// started or one of theirs (the run's agent and what it runs, which
+	// Landlock cannot keep from connecting to a pathname socket): set when
+	// the run is sandboxed, so that nothing inside reads the store or
+	// steers the run through its socket. The user's own commands connect
+	// as before.
+	RefuseRunPeers bool
 	// WriteTimeout bounds each write to a client; a client that does not
 	// read for this long loses its stream. Default 10s.
 	WriteTimeout time.Duration
@@ -113,7 +120,11 @@ func Start(o Options) (*Server, error) {
 	if warning != "" {
 		o.Logger.Warn(warning)
 	}
-	ln, err := listen(path)
+	var refuse func(int) bool
+	if o.RefuseRunPeers {
+		refuse = sandboxedPeer
+	}
+	ln, err := listen(path, refuse)
 	if err != nil {
 		return nil, err
 	}

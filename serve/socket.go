@@ -80,8 +80,9 @@ func checkDir(dir string, create bool) (warning string, err error) {
 
 // listen opens the socket at path, mode 0600. A socket file left by a
 // process that is gone (nothing answers) is removed first; one that
-// answers belongs to a live server and is an error.
-func listen(path string) (net.Listener, error) {
+// answers belongs to a live server and is an error. refuse, when set,
+// says which peers (by pid) are turned away besides other users'.
+func listen(path string, refuse func(pid int) bool) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it and start again", path)
@@ -108,15 +109,16 @@ func listen(path string) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("serve the store on %s: %w", path, err)
 	}
-	return &peerListener{Listener: l, uid: os.Getuid()}, nil
+	return &peerListener{Listener: l, uid: os.Getuid(), refuse: refuse}, nil
 }
 
 // peerListener closes connections from another user before any byte is
 // read (the socket's mode already keeps them out; this holds if it is
-// loosened).
+// loosened), and those refuse turns away.
 type peerListener struct {
 	net.Listener
-	uid int
+	uid    int
+	refuse func(pid int) bool
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
@@ -125,10 +127,10 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		uid, err := peerUID(c)
-		if err == nil && (uid < 0 || uid == l.uid) {
+		uid, pid, err := peerCred(c)
+		if err == nil && (uid < 0 || uid == l.uid) && (l.refuse == nil || !l.refuse(pid)) {
 			return c, nil
 		}
-		c.Close() // another user, or credentials that cannot be read
+		c.Close() // another user, a refused peer, or credentials that cannot be read
 	}
 }

@@ -9,10 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ralphloop/ralph/internal/gitx"
 )
 
 // maxProgressFiles bounds the files no_progress looks at in one workdir.
@@ -151,12 +152,11 @@ func inside(root, path string) (string, bool) {
 // when dir is inside a git work tree (`git ls-files -co --exclude-standard`,
 // paths relative to dir, NUL-separated so no name is quoted).
 func gitFiles(ctx context.Context, dir string) ([]string, bool) {
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "ls-files", "-z", "-c", "-o", "--exclude-standard")
-	out, err := cmd.Output()
-	if err != nil { // not a work tree, or no git: walk instead
-		return nil, false
+	var buf bytes.Buffer
+	if _, err := (gitx.Cmd{Dir: dir, Args: []string{"ls-files", "-z", "-c", "-o", "--exclude-standard"}, Stdout: &buf}).Run(ctx); err != nil {
+		return nil, false // not a work tree, or no git: walk instead
 	}
-	out = bytes.TrimSuffix(out, []byte{0})
+	out := bytes.TrimSuffix(buf.Bytes(), []byte{0})
 	if len(out) == 0 {
 		return nil, true
 	}

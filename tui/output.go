@@ -150,6 +150,10 @@ func (p *outputPane) add(callID string, it int, at time.Time, ev *agent.Event) {
 		if d := e.Denial; d != nil {
 			p.line(outError, strings.TrimSpace("permission denied: "+clean(d.Tool)+" "+clean(d.Target)))
 		}
+	case agent.EventSandboxDenied:
+		if d := e.Refusal; d != nil {
+			p.line(outError, clean(agent.RefusalLine(*d)))
+		}
 	case agent.EventRaw:
 		p.line(outRaw, firstLine(e.Text))
 	case agent.EventRetry:

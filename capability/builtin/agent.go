@@ -12,6 +12,7 @@ import (
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/capability"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // AgentOptions configure agent.run ([agent] in the config). The zero value
@@ -119,7 +120,7 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 		return capability.Result{}, err
 	}
 	rep := capability.ReporterFrom(ctx)
-	tools := &toolLog{rep: rep, ctx: ctx, cli: o.CLI, pending: map[string]pendingTool{}}
+	tools := &toolLog{rep: rep, ctx: ctx, cli: o.CLI, workdir: o.Dir, refusals: sandbox.RefusalsFrom(ctx), pending: map[string]pendingTool{}}
 	o.OnEvent = func(e agent.Event) {
 		rep.Stream(&e)
 		tools.event(e)
@@ -422,9 +423,13 @@ type toolLog struct {
 	rep     capability.Reporter
 	ctx     context.Context
 	cli     string
-	pending map[string]pendingTool
-	order   []string // pending ids in use order
-	err     error    // the first recording failure
+	workdir string
+	// refusals take the paths the run's sandbox refused a tool, as its
+	// failed result says them (nil: no sandbox).
+	refusals *sandbox.Refusals
+	pending  map[string]pendingTool
+	order    []string // pending ids in use order
+	err      error    // the first recording failure
 }
 
 type pendingTool struct {
@@ -514,11 +519,25 @@ func (l *toolLog) record(id string, p pendingTool, res *agent.Event) {
 			c.DurationMS = time.Since(p.start).Milliseconds()
 			if res.IsError {
 				c.Success, c.Error = false, "the tool reported an error: "+oneLine(res.Text)
+				l.refused(p, res.Text, c)
 			}
 		} else {
 			c.Metadata["result"] = rtfs.String("none reported")
 		}
 	})
+}
+
+// refused puts on the call, and on the tool use's record, a path the
+// sandbox refused the tool, when its failed result names one.
+func (l *toolLog) refused(p pendingTool, text string, c *capability.Child) {
+	if l.refusals == nil {
+		return
+	}
+	if d, ok := agent.PathRefusal(p.name, p.input, text, l.workdir); ok {
+		l.refusals.Add(d)
+		c.Metadata["sandbox_denied"] = rtfs.MapValue(rtfs.NewMap(rtfs.Keyword("what"), rtfs.String(d.What),
+			rtfs.Keyword("allow"), rtfs.String(d.Allow)))
+	}
 }
 
 // recordChild records one AgentToolUse, as set finishes it.

@@ -67,7 +67,7 @@ func (r *Repo) Diff(ctx context.Context, w io.Writer, from, to string, stat, col
 
 // ChangedPaths lists the paths that differ between two trees or commits.
 func (r *Repo) ChangedPaths(ctx context.Context, from, to string) ([]string, error) {
-	out, err := Run(ctx, r.Top, "diff", "--name-only", "-z", "--no-renames", from, to, "--")
+	out, err := Run(ctx, r.Top, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", from, to, "--")
 	if err != nil {
 		return nil, fmt.Errorf("diff %s %s: %s", short(from), short(to), Message(err))
 	}

@@ -45,9 +45,18 @@ func Run(ctx context.Context, dir string, args ...string) (string, error) {
 }
 
 // Run runs the command. The process and anything it starts are killed
-// when ctx ends.
+// when ctx ends. It runs hardened (see hardened): no hook, fsmonitor, pager, editor,
+// signing or program the repository's own config names is started.
 func (c Cmd) Run(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", c.Args...)
+	args := hardened
+	if sub := subcommand(c.Args); sub == len(c.Args) || !pureRefCommands[c.Args[sub]] {
+		take, err := repoOverrides(ctx, c.Dir, c.Args[:sub])
+		if err != nil {
+			return "", &Error{Args: c.Args, Err: err}
+		}
+		args = append(append([]string(nil), hardened...), take...)
+	}
+	cmd := exec.CommandContext(ctx, "git", append(args[:len(args):len(args)], c.Args...)...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(Env(), c.Env...)
 	cmd.Stdin = c.Stdin
