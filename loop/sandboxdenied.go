@@ -22,7 +22,7 @@ const SandboxDeniedStreak = 3
 // those left out past sandbox.MaxRefusals.
 const MetaSandboxDenied = "sandbox_denied"
 
-// openRefusals starts gathering the refusals of the call callID, each
+// openRefusals starts gathering the refusals of the call c reports for, each
 // shown live on the call's stream as it comes; ctx carries them to the
 // handler. Without a sandbox (no sink) it gathers nothing.
 func (r *run) openRefusals(c *callReporter) *sandbox.Refusals {
@@ -43,8 +43,8 @@ func (r *run) closeRefusals(refs *sandbox.Refusals, a *ledger.Action) {
 	}
 	putRefusals(a.Metadata, ds, more)
 	r.stats.mu.Lock()
-	for _, d := range ds {
-		if !containsDenial(r.stats.refused, d) {
+	for _, d := range ds { // the plan's tally is bounded as each call's is
+		if len(r.stats.refused) < sandbox.MaxRefusals && !containsDenial(r.stats.refused, d) {
 			r.stats.refused = append(r.stats.refused, d)
 		}
 	}
@@ -135,7 +135,11 @@ func (r *Runner) iterationRefusals(calls []sandbox.Denial) ([]sandbox.Denial, in
 	loose, more := r.o.Orchestrator.LooseRefusals()
 	all := append([]sandbox.Denial(nil), calls...)
 	for _, d := range loose {
-		if !containsDenial(all, d) {
+		switch {
+		case containsDenial(all, d):
+		case len(all) >= sandbox.MaxRefusals:
+			more++
+		default:
 			all = append(all, d)
 		}
 	}

@@ -122,7 +122,13 @@ func Start(o Options) (*Server, error) {
 	}
 	var refuse func(int) bool
 	if o.RefuseRunPeers {
-		refuse = sandboxedPeer
+		refuse = func(pid int) bool {
+			if !sandboxedPeer(pid) {
+				return false
+			}
+			o.Logger.Warn("the run's socket refused a connection from a process of the run (the sandbox keeps the store and the controls from it)", "pid", pid)
+			return true
+		}
 	}
 	ln, err := listen(path, refuse)
 	if err != nil {
