@@ -10,6 +10,7 @@ import (
 	"github.com/ralphloop/ralph/governance"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // Engine is the wiring every plan-running command shares, over one store.
@@ -29,6 +30,9 @@ type EngineOptions struct {
 	// Capabilities, when set, registers more capabilities beside the
 	// built-ins before governance is made: a test's stand-ins.
 	Capabilities func(*capability.Registry) error
+	// Denials gathers what the run's sandbox refused for the calls in
+	// flight (nil: no sandbox); the orchestrator records them on the call.
+	Denials *sandbox.Sink
 }
 
 // Opener opens the store an engine is wired over.
@@ -109,7 +113,7 @@ func NewEngine(cfg *config.Config, st *ledger.Store, model arbiter.Model, cli st
 	if key := cfg.APIKey(nil); key != "" {
 		secrets = append(secrets, key)
 	}
-	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: st, KV: st.KV(), Secrets: secrets})
+	orch, err := loop.NewOrchestrator(loop.OrchestratorOptions{Registry: reg, Governance: gov, Ledger: st, KV: st.KV(), Secrets: secrets, Denials: o.Denials})
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,7 @@ func NewRun(ctx context.Context, cfg *config.Config, o RunOptions) (*Run, error)
 		}
 	}
 	r := &Run{dir: o.Dir}
+	o.EngineOptions.Denials, o.OnDenied = denialSink(chk.Sandbox, o.OnDenied)
 	if r.Sandbox, err = newSandbox(cfg, chk.Sandbox, o); err != nil {
 		return nil, err
 	}
@@ -147,6 +148,22 @@ func (r *Run) Discard() {
 func (r *Run) CloseSandbox() error {
 	r.closeSbx.Do(func() { r.closeSbxEr = r.Sandbox.Close() })
 	return r.closeSbxEr
+}
+
+// denialSink is the sink that puts a sandbox's refusals on the calls in
+// flight (nil when the sandbox is off), and the onDenied that feeds it
+// and then also, if set, the caller's.
+func denialSink(spec sandbox.Spec, also func(sandbox.Denial)) (*sandbox.Sink, func(sandbox.Denial)) {
+	if spec.Mode == sandbox.Off {
+		return nil, also
+	}
+	sink := sandbox.NewSink()
+	return sink, func(d sandbox.Denial) {
+		sink.Deny(d)
+		if also != nil {
+			also(d)
+		}
+	}
 }
 
 // newSandbox resolves the run's [sandbox] on this machine (sandbox.New)

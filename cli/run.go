@@ -171,7 +171,8 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 // refused (exit 2, with the fix); a socket that cannot be made otherwise
 // leaves the run unserved, with a warning.
 func serveRun(runner *loop.Runner, opts loop.RunnerOptions, approve func(int, bool) error, localUI bool, errOut io.Writer) (runServer, error) {
-	srv, err := serve.Start(serve.Options{Store: opts.Store, Runner: runner, Approve: approve, LocalUI: localUI, Logger: opts.Logger})
+	srv, err := serve.Start(serve.Options{Store: opts.Store, Runner: runner, Approve: approve, LocalUI: localUI, Logger: opts.Logger,
+		RefuseRunPeers: opts.Sandbox != nil})
 	var pe *serve.PermissionError
 	switch {
 	case errors.As(err, &pe):
