@@ -23,15 +23,23 @@ func Descendant(pid int) bool {
 	if inCallCgroup(pid, self) {
 		return true
 	}
+	child := 0 // the process whose parent p is; 0 while p is pid itself
 	for p, hops := pid, 0; p > 1 && hops < 4096; hops++ {
 		st, ok := readStat(p)
+		if !ok && child != 0 {
+			// p exited while the walk read it: its children have been
+			// given to the subreaper (ralph) or init; read child's
+			// parent again.
+			p, child = child, 0
+			continue
+		}
 		if !ok {
 			return false
 		}
 		if st.ppid == self {
 			return true
 		}
-		p = st.ppid
+		p, child = st.ppid, p
 	}
 	return false
 }
