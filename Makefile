@@ -40,9 +40,11 @@ demo-agent: build
 
 ## test: vet, then every test with the race detector (including the end-to-end tests).
 ## Packages are tested one at a time (-p 1): the fleet's and the cli's tests run real NATS
-## servers, workers and binaries, and on two cores two such packages at once starve each other.
+## servers, workers and binaries, and on two cores two such packages at once starve each other. They are
+## compiled first with both cores (running no test), so only their runs wait for each other.
 test:
 	$(GO) vet ./...
+	$(GO) test -race -count 1 -run '^$$' -exec true ./... >/dev/null
 	$(GO) test -race -p 1 ./...
 
 ## test-race-e2e: the end-to-end tests again, with the binary they drive built with -race, so the race
