@@ -264,7 +264,26 @@ func ralph(t *testing.T, dir string, env []string, limit time.Duration, args ...
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	if code == 0 && len(args) > 0 && args[0] == "init" {
+		unsandbox(t, dir)
+	}
 	return result{out.String(), errOut.String(), code}
+}
+
+// unsandbox turns off the sandbox `ralph init` wrote (mode = "auto"):
+// these tests check ralph against each real CLI's protocol; running the
+// real CLIs inside the sandbox is not yet among them.
+func unsandbox(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "ralph.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "\nmode = \"auto\"", "\nmode = \"off\"", 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mkdir(t *testing.T, p string) string {
