@@ -47,6 +47,7 @@ var layers = map[string][]string{
 	"fleet":               {"rtfs", "ledger", "stop", "loop", "serve", "notify", "config", "agent", "sandbox", "internal/"},
 	"fleet/fleettest":     {"fleet"},
 	"assemble":            {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "sandbox", "internal/"},
+	"tasks":               {"internal/"},
 	"cli":                 {"*"},
 	"":                    {"cli"},
 }
