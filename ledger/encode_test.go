@@ -260,7 +260,8 @@ func TestActionTypeNames(t *testing.T) {
 		PlanStepCompleted PlanStepFailed PlanStepRetrying CapabilityCall InternalStep RunStarted RunCompleted
 		RunFailed RunStopped RunAborted IterationStarted IterationCompleted PlanGenerated LlmConsultation
 		GovernanceDecision ContractCheck ContractViolation CompensationStarted CompensationCompleted
-		CompensationFailed StopConditionsEvaluated CapabilityDeduplicated AgentToolUse RateLimitWait ControlRequested HookRan NotifyFailed WorkspaceRestored`)
+		CompensationFailed StopConditionsEvaluated CapabilityDeduplicated AgentToolUse RateLimitWait ControlRequested HookRan NotifyFailed WorkspaceRestored
+		BatchStarted TaskStarted TaskEnded TaskMerged`)
 	var got []string
 	for _, ty := range ActionTypes() {
 		got = append(got, ty.String())

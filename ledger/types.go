@@ -70,6 +70,13 @@ const (
 	// Checkpoints (DESIGN §19).
 	WorkspaceRestored // ralph rollback put the run's work tree back to a checkpoint; after the run's closing action
 
+	// Backlogs (DESIGN §23): a batch run and its tasks, each task one or
+	// more child runs; all on the batch's run_id.
+	BatchStarted // a batch began: its source, target, parallel, retries and integrate
+	TaskStarted  // a task's child run began: :task, :source, :run (the child run's id)
+	TaskEnded    // a task's child run ended: :verdict (merged, conflict, failed, …), :run
+	TaskMerged   // the merge queue landed a task on the target: :commit
+
 	numActionTypes
 )
 
@@ -109,6 +116,10 @@ var actionTypeNames = [numActionTypes]string{
 	HookRan:                 "HookRan",
 	NotifyFailed:            "NotifyFailed",
 	WorkspaceRestored:       "WorkspaceRestored",
+	BatchStarted:            "BatchStarted",
+	TaskStarted:             "TaskStarted",
+	TaskEnded:               "TaskEnded",
+	TaskMerged:              "TaskMerged",
 }
 
 var actionTypeByName = func() map[string]ActionType {
