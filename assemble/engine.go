@@ -33,6 +33,10 @@ type EngineOptions struct {
 	// Denials gathers what the run's sandbox refused for the calls in
 	// flight (nil: no sandbox); the orchestrator records them on the call.
 	Denials *sandbox.Sink
+	// SharedStore says the store Open returns is the caller's, open for
+	// other runs too (a batch's child runs share the batch's one store):
+	// a build that fails leaves it open and in place.
+	SharedStore bool
 }
 
 // Opener opens the store an engine is wired over.
@@ -67,7 +71,9 @@ func OpenEngine(cfg *config.Config, open Opener, o EngineOptions) (*Engine, erro
 	}
 	eng, err := NewEngine(cfg, st, model, cli, o)
 	if err != nil {
-		st.Close()
+		if !o.SharedStore {
+			st.Close()
+		}
 		return nil, err
 	}
 	return eng, nil

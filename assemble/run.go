@@ -53,6 +53,7 @@ type Run struct {
 	// ended.
 	Sandbox *sandbox.Sandbox
 
+	shared     bool   // the store is the caller's (EngineOptions.SharedStore)
 	fresh      bool   // this build created the store directory
 	dir        string // the store directory; "" in memory
 	closeSbx   sync.Once
@@ -82,12 +83,12 @@ func NewRun(ctx context.Context, cfg *config.Config, o RunOptions) (*Run, error)
 			return nil, err
 		}
 	}
-	r := &Run{dir: o.Dir}
+	r := &Run{dir: o.Dir, shared: o.SharedStore}
 	o.EngineOptions.Denials, o.OnDenied = denialSink(chk.Sandbox, o.OnDenied)
 	if r.Sandbox, err = newSandbox(cfg, chk.Sandbox, o); err != nil {
 		return nil, err
 	}
-	if o.Dir != "" {
+	if o.Dir != "" && !o.SharedStore {
 		_, statErr := os.Stat(o.Dir)
 		r.fresh = errors.Is(statErr, fs.ErrNotExist)
 	}
@@ -131,9 +132,13 @@ func (r *Run) NewRunner() (*loop.Runner, error) {
 
 // Discard closes the run's store, first removing it when this build
 // created it and nothing is recorded on it: for a run that a config error
-// stops before it starts.
+// stops before it starts. A shared store (EngineOptions.SharedStore) is
+// left open: only the run's sandbox is closed.
 func (r *Run) Discard() {
 	_ = r.CloseSandbox() // nothing ran in it; the build's own error is the one to report
+	if r.shared {
+		return // the caller's, open for its other runs
+	}
 	if r.fresh && r.Store.Head().Seq == 0 && r.Store.Close() == nil {
 		// Best effort: what is left is an empty store, which the next run reuses.
 		_ = os.RemoveAll(r.dir)

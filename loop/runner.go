@@ -66,6 +66,10 @@ type RunnerOptions struct {
 	// SubmittedBy names who submitted the run (a fleet member, §17); it is
 	// recorded on RunStarted as submitted_by.
 	SubmittedBy string
+	// Batch is the id of the batch run this run is a task of (DESIGN
+	// §23), "" for a run of its own: RunStarted records it as batch, and
+	// the run's record (RunRecord.Batch) names it.
+	Batch string
 	// Follow, when set, is given the run's events from its start
 	// ([[notify]]); it must end by itself after the run's closing action,
 	// or when its context ends. Run returns once the channel it returned
@@ -182,6 +186,7 @@ func (r *Runner) Events() *Bus { return r.bus }
 
 type runState struct {
 	id, intentID, startedID string
+	batch                   string // the batch the run is a task of ("" for none)
 	started                 time.Time
 	iteration               int
 	cost                    float64
@@ -334,7 +339,7 @@ func (r *Runner) delay(runCtx context.Context, st *runState, d time.Duration) er
 
 // start records RunStarted (or, on resume, finds it) and the run's state.
 func (r *Runner) start(ctx context.Context) (*runState, error) {
-	st := &runState{id: r.o.RunID, started: r.o.Now()}
+	st := &runState{id: r.o.RunID, started: r.o.Now(), batch: r.o.Batch}
 	if r.o.Resume {
 		st, err := r.resumeState(ctx, st)
 		if err != nil {
@@ -358,6 +363,9 @@ func (r *Runner) start(ctx context.Context) (*runState, error) {
 	}
 	if r.o.SubmittedBy != "" {
 		meta["submitted_by"] = rtfs.String(r.o.SubmittedBy)
+	}
+	if r.o.Batch != "" {
+		meta["batch"] = rtfs.String(r.o.Batch)
 	}
 	if r.o.Sandbox != nil {
 		meta["sandbox"] = rtfs.String(r.o.Sandbox.Mechanism())

@@ -29,22 +29,48 @@ func (r *Runner) saveState(ctx context.Context, st *runState, state string, out 
 // runRecord is the record of a run kept under ledger.RunKVKey(id): its state
 // and counters, and how it ended (out, nil while it has not).
 func runRecord(st *runState, goal, state string, out *Outcome, updated time.Time) rtfs.Value {
-	b := rtfs.NewMapBuilder(12)
-	b.Set(rtfs.Keyword("id"), rtfs.String(st.id))
-	b.Set(rtfs.Keyword("state"), rtfs.Keyword(state))
-	b.Set(rtfs.Keyword("goal"), rtfs.String(goal))
-	b.Set(rtfs.Keyword("iterations"), rtfs.Int(int64(st.iteration)))
-	b.Set(rtfs.Keyword("cost"), rtfs.Float(st.cost))
-	b.Set(rtfs.Keyword("tokens"), rtfs.Int(st.tokens))
-	b.Set(rtfs.Keyword("started"), rtfs.String(st.started.UTC().Format(RecordTime)))
-	b.Set(rtfs.Keyword("updated"), rtfs.String(updated.UTC().Format(RecordTime)))
+	rec := RunRecord{ID: st.id, State: state, Goal: goal, Iterations: st.iteration, CostUSD: st.cost, Tokens: st.tokens,
+		Started: st.started.UTC().Format(RecordTime), Updated: updated.UTC().Format(RecordTime), Batch: st.batch}
+	evidence := ""
 	if out != nil {
-		b.Set(rtfs.Keyword("class"), rtfs.Keyword(string(out.Class)))
-		b.Set(rtfs.Keyword("condition"), rtfs.String(out.TriggeredBy))
-		b.Set(rtfs.Keyword("reason"), rtfs.String(out.Reason))
-		b.Set(rtfs.Keyword("evidence"), rtfs.String(out.Evidence))
+		rec.Class, rec.Condition, rec.Reason, evidence = string(out.Class), out.TriggeredBy, out.Reason, out.Evidence
+	}
+	return recordValue(rec, evidence)
+}
+
+// recordValue is rec as the kv table keeps it; the class, condition,
+// reason and evidence only once the run has ended (rec.Class set).
+func recordValue(rec RunRecord, evidence string) rtfs.Value {
+	b := rtfs.NewMapBuilder(14)
+	b.Set(rtfs.Keyword("id"), rtfs.String(rec.ID))
+	b.Set(rtfs.Keyword("state"), rtfs.Keyword(rec.State))
+	b.Set(rtfs.Keyword("goal"), rtfs.String(rec.Goal))
+	b.Set(rtfs.Keyword("iterations"), rtfs.Int(int64(rec.Iterations)))
+	b.Set(rtfs.Keyword("cost"), rtfs.Float(rec.CostUSD))
+	b.Set(rtfs.Keyword("tokens"), rtfs.Int(rec.Tokens))
+	b.Set(rtfs.Keyword("started"), rtfs.String(rec.Started))
+	b.Set(rtfs.Keyword("updated"), rtfs.String(rec.Updated))
+	if rec.Batch != "" {
+		b.Set(rtfs.Keyword("batch"), rtfs.String(rec.Batch))
+	}
+	if rec.Tasks > 0 {
+		b.Set(rtfs.Keyword("tasks"), rtfs.Int(int64(rec.Tasks)))
+	}
+	if rec.Class != "" {
+		b.Set(rtfs.Keyword("class"), rtfs.Keyword(rec.Class))
+		b.Set(rtfs.Keyword("condition"), rtfs.String(rec.Condition))
+		b.Set(rtfs.Keyword("reason"), rtfs.String(rec.Reason))
+		b.Set(rtfs.Keyword("evidence"), rtfs.String(evidence))
 	}
 	return rtfs.MapValue(b.Map())
+}
+
+// PutRunRecord writes rec as the record of run rec.ID, in the form a
+// Runner keeps its own (times in RecordTime): for a record that no Runner
+// keeps, a batch's (DESIGN §23), so `ralph runs` lists it beside its
+// tasks' runs.
+func PutRunRecord(ctx context.Context, st *ledger.Store, rec RunRecord) error {
+	return st.KV().Put(context.WithoutCancel(ctx), ledger.RunKVKey(rec.ID), recordValue(rec, ""))
 }
 
 // ErrCannotResume marks a resume request for a run this store cannot
@@ -105,6 +131,7 @@ func tally(st *runState, acts []ledger.Action) (lastFrom, lastTo int) {
 		switch a.Type {
 		case ledger.RunStarted:
 			st.startedID, st.intentID, st.started = a.ActionID, a.IntentID, a.Timestamp
+			st.batch = a.Metadata["batch"].Str()
 		case ledger.IterationStarted:
 			iterStart = i
 			spent, tokens = spent+pendingCost, tokens+pendingTokens
@@ -157,6 +184,11 @@ type RunRecord struct {
 	Iterations int     `json:"iterations"`
 	CostUSD    float64 `json:"cost_usd"`
 	Tokens     int64   `json:"tokens"`
+	// Batch is the batch run this run is a task of (DESIGN §23), ""
+	// for a run of its own; Tasks is, for a batch's own record, how many
+	// tasks it runs (0 for any other run).
+	Batch string `json:"batch,omitempty"`
+	Tasks int    `json:"tasks,omitempty"`
 }
 
 // ListRuns reads every run record in the store, oldest first.
@@ -167,7 +199,8 @@ func ListRuns(st *ledger.Store) ([]RunRecord, error) {
 		out = append(out, RunRecord{ID: m.GetKey("id").Str(), State: m.GetKey("state").Str(), Goal: m.GetKey("goal").Str(),
 			Class: m.GetKey("class").Str(), Condition: m.GetKey("condition").Str(), Reason: m.GetKey("reason").Str(),
 			Started: m.GetKey("started").Str(), Updated: m.GetKey("updated").Str(), Iterations: int(m.GetKey("iterations").AsInt()),
-			CostUSD: m.GetKey("cost").AsFloat(), Tokens: m.GetKey("tokens").AsInt()})
+			CostUSD: m.GetKey("cost").AsFloat(), Tokens: m.GetKey("tokens").AsInt(),
+			Batch: m.GetKey("batch").Str(), Tasks: int(m.GetKey("tasks").AsInt())})
 		return true
 	})
 	return out, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -55,7 +56,7 @@ func shortDuration(d time.Duration) string {
 // process serving the store (nil when this process opened it).
 func WriteRuns(w io.Writer, runs []loop.RunRecord, live *Info, asJSON bool) error {
 	now := time.Now()
-	rows := RunRows(runs, live, now)
+	rows, depth := nestBatches(RunRows(runs, live, now))
 	anyLive := false
 	for _, r := range rows {
 		anyLive = anyLive || r.Attached != nil
@@ -75,8 +76,8 @@ func WriteRuns(w io.Writer, runs []loop.RunRecord, live *Info, asJSON bool) erro
 		head += "\tPID\tUI\tLOG"
 	}
 	fmt.Fprintln(tw, head)
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s", r.ID, r.State, startedColumn(r.Started, now), durationColumn(r), r.Iterations, r.CostUSD, r.Condition, r.Reason)
+	for i, r := range rows {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s", strings.Repeat("  ", depth[i]), r.ID, r.State, startedColumn(r.Started, now), durationColumn(r), r.Iterations, r.CostUSD, r.Condition, r.Reason)
 		if r.Attached != nil {
 			ui := "none"
 			if *r.Attached {
@@ -93,6 +94,35 @@ func WriteRuns(w io.Writer, runs []loop.RunRecord, live *Info, asJSON bool) erro
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// nestBatches orders rows so that each batch's task runs (RunRecord.Batch)
+// follow its own row, in their order, and says how deep each row is: 1
+// for a task's run under its batch, 0 for the rest. A task run whose
+// batch has no row keeps its place, at depth 0.
+func nestBatches(rows []RunRow) ([]RunRow, []int) {
+	has := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		has[r.ID] = true
+	}
+	kids := map[string][]RunRow{}
+	for _, r := range rows {
+		if r.Batch != "" && r.Batch != r.ID && has[r.Batch] {
+			kids[r.Batch] = append(kids[r.Batch], r)
+		}
+	}
+	out := make([]RunRow, 0, len(rows))
+	depth := make([]int, 0, len(rows))
+	for _, r := range rows {
+		if r.Batch != "" && r.Batch != r.ID && has[r.Batch] {
+			continue // under its batch
+		}
+		out, depth = append(out, r), append(depth, 0)
+		for _, k := range kids[r.ID] {
+			out, depth = append(out, k), append(depth, 1)
+		}
+	}
+	return out, depth
 }
 
 // writeOut writes s to w; a failure says it was the output's.

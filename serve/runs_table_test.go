@@ -1,8 +1,14 @@
 package serve
 
 import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ralphloop/ralph/loop"
 )
 
 func TestShortDuration(t *testing.T) {
@@ -38,5 +44,44 @@ func TestStartedColumn(t *testing.T) {
 	}
 	if got := startedColumn("", now); got != "-" {
 		t.Errorf("no start: %q", got)
+	}
+}
+
+// A batch's task runs are listed under it, indented, in --json in the same
+// order; a run of no batch, or of a batch without a row, keeps its place.
+func TestWriteRunsNestsBatches(t *testing.T) {
+	t.Parallel()
+	runs := []loop.RunRecord{
+		{ID: "batch1", State: "running", Tasks: 2},
+		{ID: "solo", State: "done"},
+		{ID: "task1", State: "done", Batch: "batch1"},
+		{ID: "orphan", State: "done", Batch: "gone"},
+		{ID: "task2", State: "running", Batch: "batch1"},
+	}
+	var table, js strings.Builder
+	if err := WriteRuns(&table, runs, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(table.String()), "\n")[1:] {
+		got = append(got, strings.Join(strings.Fields(line)[:1], "")+"@"+strconv.Itoa(len(line)-len(strings.TrimLeft(line, " "))))
+	}
+	want := []string{"batch1@0", "task1@2", "task2@2", "solo@0", "orphan@0"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v:\n%s", got, want, table.String())
+	}
+	if err := WriteRuns(&js, runs, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(js.String()), "\n") {
+		var r RunRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID+"<"+r.Batch)
+	}
+	if want := []string{"batch1<", "task1<batch1", "task2<batch1", "solo<", "orphan<gone"}; !slices.Equal(ids, want) {
+		t.Fatalf("--json rows %v, want %v", ids, want)
 	}
 }
