@@ -29,6 +29,7 @@ type Config struct {
 	Notify     []Notify   `toml:"notify"`
 	Hook       []Hook     `toml:"hook"`
 	Sandbox    *Sandbox   `toml:"sandbox"` // nil without a [sandbox] section
+	Tasks      *Tasks     `toml:"tasks"`   // nil without a [tasks] section
 
 	lines    *lineIndex
 	name     string // the path as given, for messages
@@ -376,6 +377,9 @@ func (c *Config) validate(file string) error {
 		return &modelError{err: err, cfg: c, rest: c.validateRest(file)}
 	}
 	if err := c.validateRest(file); err != nil {
+		return err
+	}
+	if err := c.validateTasks(file); err != nil {
 		return err
 	}
 	return c.validateReach(file)
