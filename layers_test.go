@@ -48,6 +48,7 @@ var layers = map[string][]string{
 	"fleet/fleettest":     {"fleet"},
 	"assemble":            {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "sandbox", "internal/"},
 	"tasks":               {"internal/"},
+	"tasks/batch":         {"tasks", "assemble", "loop", "ledger", "config", "stop", "agent", "sandbox", "rtfs", "internal/"},
 	"cli":                 {"*"},
 	"":                    {"cli"},
 }

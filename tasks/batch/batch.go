@@ -1,0 +1,283 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/tasks"
+)
+
+// Options configure a Batch.
+type Options struct {
+	// ID is the batch's run id ("" makes one).
+	ID string
+	// Config is the loop's config: each task's run is built from a copy
+	// of it (childConfig), its success conditions re-run on the merged
+	// tree, its workdir inside Repo.
+	Config *config.Config
+	// Store is the open store every run of the batch records on (one
+	// process owns it; Badger has one writer); StoreDir is its directory,
+	// which sandboxes never show, with Hidden; StoreMoved says it was
+	// moved out of the workdir for the sandbox (assemble.StorePlace).
+	Store      *ledger.Store
+	StoreDir   string
+	Hidden     []string
+	StoreMoved bool
+	// Source lists the tasks and marks them done; Target is the branch
+	// they land on; Merger is the merge queue in front of it.
+	Source Source
+	Target Target
+	Merger Merger
+	// Repo is the repository's top directory; Dir is the batch's own
+	// directory (outside Repo and the store): task checkouts and prompts.
+	Repo, Dir string
+	// Parallel is how many tasks run at once (at least 1); Retries how
+	// many times a task goes back to its loop after a conflict or a red
+	// re-run; Shared makes checkouts clone --shared (a sandboxed run);
+	// Integrate is the queue's way ("rebase" or "merge"), for the record.
+	Parallel, Retries int
+	Shared            bool
+	Integrate         string
+	// Order puts the listed tasks in the order they run (dependencies,
+	// then priority, then file order), refusing cycles and unknown
+	// dependencies; RefName makes a task id safe as a ref component.
+	Order   func([]tasks.Task) ([]tasks.Task, error)
+	RefName func(id string) string
+	// OnEvent is told every event of the batch, from one goroutine at a
+	// time (nil: none).
+	OnEvent func(Event)
+	Now     func() time.Time
+	Logger  *slog.Logger // the runs' logger (nil: slog.Default())
+}
+
+// Batch runs a backlog: each task a child run in its own checkout, the
+// green ones merged one at a time by the queue, only when their
+// conditions hold on the merged tree.
+type Batch struct {
+	o         Options
+	id        string
+	rel       string // the workdir below the repository's top
+	prompt    string // the loop's prompt
+	check     *checker
+	goal      string
+	started   time.Time
+	startedID string
+
+	mu      sync.Mutex // guards tasks' states and the record
+	tasks   []*taskState
+	emitMu  sync.Mutex // one OnEvent at a time
+	aborted bool
+}
+
+// taskState is where one task stands.
+type taskState struct {
+	task       tasks.Task
+	ref        string // RefName(task.ID)
+	branch     string // ralph/<batch>/task/<ref>
+	checkout   Checkout
+	state      string // a Verdict*, or "running"
+	why        string
+	commit     string
+	runs       []string
+	iterations int
+	cost       float64
+	tokens     int64
+}
+
+const stateRunning = "running"
+
+// New checks what a batch needs before anything is recorded: the workdir
+// inside the repository, the loop's prompt, and a success condition that
+// reads the work tree. Its errors are the user's to fix (a refusal).
+func New(o Options) (*Batch, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Parallel = max(o.Parallel, 1)
+	if o.ID == "" {
+		o.ID = loop.NewID()
+	}
+	b := &Batch{o: o, id: o.ID}
+	rel, err := filepath.Rel(o.Repo, o.Config.Loop.Workdir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s: the workdir %s is outside the repository %s, where the tasks' checkouts are made; run the batch from the repository that holds the workdir",
+			o.Config.FileName(), o.Config.Loop.Workdir, o.Repo)
+	}
+	b.rel = rel
+	if b.prompt, err = loopPrompt(o.Config); err != nil {
+		return nil, err
+	}
+	sbx, err := sandboxFor(o.Config, o.StoreDir, o.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	if b.check, err = newChecker(o.Config, rel, sbx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ID is the batch's run id.
+func (b *Batch) ID() string { return b.id }
+
+// Run lists the tasks, records BatchStarted, runs the tasks that are
+// ready, up to Parallel at once, each to its end (merged, or failed,
+// conflict, stopped, …), and returns the summary. An error is one the
+// batch could not go on with (the source could not be listed, the store
+// refused a record); a task's own failure is in the summary.
+func (b *Batch) Run(ctx context.Context) (*Summary, error) {
+	listed, err := b.o.Source.List(ctx)
+	if err != nil {
+		return nil, &RefusedError{Err: err}
+	}
+	var todo []tasks.Task
+	for _, t := range listed {
+		if !t.Done {
+			todo = append(todo, t)
+		}
+	}
+	ordered, err := b.o.Order(todo)
+	if err != nil {
+		return nil, &RefusedError{Err: err}
+	}
+	b.started = b.o.Now()
+	b.goal = fmt.Sprintf("batch: %d tasks from %s", len(ordered), b.o.Source.String())
+	for _, t := range ordered {
+		ref := b.o.RefName(t.ID)
+		b.tasks = append(b.tasks, &taskState{task: t, ref: ref, branch: "ralph/" + b.id + "/task/" + ref, state: VerdictQueued})
+	}
+	if err := b.recordStarted(ctx, len(ordered)); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	err = b.saveRecord(ctx, loop.StateRunning, nil)
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	b.emit(Event{Kind: EventBatchStarted, Source: b.o.Source.String(), Target: b.o.Target.Branch(), Tasks: len(ordered),
+		Parallel: b.o.Parallel, Retries: b.o.Retries, Integrate: b.o.Integrate})
+	if err := b.schedule(ctx); err != nil {
+		return nil, err
+	}
+	return b.finish(ctx)
+}
+
+// schedule runs the ready tasks, up to Parallel at once, until none is
+// running and none is ready; it returns the first error that stops the
+// batch (a record the store refused).
+func (b *Batch) schedule(ctx context.Context) error {
+	done := make(chan error)
+	running := 0
+	var first error
+	for {
+		for running < b.o.Parallel && ctx.Err() == nil && first == nil {
+			t := b.next()
+			if t == nil {
+				break
+			}
+			running++
+			go func() { done <- b.safeWork(ctx, t) }()
+		}
+		if running == 0 {
+			return first
+		}
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+		running--
+	}
+}
+
+// next is the first queued task whose dependencies have merged (or were
+// done in the source already), marked running; nil when none is ready.
+func (b *Batch) next() *taskState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	merged := map[string]bool{}
+	for _, t := range b.tasks {
+		if t.state == VerdictMerged {
+			merged[t.task.ID] = true
+		}
+	}
+	for _, t := range b.tasks {
+		if t.state != VerdictQueued {
+			continue
+		}
+		ready := true
+		for _, d := range t.task.DependsOn {
+			if !merged[d] && b.pending(d) {
+				ready = false
+			}
+		}
+		if ready {
+			t.state = stateRunning
+			return t
+		}
+	}
+	return nil
+}
+
+// pending says whether the task with id is in this batch and not merged
+// (a dependency outside the batch was done in its source). The caller
+// holds b.mu.
+func (b *Batch) pending(id string) bool {
+	for _, t := range b.tasks {
+		if t.task.ID == id {
+			return t.state != VerdictMerged
+		}
+	}
+	return false
+}
+
+// safeWork is work with a panic turned into the task's error, so one
+// task's bug never takes the batch (and its other runs) down.
+func (b *Batch) safeWork(ctx context.Context, t *taskState) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b.o.Logger.Error("a task's work panicked", "task", t.task.ID, "panic", p, "stack", string(debug.Stack()))
+			err = b.end(ctx, t, "", VerdictError, fmt.Sprintf("ralph failed: %v", p))
+		}
+	}()
+	return b.work(ctx, t)
+}
+
+// RefusedError is a batch refused before it started: its source could not
+// be listed or ordered, its target or a checkout could not be had (exit 2).
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// IsRefused says whether err refuses the batch (RefusedError).
+func IsRefused(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r)
+}
+
+// emit tells OnEvent of e.
+func (b *Batch) emit(e Event) {
+	if b.o.OnEvent == nil {
+		return
+	}
+	e.Batch = b.id
+	if e.Time.IsZero() {
+		e.Time = b.o.Now()
+	}
+	b.emitMu.Lock()
+	defer b.emitMu.Unlock()
+	b.o.OnEvent(e)
+}

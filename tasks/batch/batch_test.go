@@ -1,0 +1,316 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+)
+
+// run builds and runs a batch of f with o, failing the test on an error.
+func run(t *testing.T, ctx context.Context, o Options) *Summary {
+	t.Helper()
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func verdicts(s *Summary) map[string]string {
+	out := map[string]string{}
+	for _, t := range s.Tasks {
+		out[t.ID] = t.Verdict
+	}
+	return out
+}
+
+func types(acts []ledger.Action) []string {
+	var out []string
+	for _, a := range acts {
+		out = append(out, a.Type.String()+" "+a.FunctionName)
+	}
+	return out
+}
+
+// Three tasks, two at a time: each is a child run linked on the chain, each
+// merges, each is marked done by the queue's Edit (in the merge tree, not
+// the checkout), and the batch's record lists its children.
+func TestBatchMergesEveryTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B"), task("C"))
+	o := f.options(t)
+	s := run(t, context.Background(), o)
+	if s.ExitCode != 0 || s.State != loop.StateDone {
+		t.Fatalf("summary %+v, want exit 0", s)
+	}
+	if v := verdicts(s); v["A"] != VerdictMerged || v["B"] != VerdictMerged || v["C"] != VerdictMerged {
+		t.Fatalf("verdicts %v", v)
+	}
+	slices.Sort(f.src.done)
+	if !slices.Equal(f.src.done, []string{"A", "B", "C"}) {
+		t.Fatalf("marked done %v", f.src.done)
+	}
+	for _, id := range []string{"A", "B", "C"} {
+		if _, err := os.Stat(filepath.Join(f.merger.target, "done", id)); err != nil {
+			t.Errorf("the merged tree lacks the source's edit for %s: %v", id, err)
+		}
+		if _, err := os.Stat(filepath.Join(o.Dir, "task", id, "done")); err == nil {
+			t.Errorf("task %s's checkout was marked done; only the merge tree may be", id)
+		}
+	}
+	acts := f.batchActions(t, s.ID)
+	counts := map[ledger.ActionType]int{}
+	children := map[string]string{} // run → task
+	for _, a := range acts {
+		counts[a.Type]++
+		if a.Type == ledger.TaskStarted {
+			children[a.Metadata[MetaRun].Str()] = a.Metadata[MetaTask].Str()
+		}
+		if a.Type != ledger.BatchStarted && a.ParentActionID != acts[0].ActionID {
+			t.Errorf("%s is not under BatchStarted", a.Type)
+		}
+	}
+	if acts[0].Type != ledger.BatchStarted || counts[ledger.TaskStarted] != 3 || counts[ledger.TaskMerged] != 3 || counts[ledger.TaskEnded] != 3 {
+		t.Fatalf("batch actions %v", types(acts))
+	}
+	runs, err := loop.ListRuns(f.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := 0
+	for _, r := range runs {
+		switch {
+		case r.ID == s.ID:
+			if r.Tasks != 3 || r.State != loop.StateDone || r.Iterations != 3 {
+				t.Errorf("the batch's record %+v", r)
+			}
+		case r.Batch == s.ID:
+			kids++
+			if children[r.ID] == "" || r.State != loop.StateDone {
+				t.Errorf("child record %+v is not one TaskStarted names (%v)", r, children)
+			}
+		}
+	}
+	if kids != 3 {
+		t.Fatalf("%d child records of the batch in %+v", kids, runs)
+	}
+	if v, err := f.store.Verify(context.Background(), nil); err != nil || !v.OK() {
+		t.Fatalf("the chain does not verify: %+v %v", v, err)
+	}
+}
+
+// A task's run is built from the loop's config with its workdir in the
+// task's checkout and its prompt the loop's prompt then the task's.
+func TestTaskRunIsTheLoopInItsCheckout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("US-1"))
+	o := f.options(t)
+	s := run(t, context.Background(), o)
+	prompt, err := os.ReadFile(filepath.Join(o.Dir, "prompts", "US-1-1.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"do the task\n\n## Task US-1: Title of US-1", "Text of US-1", "Acceptance criteria:\n- criterion of US-1"} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "task", "US-1", "work.txt")); err != nil {
+		t.Errorf("the run did not work in its checkout: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.repo, "work.txt")); err == nil {
+		t.Error("the run wrote in the user's tree")
+	}
+	if got := f.target.made[filepath.Join(o.Dir, "task", "US-1")]; got != "ralph/"+s.ID+"/task/US-1" {
+		t.Errorf("checkout branch %q", got)
+	}
+	acts, err := f.store.ByRun(s.Tasks[0].Runs[0])
+	if err != nil || len(acts) == 0 || acts[0].Type != ledger.RunStarted {
+		t.Fatalf("child run: %v %v", types(acts), err)
+	}
+	if b := acts[0].Metadata["batch"].Str(); b != s.ID {
+		t.Errorf("child RunStarted names batch %q, want %q", b, s.ID)
+	}
+	if snap := acts[0].Metadata["config"].Str(); !strings.Contains(snap, filepath.Join(o.Dir, "prompts", "US-1-1.md")) ||
+		strings.Contains(snap, "[tasks]") {
+		t.Errorf("child config snapshot:\n%s", snap)
+	}
+}
+
+// A conflict sends the task back to its loop with the queue's news in its
+// prompt; it merges on the next run. Past Retries it ends conflict, is
+// never marked done, and the batch exits 1.
+func TestConflictGoesBackToTheLoop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B"))
+	f.merger.conflicts["A"] = 1
+	f.merger.conflicts["B"] = 5
+	o := f.options(t)
+	o.Retries = 1
+	s := run(t, context.Background(), o)
+	if v := verdicts(s); v["A"] != VerdictMerged || v["B"] != VerdictConflict || s.ExitCode != 1 {
+		t.Fatalf("verdicts %v exit %d", v, s.ExitCode)
+	}
+	if slices.Contains(f.src.done, "B") {
+		t.Fatal("a conflicting task was marked done")
+	}
+	if len(s.Tasks[0].Runs) != 2 || len(s.Tasks[1].Runs) != 2 {
+		t.Fatalf("runs %v %v, want 2 each", s.Tasks[0].Runs, s.Tasks[1].Runs)
+	}
+	prompt, err := os.ReadFile(filepath.Join(o.Dir, "prompts", "A-2.md"))
+	if err != nil || !strings.Contains(string(prompt), "## Back from the merge queue\n\nThe merge queue said: <<<<<<< ours") {
+		t.Fatalf("second prompt (%v):\n%s", err, prompt)
+	}
+	var ended []string
+	for _, a := range f.batchActions(t, s.ID) {
+		if a.Type == ledger.TaskEnded && a.FunctionName == "B" {
+			ended = append(ended, a.Metadata[MetaVerdict].Str()+"/"+a.Metadata[MetaFinal].String())
+		}
+	}
+	if !slices.Equal(ended, []string{"conflict/false", "conflict/true"}) {
+		t.Fatalf("B's TaskEnded: %v", ended)
+	}
+	if !strings.Contains(s.Reason, "1 of 2 merged, 1 conflict") {
+		t.Errorf("reason %q", s.Reason)
+	}
+}
+
+// A merged tree on which the conditions fail (red) goes back to the loop;
+// the task merges only once they hold there.
+func TestRedReRunGoesBackToTheLoop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"))
+	f.merger.lose["A"] = []string{"work.txt"}
+	s := run(t, context.Background(), f.options(t))
+	if s.ExitCode != 0 || len(s.Tasks[0].Runs) != 2 || len(f.merger.merges) != 2 {
+		t.Fatalf("summary %+v merges %v", s, f.merger.merges)
+	}
+	var back *Event
+	for i := range f.events {
+		if f.events[i].Kind == EventTaskBack {
+			back = &f.events[i]
+		}
+	}
+	if back == nil || back.Verdict != VerdictRed || !strings.Contains(back.Why, "work (success, not met)") {
+		t.Fatalf("back event %+v", back)
+	}
+}
+
+// A task's run that hits its limit ends stopped (exit 3); one that fails
+// ends failed (exit 1), and the task that depends on it is blocked, never
+// run.
+func TestRunEndsAndDependencies(t *testing.T) {
+	t.Parallel()
+	never := "[plan]\nrtfs = '(do (step \"idle\" (call :ccos.echo {:message \"hi\"})))'\n[loop]\ncheckpoints = false\n" +
+		"[[stop]]\nkind = \"file_exists\"\npath = \"work.txt\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 2\n"
+	f := newFixture(t, never, task("A"))
+	s := run(t, context.Background(), f.options(t))
+	if s.ExitCode != loop.ExitLimit || s.Tasks[0].Verdict != VerdictStopped || s.Tasks[0].Iterations != 2 {
+		t.Fatalf("limit: %+v", s)
+	}
+
+	failing := "[plan]\nrtfs = '(do (step \"read\" (call :fs.read {:path \"missing.txt\"})))'\n[loop]\ncheckpoints = false\n" +
+		"[[stop]]\nkind = \"file_exists\"\npath = \"work.txt\"\n[[stop]]\nkind = \"consecutive_failures\"\ncount = 1\n"
+	f = newFixture(t, failing, task("A"), task("B", "A"))
+	s = run(t, context.Background(), f.options(t))
+	if v := verdicts(s); v["A"] != VerdictFailed || v["B"] != VerdictBlocked || s.ExitCode != 1 {
+		t.Fatalf("verdicts %v exit %d", v, s.ExitCode)
+	}
+	if len(s.Tasks[1].Runs) != 0 || !strings.Contains(s.Tasks[1].Why, "depends on did not merge: A") {
+		t.Fatalf("blocked task %+v", s.Tasks[1])
+	}
+}
+
+// A task runs only once the tasks it depends on merged, however many run
+// at once; independent tasks run side by side up to Parallel.
+func TestOrderAndParallel(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B", "A"), task("C"), task("D"))
+	o := f.options(t)
+	s := run(t, context.Background(), o)
+	if s.ExitCode != 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	running, most := 0, 0
+	mergedA := false
+	for _, e := range f.events {
+		switch e.Kind {
+		case EventTaskStarted:
+			running++
+			most = max(most, running)
+			if e.Task == "B" && !mergedA {
+				t.Error("B started before A, which it depends on, merged")
+			}
+		case EventTaskEnded:
+			running--
+		case EventTaskMerged:
+			mergedA = mergedA || e.Task == "A"
+		}
+	}
+	if most > o.Parallel {
+		t.Errorf("%d tasks ran at once, more than parallel %d", most, o.Parallel)
+	}
+}
+
+// A batch whose config has no success condition that reads the work tree,
+// or whose workdir lies outside the repository, is refused before it
+// records anything.
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	claim := "[plan]\nrtfs = '(do (step \"w\" (call :ccos.echo {:message \"DONE\"})))'\n[[stop]]\nkind = \"output_pattern\"\npattern = \"DONE\"\n"
+	f := newFixture(t, claim, task("A"))
+	if _, err := New(f.options(t)); !errors.Is(err, ErrNoWorldCheck) || !strings.Contains(err.Error(), "ralph.toml: no success condition checks the work tree") {
+		t.Fatalf("no world check: %v", err)
+	}
+	f = newFixture(t, "", task("A"))
+	o := f.options(t)
+	o.Repo = t.TempDir()
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "is outside the repository") {
+		t.Fatalf("workdir outside: %v", err)
+	}
+	o = f.options(t)
+	f.src.err = errors.New("prd.json:3:5: story has no id")
+	b, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Run(context.Background()); !IsRefused(err) {
+		t.Fatalf("a source that cannot be listed: %v", err)
+	}
+	if h := f.store.Head(); h.Seq != 0 {
+		t.Fatalf("a refused batch recorded %d actions", h.Seq)
+	}
+}
+
+// Stopping the batch aborts the runs in flight, leaves the others queued,
+// and exits 4.
+func TestAbort(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B"), task("C"))
+	ctx, cancel := context.WithCancel(context.Background())
+	o := f.options(t)
+	o.Parallel = 1
+	o.OnEvent = func(e Event) {
+		if e.Kind == EventTaskStarted {
+			cancel()
+		}
+	}
+	s := run(t, ctx, o)
+	if v := verdicts(s); s.ExitCode != loop.ExitAborted || v["A"] != VerdictAborted || v["B"] != VerdictQueued {
+		t.Fatalf("verdicts %v exit %d", v, s.ExitCode)
+	}
+	if len(f.src.done) != 0 {
+		t.Fatalf("an aborted batch marked %v done", f.src.done)
+	}
+}

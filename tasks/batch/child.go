@@ -1,0 +1,175 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ralphloop/ralph/assemble"
+	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/stop"
+	"github.com/ralphloop/ralph/tasks"
+)
+
+// childConfig is cfg for one run of a task: its workdir in the task's
+// checkout and its prompt the task's prompt file. Everything else (the
+// agent, the stop conditions, governance, the sandbox) is the loop's.
+func childConfig(cfg *config.Config, workdir, prompt string) *config.Config {
+	c := *cfg
+	c.Loop.Workdir = workdir
+	c.Intent.PromptFile = prompt
+	if cfg.Agent != nil {
+		a := *cfg.Agent
+		a.PromptFile = prompt
+		c.Agent = &a
+	}
+	// Check fills in the sinks' defaults in place: each run its own copy.
+	c.Notify = slices.Clone(cfg.Notify)
+	c.Tasks = nil // a task's run is a run, not a batch
+	return &c
+}
+
+// TaskPrompt is a task's prompt: the loop's own (its PROMPT.md, or its
+// goal when it has none), then the task's id, title, description and
+// acceptance criteria, then, when the task comes back from the merge
+// queue, what happened there (back).
+func TaskPrompt(loopPrompt string, t tasks.Task, back string) string {
+	var b strings.Builder
+	if p := strings.TrimRight(loopPrompt, "\n"); p != "" {
+		b.WriteString(p + "\n\n")
+	}
+	fmt.Fprintf(&b, "## Task %s: %s\n\n", t.ID, t.Title)
+	b.WriteString("Work on this task only; ralph merges it when the success conditions hold on the merged tree.\n")
+	if text := strings.TrimSpace(t.Text); text != "" {
+		b.WriteString("\n" + text + "\n")
+	}
+	if len(t.Criteria) > 0 {
+		b.WriteString("\nAcceptance criteria:\n")
+		for _, c := range t.Criteria {
+			b.WriteString("- " + strings.TrimSpace(c) + "\n")
+		}
+	}
+	if back = strings.TrimSpace(back); back != "" {
+		b.WriteString("\n## Back from the merge queue\n\n" + back + "\n")
+	}
+	return b.String()
+}
+
+// loopPrompt is the text the loop's config prompts with: its prompt file
+// (the agent's, else the intent's), else its goal.
+func loopPrompt(cfg *config.Config) (string, error) {
+	f := cfg.AgentPromptFile()
+	if f == "" {
+		return cfg.Intent.Goal, nil
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", fmt.Errorf("read the loop's prompt %s: %w", f, err)
+	}
+	return string(b), nil
+}
+
+// childRun is one run of a task: its id, and how it ended (nil when it
+// could not run; err says why).
+type childRun struct {
+	id  string
+	out *loop.Outcome
+	err error
+}
+
+// runChild builds and runs one run of t in its checkout, whose prompt
+// says back (the merge queue's news, "" for none); TaskStarted links it to
+// the batch before it starts.
+func (b *Batch) runChild(ctx context.Context, t *taskState, try int, back string) childRun {
+	cr := childRun{id: loop.NewID()}
+	prompt := filepath.Join(b.o.Dir, "prompts", fmt.Sprintf("%s-%d.md", t.ref, try))
+	if err := os.MkdirAll(filepath.Dir(prompt), 0o700); err != nil {
+		cr.err = fmt.Errorf("write the task's prompt: %w", err)
+		return cr
+	}
+	if err := os.WriteFile(prompt, []byte(TaskPrompt(b.prompt, t.task, back)), 0o600); err != nil {
+		cr.err = fmt.Errorf("write the task's prompt: %w", err)
+		return cr
+	}
+	cfg := childConfig(b.o.Config, filepath.Join(t.checkout.Dir(), b.rel), prompt)
+	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{
+		Open: func() (*ledger.Store, error) { return b.o.Store, nil }, Dir: b.o.StoreDir, RunID: cr.id,
+		Hidden: b.o.Hidden, StoreMoved: b.o.StoreMoved, EngineOptions: assemble.EngineOptions{SharedStore: true}})
+	if err != nil {
+		cr.err = err
+		return cr
+	}
+	defer rs.CloseSandbox() // the run has ended; a close error leaves nothing for the batch to do
+	rs.Options.Batch = b.id
+	rs.Options.Logger = b.o.Logger
+	runner, err := rs.NewRunner()
+	if err != nil {
+		rs.Discard()
+		cr.err = err
+		return cr
+	}
+	if err := b.recordTaskStarted(ctx, t, cr.id, try); err != nil {
+		cr.err = err
+		return cr
+	}
+	b.emit(Event{Kind: EventTaskStarted, Task: t.task.ID, Title: t.task.Title, Run: cr.id, Try: try})
+	cr.out, cr.err = b.follow(ctx, t, runner)
+	return cr
+}
+
+// follow runs runner, telling the batch's events of each iteration it
+// ends, and returns how it ended.
+func (b *Batch) follow(ctx context.Context, t *taskState, runner *loop.Runner) (*loop.Outcome, error) {
+	fctx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFollowing()
+	events := runner.Events().Subscribe(fctx, b.o.Store.Head().Seq+1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range events {
+			if e.Kind != loop.EventAction {
+				continue
+			}
+			if a := e.Action; a.Type == ledger.IterationCompleted {
+				b.emit(Event{Kind: EventIteration, Task: t.task.ID, Run: runner.RunID(), Iteration: int(a.Metadata["iteration"].AsInt()),
+					Status: string(ledger.StatusOf(a)), CostUSD: a.Cost})
+			} else if loop.IsRunEnd(a.Type) {
+				return
+			}
+		}
+	}()
+	out, err := runner.Run(ctx)
+	if err != nil {
+		stopFollowing() // no closing action will come
+	}
+	<-done
+	return out, err
+}
+
+// runVerdict is how a run ended, for the task: green when its success
+// conditions held (it goes to the merge queue), else what stopped it and
+// why.
+func runVerdict(cr childRun) (verdict, why string) {
+	if cr.err != nil {
+		return VerdictError, cr.err.Error()
+	}
+	out := cr.out
+	why = out.TriggeredBy + ": " + out.Reason
+	if len(out.StillFailing) > 0 {
+		why += "; " + stop.UnmetText(out.StillFailing)
+	}
+	switch out.Class {
+	case stop.ClassSuccess:
+		return VerdictGreen, out.TriggeredBy + ": " + out.Reason
+	case stop.ClassFailure:
+		return VerdictFailed, why
+	case stop.ClassAbort:
+		return VerdictAborted, why
+	}
+	return VerdictStopped, why
+}

@@ -1,0 +1,143 @@
+package batch
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Printer is a batch's headless output: one line per task event and a
+// summary, as text or as one JSON object per line. Its methods are called
+// from one goroutine at a time (Options.OnEvent is).
+type Printer struct {
+	w      io.Writer
+	asJSON bool
+}
+
+// NewPrinter prints to w, as JSON when asJSON.
+func NewPrinter(w io.Writer, asJSON bool) *Printer { return &Printer{w: w, asJSON: asJSON} }
+
+// Event prints e: a line for a batch's start, a task's run starting, an
+// iteration, a green run, a merge, a trip back to the loop and a task's
+// end other than merged (whose merge line says it).
+func (p *Printer) Event(e Event) {
+	if p.asJSON {
+		p.json(eventJSON(e))
+		return
+	}
+	line := eventLine(e)
+	if line == "" {
+		return
+	}
+	fmt.Fprintf(p.w, "%s %s\n", e.Time.Local().Format("15:04:05"), line)
+}
+
+// eventLine is e as one line of text, "" for an event printed otherwise.
+func eventLine(e Event) string {
+	switch e.Kind {
+	case EventBatchStarted:
+		return fmt.Sprintf("batch %s: %s from %s onto %s, %d at a time (%s, %s)", e.Batch, plural(e.Tasks, "task"), e.Source, e.Target,
+			e.Parallel, e.Integrate, plural(e.Retries, "retry"))
+	case EventTaskStarted:
+		return fmt.Sprintf("%s started: %s (run %s, try %d)", e.Task, e.Title, e.Run, e.Try)
+	case EventIteration:
+		return fmt.Sprintf("%s it %d %s $%.4f", e.Task, e.Iteration, e.Status, e.CostUSD)
+	case EventRunEnded:
+		if e.Verdict != VerdictGreen {
+			return "" // its task's end says it
+		}
+		return fmt.Sprintf("%s green after %s (%s); to the merge queue", e.Task, plural(e.Iteration, "iteration"), e.Why)
+	case EventTaskMerged:
+		return fmt.Sprintf("%s merged as %s", e.Task, short(e.Commit))
+	case EventTaskBack:
+		return fmt.Sprintf("%s %s: %s; back to its loop (%d of %d runs left)", e.Task, e.Verdict, e.Why, e.TriesLeft, e.Tries)
+	case EventTaskEnded:
+		if e.Verdict == VerdictMerged {
+			return ""
+		}
+		return fmt.Sprintf("%s %s: %s", e.Task, e.Verdict, e.Why)
+	}
+	return ""
+}
+
+// eventJSON is e as --json prints it.
+func eventJSON(e Event) map[string]any {
+	m := map[string]any{"event": e.Kind.String(), "time": e.Time.UTC().Format(time.RFC3339Nano), "batch": e.Batch}
+	set := func(k string, v any, ok bool) {
+		if ok {
+			m[k] = v
+		}
+	}
+	set("task", e.Task, e.Task != "")
+	set("title", e.Title, e.Title != "")
+	set("run", e.Run, e.Run != "")
+	set("try", e.Try, e.Try > 0)
+	set("verdict", e.Verdict, e.Verdict != "")
+	set("why", e.Why, e.Why != "")
+	set("commit", e.Commit, e.Commit != "")
+	set("iteration", e.Iteration, e.Kind == EventIteration || e.Kind == EventRunEnded)
+	set("status", e.Status, e.Status != "")
+	set("cost_usd", e.CostUSD, e.Kind == EventIteration)
+	if e.Kind == EventBatchStarted {
+		m["source"], m["target"], m["tasks"], m["parallel"] = e.Source, e.Target, e.Tasks, e.Parallel
+		m["retries"], m["integrate"] = e.Retries, e.Integrate
+	}
+	if e.Kind == EventTaskBack {
+		m["runs_left"], m["runs"] = e.TriesLeft, e.Tries
+	}
+	return m
+}
+
+// Summary prints how the batch ended: a line, a row per task, and the
+// command that takes the target.
+func (p *Printer) Summary(s *Summary) {
+	if p.asJSON {
+		p.json(map[string]any{"event": "batch_ended", "summary": s})
+		return
+	}
+	fmt.Fprintf(p.w, "batch %s %s: %s\n", s.ID, s.State, s.Reason)
+	tw := tabwriter.NewWriter(p.w, 2, 4, 2, ' ', 0)
+	for _, t := range s.Tasks {
+		commit := short(t.Commit)
+		if commit == "" {
+			commit = "-"
+		}
+		what := t.Title
+		if t.Why != "" && t.Verdict != VerdictMerged {
+			what += " — " + firstLine(t.Why)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t$%.4f\t%s\n", t.ID, t.Verdict, commit, plural(t.Iterations, "iteration"), t.CostUSD, what)
+	}
+	tw.Flush()
+	fmt.Fprintf(p.w, "take the target: %s\n", s.Take)
+}
+
+func (p *Printer) json(v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // strings, numbers and slices of them: cannot fail
+		b = []byte(fmt.Sprintf(`{"event":"error","error":%q}`, err.Error()))
+	}
+	p.w.Write(append(b, '\n'))
+}
+
+// short is a commit's first 12 hex digits.
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// plural is "1 task", "3 tasks", "2 retries".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,104 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/rtfs"
+)
+
+// Metadata keys of the batch's actions (docs/ledger.md §3.2).
+const (
+	MetaTask    = "task"    // TaskStarted, TaskEnded, TaskMerged: the task's id in its source
+	MetaRun     = "run"     // the task's child run
+	MetaTry     = "try"     // TaskStarted: which run of the task, from 1
+	MetaVerdict = "verdict" // TaskEnded: how the run (and, at the end, the task) ended
+	MetaFinal   = "final"   // TaskEnded: true when the task is over (false: it goes back to its loop)
+	MetaCommit  = "commit"  // TaskMerged: the target's new commit
+)
+
+// record appends a, an action of the batch's own run, and returns its id:
+// durable before what it records can have an effect (the child run it
+// names starts after it).
+func (b *Batch) record(ctx context.Context, a *ledger.Action) (string, error) {
+	a.ActionID = loop.NewID()
+	a.RunID, a.IntentID = b.id, b.id
+	if a.Type != ledger.BatchStarted {
+		a.ParentActionID = b.startedID
+	}
+	a.Timestamp = b.o.Now()
+	if _, err := b.o.Store.Append(context.WithoutCancel(ctx), a); err != nil {
+		return "", fmt.Errorf("record %s: %w", a.Type, err)
+	}
+	return a.ActionID, nil
+}
+
+// recordStarted records BatchStarted: the source, the target and how the
+// batch runs.
+func (b *Batch) recordStarted(ctx context.Context, n int) error {
+	id, err := b.record(ctx, &ledger.Action{Type: ledger.BatchStarted, FunctionName: b.o.Source.String(), Success: true,
+		Metadata: map[string]rtfs.Value{
+			"source": rtfs.String(b.o.Source.String()), "target": rtfs.String(b.o.Target.Branch()),
+			"tasks": rtfs.Int(int64(n)), "parallel": rtfs.Int(int64(b.o.Parallel)), "retries": rtfs.Int(int64(b.o.Retries)),
+			"integrate": rtfs.String(b.o.Integrate), "dir": rtfs.String(b.o.Dir),
+		}})
+	b.startedID = id
+	return err
+}
+
+// recordTaskStarted records TaskStarted, linking the batch to the child
+// run that works on t.
+func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, run string, try int) error {
+	_, err := b.record(ctx, &ledger.Action{Type: ledger.TaskStarted, FunctionName: t.task.ID, Success: true,
+		Metadata: map[string]rtfs.Value{
+			MetaTask: rtfs.String(t.task.ID), "title": rtfs.String(t.task.Title), "source": rtfs.String(b.o.Source.String()),
+			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), "branch": rtfs.String(t.branch),
+		}})
+	return err
+}
+
+// recordTaskEnded records how one child run of t ended, with the queue's
+// answer when it got that far; final says the task is over.
+func (b *Batch) recordTaskEnded(ctx context.Context, t *taskState, run, verdict, why string, final bool) error {
+	a := &ledger.Action{Type: ledger.TaskEnded, FunctionName: t.task.ID, Success: verdict == VerdictMerged,
+		Metadata: map[string]rtfs.Value{
+			MetaTask: rtfs.String(t.task.ID), MetaRun: rtfs.String(run), MetaVerdict: rtfs.String(verdict),
+			"why": rtfs.String(why), MetaFinal: rtfs.Bool(final),
+		}}
+	if verdict != VerdictMerged {
+		a.ErrorMessage = verdict
+		if why != "" {
+			a.ErrorMessage += ": " + why
+		}
+	}
+	_, err := b.record(ctx, a)
+	return err
+}
+
+// recordTaskMerged records the commit the queue landed t's work as.
+func (b *Batch) recordTaskMerged(ctx context.Context, t *taskState, run, commit string) error {
+	_, err := b.record(ctx, &ledger.Action{Type: ledger.TaskMerged, FunctionName: t.task.ID, Success: true,
+		Metadata: map[string]rtfs.Value{MetaTask: rtfs.String(t.task.ID), MetaRun: rtfs.String(run), MetaCommit: rtfs.String(commit)}})
+	return err
+}
+
+// saveRecord keeps the batch's record (ralph runs): its state, its tasks'
+// iterations and spend, and, once it ended, why. The caller holds b.mu.
+func (b *Batch) saveRecord(ctx context.Context, state string, end *Summary) error {
+	rec := loop.RunRecord{ID: b.id, State: state, Goal: b.goal, Started: b.started.UTC().Format(loop.RecordTime),
+		Updated: b.o.Now().UTC().Format(loop.RecordTime), Tasks: len(b.tasks)}
+	for _, t := range b.tasks {
+		rec.Iterations += t.iterations
+		rec.CostUSD += t.cost
+		rec.Tokens += t.tokens
+	}
+	if end != nil {
+		rec.Class, rec.Condition, rec.Reason = string(end.Class), "tasks", end.Reason
+	}
+	if err := loop.PutRunRecord(ctx, b.o.Store, rec); err != nil {
+		return fmt.Errorf("save the batch's record: %w", err)
+	}
+	return nil
+}
