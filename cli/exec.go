@@ -15,6 +15,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/rtfs"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // loadConfig reads --config when given, else ./ralph.toml when it exists,
@@ -96,12 +97,22 @@ func runExec(ctx context.Context, out, errOut io.Writer, planPath, cfgPath, stor
 	if err != nil {
 		return err
 	}
-	eng, err := assemble.OpenEngine(cfg, storeOpener(cfg, storeDir(storeFlag, cfg), errOut), assemble.EngineOptions{})
+	dir, _, err := assemble.StorePlace(cfg, storeDir(storeFlag, cfg), storeFlag != "")
+	if err != nil {
+		return setupError(err)
+	}
+	sbx, eo, err := assemble.ExecSandbox(cfg, dir, []string{ralphKeyFile()})
+	if err != nil {
+		return setupError(err)
+	}
+	defer sbx.Close()
+	eng, err := assemble.OpenEngine(cfg, storeOpener(cfg, dir, errOut), eo)
 	if err != nil {
 		return setupError(err)
 	}
 	st := eng.Store
 	defer st.Close()
+	ctx = sandbox.With(ctx, sbx)
 	params, err := assemble.IntentParams(cfg)
 	if err != nil {
 		return setupError(err)

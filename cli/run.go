@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -123,7 +120,7 @@ func runLoop(cmd *cobra.Command, cfg *config.Config, f runFlags, resumeID string
 		return runInteractive(cmd, rs, f.approve)
 	}
 	if f.approve {
-		rs.Options.Approve = approver(cmd.InOrStdin(), cmd.ErrOrStderr())
+		rs.Options.Approve = loop.LineApprover(cmd.InOrStdin(), cmd.ErrOrStderr())
 	}
 	runner, err := rs.NewRunner()
 	if err != nil {
@@ -232,42 +229,4 @@ func runResult(p *printer, out *loop.Outcome, err error) error {
 		return exitError(out.ExitCode, silentError{})
 	}
 	return nil
-}
-
-// approver asks y/n on in for each plan. Ctrl-C while it waits declines the
-// plan, and the runner then aborts the run (the context is cancelled).
-func approver(in io.Reader, out io.Writer) func(context.Context, int, string) (bool, error) {
-	lines := make(chan string)
-	var once sync.Once
-	start := func() { // one reader for the whole run; it ends with stdin
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(in)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-	}
-	return func(ctx context.Context, iteration int, plan string) (bool, error) {
-		once.Do(start)
-		for drained := false; !drained; { // an answer typed before this plan was shown is not for it
-			select {
-			case _, ok := <-lines:
-				drained = !ok
-			default:
-				drained = true
-			}
-		}
-		fmt.Fprintf(out, "iteration %d plan:\n%s\nrun it? [y/n] ", iteration, plan)
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return false, fmt.Errorf("read approval: standard input closed")
-			}
-			return strings.EqualFold(strings.TrimSpace(line), "y"), nil
-		case <-ctx.Done():
-			fmt.Fprintln(out)
-			return false, nil
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ralphloop/ralph/internal/e2e"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // sandboxLoop is a one-iteration static loop that starts processes: a
@@ -113,5 +114,38 @@ var _ = suite.Add(e2e.Test{Name: "SandboxStoreInWorkdirRefused", Files: map[stri
 	}
 	if _, err := os.Stat(filepath.Join(e.Dir, "st")); !os.IsNotExist(err) {
 		t.Errorf("the refused store was made (%v)", err)
+	}
+}})
+
+// `ralph exec` runs its plan in the config's sandbox as a loop would: a
+// shell.exec that reads a file beside the workdir is refused under
+// Landlock (the plan fails, exit 1), and reads it without [sandbox].
+var _ = suite.Add(e2e.Test{Name: "SandboxExec", Needs: []e2e.Need{mechanismNeed(sandbox.Landlock)}, Run: func(t *testing.T, e *e2e.E) {
+	root := t.TempDir()
+	dir, other := filepath.Join(root, "work"), filepath.Join(root, "other")
+	secret := filepath.Join(other, "secret.txt")
+	for _, d := range []string{dir, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, secret, "the other project's secret\n")
+	writeFile(t, filepath.Join(dir, "plan.rtfs"), `(call :shell.exec {:cmd "cat" :args ["`+secret+`"]})`)
+	base := "[governance]\nshell_allow = [\"cat\"]\n"
+	writeFile(t, filepath.Join(dir, "ralph.toml"), base)
+	out, errOut, code := e.Ralph("exec", "plan.rtfs").In(dir).Run()
+	if code != 0 || !strings.Contains(out, "the other project's secret") {
+		t.Fatalf("without [sandbox] exec read the file? exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ".ralph")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "ralph.toml"), base+"[sandbox]\nmode = \"landlock\"\n")
+	out, errOut, code = e.Ralph("exec", "plan.rtfs").In(dir).Run()
+	if code != 1 || strings.Contains(out+errOut, "the other project's secret") {
+		t.Errorf("under landlock exec must fail to read %s: exit %d\n%s\n%s", secret, code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".ralph")); err == nil {
+		t.Errorf("under a sandbox the default store must move out of the workdir, as a run's does")
 	}
 }})
