@@ -48,9 +48,11 @@ type Options struct {
 	Parallel, Retries int
 	Shared            bool
 	Integrate         string
-	// Order puts the listed tasks in the order they run (dependencies,
-	// then priority, then file order), refusing cycles and unknown
-	// dependencies; RefName makes a task id safe as a ref component.
+	// Order puts the listed tasks that are to run in the order they run
+	// (dependencies, then priority, then file order), leaving out those
+	// done already (which meet the dependencies on them) and those that
+	// cannot run, refusing cycles and unknown dependencies; RefName makes
+	// a task id safe as a ref component.
 	Order   func([]tasks.Task) ([]tasks.Task, error)
 	RefName func(id string) string
 	// OnEvent is told every event of the batch, from one goroutine at a
@@ -143,13 +145,7 @@ func (b *Batch) Run(ctx context.Context) (*Summary, error) {
 	if err != nil {
 		return nil, &RefusedError{Err: err}
 	}
-	var todo []tasks.Task
-	for _, t := range listed {
-		if !t.Done {
-			todo = append(todo, t)
-		}
-	}
-	ordered, err := b.o.Order(todo)
+	ordered, err := b.o.Order(listed)
 	if err != nil {
 		return nil, &RefusedError{Err: err}
 	}

@@ -3,6 +3,8 @@ package batch
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -312,5 +314,44 @@ func TestAbort(t *testing.T) {
 	}
 	if len(f.src.done) != 0 {
 		t.Fatalf("an aborted batch marked %v done", f.src.done)
+	}
+}
+
+// A source outside the repository (a GitHub issue) is told of a merge
+// after the target moved, with the batch, the commit and the target; a
+// task its source has done already is skipped, and the tasks that depend
+// on it run.
+func TestSourceOutsideAndDoneTasks(t *testing.T) {
+	t.Parallel()
+	done := task("A")
+	done.Done = true
+	f := newFixture(t, "", done, task("B", "A"))
+	f.src.outside = true
+	s := run(t, context.Background(), f.options(t))
+	if s.ExitCode != 0 || len(s.Tasks) != 1 || s.Tasks[0].ID != "B" {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(f.src.notes) != 1 || f.src.notes[0] != (Note{Batch: s.ID, Commit: s.Tasks[0].Commit, Target: "ralph/b/merged"}) {
+		t.Fatalf("notes %+v", f.src.notes)
+	}
+	if _, err := os.Stat(filepath.Join(f.merger.target, "done")); err == nil {
+		t.Fatal("a source outside the repository was edited in the merge tree")
+	}
+}
+
+// A panic in one task's work ends that task as error; the batch and its
+// other tasks go on.
+func TestPanicEndsOneTask(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B"))
+	f.merger.panicOn = "A"
+	o := f.options(t)
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := run(t, context.Background(), o)
+	if v := verdicts(s); v["A"] != VerdictError || v["B"] != VerdictMerged || s.ExitCode != 1 {
+		t.Fatalf("verdicts %v exit %d", v, s.ExitCode)
+	}
+	if !strings.Contains(s.Tasks[0].Why, "ralph failed: assignment to entry in nil map") {
+		t.Fatalf("why %q", s.Tasks[0].Why)
 	}
 }

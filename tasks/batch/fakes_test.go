@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,10 +37,23 @@ type fakeSource struct {
 	err   error
 	mu    sync.Mutex
 	done  []string // ids marked done, in order
+	// outside makes it a source outside the repository (a GitHub issue):
+	// marked done after the merge, with a note.
+	outside bool
+	notes   []Note
 }
 
 func (s *fakeSource) List(context.Context) ([]tasks.Task, error) { return s.tasks, s.err }
 func (s *fakeSource) String() string                             { return "fake:backlog" }
+func (s *fakeSource) MarksInCheckout() bool                      { return !s.outside }
+
+func (s *fakeSource) MarkMerged(_ context.Context, t tasks.Task, n Note) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = append(s.done, t.ID)
+	s.notes = append(s.notes, n)
+	return nil
+}
 
 func (s *fakeSource) MarkDone(_ context.Context, dir string, t tasks.Task) error {
 	s.mu.Lock()
@@ -85,6 +99,7 @@ type fakeMerger struct {
 	mu        sync.Mutex          // one merge at a time, as the real queue
 	merges    []string            // task ids, each Merge
 	resets    []string
+	panicOn   string // the task whose Merge panics
 }
 
 func (f *fakeMerger) Merge(ctx context.Context, m MergeRequest) (MergeResult, error) {
@@ -92,6 +107,10 @@ func (f *fakeMerger) Merge(ctx context.Context, m MergeRequest) (MergeResult, er
 	defer f.mu.Unlock()
 	id := m.Task.ID
 	f.merges = append(f.merges, id)
+	if id == f.panicOn {
+		var m map[string]int
+		m["boom"]++ // a bug in the queue
+	}
 	if f.conflicts[id] > 0 {
 		f.conflicts[id]--
 		return MergeResult{Outcome: Conflicted, Conflicts: []string{"shared.txt"}, Evidence: "<<<<<<< ours"}, nil
@@ -114,8 +133,10 @@ func (f *fakeMerger) Merge(ctx context.Context, m MergeRequest) (MergeResult, er
 	if !ok {
 		return MergeResult{Outcome: Red, Evidence: evidence}, nil
 	}
-	if err := m.Edit(ctx, scratch); err != nil {
-		return MergeResult{}, err
+	if m.Edit != nil {
+		if err := m.Edit(ctx, scratch); err != nil {
+			return MergeResult{}, err
+		}
 	}
 	if err := copyTree(scratch, f.target, nil); err != nil {
 		return MergeResult{}, err
@@ -198,7 +219,10 @@ func newFixture(t *testing.T, toml string, ts ...tasks.Task) *fixture {
 func (f *fixture) options(t *testing.T) Options {
 	return Options{Config: f.cfg, Store: f.store, StoreDir: f.store.Dir(), Source: f.src, Target: f.target, Merger: f.merger,
 		Repo: f.repo, Dir: t.TempDir(), Parallel: 2, Retries: 2, Integrate: "rebase",
-		Order: func(ts []tasks.Task) ([]tasks.Task, error) { return ts, nil }, RefName: func(id string) string { return id },
+		Order: func(ts []tasks.Task) ([]tasks.Task, error) {
+			return slices.DeleteFunc(slices.Clone(ts), func(t tasks.Task) bool { return t.Done }), nil
+		},
+		RefName: func(id string) string { return id },
 		OnEvent: func(e Event) { f.mu.Lock(); f.events = append(f.events, e); f.mu.Unlock() }}
 }
 

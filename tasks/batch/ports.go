@@ -11,13 +11,23 @@ import (
 // package's Source, Target and Queue; adapt.go binds them to those.
 
 // Source is a backlog the batch works through: it lists the tasks, and
-// marks one done in the merge checkout dir (the change rides in the
-// task's commit on the target). It is never asked to mark a task done
-// before its conditions held on the merged tree.
+// marks one done, never before its conditions held on the merged tree.
 type Source interface {
 	List(ctx context.Context) ([]tasks.Task, error)
-	MarkDone(ctx context.Context, dir string, t tasks.Task) error
 	String() string
+	// MarksInCheckout says the source marks a task done in the merge
+	// checkout (a file of the repository, bd close), so that the change
+	// rides in the task's commit: MarkDone, through the queue's Edit.
+	// Otherwise (a GitHub issue) MarkMerged marks it once the target has
+	// moved.
+	MarksInCheckout() bool
+	MarkDone(ctx context.Context, dir string, t tasks.Task) error
+	MarkMerged(ctx context.Context, t tasks.Task, n Note) error
+}
+
+// Note is what a source that marks a task done after its merge is told.
+type Note struct {
+	Batch, Commit, Target string
 }
 
 // Target is the branch merged tasks land on, and where task checkouts are
@@ -56,8 +66,9 @@ type MergeRequest struct {
 	// Edit marks the task done in dir, the merge checkout, before the
 	// commit that lands it.
 	Edit func(ctx context.Context, dir string) error
-	// Body is the commit message's body: the batch and run it came from.
-	Body string
+	// Body are the lines of the commit message's body: the batch and run
+	// it came from.
+	Body []string
 }
 
 // MergeOutcome is what the queue did with a task's work.

@@ -30,9 +30,11 @@ func (b *Batch) work(ctx context.Context, t *taskState) error {
 		if verdict != VerdictGreen {
 			return b.end(ctx, t, cr.id, verdict, why)
 		}
-		res, err := b.o.Merger.Merge(ctx, MergeRequest{Task: t.task, Checkout: t.checkout, Check: b.check.check,
-			Edit: func(ctx context.Context, dir string) error { return b.o.Source.MarkDone(ctx, dir, t.task) },
-			Body: fmt.Sprintf("Ralph-Batch: %s\nRalph-Run: %s", b.id, cr.id)})
+		m := MergeRequest{Task: t.task, Checkout: t.checkout, Check: b.check.check, Body: []string{"Ralph-Batch: " + b.id, "Ralph-Run: " + cr.id}}
+		if b.o.Source.MarksInCheckout() {
+			m.Edit = func(ctx context.Context, dir string) error { return b.o.Source.MarkDone(ctx, dir, t.task) }
+		}
+		res, err := b.o.Merger.Merge(ctx, m)
 		if err != nil {
 			if ctx.Err() != nil {
 				return b.end(ctx, t, cr.id, VerdictAborted, "stopped while in the merge queue")
@@ -67,7 +69,9 @@ func (b *Batch) work(ctx context.Context, t *taskState) error {
 	}
 }
 
-// merged ends t as merged as commit: TaskMerged, then its TaskEnded.
+// merged ends t as merged as commit: TaskMerged, a source outside the
+// repository told (MarkMerged), then its TaskEnded. A source that cannot
+// be told leaves the task merged, with why.
 func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) error {
 	if err := b.recordTaskMerged(ctx, t, run, commit); err != nil {
 		return err
@@ -76,7 +80,15 @@ func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) er
 	t.commit = commit
 	b.mu.Unlock()
 	b.emit(Event{Kind: EventTaskMerged, Task: t.task.ID, Title: t.task.Title, Run: run, Commit: commit})
-	return b.end(ctx, t, run, VerdictMerged, "")
+	why := ""
+	if !b.o.Source.MarksInCheckout() {
+		n := Note{Batch: b.id, Commit: commit, Target: b.o.Target.Branch()}
+		if err := b.o.Source.MarkMerged(context.WithoutCancel(ctx), t.task, n); err != nil {
+			why = fmt.Sprintf("merged, but %s was not told: %v", b.o.Source.String(), err)
+			b.o.Logger.Warn("a merged task's source was not told", "task", t.task.ID, "error", err)
+		}
+	}
+	return b.end(ctx, t, run, VerdictMerged, why)
 }
 
 // end ends t with verdict: its final TaskEnded, its state, the batch's
