@@ -22,6 +22,11 @@ const (
 	// replaced or turned read-only (ledger.LostError): nothing more can
 	// be recorded, and Run returns the store's LostError.
 	CancelStoreLost = "store_lost"
+	// CancelSuperseded stops a run whose work is no longer wanted: another
+	// attempt at the same task of a batch merged first (DESIGN §23). The
+	// run ends aborted, its condition "superseded", its reason the
+	// Cancelled's.
+	CancelSuperseded = "superseded"
 )
 
 // ErrHandedBack is what Run returns when its context was cancelled with

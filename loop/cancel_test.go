@@ -85,6 +85,9 @@ func TestEveryFailureModeClosesTheRun(t *testing.T) {
 		{name: "signal", stops: maxTwo, act: func(_ *Runner, cancel context.CancelCauseFunc) {
 			cancel(errors.New("interrupt signal received"))
 		}, end: ledger.RunAborted, by: CancelSignal, iter1: "cancelled", wantText: "interrupted by the user"},
+		{name: "superseded", stops: maxTwo, act: func(_ *Runner, cancel context.CancelCauseFunc) {
+			cancel(&Cancelled{By: CancelSuperseded, Reason: "attempt 2 of task US-1 merged first"})
+		}, end: ledger.RunAborted, by: CancelSuperseded, iter1: "cancelled", wantText: "attempt 2 of task US-1 merged first"},
 		{name: "max_duration", stops: maxTwo + "[[stop]]\nkind = \"max_duration\"\nduration = \"700ms\"\n",
 			end: ledger.RunStopped, by: CancelMaxDuration, iter1: "cancelled", wantText: "max_duration 700ms reached"},
 		{name: "predicate type error", stops: maxTwo + `

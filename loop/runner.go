@@ -119,11 +119,15 @@ type Outcome struct {
 	usageExit bool           // the run could not work at all (exit 2)
 }
 
-// abortOutcome says who aborted the run: Abort (the UI) or a signal.
+// abortOutcome says who aborted the run: Abort (the UI), a signal, or a
+// batch whose other attempt merged first.
 func abortOutcome(ctx context.Context) *Outcome {
 	c := cancelledBy(ctx)
 	if c != nil && c.By == CancelAbort {
 		return &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_abort", Reason: "aborted by the user"}
+	}
+	if c != nil && c.By == CancelSuperseded {
+		return &Outcome{Class: stop.ClassAbort, TriggeredBy: CancelSuperseded, Reason: c.Error()}
 	}
 	out := &Outcome{Class: stop.ClassAbort, TriggeredBy: "user_signal", Reason: "interrupted by the user"}
 	if c != nil && c.Reason != "" {

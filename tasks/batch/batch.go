@@ -41,13 +41,15 @@ type Options struct {
 	// Repo is the repository's top directory; Dir is the batch's own
 	// directory (outside Repo and the store): task checkouts and prompts.
 	Repo, Dir string
-	// Parallel is how many tasks run at once (at least 1); Retries how
-	// many times a task goes back to its loop after a conflict or a red
-	// re-run; Shared makes checkouts clone --shared (a sandboxed run);
-	// Integrate is the queue's way ("rebase" or "merge"), for the record.
-	Parallel, Retries int
-	Shared            bool
-	Integrate         string
+	// Parallel is how many tasks run at once (at least 1); Attempts how
+	// many loops work on each (at least 1: the first the queue merges
+	// wins); Retries how many times a run goes back to its loop after a
+	// conflict or a red re-run; Shared makes checkouts clone --shared (a
+	// sandboxed run); Integrate is the queue's way ("rebase" or "merge"),
+	// for the record.
+	Parallel, Attempts, Retries int
+	Shared                      bool
+	Integrate                   string
 	// Order puts the listed tasks that are to run in the order they run
 	// (dependencies, then priority, then file order), leaving out those
 	// done already (which meet the dependencies on them) and those that
@@ -86,7 +88,6 @@ type taskState struct {
 	task       tasks.Task
 	ref        string // RefName(task.ID)
 	branch     string // ralph/<batch>/task/<ref>
-	checkout   Checkout
 	state      string // a Verdict*, or "running"
 	why        string
 	commit     string
@@ -94,6 +95,10 @@ type taskState struct {
 	iterations int
 	cost       float64
 	tokens     int64
+	// mergeMu lets one attempt of the task into the queue at a time; won
+	// says one merged, and the others have lost.
+	mergeMu sync.Mutex
+	won     bool
 }
 
 const stateRunning = "running"
@@ -165,7 +170,7 @@ func (b *Batch) Run(ctx context.Context) (*Summary, error) {
 		return nil, err
 	}
 	b.emit(Event{Kind: EventBatchStarted, Source: b.o.Source.String(), Target: b.o.Target.Branch(), Tasks: len(ordered),
-		Parallel: b.o.Parallel, Retries: b.o.Retries, Integrate: b.o.Integrate})
+		Parallel: b.o.Parallel, Attempts: max(b.o.Attempts, 1), Retries: b.o.Retries, Integrate: b.o.Integrate})
 	if err := b.schedule(ctx); err != nil {
 		return nil, err
 	}
@@ -245,7 +250,8 @@ func (b *Batch) safeWork(ctx context.Context, t *taskState) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			b.o.Logger.Error("a task's work panicked", "task", t.task.ID, "panic", p, "stack", string(debug.Stack()))
-			err = b.end(ctx, t, "", VerdictError, fmt.Sprintf("ralph failed: %v", p))
+			end, rerr := b.endRun(ctx, t, "", VerdictError, fmt.Sprintf("ralph failed: %v", p), true)
+			err = errors.Join(rerr, b.endTask(ctx, t, end))
 		}
 	}()
 	return b.work(ctx, t)

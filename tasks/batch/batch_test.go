@@ -355,3 +355,49 @@ func TestPanicEndsOneTask(t *testing.T) {
 		t.Fatalf("why %q", s.Tasks[0].Why)
 	}
 }
+
+// With attempts = 2 each task has two loops in two checkouts; the first
+// the queue merges wins, and the other, still working, is cancelled
+// (superseded) and recorded so, never merged.
+func TestAttempts(t *testing.T) {
+	t.Parallel()
+	slow := "[intent]\ngoal = \"do the task\"\n[plan]\nrtfs = '" + workPlan + "'\n[loop]\ncheckpoints = false\ndelay = \"1s\"\n" +
+		"[[stop]]\nname = \"work\"\nkind = \"file_exists\"\npath = \"work.txt\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 3\n"
+	f := newFixture(t, slow, task("A"))
+	f.target.broken = string(filepath.Separator) + "2" // attempt 2 cannot write work.txt: it keeps trying
+	o := f.options(t)
+	o.Attempts = 2
+	s := run(t, context.Background(), o)
+	if s.ExitCode != 0 || s.Tasks[0].Verdict != VerdictMerged || len(f.merger.merges) != 1 || len(f.src.done) != 1 {
+		t.Fatalf("summary %+v merges %v done %v", s, f.merger.merges, f.src.done)
+	}
+	for _, k := range []string{"1", "2"} {
+		if got := f.target.made[filepath.Join(o.Dir, "task", "A", k)]; got != "ralph/"+s.ID+"/task/A/"+k {
+			t.Errorf("attempt %s's checkout: branch %q (made %v)", k, got, f.target.made)
+		}
+	}
+	var ends []string
+	for _, a := range f.batchActions(t, s.ID) {
+		if a.Type == ledger.TaskEnded {
+			ends = append(ends, a.Metadata[MetaVerdict].Str())
+		}
+	}
+	slices.Sort(ends)
+	if !slices.Equal(ends, []string{VerdictCancelled, VerdictMerged}) {
+		t.Fatalf("TaskEnded verdicts %v", ends)
+	}
+	var loser string
+	for _, r := range s.Tasks[0].Runs {
+		acts, _ := f.store.ByRun(r)
+		if last := acts[len(acts)-1]; last.Type == ledger.RunAborted {
+			loser = last.Metadata["condition"].Str() + ": " + last.Metadata["reason"].Str()
+		}
+	}
+	if loser != "superseded: attempt 1 of task A merged first" {
+		for _, r := range s.Tasks[0].Runs {
+			acts, _ := f.store.ByRun(r)
+			t.Log(types(acts))
+		}
+		t.Fatalf("the losing attempt's run ended %q", loser)
+	}
+}

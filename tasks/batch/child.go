@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,9 +86,13 @@ type childRun struct {
 // runChild builds and runs one run of t in its checkout, whose prompt
 // says back (the merge queue's news, "" for none); TaskStarted links it to
 // the batch before it starts.
-func (b *Batch) runChild(ctx context.Context, t *taskState, try int, back string) childRun {
+func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int, back string) childRun {
 	cr := childRun{id: loop.NewID()}
-	prompt := filepath.Join(b.o.Dir, "prompts", fmt.Sprintf("%s-%d.md", t.ref, try))
+	name := fmt.Sprintf("%s-%d.md", t.ref, try)
+	if max(b.o.Attempts, 1) > 1 {
+		name = fmt.Sprintf("%s-%d-%d.md", t.ref, a.k, try)
+	}
+	prompt := filepath.Join(b.o.Dir, "prompts", name)
 	if err := os.MkdirAll(filepath.Dir(prompt), 0o700); err != nil {
 		cr.err = fmt.Errorf("write the task's prompt: %w", err)
 		return cr
@@ -96,7 +101,7 @@ func (b *Batch) runChild(ctx context.Context, t *taskState, try int, back string
 		cr.err = fmt.Errorf("write the task's prompt: %w", err)
 		return cr
 	}
-	cfg := childConfig(b.o.Config, filepath.Join(t.checkout.Dir(), b.rel), prompt)
+	cfg := childConfig(b.o.Config, filepath.Join(a.checkout.Dir(), b.rel), prompt)
 	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{
 		Open: func() (*ledger.Store, error) { return b.o.Store, nil }, Dir: b.o.StoreDir, RunID: cr.id,
 		Hidden: b.o.Hidden, StoreMoved: b.o.StoreMoved, EngineOptions: assemble.EngineOptions{SharedStore: true}})
@@ -113,18 +118,18 @@ func (b *Batch) runChild(ctx context.Context, t *taskState, try int, back string
 		cr.err = err
 		return cr
 	}
-	if err := b.recordTaskStarted(ctx, t, cr.id, try); err != nil {
+	if err := b.recordTaskStarted(ctx, t, a, cr.id, try); err != nil {
 		cr.err = err
 		return cr
 	}
-	b.emit(Event{Kind: EventTaskStarted, Task: t.task.ID, Title: t.task.Title, Run: cr.id, Try: try})
-	cr.out, cr.err = b.follow(ctx, t, runner)
+	b.emit(Event{Kind: EventTaskStarted, Task: t.task.ID, Title: t.task.Title, Run: cr.id, Try: try, Attempt: a.k})
+	cr.out, cr.err = b.follow(ctx, t, a.k, runner)
 	return cr
 }
 
 // follow runs runner, telling the batch's events of each iteration it
 // ends, and returns how it ended.
-func (b *Batch) follow(ctx context.Context, t *taskState, runner *loop.Runner) (*loop.Outcome, error) {
+func (b *Batch) follow(ctx context.Context, t *taskState, k int, runner *loop.Runner) (*loop.Outcome, error) {
 	fctx, stopFollowing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFollowing()
 	events := runner.Events().Subscribe(fctx, b.o.Store.Head().Seq+1)
@@ -136,7 +141,7 @@ func (b *Batch) follow(ctx context.Context, t *taskState, runner *loop.Runner) (
 				continue
 			}
 			if a := e.Action; a.Type == ledger.IterationCompleted {
-				b.emit(Event{Kind: EventIteration, Task: t.task.ID, Run: runner.RunID(), Iteration: int(a.Metadata["iteration"].AsInt()),
+				b.emit(Event{Kind: EventIteration, Task: t.task.ID, Attempt: k, Run: runner.RunID(), Iteration: int(a.Metadata["iteration"].AsInt()),
 					Status: string(ledger.StatusOf(a)), CostUSD: a.Cost})
 			} else if loop.IsRunEnd(a.Type) {
 				return
@@ -154,7 +159,11 @@ func (b *Batch) follow(ctx context.Context, t *taskState, runner *loop.Runner) (
 // runVerdict is how a run ended, for the task: green when its success
 // conditions held (it goes to the merge queue), else what stopped it and
 // why.
-func runVerdict(cr childRun) (verdict, why string) {
+func runVerdict(ctx context.Context, cr childRun) (verdict, why string) {
+	var c *loop.Cancelled
+	if errors.As(context.Cause(ctx), &c) && c.By == loop.CancelSuperseded {
+		return VerdictCancelled, c.Reason
+	}
 	if cr.err != nil {
 		return VerdictError, cr.err.Error()
 	}

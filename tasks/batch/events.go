@@ -26,16 +26,17 @@ func (k EventKind) String() string { return eventNames[k] }
 
 // Verdicts: how a task's run ended, and how a task ended.
 const (
-	VerdictGreen    = "green"    // its run's success conditions held: it goes to the merge queue
-	VerdictMerged   = "merged"   // it is on the target
-	VerdictConflict = "conflict" // its work did not apply on the target's tip
-	VerdictRed      = "red"      // it applied, but the conditions failed on the merged tree
-	VerdictFailed   = "failed"   // its run ended in failure, or its re-runs stayed red
-	VerdictStopped  = "stopped"  // its run hit a limit (max_iterations, max_cost, …) before success
-	VerdictAborted  = "aborted"  // the user stopped the batch while it ran
-	VerdictBlocked  = "blocked"  // a task it depends on did not merge
-	VerdictQueued   = "queued"   // it never started: the batch was stopped first
-	VerdictError    = "error"    // ralph could not run or merge it (its why says what)
+	VerdictGreen     = "green"     // its run's success conditions held: it goes to the merge queue
+	VerdictMerged    = "merged"    // it is on the target
+	VerdictConflict  = "conflict"  // its work did not apply on the target's tip
+	VerdictRed       = "red"       // it applied, but the conditions failed on the merged tree
+	VerdictFailed    = "failed"    // its run ended in failure, or its re-runs stayed red
+	VerdictStopped   = "stopped"   // its run hit a limit (max_iterations, max_cost, …) before success
+	VerdictAborted   = "aborted"   // the user stopped the batch while it ran
+	VerdictBlocked   = "blocked"   // a task it depends on did not merge
+	VerdictQueued    = "queued"    // it never started: the batch was stopped first
+	VerdictError     = "error"     // ralph could not run or merge it (its why says what)
+	VerdictCancelled = "cancelled" // a run of an attempt another attempt's merge made moot
 )
 
 // Event is one thing that happened to a batch or a task, for a printer.
@@ -46,7 +47,8 @@ type Event struct {
 	// Task and Title name the task (empty for EventBatchStarted).
 	Task, Title string
 	Run         string // the task's child run
-	Try         int    // which run of the task (1 for the first)
+	Try         int    // which run of the attempt (1 for the first)
+	Attempt     int    // which attempt (1 unless Attempts > 1)
 	Verdict     string
 	Why         string // why it ended as it did, or what sends it back
 	Commit      string // EventTaskMerged: the target's new commit
@@ -56,6 +58,7 @@ type Event struct {
 	// EventBatchStarted: the batch's shape.
 	Source, Target   string
 	Tasks, Parallel  int
+	Attempts         int
 	Retries          int
 	Integrate        string
 	TriesLeft, Tries int // EventTaskBack: runs left, of how many

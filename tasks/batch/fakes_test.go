@@ -68,6 +68,7 @@ func (s *fakeSource) MarkDone(_ context.Context, dir string, t tasks.Task) error
 // fakeTarget makes checkouts as plain directories.
 type fakeTarget struct {
 	branch string
+	broken string // the checkouts whose dir ends so get a work.txt that cannot be written
 	mu     sync.Mutex
 	made   map[string]string // dir → branch
 }
@@ -85,6 +86,12 @@ func (t *fakeTarget) Checkout(_ context.Context, dir, branch string, _ bool) (Ch
 		t.made = map[string]string{}
 	}
 	t.made[dir] = branch
+	if t.broken != "" && strings.HasSuffix(dir, t.broken) { // work.txt cannot be written there: a link out of the tree
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return dirCheckout(dir), os.Symlink("/nonexistent/work.txt", filepath.Join(dir, "work.txt"))
+	}
 	return dirCheckout(dir), os.MkdirAll(dir, 0o755)
 }
 

@@ -13,8 +13,9 @@ import (
 // summary, as text or as one JSON object per line. Its methods are called
 // from one goroutine at a time (Options.OnEvent is).
 type Printer struct {
-	w      io.Writer
-	asJSON bool
+	w        io.Writer
+	asJSON   bool
+	attempts int // loops per task, from the batch's start
 }
 
 // NewPrinter prints to w, as JSON when asJSON.
@@ -24,36 +25,51 @@ func NewPrinter(w io.Writer, asJSON bool) *Printer { return &Printer{w: w, asJSO
 // iteration, a green run, a merge, a trip back to the loop and a task's
 // end other than merged (whose merge line says it).
 func (p *Printer) Event(e Event) {
+	if e.Kind == EventBatchStarted {
+		p.attempts = e.Attempts
+	}
 	if p.asJSON {
 		p.json(eventJSON(e))
 		return
 	}
-	line := eventLine(e)
+	line := eventLine(e, p.attempts > 1)
 	if line == "" {
 		return
 	}
 	fmt.Fprintf(p.w, "%s %s\n", e.Time.Local().Format("15:04:05"), line)
 }
 
-// eventLine is e as one line of text, "" for an event printed otherwise.
-func eventLine(e Event) string {
+// eventLine is e as one line of text, "" for an event printed otherwise;
+// attempts says each task has several, which the lines then name.
+func eventLine(e Event, attempts bool) string {
+	task := e.Task
+	if attempts && e.Attempt > 0 {
+		task = fmt.Sprintf("%s#%d", e.Task, e.Attempt)
+	}
 	switch e.Kind {
 	case EventBatchStarted:
-		return fmt.Sprintf("batch %s: %s from %s onto %s, %d at a time (%s, %s)", e.Batch, plural(e.Tasks, "task"), e.Source, e.Target,
-			e.Parallel, e.Integrate, plural(e.Retries, "retry"))
+		each := ""
+		if e.Attempts > 1 {
+			each = fmt.Sprintf(", %d attempts each", e.Attempts)
+		}
+		return fmt.Sprintf("batch %s: %s from %s onto %s, %d at a time (%s, %s%s)", e.Batch, plural(e.Tasks, "task"), e.Source, e.Target,
+			e.Parallel, e.Integrate, plural(e.Retries, "retry"), each)
 	case EventTaskStarted:
-		return fmt.Sprintf("%s started: %s (run %s, try %d)", e.Task, e.Title, e.Run, e.Try)
+		return fmt.Sprintf("%s started: %s (run %s, try %d)", task, e.Title, e.Run, e.Try)
 	case EventIteration:
-		return fmt.Sprintf("%s it %d %s $%.4f", e.Task, e.Iteration, e.Status, e.CostUSD)
+		return fmt.Sprintf("%s it %d %s $%.4f", task, e.Iteration, e.Status, e.CostUSD)
 	case EventRunEnded:
-		if e.Verdict != VerdictGreen {
+		switch {
+		case e.Verdict != VerdictGreen && attempts:
+			return fmt.Sprintf("%s %s: %s", task, e.Verdict, e.Why) // the task's end says the best attempt's
+		case e.Verdict != VerdictGreen:
 			return "" // its task's end says it
 		}
-		return fmt.Sprintf("%s green after %s (%s); to the merge queue", e.Task, plural(e.Iteration, "iteration"), e.Why)
+		return fmt.Sprintf("%s green after %s (%s); to the merge queue", task, plural(e.Iteration, "iteration"), e.Why)
 	case EventTaskMerged:
 		return fmt.Sprintf("%s merged as %s", e.Task, short(e.Commit))
 	case EventTaskBack:
-		return fmt.Sprintf("%s %s: %s; back to its loop (%d of %d runs left)", e.Task, e.Verdict, e.Why, e.TriesLeft, e.Tries)
+		return fmt.Sprintf("%s %s: %s; back to its loop (%d of %d runs left)", task, e.Verdict, e.Why, e.TriesLeft, e.Tries)
 	case EventTaskEnded:
 		if e.Verdict == VerdictMerged {
 			return ""
@@ -75,6 +91,7 @@ func eventJSON(e Event) map[string]any {
 	set("title", e.Title, e.Title != "")
 	set("run", e.Run, e.Run != "")
 	set("try", e.Try, e.Try > 0)
+	set("attempt", e.Attempt, e.Attempt > 0)
 	set("verdict", e.Verdict, e.Verdict != "")
 	set("why", e.Why, e.Why != "")
 	set("commit", e.Commit, e.Commit != "")
@@ -83,7 +100,7 @@ func eventJSON(e Event) map[string]any {
 	set("cost_usd", e.CostUSD, e.Kind == EventIteration)
 	if e.Kind == EventBatchStarted {
 		m["source"], m["target"], m["tasks"], m["parallel"] = e.Source, e.Target, e.Tasks, e.Parallel
-		m["retries"], m["integrate"] = e.Retries, e.Integrate
+		m["retries"], m["integrate"], m["attempts"] = e.Retries, e.Integrate, e.Attempts
 	}
 	if e.Kind == EventTaskBack {
 		m["runs_left"], m["runs"] = e.TriesLeft, e.Tries

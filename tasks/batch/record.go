@@ -13,7 +13,8 @@ import (
 const (
 	MetaTask    = "task"    // TaskStarted, TaskEnded, TaskMerged: the task's id in its source
 	MetaRun     = "run"     // the task's child run
-	MetaTry     = "try"     // TaskStarted: which run of the task, from 1
+	MetaTry     = "try"     // TaskStarted: which run of the attempt, from 1
+	MetaAttempt = "attempt" // TaskStarted: which attempt, from 1
 	MetaVerdict = "verdict" // TaskEnded: how the run (and, at the end, the task) ended
 	MetaFinal   = "final"   // TaskEnded: true when the task is over (false: it goes back to its loop)
 	MetaCommit  = "commit"  // TaskMerged: the target's new commit
@@ -42,6 +43,7 @@ func (b *Batch) recordStarted(ctx context.Context, n int) error {
 		Metadata: map[string]rtfs.Value{
 			"source": rtfs.String(b.o.Source.String()), "target": rtfs.String(b.o.Target.Branch()),
 			"tasks": rtfs.Int(int64(n)), "parallel": rtfs.Int(int64(b.o.Parallel)), "retries": rtfs.Int(int64(b.o.Retries)),
+			"attempts":  rtfs.Int(int64(max(b.o.Attempts, 1))),
 			"integrate": rtfs.String(b.o.Integrate), "dir": rtfs.String(b.o.Dir),
 		}})
 	b.startedID = id
@@ -50,11 +52,12 @@ func (b *Batch) recordStarted(ctx context.Context, n int) error {
 
 // recordTaskStarted records TaskStarted, linking the batch to the child
 // run that works on t.
-func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, run string, try int) error {
+func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, a *attempt, run string, try int) error {
 	_, err := b.record(ctx, &ledger.Action{Type: ledger.TaskStarted, FunctionName: t.task.ID, Success: true,
 		Metadata: map[string]rtfs.Value{
 			MetaTask: rtfs.String(t.task.ID), "title": rtfs.String(t.task.Title), "source": rtfs.String(b.o.Source.String()),
-			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), "branch": rtfs.String(t.branch),
+			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), MetaAttempt: rtfs.Int(int64(a.k)), "branch": rtfs.String(a.branch),
+			"checkout": rtfs.String(a.checkout.Dir()),
 		}})
 	return err
 }

@@ -2,46 +2,126 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ralphloop/ralph/loop"
 )
 
-// work takes one task to its end: its checkout, then runs of its loop
-// until one is green and the queue merges it, or a run ends otherwise, or
-// the queue sent it back more than Retries times. It returns an error only
-// when the batch cannot go on (the store refused a record).
+// attempt is one loop working on a task: with Attempts = K a task has K,
+// each in its own checkout on its own branch.
+type attempt struct {
+	k        int // from 1
+	branch   string
+	dir      string
+	checkout Checkout
+}
+
+// attemptEnd is how an attempt ended: its last run, and that run's
+// verdict (merged: the task is on the target as commit).
+type attemptEnd struct {
+	run, verdict, why, commit string
+}
+
+// attempts are t's attempts: one on ralph/<batch>/task/<ref> in
+// task/<ref>, or, with Attempts = K > 1, K on .../<ref>/<k> in
+// task/<ref>/<k>.
+func (b *Batch) attempts(t *taskState) []*attempt {
+	n := max(b.o.Attempts, 1)
+	dir := filepath.Join(b.o.Dir, "task", t.ref)
+	if n == 1 {
+		return []*attempt{{k: 1, branch: t.branch, dir: dir}}
+	}
+	out := make([]*attempt, n)
+	for i := range out {
+		k := strconv.Itoa(i + 1)
+		out[i] = &attempt{k: i + 1, branch: t.branch + "/" + k, dir: filepath.Join(dir, k)}
+	}
+	return out
+}
+
+// work takes one task to its end: its attempts run side by side; the
+// first one the queue merges wins and the others are cancelled
+// (superseded). It returns an error only when the batch cannot go on (the
+// store refused a record).
 func (b *Batch) work(ctx context.Context, t *taskState) error {
-	if t.checkout == nil {
-		c, err := b.o.Target.Checkout(ctx, filepath.Join(b.o.Dir, "task", t.ref), t.branch, b.o.Shared)
+	as := b.attempts(t)
+	if len(as) == 1 {
+		end, err := b.attempt(ctx, t, as[0])
 		if err != nil {
-			return b.end(ctx, t, "", VerdictError, fmt.Sprintf("make its checkout: %v", err))
+			return err
 		}
-		t.checkout = c
+		return b.endTask(ctx, t, end)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ends := make([]attemptEnd, len(as))
+	errs := make([]error, len(as))
+	var wg sync.WaitGroup
+	for i, a := range as {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ends[i], errs[i] = b.attempt(actx, t, a)
+			if ends[i].verdict == VerdictMerged {
+				cancel(&loop.Cancelled{By: loop.CancelSuperseded, Reason: fmt.Sprintf("attempt %d of task %s merged first", a.k, t.task.ID)})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return b.endTask(ctx, t, bestEnd(ends))
+}
+
+// bestEnd is the end a task with several attempts takes: the merged one,
+// else the one that got furthest (a conflict or a red re-run, then a
+// failure, a limit, an error, an abort), the first of equals.
+func bestEnd(ends []attemptEnd) attemptEnd {
+	rank := map[string]int{VerdictMerged: 0, VerdictConflict: 1, VerdictFailed: 2, VerdictStopped: 3, VerdictError: 4, VerdictAborted: 5, VerdictCancelled: 6}
+	best := ends[0]
+	for _, e := range ends[1:] {
+		if rank[e.verdict] < rank[best.verdict] {
+			best = e
+		}
+	}
+	return best
+}
+
+// attempt runs one attempt: its checkout, then runs of its loop until one
+// is green and the queue merges it, or a run ends otherwise, or the queue
+// sent it back more than Retries times. Each run ends with its TaskEnded.
+func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptEnd, error) {
+	if a.checkout == nil {
+		c, err := b.o.Target.Checkout(ctx, a.dir, a.branch, b.o.Shared)
+		if err != nil {
+			return b.endRun(ctx, t, "", VerdictError, fmt.Sprintf("make its checkout: %v", err), true)
+		}
+		a.checkout = c
 	}
 	back := ""
 	for try := 1; ; try++ {
-		cr := b.runChild(ctx, t, try, back)
+		cr := b.runChild(ctx, t, a, try, back)
 		b.account(t, cr)
-		verdict, why := runVerdict(cr)
-		b.emit(Event{Kind: EventRunEnded, Task: t.task.ID, Run: cr.id, Try: try, Verdict: verdict, Why: why, Iteration: iterations(cr)})
+		verdict, why := runVerdict(ctx, cr)
+		b.emit(Event{Kind: EventRunEnded, Task: t.task.ID, Run: cr.id, Try: try, Attempt: a.k, Verdict: verdict, Why: why, Iteration: iterations(cr)})
 		if verdict != VerdictGreen {
-			return b.end(ctx, t, cr.id, verdict, why)
+			return b.endRun(ctx, t, cr.id, verdict, why, true)
 		}
-		m := MergeRequest{Task: t.task, Checkout: t.checkout, Check: b.check.check, Body: []string{"Ralph-Batch: " + b.id, "Ralph-Run: " + cr.id}}
-		if b.o.Source.MarksInCheckout() {
-			m.Edit = func(ctx context.Context, dir string) error { return b.o.Source.MarkDone(ctx, dir, t.task) }
-		}
-		res, err := b.o.Merger.Merge(ctx, m)
-		if err != nil {
-			if ctx.Err() != nil {
-				return b.end(ctx, t, cr.id, VerdictAborted, "stopped while in the merge queue")
-			}
-			return b.end(ctx, t, cr.id, VerdictError, fmt.Sprintf("merge: %v", err))
-		}
-		if res.Outcome == Merged {
+		res, lost, err := b.merge(ctx, t, a, cr.id)
+		switch {
+		case lost:
+			return b.endRun(ctx, t, cr.id, VerdictCancelled, "another attempt of the task merged first", true)
+		case err != nil && ctx.Err() != nil:
+			return b.endRun(ctx, t, cr.id, VerdictAborted, "stopped while in the merge queue", true)
+		case err != nil:
+			return b.endRun(ctx, t, cr.id, VerdictError, fmt.Sprintf("merge: %v", err), true)
+		case res.Outcome == Merged:
 			return b.merged(ctx, t, cr.id, res.Commit)
 		}
 		verdict, why = VerdictConflict, conflictWhy(res)
@@ -49,36 +129,50 @@ func (b *Batch) work(ctx context.Context, t *taskState) error {
 			verdict, why = VerdictRed, "the conditions fail on the merged tree: "+firstLine(res.Evidence)
 		}
 		if try > b.o.Retries {
-			final := verdict
-			if final == VerdictRed {
-				final = VerdictFailed
+			if verdict == VerdictRed {
+				verdict = VerdictFailed
 			}
-			return b.end(ctx, t, cr.id, final, why)
+			return b.endRun(ctx, t, cr.id, verdict, why, true)
 		}
-		if err := b.recordTaskEnded(ctx, t, cr.id, verdict, why, false); err != nil {
-			return err
+		if _, err := b.endRun(ctx, t, cr.id, verdict, why, false); err != nil {
+			return attemptEnd{}, err
 		}
-		b.emit(Event{Kind: EventTaskBack, Task: t.task.ID, Run: cr.id, Try: try, Verdict: verdict, Why: why,
+		b.emit(Event{Kind: EventTaskBack, Task: t.task.ID, Run: cr.id, Try: try, Attempt: a.k, Verdict: verdict, Why: why,
 			TriesLeft: b.o.Retries + 1 - try, Tries: b.o.Retries + 1})
-		if back, err = b.o.Merger.Reset(ctx, t.checkout, res); err != nil {
-			return b.end(ctx, t, cr.id, VerdictError, fmt.Sprintf("move its checkout onto the target: %v", err))
+		if back, err = b.o.Merger.Reset(ctx, a.checkout, res); err != nil {
+			return b.endRun(ctx, t, cr.id, VerdictError, fmt.Sprintf("move its checkout onto the target: %v", err), true)
 		}
 		if ctx.Err() != nil {
-			return b.end(ctx, t, cr.id, VerdictAborted, "stopped before its next run")
+			return b.endRun(ctx, t, cr.id, VerdictAborted, "stopped before its next run", true)
 		}
 	}
 }
 
-// merged ends t as merged as commit: TaskMerged, a source outside the
-// repository told (MarkMerged), then its TaskEnded. A source that cannot
-// be told leaves the task merged, with why.
-func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) error {
-	if err := b.recordTaskMerged(ctx, t, run, commit); err != nil {
-		return err
+// merge offers an attempt's green work to the queue, unless another
+// attempt of the task has merged already (lost). One attempt of a task
+// is in the queue at a time, so only one can win.
+func (b *Batch) merge(ctx context.Context, t *taskState, a *attempt, run string) (res MergeResult, lost bool, err error) {
+	t.mergeMu.Lock()
+	defer t.mergeMu.Unlock()
+	if t.won {
+		return MergeResult{}, true, nil
 	}
-	b.mu.Lock()
-	t.commit = commit
-	b.mu.Unlock()
+	m := MergeRequest{Task: t.task, Checkout: a.checkout, Check: b.check.check, Body: []string{"Ralph-Batch: " + b.id, "Ralph-Run: " + run}}
+	if b.o.Source.MarksInCheckout() {
+		m.Edit = func(ctx context.Context, dir string) error { return b.o.Source.MarkDone(ctx, dir, t.task) }
+	}
+	res, err = b.o.Merger.Merge(ctx, m)
+	t.won = err == nil && res.Outcome == Merged
+	return res, false, err
+}
+
+// merged ends an attempt whose run the queue merged as commit: TaskMerged,
+// a source outside the repository told (MarkMerged), then its TaskEnded.
+// A source that cannot be told leaves the task merged, with why.
+func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) (attemptEnd, error) {
+	if err := b.recordTaskMerged(ctx, t, run, commit); err != nil {
+		return attemptEnd{}, err
+	}
 	b.emit(Event{Kind: EventTaskMerged, Task: t.task.ID, Title: t.task.Title, Run: run, Commit: commit})
 	why := ""
 	if !b.o.Source.MarksInCheckout() {
@@ -88,19 +182,22 @@ func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) er
 			b.o.Logger.Warn("a merged task's source was not told", "task", t.task.ID, "error", err)
 		}
 	}
-	return b.end(ctx, t, run, VerdictMerged, why)
+	end, err := b.endRun(ctx, t, run, VerdictMerged, why, true)
+	end.commit = commit
+	return end, err
 }
 
-// end ends t with verdict: its final TaskEnded, its state, the batch's
-// record.
-func (b *Batch) end(ctx context.Context, t *taskState, run, verdict, why string) error {
+// endRun records how one run of t ended (final: its attempt is over).
+func (b *Batch) endRun(ctx context.Context, t *taskState, run, verdict, why string, final bool) (attemptEnd, error) {
+	return attemptEnd{run: run, verdict: verdict, why: why}, b.recordTaskEnded(ctx, t, run, verdict, why, final)
+}
+
+// endTask ends t as end says: its state, its event, the batch's record.
+func (b *Batch) endTask(ctx context.Context, t *taskState, end attemptEnd) error {
 	b.mu.Lock()
-	t.state, t.why = verdict, why
+	t.state, t.why, t.commit = end.verdict, end.why, end.commit
 	b.mu.Unlock()
-	b.emit(Event{Kind: EventTaskEnded, Task: t.task.ID, Title: t.task.Title, Run: run, Verdict: verdict, Why: why, Commit: t.commit})
-	if err := b.recordTaskEnded(ctx, t, run, verdict, why, true); err != nil {
-		return err
-	}
+	b.emit(Event{Kind: EventTaskEnded, Task: t.task.ID, Title: t.task.Title, Run: end.run, Verdict: end.verdict, Why: end.why, Commit: end.commit})
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.saveRecord(ctx, loop.StateRunning, nil)
