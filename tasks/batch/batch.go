@@ -80,7 +80,7 @@ type Batch struct {
 	mu      sync.Mutex // guards tasks' states and the record
 	tasks   []*taskState
 	emitMu  sync.Mutex // one OnEvent at a time
-	aborted bool
+	resumed bool       // Resume, not Run
 }
 
 // taskState is where one task stands.
@@ -99,6 +99,9 @@ type taskState struct {
 	// says one merged, and the others have lost.
 	mergeMu sync.Mutex
 	won     bool
+	// prior is what the chain says of the task when the batch resumes
+	// (nil: it starts afresh).
+	prior *chainTask
 }
 
 const stateRunning = "running"
@@ -155,22 +158,33 @@ func (b *Batch) Run(ctx context.Context) (*Summary, error) {
 		return nil, &RefusedError{Err: err}
 	}
 	b.started = b.o.Now()
+	b.setTasks(ordered)
+	if err := b.recordStarted(ctx, len(ordered)); err != nil {
+		return nil, err
+	}
+	return b.runTasks(ctx)
+}
+
+// setTasks makes the batch's tasks, queued, in the order they run.
+func (b *Batch) setTasks(ordered []tasks.Task) {
 	b.goal = fmt.Sprintf("batch: %d tasks from %s", len(ordered), b.o.Source.String())
 	for _, t := range ordered {
 		ref := b.o.RefName(t.ID)
 		b.tasks = append(b.tasks, &taskState{task: t, ref: ref, branch: "ralph/" + b.id + "/task/" + ref, state: VerdictQueued})
 	}
-	if err := b.recordStarted(ctx, len(ordered)); err != nil {
-		return nil, err
-	}
+}
+
+// runTasks runs a started (or resumed) batch to its end: its record, its
+// start event, the tasks, the summary.
+func (b *Batch) runTasks(ctx context.Context) (*Summary, error) {
 	b.mu.Lock()
-	err = b.saveRecord(ctx, loop.StateRunning, nil)
+	err := b.saveRecord(ctx, loop.StateRunning, nil)
 	b.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	b.emit(Event{Kind: EventBatchStarted, Source: b.o.Source.String(), Target: b.o.Target.Branch(), Tasks: len(ordered),
-		Parallel: b.o.Parallel, Attempts: max(b.o.Attempts, 1), Retries: b.o.Retries, Integrate: b.o.Integrate})
+	b.emit(Event{Kind: EventBatchStarted, Source: b.o.Source.String(), Target: b.o.Target.Branch(), Tasks: len(b.tasks),
+		Parallel: b.o.Parallel, Attempts: max(b.o.Attempts, 1), Retries: b.o.Retries, Integrate: b.o.Integrate, Resumed: b.resumed})
 	if err := b.schedule(ctx); err != nil {
 		return nil, err
 	}

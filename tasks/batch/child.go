@@ -83,27 +83,62 @@ type childRun struct {
 	err error
 }
 
-// runChild builds and runs one run of t in its checkout, whose prompt
-// says back (the merge queue's news, "" for none); TaskStarted links it to
-// the batch before it starts.
-func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int, back string) childRun {
-	cr := childRun{id: loop.NewID()}
+// runChild builds and runs one run of attempt a of t in its checkout,
+// whose prompt says back (the merge queue's news, "" for none); or, when
+// resume names a run of the attempt that a killed batch left, that run:
+// judged as it ended when it did, else resumed. TaskStarted links the run
+// to the batch before it starts.
+func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int, back, resume string) childRun {
+	if resume != "" {
+		if out, ok := b.runEnd(resume); ok && out.Class != stop.ClassAbort {
+			return childRun{id: resume, out: out} // it ended; the batch died before it said so
+		}
+		cfg, err := b.snapshotConfig(resume)
+		if err != nil {
+			return childRun{id: resume, err: err}
+		}
+		return b.startChild(ctx, t, a, try, cfg, resume, true)
+	}
 	name := fmt.Sprintf("%s-%d.md", t.ref, try)
 	if max(b.o.Attempts, 1) > 1 {
 		name = fmt.Sprintf("%s-%d-%d.md", t.ref, a.k, try)
 	}
 	prompt := filepath.Join(b.o.Dir, "prompts", name)
 	if err := os.MkdirAll(filepath.Dir(prompt), 0o700); err != nil {
-		cr.err = fmt.Errorf("write the task's prompt: %w", err)
-		return cr
+		return childRun{err: fmt.Errorf("write the task's prompt: %w", err)}
 	}
 	if err := os.WriteFile(prompt, []byte(TaskPrompt(b.prompt, t.task, back)), 0o600); err != nil {
-		cr.err = fmt.Errorf("write the task's prompt: %w", err)
-		return cr
+		return childRun{err: fmt.Errorf("write the task's prompt: %w", err)}
 	}
-	cfg := childConfig(b.o.Config, filepath.Join(a.checkout.Dir(), b.rel), prompt)
+	return b.startChild(ctx, t, a, try, childConfig(b.o.Config, filepath.Join(a.checkout.Dir(), b.rel), prompt), loop.NewID(), false)
+}
+
+// snapshotConfig is the config run was started with (its RunStarted's
+// snapshot), which its resume runs with.
+func (b *Batch) snapshotConfig(run string) (*config.Config, error) {
+	acts, err := b.o.Store.ByRun(run)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range acts {
+		if a.Type == ledger.RunStarted {
+			cfg, err := config.Parse([]byte(a.Metadata["config"].Str()), "run "+run+" config snapshot", nil)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Store.Dir = b.o.StoreDir
+			return cfg, nil
+		}
+	}
+	return nil, fmt.Errorf("run %s has no RunStarted on the chain, so it cannot resume", run)
+}
+
+// startChild builds the run id of cfg (resumed: it continues from its
+// last completed iteration), records its TaskStarted, and runs it.
+func (b *Batch) startChild(ctx context.Context, t *taskState, a *attempt, try int, cfg *config.Config, id string, resumed bool) childRun {
+	cr := childRun{id: id}
 	rs, err := assemble.NewRun(ctx, cfg, assemble.RunOptions{
-		Open: func() (*ledger.Store, error) { return b.o.Store, nil }, Dir: b.o.StoreDir, RunID: cr.id,
+		Open: func() (*ledger.Store, error) { return b.o.Store, nil }, Dir: b.o.StoreDir, RunID: id, Resume: resumed,
 		Hidden: b.o.Hidden, StoreMoved: b.o.StoreMoved, EngineOptions: assemble.EngineOptions{SharedStore: true}})
 	if err != nil {
 		cr.err = err
@@ -118,11 +153,11 @@ func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int,
 		cr.err = err
 		return cr
 	}
-	if err := b.recordTaskStarted(ctx, t, a, cr.id, try); err != nil {
+	if err := b.recordTaskStarted(ctx, t, a, id, try, resumed); err != nil {
 		cr.err = err
 		return cr
 	}
-	b.emit(Event{Kind: EventTaskStarted, Task: t.task.ID, Title: t.task.Title, Run: cr.id, Try: try, Attempt: a.k})
+	b.emit(Event{Kind: EventTaskStarted, Task: t.task.ID, Title: t.task.Title, Run: id, Try: try, Attempt: a.k, Resumed: resumed})
 	cr.out, cr.err = b.follow(ctx, t, a.k, runner)
 	return cr
 }

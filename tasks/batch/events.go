@@ -59,6 +59,7 @@ type Event struct {
 	Source, Target   string
 	Tasks, Parallel  int
 	Attempts         int
+	Resumed          bool // EventBatchStarted: the batch resumes; EventTaskStarted: the run resumes
 	Retries          int
 	Integrate        string
 	TriesLeft, Tries int // EventTaskBack: runs left, of how many

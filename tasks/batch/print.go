@@ -52,9 +52,16 @@ func eventLine(e Event, attempts bool) string {
 		if e.Attempts > 1 {
 			each = fmt.Sprintf(", %d attempts each", e.Attempts)
 		}
-		return fmt.Sprintf("batch %s: %s from %s onto %s, %d at a time (%s, %s%s)", e.Batch, plural(e.Tasks, "task"), e.Source, e.Target,
+		verb := ""
+		if e.Resumed {
+			verb = " resumed"
+		}
+		return fmt.Sprintf("batch %s%s: %s from %s onto %s, %d at a time (%s, %s%s)", e.Batch, verb, plural(e.Tasks, "task"), e.Source, e.Target,
 			e.Parallel, e.Integrate, plural(e.Retries, "retry"), each)
 	case EventTaskStarted:
+		if e.Resumed {
+			return fmt.Sprintf("%s resumed: %s (run %s, try %d)", task, e.Title, e.Run, e.Try)
+		}
 		return fmt.Sprintf("%s started: %s (run %s, try %d)", task, e.Title, e.Run, e.Try)
 	case EventIteration:
 		return fmt.Sprintf("%s it %d %s $%.4f", task, e.Iteration, e.Status, e.CostUSD)
@@ -92,6 +99,7 @@ func eventJSON(e Event) map[string]any {
 	set("run", e.Run, e.Run != "")
 	set("try", e.Try, e.Try > 0)
 	set("attempt", e.Attempt, e.Attempt > 0)
+	set("resumed", true, e.Resumed)
 	set("verdict", e.Verdict, e.Verdict != "")
 	set("why", e.Why, e.Why != "")
 	set("commit", e.Commit, e.Commit != "")

@@ -43,8 +43,8 @@ func (b *Batch) recordStarted(ctx context.Context, n int) error {
 		Metadata: map[string]rtfs.Value{
 			"source": rtfs.String(b.o.Source.String()), "target": rtfs.String(b.o.Target.Branch()),
 			"tasks": rtfs.Int(int64(n)), "parallel": rtfs.Int(int64(b.o.Parallel)), "retries": rtfs.Int(int64(b.o.Retries)),
-			"attempts":  rtfs.Int(int64(max(b.o.Attempts, 1))),
-			"integrate": rtfs.String(b.o.Integrate), "dir": rtfs.String(b.o.Dir),
+			"attempts": rtfs.Int(int64(max(b.o.Attempts, 1))), "shared": rtfs.Bool(b.o.Shared),
+			"integrate": rtfs.String(b.o.Integrate), "dir": rtfs.String(b.o.Dir), "config": rtfs.String(b.o.Config.Snapshot()),
 		}})
 	b.startedID = id
 	return err
@@ -52,18 +52,19 @@ func (b *Batch) recordStarted(ctx context.Context, n int) error {
 
 // recordTaskStarted records TaskStarted, linking the batch to the child
 // run that works on t.
-func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, a *attempt, run string, try int) error {
+func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, a *attempt, run string, try int, resumed bool) error {
 	_, err := b.record(ctx, &ledger.Action{Type: ledger.TaskStarted, FunctionName: t.task.ID, Success: true,
 		Metadata: map[string]rtfs.Value{
 			MetaTask: rtfs.String(t.task.ID), "title": rtfs.String(t.task.Title), "source": rtfs.String(b.o.Source.String()),
 			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), MetaAttempt: rtfs.Int(int64(a.k)), "branch": rtfs.String(a.branch),
-			"checkout": rtfs.String(a.checkout.Dir()),
+			"checkout": rtfs.String(a.checkout.Dir()), "resumed": rtfs.Bool(resumed),
 		}})
 	return err
 }
 
 // recordTaskEnded records how one child run of t ended, with the queue's
-// answer when it got that far; final says the task is over.
+// answer when it got that far; final says its attempt is over (false: it
+// goes back to its loop).
 func (b *Batch) recordTaskEnded(ctx context.Context, t *taskState, run, verdict, why string, final bool) error {
 	a := &ledger.Action{Type: ledger.TaskEnded, FunctionName: t.task.ID, Success: verdict == VerdictMerged,
 		Metadata: map[string]rtfs.Value{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,9 +105,16 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		}
 		a.checkout = c
 	}
-	back := ""
-	for try := 1; ; try++ {
-		cr := b.runChild(ctx, t, a, try, back)
+	try, resume, back, end, err := b.resumePoint(ctx, t, a)
+	switch {
+	case err != nil:
+		return b.endRun(ctx, t, "", VerdictError, fmt.Sprintf("move its checkout onto the target: %v", err), true)
+	case end != nil:
+		return *end, nil
+	}
+	for ; ; try++ {
+		cr := b.runChild(ctx, t, a, try, back, resume)
+		resume = ""
 		b.account(t, cr)
 		verdict, why := runVerdict(ctx, cr)
 		b.emit(Event{Kind: EventRunEnded, Task: t.task.ID, Run: cr.id, Try: try, Attempt: a.k, Verdict: verdict, Why: why, Iteration: iterations(cr)})
@@ -207,7 +215,9 @@ func (b *Batch) endTask(ctx context.Context, t *taskState, end attemptEnd) error
 func (b *Batch) account(t *taskState, cr childRun) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	t.runs = append(t.runs, cr.id)
+	if !slices.Contains(t.runs, cr.id) {
+		t.runs = append(t.runs, cr.id)
+	}
 	if cr.out != nil {
 		t.iterations += cr.out.Iterations
 		t.cost += cr.out.CostUSD
