@@ -401,3 +401,17 @@ func TestAttempts(t *testing.T) {
 		t.Fatalf("the losing attempt's run ended %q", loser)
 	}
 }
+
+// A plan finds its task in its context (:task ctx), from [intent] params.
+func TestPlanSeesItsTask(t *testing.T) {
+	t.Parallel()
+	cfg := "[plan]\nrtfs = '(do (step \"w\" (call :fs.write {:path (str (:id (:task ctx)) \".txt\") :content (first (:criteria (:task ctx)))})))'\n" +
+		"[loop]\ncheckpoints = false\n[[stop]]\nkind = \"file_exists\"\npath = \"US-7.txt\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
+	f := newFixture(t, cfg, task("US-7"))
+	o := f.options(t)
+	s := run(t, context.Background(), o)
+	b, err := os.ReadFile(filepath.Join(o.Dir, "task", "US-7", "US-7.txt"))
+	if s.ExitCode != 0 || err != nil || string(b) != "criterion of US-7" {
+		t.Fatalf("exit %d; the plan wrote %q (%v)", s.ExitCode, b, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,13 +18,27 @@ import (
 	"github.com/ralphloop/ralph/tasks"
 )
 
-// childConfig is cfg for one run of a task: its workdir in the task's
-// checkout and its prompt the task's prompt file. Everything else (the
-// agent, the stop conditions, governance, the sandbox) is the loop's.
-func childConfig(cfg *config.Config, workdir, prompt string) *config.Config {
+// childConfig is cfg for one run of task t: its workdir in the task's
+// checkout, its prompt the task's prompt file, and, for plans, the task in
+// [intent] params as task ({:id :title :text :criteria} in the plan's
+// context) unless the loop's params name a task of their own. Everything
+// else (the agent, the stop conditions, governance, the sandbox) is the
+// loop's.
+func childConfig(cfg *config.Config, t tasks.Task, workdir, prompt string) *config.Config {
 	c := *cfg
 	c.Loop.Workdir = workdir
 	c.Intent.PromptFile = prompt
+	if _, ok := cfg.Intent.Params[ParamTask]; !ok {
+		c.Intent.Params = maps.Clone(cfg.Intent.Params)
+		if c.Intent.Params == nil {
+			c.Intent.Params = map[string]any{}
+		}
+		criteria := make([]any, len(t.Criteria))
+		for i, s := range t.Criteria {
+			criteria[i] = s
+		}
+		c.Intent.Params[ParamTask] = map[string]any{"id": t.ID, "title": t.Title, "text": t.Text, "criteria": criteria}
+	}
 	if cfg.Agent != nil {
 		a := *cfg.Agent
 		a.PromptFile = prompt
@@ -34,6 +49,9 @@ func childConfig(cfg *config.Config, workdir, prompt string) *config.Config {
 	c.Tasks = nil // a task's run is a run, not a batch
 	return &c
 }
+
+// ParamTask is the [intent] params key a task's run finds its task under.
+const ParamTask = "task"
 
 // TaskPrompt is a task's prompt: the loop's own (its PROMPT.md, or its
 // goal when it has none), then the task's id, title, description and
@@ -110,7 +128,7 @@ func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int,
 	if err := os.WriteFile(prompt, []byte(TaskPrompt(b.prompt, t.task, back)), 0o600); err != nil {
 		return childRun{err: fmt.Errorf("write the task's prompt: %w", err)}
 	}
-	return b.startChild(ctx, t, a, try, childConfig(b.o.Config, filepath.Join(a.checkout.Dir(), b.rel), prompt), loop.NewID(), false)
+	return b.startChild(ctx, t, a, try, childConfig(b.o.Config, t.task, filepath.Join(a.checkout.Dir(), b.rel), prompt), loop.NewID(), false)
 }
 
 // snapshotConfig is the config run was started with (its RunStarted's

@@ -87,4 +87,6 @@ type MergeResult struct {
 	Commit    string   // the target's new commit (Merged)
 	Evidence  string   // the conflict or the failing conditions (Conflicted, Red)
 	Conflicts []string // the conflicting paths (Conflicted)
+
+	raw any // the queue's own answer, which its Reset takes back
 }

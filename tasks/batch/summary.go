@@ -64,7 +64,10 @@ func (b *Batch) finish(ctx context.Context) (*Summary, error) {
 		s.State, s.Class, s.ExitCode = loop.StateStopped, stop.ClassLimit, loop.ExitLimit
 	}
 	s.Reason = countLine(count, len(b.tasks))
-	s.Take = fmt.Sprintf("git merge --ff-only %s", s.Target)
+	s.Take = "git merge --ff-only " + s.Target
+	if tk, ok := b.o.Target.(interface{ Take() string }); ok {
+		s.Take = tk.Take()
+	}
 	if err := b.saveRecord(ctx, s.State, s); err != nil {
 		return nil, err
 	}
