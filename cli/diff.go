@@ -7,20 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ralphloop/ralph/internal/gitx"
 	"github.com/ralphloop/ralph/loop"
 )
-
-// iterationDiff is one iteration's change, as ralph diff --json prints it.
-type iterationDiff struct {
-	RunID     string          `json:"run_id"`
-	Iteration int             `json:"iteration"`
-	From      string          `json:"from"` // the checkpoint before it
-	To        string          `json:"to"`   // its own checkpoint
-	Added     int             `json:"added"`
-	Deleted   int             `json:"deleted"`
-	Files     []gitx.FileStat `json:"files"`
-}
 
 // diffFlags are ralph diff's flags.
 type diffFlags struct {
@@ -114,9 +102,9 @@ func (f *diffFlags) writeIteration(cmd *cobra.Command, w *bufio.Writer, rc *loop
 		}
 		return nil
 	}
-	d, err := diffOf(cmd, repo, rc.RunID, n, cs[0], cs[1])
+	d, err := rc.Change(ctx, n)
 	if err != nil {
-		return err
+		return commandError(err)
 	}
 	if f.asJSON {
 		b, _ := json.Marshal(d) // strings and numbers cannot fail to marshal
@@ -133,22 +121,6 @@ func (f *diffFlags) writeIteration(cmd *cobra.Command, w *bufio.Writer, rc *loop
 	}
 	fmt.Fprintln(w)
 	return nil
-}
-
-func diffOf(cmd *cobra.Command, repo *gitx.Repo, runID string, n int, from, to string) (iterationDiff, error) {
-	files, err := repo.DiffStat(cmd.Context(), from, to)
-	if err != nil {
-		return iterationDiff{}, exitError(ExitFailure, err)
-	}
-	d := iterationDiff{RunID: runID, Iteration: n, From: from, To: to, Files: files}
-	if d.Files == nil {
-		d.Files = []gitx.FileStat{}
-	}
-	for _, f := range files {
-		d.Added += f.Added
-		d.Deleted += f.Deleted
-	}
-	return d, nil
 }
 
 func short(h string) string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -107,24 +106,11 @@ func (s storeSource) Control(ctx context.Context, r *mcpserver.Run, do string) e
 
 // Diff reads the run's checkpoints of iterations it-1 and it.
 func (s storeSource) Diff(ctx context.Context, r *mcpserver.Run, acts []ledger.Action, it int) ([]gitx.FileStat, string, string) {
-	rc, err := loop.ReadCheckpoints(r.ID, acts)
-	var repo *gitx.Repo
-	var cs []string
-	var files []gitx.FileStat
-	if err == nil {
-		repo, cs, err = rc.Need(ctx, it-1, it)
-	}
-	if err == nil {
-		files, err = repo.DiffStat(ctx, cs[0], cs[1])
-	}
-	var b strings.Builder
-	if err == nil {
-		err = repo.Diff(ctx, &b, cs[0], cs[1], false, false)
-	}
+	files, diff, err := loop.IterationDiff(ctx, r.ID, acts, it)
 	if err != nil {
 		return nil, "", err.Error()
 	}
-	return files, b.String(), ""
+	return files, diff, ""
 }
 
 // runOf finds the run id names in st (a unique prefix will do); st is
@@ -175,7 +161,7 @@ func (f fleetSource) Run(ctx context.Context, id string) (*mcpserver.Run, error)
 		return nil, err
 	}
 	fr := st.(fleet.RunReader)
-	r.Record, r.Live, r.Handle = fleetRecord(fr.Run), fr.Run.State == fleet.StateRunning, fr
+	r.Record, r.Live, r.Handle = fr.Run.Record(), fr.Run.State == fleet.StateRunning, fr
 	return r, nil
 }
 
@@ -191,7 +177,7 @@ func (f fleetSource) Runs(ctx context.Context) ([]loop.RunRecord, error) {
 	}
 	out := []loop.RunRecord{}
 	for _, s := range states {
-		out = append(out, fleetRecord(s))
+		out = append(out, s.Record())
 	}
 	return out, nil
 }
@@ -210,14 +196,4 @@ func (f fleetSource) Control(ctx context.Context, r *mcpserver.Run, do string) e
 
 func (f fleetSource) Diff(_ context.Context, r *mcpserver.Run, _ []ledger.Action, _ int) ([]gitx.FileStat, string, string) {
 	return nil, "", "a fleet run's checkpoints are commits on its branch ralph/" + r.ID + " in the workspace's repository, not here"
-}
-
-// fleetRecord is a fleet run's state as a run record.
-func fleetRecord(s fleet.RunState) loop.RunRecord {
-	r := loop.RunRecord{ID: s.RunID, State: s.State, Goal: s.Goal, Class: s.Class, Condition: s.Condition, Reason: s.Reason,
-		Iterations: s.Iteration, CostUSD: s.CostUSD, Tokens: s.Tokens}
-	if !s.Started.IsZero() {
-		r.Started = s.Started.UTC().Format(time.RFC3339)
-	}
-	return r
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -75,7 +74,7 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 				b, _ := json.Marshal(rep) // plain strings, bools and ints: cannot fail
 				err = writeOut(cmd.OutOrStdout(), string(b)+"\n")
 			} else {
-				err = writeOut(cmd.OutOrStdout(), formatPredicate(rep))
+				err = writeOut(cmd.OutOrStdout(), rep.Text())
 			}
 			if err != nil {
 				return err
@@ -91,23 +90,6 @@ Exit status: 0 when it holds, 1 when it does not, 2 for a bad predicate or run.`
 	addNATSAuthFlags(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
-}
-
-func formatPredicate(rep serve.PredicateReport) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%t\n", rep.Holds)
-	for _, e := range rep.Evidence {
-		fmt.Fprintf(&b, "  (%s) → %t", e.Query, e.Holds)
-		if e.Seq != 0 {
-			fmt.Fprintf(&b, "  seq %d %s", e.Seq, e.ActionID)
-		}
-		b.WriteByte('\n')
-	}
-	if rep.FirstSeq != 0 {
-		fmt.Fprintf(&b, "first held after %s\n", rep.FirstWhat)
-	}
-	fmt.Fprintf(&b, "%d actions read\n", rep.Actions)
-	return b.String()
 }
 
 func newHistoryCmd() *cobra.Command {

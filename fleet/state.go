@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ralphloop/ralph/loop"
 )
 
 // Run states. A run is queued until a worker starts it, running while a
@@ -74,6 +76,17 @@ type RunState struct {
 	Submitted  time.Time `json:"submitted"`
 	Started    time.Time `json:"started,omitzero"`
 	Updated    time.Time `json:"updated"`
+}
+
+// Record is the run's state as a store's run record (what `ralph mcp`
+// lists for a fleet).
+func (s RunState) Record() loop.RunRecord {
+	r := loop.RunRecord{ID: s.RunID, State: s.State, Goal: s.Goal, Class: s.Class, Condition: s.Condition, Reason: s.Reason,
+		Iterations: s.Iteration, CostUSD: s.CostUSD, Tokens: s.Tokens}
+	if !s.Started.IsZero() {
+		r.Started = s.Started.UTC().Format(time.RFC3339)
+	}
+	return r
 }
 
 // ErrStale is PutState's error when the run's state was written by a

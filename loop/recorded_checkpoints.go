@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/ralphloop/ralph/config"
@@ -160,4 +161,67 @@ func (w *Worktrees) Dir(ctx context.Context, n int) (string, func(), error) {
 		os.RemoveAll(tmp)
 	}
 	return tree, release, nil
+}
+
+// IterationChange is one iteration's change, as ralph diff --json prints
+// it.
+type IterationChange struct {
+	RunID     string          `json:"run_id"`
+	Iteration int             `json:"iteration"`
+	From      string          `json:"from"` // the checkpoint before it
+	To        string          `json:"to"`   // its own checkpoint
+	Added     int             `json:"added"`
+	Deleted   int             `json:"deleted"`
+	Files     []gitx.FileStat `json:"files"` // never nil
+}
+
+// Change is what iteration n changed: the files between the checkpoints
+// of iterations n-1 and n, with their lines added and deleted.
+func (rc *RunCheckpoints) Change(ctx context.Context, n int) (IterationChange, error) {
+	repo, cs, err := rc.Need(ctx, n-1, n)
+	if err != nil {
+		return IterationChange{}, err
+	}
+	return rc.change(ctx, repo, n, cs[0], cs[1])
+}
+
+// change is Change of iteration n, whose checkpoints from and to are in
+// repo.
+func (rc *RunCheckpoints) change(ctx context.Context, repo *gitx.Repo, n int, from, to string) (IterationChange, error) {
+	files, err := repo.DiffStat(ctx, from, to)
+	if err != nil {
+		return IterationChange{}, err
+	}
+	c := IterationChange{RunID: rc.RunID, Iteration: n, From: from, To: to, Files: files}
+	if c.Files == nil {
+		c.Files = []gitx.FileStat{}
+	}
+	for _, f := range files {
+		c.Added += f.Added
+		c.Deleted += f.Deleted
+	}
+	return c, nil
+}
+
+// IterationDiff is what iteration it of run runID changed, from the
+// checkpoints acts record: the files with their line counts, and the
+// diff between the checkpoints of iterations it-1 and it.
+func IterationDiff(ctx context.Context, runID string, acts []ledger.Action, it int) ([]gitx.FileStat, string, error) {
+	rc, err := ReadCheckpoints(runID, acts)
+	if err != nil {
+		return nil, "", err
+	}
+	repo, cs, err := rc.Need(ctx, it-1, it)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := rc.change(ctx, repo, it, cs[0], cs[1])
+	if err != nil {
+		return nil, "", err
+	}
+	var b strings.Builder
+	if err := repo.Diff(ctx, &b, cs[0], cs[1], false, false); err != nil {
+		return nil, "", err
+	}
+	return c.Files, b.String(), nil
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/stop"
@@ -45,4 +46,24 @@ func EvalPredicate(ctx context.Context, pred *stop.Predicate, acts []ledger.Acti
 	}
 	rep.Holds, rep.Evidence, err = b.Explain(ctx)
 	return rep, err
+}
+
+// Text is the report as `ralph predicate` prints it: whether the predicate
+// holds, each audit query with its answer and the action that gave it,
+// the action after which it first held, and how many actions were read.
+func (rep PredicateReport) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%t\n", rep.Holds)
+	for _, e := range rep.Evidence {
+		fmt.Fprintf(&b, "  (%s) → %t", e.Query, e.Holds)
+		if e.Seq != 0 {
+			fmt.Fprintf(&b, "  seq %d %s", e.Seq, e.ActionID)
+		}
+		b.WriteByte('\n')
+	}
+	if rep.FirstSeq != 0 {
+		fmt.Fprintf(&b, "first held after %s\n", rep.FirstWhat)
+	}
+	fmt.Fprintf(&b, "%d actions read\n", rep.Actions)
+	return b.String()
 }
