@@ -29,18 +29,7 @@ type runSetupOptions struct {
 // removed again when a usage error stops it, so a bad config leaves
 // nothing behind.
 func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*assemble.Run, error) {
-	if o.Provider != "" {
-		cfg.Model.Provider = o.Provider
-	}
-	if o.Model != "" {
-		cfg.Model.Model = o.Model
-	}
-	if o.Sandbox != "" { // part of the config, so the run's snapshot (and resume) keeps it
-		cfg.SetSandboxMode(o.Sandbox)
-	}
-	if o.MaxIterations > 0 { // part of the config, so the run's snapshot (and resume) keeps it
-		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: stop.KindMaxIterations, Max: o.MaxIterations})
-	}
+	applyRunFlags(cfg, o)
 	dir, moved, err := assemble.StorePlace(cfg, storeDir(o.Store, cfg), o.Store != "")
 	if err != nil {
 		return nil, setupError(err)
@@ -51,6 +40,23 @@ func setupRun(ctx context.Context, cfg *config.Config, o runSetupOptions) (*asse
 		return nil, setupError(err)
 	}
 	return rs, nil
+}
+
+// applyRunFlags puts a command's flags into cfg, so the run's snapshot
+// (and its resume) keeps them.
+func applyRunFlags(cfg *config.Config, o runSetupOptions) {
+	if o.Provider != "" {
+		cfg.Model.Provider = o.Provider
+	}
+	if o.Model != "" {
+		cfg.Model.Model = o.Model
+	}
+	if o.Sandbox != "" {
+		cfg.SetSandboxMode(o.Sandbox)
+	}
+	if o.MaxIterations > 0 {
+		cfg.Stop = append(cfg.Stop, config.Stop{Name: "--max-iterations", Kind: stop.KindMaxIterations, Max: o.MaxIterations})
+	}
 }
 
 // storeOpener opens the store at dir (where --store, RALPH_STORE or
