@@ -40,7 +40,7 @@ func Order(ts []Task) ([]Task, error) {
 		}
 	}
 	heap.Init(h)
-	var out []Task
+	out := make([]Task, 0, len(ts))
 	for h.Len() > 0 {
 		i := heap.Pop(h).(int)
 		out = append(out, ts[i])
@@ -80,13 +80,13 @@ func Ready(ts []Task, done map[string]bool) []Task {
 			out = append(out, t)
 		}
 	}
-	slices.SortStableFunc(out, compareTasks)
+	slices.SortStableFunc(out, func(a, b Task) int { return compareTasks(&a, &b) })
 	return out
 }
 
 // compareTasks ranks ready tasks: with a priority before without, lower
 // priority first, then source order, then id.
-func compareTasks(a, b Task) int {
+func compareTasks(a, b *Task) int {
 	if a.HasPriority != b.HasPriority {
 		if a.HasPriority {
 			return -1
@@ -111,7 +111,7 @@ type readyHeap struct {
 }
 
 func (h *readyHeap) Len() int           { return len(h.idx) }
-func (h *readyHeap) Less(i, j int) bool { return compareTasks(h.ts[h.idx[i]], h.ts[h.idx[j]]) < 0 }
+func (h *readyHeap) Less(i, j int) bool { return compareTasks(&h.ts[h.idx[i]], &h.ts[h.idx[j]]) < 0 }
 func (h *readyHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
 func (h *readyHeap) Push(x any)         { h.idx = append(h.idx, x.(int)) }
 func (h *readyHeap) Pop() any {
