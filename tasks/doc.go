@@ -5,4 +5,11 @@
 // target branch only when its success conditions hold on the merged tree.
 //
 // The batch runner that runs a task as a child run is tasks/batch.
+//
+// Sources: each is one row of Kinds, and nothing outside this package
+// compares a source's name. A source is read by List and written only by
+// MarkDone; a file source's file lies inside the repository, and marking
+// a task done rewrites only that task's bytes of it ("passes", a box),
+// through a temporary file renamed over it. Bad input is an *Error at its
+// file:line:col. A GitHub token is never logged or part of an error.
 package tasks
