@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ralphloop/ralph/internal/gitx"
 )
@@ -61,6 +63,30 @@ func (r *benchRepo) change(dir string, i int) {
 	r.write(dir, name, strings.Replace(src, "// line 7 ", fmt.Sprintf("// task %d, line 7 ", i), 1))
 }
 
+// childCPU is the CPU time (user and system) of this process's children
+// that have ended: the git processes a benchmark ran. Unlike the wall
+// time it hardly moves with the machine's load.
+func childCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// gitCPU sums the children's CPU time over the timed parts of a
+// benchmark and reports it per operation as git-cpu-ms/op.
+type gitCPU struct {
+	b          *testing.B
+	start, sum time.Duration
+}
+
+func (g *gitCPU) startTimer() { g.b.StartTimer(); g.start = childCPU(g.b) }
+func (g *gitCPU) stopTimer()  { g.sum += childCPU(g.b) - g.start; g.b.StopTimer() }
+func (g *gitCPU) report() {
+	g.b.ReportMetric(float64(g.sum)/float64(time.Millisecond)/float64(g.b.N), "git-cpu-ms/op")
+}
+
 // BenchmarkMergeQueue is the queue's own cost per merged task, as in a
 // batch whose tasks run in parallel: each task starts from the target's
 // tip before the previous task landed, so the target has moved by one
@@ -86,6 +112,7 @@ func BenchmarkMergeQueue(b *testing.B) {
 			c := r.checkout(tg, "ralph/bench/task/t", false)
 			r.move(tg.Ref) // a task landed before the first one timed
 			started := tg.Start
+			g := &gitCPU{b: b}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -99,12 +126,14 @@ func BenchmarkMergeQueue(b *testing.B) {
 				if bc.edit {
 					m.Edit = markDone(id)
 				}
-				b.StartTimer()
+				g.startTimer()
 				res, err := q.Merge(ctx, m)
+				g.stopTimer()
 				if err != nil || res.Outcome != Merged {
 					b.Fatalf("merge %d: %+v, %v", i, res, err)
 				}
 			}
+			g.report()
 		})
 	}
 }
@@ -124,6 +153,7 @@ func BenchmarkGitRebase(b *testing.B) {
 			task := filepath.Join(r.home, "task")
 			r.git(r.dir, "worktree", "add", "-q", "-b", "task", task, "onto")
 			args := []string{"-c", "maintenance.auto=false", "rebase", "-q", "onto"}
+			g := &gitCPU{b: b}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -132,7 +162,7 @@ func BenchmarkGitRebase(b *testing.B) {
 				r.change(task, i)
 				r.git(task, "commit", "-q", "-am", fmt.Sprintf("task %d", i))
 				r.move("refs/heads/onto")
-				b.StartTimer()
+				g.startTimer()
 				var err error
 				if how == "gitx" {
 					_, err = gitx.Cmd{Dir: task, Args: args, Env: ralphIdentity}.Run(ctx)
@@ -141,10 +171,12 @@ func BenchmarkGitRebase(b *testing.B) {
 					cmd.Dir, cmd.Env = task, append(gitx.Env(), ralphIdentity...)
 					err = cmd.Run()
 				}
+				g.stopTimer()
 				if err != nil {
 					b.Fatalf("rebase %d: %v", i, err)
 				}
 			}
+			g.report()
 		})
 	}
 }
