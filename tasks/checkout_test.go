@@ -1,9 +1,11 @@
 package tasks
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -151,5 +153,30 @@ func TestCheckoutOddIDs(t *testing.T) {
 		if got := f.git(c.Dir, "symbolic-ref", "HEAD"); got != c.Ref {
 			t.Fatalf("id %q: checkout on %s", id, got)
 		}
+	}
+}
+
+// A batch makes its tasks' checkouts from several goroutines at once.
+func TestCheckoutsAtOnce(t *testing.T) {
+	f := newRepoFixture(t)
+	tg := f.target("ralph/b/merged")
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = tg.Checkout(f.ctx, filepath.Join(f.home, "at-once", fmt.Sprint(i)), fmt.Sprintf("ralph/b/task/%d", i), i%2 == 0)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("checkout %d: %v", i, err)
+		}
+	}
+	if refs := f.git(f.dir, "for-each-ref", "--format=%(refname)", "refs/ralph/base/"); strings.Count(refs, "\n")+1 != n {
+		t.Fatalf("base refs:\n%s", refs)
 	}
 }
