@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckoutWorktree(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	f.dirtyUser()
 	before := f.userState()
@@ -54,6 +55,7 @@ func TestCheckoutWorktree(t *testing.T) {
 // A checkout whose directory went (a killed batch, a cleaned temp dir)
 // is made again on its branch, with the branch's commits.
 func TestCheckoutAgainAfterItsDirectoryWent(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b/merged")
 	c := f.checkout(tg, "ralph/b/task/2", false)
@@ -73,6 +75,7 @@ func TestCheckoutAgainAfterItsDirectoryWent(t *testing.T) {
 }
 
 func TestCheckoutRefusals(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b/merged")
 	notOurs := filepath.Join(f.home, "full")
@@ -102,6 +105,7 @@ func TestCheckoutRefusals(t *testing.T) {
 }
 
 func TestCheckoutShared(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	f.dirtyUser()
 	before := f.userState()
@@ -142,6 +146,7 @@ func TestCheckoutShared(t *testing.T) {
 }
 
 func TestCheckoutOddIDs(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b/merged")
 	for _, id := range []string{"US 001", "ä/ö:ü", "x..y", "fix~1^2", "tail.lock", "@{-1}", "#42 [bug]"} {
@@ -158,6 +163,7 @@ func TestCheckoutOddIDs(t *testing.T) {
 
 // A batch makes its tasks' checkouts from several goroutines at once.
 func TestCheckoutsAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b/merged")
 	const n = 6

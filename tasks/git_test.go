@@ -11,9 +11,10 @@ import (
 	"github.com/ralphloop/ralph/internal/testenv"
 )
 
-// repoFixture is a user's repository in a temporary directory, with a
-// home of its own: no configuration of the machine's is read, and git
-// knows no identity (user.useConfigOnly), so ralph supplies its own.
+// repoFixture is a user's repository in a temporary directory of its
+// own. The package's tests share one home (TestMain): no configuration of
+// the machine's is read, and git knows no identity (user.useConfigOnly),
+// so ralph supplies its own.
 type repoFixture struct {
 	tb   testing.TB
 	ctx  context.Context
@@ -41,13 +42,7 @@ func newRepoFixture(tb testing.TB) *repoFixture {
 	tb.Helper()
 	testenv.Tool(tb, "git")
 	home := tb.TempDir()
-	for name, dir := range map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"XDG_STATE_HOME": filepath.Join(home, ".state"), "XDG_RUNTIME_DIR": filepath.Join(home, ".run")} {
-		tb.Setenv(name, dir)
-	}
-	tb.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	f := &repoFixture{tb: tb, ctx: context.Background(), home: home, dir: filepath.Join(home, "repo")}
-	f.write(home, ".gitconfig", "[user]\n\tuseConfigOnly = true\n[init]\n\tdefaultBranch = main\n")
 	f.git(home, "init", "-q", "-b", "main", f.dir)
 	f.write(f.dir, "calc.go", calcGo)
 	f.write(f.dir, "prd.json", `{"userStories": []}`+"\n")

@@ -98,6 +98,7 @@ func modes(t *testing.T, run func(t *testing.T, mode Integration)) {
 }
 
 func TestMergeLandsEachTaskAsOneCommit(t *testing.T) {
+	t.Parallel()
 	modes(t, func(t *testing.T, mode Integration) {
 		f := newRepoFixture(t)
 		f.dirtyUser()
@@ -155,6 +156,7 @@ func TestMergeLandsEachTaskAsOneCommit(t *testing.T) {
 }
 
 func TestMergeConflictGoesBackWithMarkers(t *testing.T) {
+	t.Parallel()
 	modes(t, func(t *testing.T, mode Integration) {
 		f := newRepoFixture(t)
 		tg := f.target("ralph/b1/merged")
@@ -217,6 +219,7 @@ func TestMergeConflictGoesBackWithMarkers(t *testing.T) {
 }
 
 func TestMergeRedLeavesTargetAndGoesBack(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	q := f.queue(tg, IntegrateRebase)
@@ -269,6 +272,7 @@ func TestMergeRedLeavesTargetAndGoesBack(t *testing.T) {
 // What the check leaves in the scratch work tree (an untracked file, a
 // rewritten tracked file) never reaches the commit; Edit's change does.
 func TestMergeCommitIsTheCheckedTreeAndTheEdit(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	q := f.queue(tg, IntegrateRebase)
@@ -302,6 +306,7 @@ func TestMergeCommitIsTheCheckedTreeAndTheEdit(t *testing.T) {
 // A target moved by someone else during the merge is tried once more
 // from where it went; moved again, the merge fails and says so.
 func TestMergeTargetMovedMeanwhile(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	q := f.queue(tg, IntegrateRebase)
@@ -345,6 +350,7 @@ func TestMergeTargetMovedMeanwhile(t *testing.T) {
 // when it comes back, and merges nothing twice; one killed before it
 // advanced lands the task once.
 func TestMergeResumes(t *testing.T) {
+	t.Parallel()
 	modes(t, func(t *testing.T, mode Integration) {
 		f := newRepoFixture(t)
 		tg := f.target("ralph/b1/merged")
@@ -386,6 +392,7 @@ func TestMergeResumes(t *testing.T) {
 }
 
 func TestMergeConcurrently(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	q := f.queue(tg, IntegrateRebase)
@@ -421,6 +428,7 @@ func TestMergeConcurrently(t *testing.T) {
 }
 
 func TestMergeFromSharedClone(t *testing.T) {
+	t.Parallel()
 	modes(t, func(t *testing.T, mode Integration) {
 		f := newRepoFixture(t)
 		f.dirtyUser()
@@ -458,6 +466,7 @@ func TestMergeFromSharedClone(t *testing.T) {
 }
 
 func TestMergeOddIDs(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	q := NewQueue(tg, QueueOptions{Scratch: filepath.Join(f.home, "scratch"), Batch: "batch 1/ä"})
@@ -488,6 +497,7 @@ func TestMergeOddIDs(t *testing.T) {
 // there; rebase replays the task's whole diff since it started, which
 // then conflicts with what it merged in and changed further.
 func TestMergeModeFollowsTheBranchHistory(t *testing.T) {
+	t.Parallel()
 	for mode, want := range map[Integration]Outcome{IntegrateMerge: Merged, IntegrateRebase: Conflicted} {
 		t.Run(string(mode), func(t *testing.T) {
 			f := newRepoFixture(t)
@@ -507,6 +517,7 @@ func TestMergeModeFollowsTheBranchHistory(t *testing.T) {
 }
 
 func TestCheckedOutTargetAdvancesLikeFastForward(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("main")
 	q := f.queue(tg, IntegrateRebase)
@@ -542,6 +553,7 @@ func TestCheckedOutTargetAdvancesLikeFastForward(t *testing.T) {
 }
 
 func TestMergeRefusesWhatItCannotDo(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	c := f.checkout(tg, "ralph/b1/task/A", false)
@@ -576,6 +588,7 @@ func TestMergeRefusesWhatItCannotDo(t *testing.T) {
 }
 
 func TestQueueScratchIsReusedAndClosed(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b1/merged")
 	scratch := filepath.Join(f.home, "scratch")

@@ -17,6 +17,7 @@ func refusal(err error) Refusal {
 }
 
 func TestPrepareTargetFromHead(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	f.dirtyUser()
 	before := f.userState()
@@ -42,6 +43,7 @@ func TestPrepareTargetFromHead(t *testing.T) {
 }
 
 func TestPrepareTargetFromSubdirectoryAndDetachedHead(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	f.write(f.dir, "sub/x.txt", "x\n")
 	f.git(f.dir, "add", "-A")
@@ -63,6 +65,7 @@ func TestPrepareTargetFromSubdirectoryAndDetachedHead(t *testing.T) {
 }
 
 func TestPrepareTargetRefusals(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	unborn := filepath.Join(f.home, "unborn")
 	f.git(f.home, "init", "-q", unborn)
@@ -88,6 +91,7 @@ func TestPrepareTargetRefusals(t *testing.T) {
 }
 
 func TestCheckedOutTargetMustBeClean(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("main")
 	if !samePath(tg.CheckedOut, f.dir) || tg.Created {
@@ -120,6 +124,7 @@ func TestCheckedOutTargetMustBeClean(t *testing.T) {
 }
 
 func TestTargetClean(t *testing.T) {
+	t.Parallel()
 	f := newRepoFixture(t)
 	tg := f.target("ralph/b/merged")
 	if err := tg.Clean(f.ctx, "prd.json", filepath.Join(f.dir, "calc.go"), filepath.Join(t.TempDir(), "elsewhere.json")); err != nil {
@@ -149,6 +154,7 @@ func TestIdentity(t *testing.T) {
 	if id := identity(f.ctx, f.dir); len(id) == 0 {
 		t.Fatal("git knows no identity (user.useConfigOnly), yet ralph supplies none")
 	}
+	t.Setenv("HOME", f.home) // a home of its own, where the user has an identity
 	f.write(f.home, ".gitconfig", "[user]\n\tname = Ada\n\temail = ada@example.com\n")
 	if id := identity(f.ctx, f.dir); id != nil {
 		t.Fatalf("the user configured an identity, yet ralph supplies %q", id)
