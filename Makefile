@@ -39,13 +39,16 @@ demo-agent: build
 	examples/agent-demo/run.sh "$(CURDIR)/$(BIN)"
 
 ## test: vet, then every test with the race detector (including the end-to-end tests).
-## Packages are tested one at a time (-p 1): the fleet's and the cli's tests run real NATS
-## servers, workers and binaries, and on two cores two such packages at once starve each other. They are
-## compiled first with both cores (running no test), so only their runs wait for each other.
+## Every package's tests are compiled first with both cores (running no test). Then the end-to-end
+## package (cli: most of its time is spent in the binaries it starts and waiting on them) runs beside the
+## others, which run one package at a time (-p 1): the fleet's tests run real NATS servers and workers,
+## and two such packages beside the end-to-end tests would starve each other on two cores.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count 1 -run '^$$' -exec true ./... >/dev/null
-	$(GO) test -race -p 1 ./...
+	@$(GO) test -race ./cli/ & e2e=$$!; \
+	rc=0; $(GO) test -race -p 1 $$($(GO) list ./... | grep -v '/cli$$') || rc=$$?; \
+	wait $$e2e || rc=$$?; exit $$rc
 
 ## test-race-e2e: the end-to-end tests again, with the binary they drive built with -race, so the race
 ## detector sees the shipped binary as well as the tests (several times slower: a target of its own,

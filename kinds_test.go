@@ -18,6 +18,7 @@ import (
 	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/notify"
 	"github.com/ralphloop/ralph/stop"
+	"github.com/ralphloop/ralph/tasks"
 )
 
 // kindRow is one extension point whose kinds are named (DESIGN §21): the
@@ -41,6 +42,7 @@ var kindRows = []kindRow{
 	{what: "agent CLI", owner: "agent", names: agentNames, holds: notProvider},
 	{what: "capability", owner: "capability/builtin", names: builtinIDs},
 	{what: "capability", owner: "arbiter", names: func() []string { return []string{arbiter.LLMAskID} }},
+	{what: "task source", owner: "tasks", names: tasks.KindNames},
 }
 
 // notProvider holds anything but a model provider's name (x.Provider,

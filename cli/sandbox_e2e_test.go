@@ -149,3 +149,22 @@ var _ = suite.Add(e2e.Test{Name: "SandboxExec", Needs: []e2e.Need{mechanismNeed(
 		t.Errorf("under a sandbox the default store must move out of the workdir, as a run's does")
 	}
 }})
+
+// A run sandboxed by --sandbox alone (no [sandbox] in its config) keeps its
+// store in ralph's state directory, and the commands that read a store
+// find it there without the flag: ralph runs lists the run, and no .ralph
+// is made in the workdir.
+var _ = suite.Add(e2e.Test{Name: "SandboxFlagStoreFound", Needs: []e2e.Need{mechanismNeed(sandbox.Landlock)},
+	Files: map[string]string{"ralph.toml": sandboxLoop}, Run: func(t *testing.T, e *e2e.E) {
+		out, errOut, code := e.Ralph("run", "--no-tui", "--sandbox", "landlock").In(e.Dir).Run()
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		runs, errOut, code := e.Ralph("runs").In(e.Dir).Run()
+		if code != 0 || !strings.Contains(runs, "done") {
+			t.Errorf("ralph runs without --sandbox: exit %d, want the run listed done:\n%s\n%s", code, runs, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(e.Dir, ".ralph")); err == nil {
+			t.Errorf("a store was made in the workdir")
+		}
+	}})

@@ -10,6 +10,7 @@ import (
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/sandbox"
 	"github.com/ralphloop/ralph/serve"
 )
 
@@ -42,11 +43,24 @@ func commandStoreDir(flag string) (string, error) {
 	dir := storeDir(flag, cfg)
 	// Under a [sandbox] the default store lives in ralph's state
 	// directory, unless only the one in the workdir exists (its runs ran
-	// with --sandbox off).
-	if moved, ok, err := assemble.StorePlace(cfg, dir, flag != ""); err == nil && ok && (!storeIsNew(moved) || storeIsNew(dir)) {
+	// with --sandbox off); without one, there when only that one exists
+	// (its runs ran with --sandbox).
+	sandboxed := assemble.Sandboxed(cfg)
+	if moved, ok, err := assemble.StorePlace(asSandboxed(cfg), dir, flag != ""); err == nil && ok &&
+		(sandboxed && (!storeIsNew(moved) || storeIsNew(dir)) || !sandboxed && storeIsNew(dir) && !storeIsNew(moved)) {
 		dir = moved
 	}
 	return dir, nil
+}
+
+// asSandboxed is cfg as a run with --sandbox auto would see it.
+func asSandboxed(cfg *config.Config) *config.Config {
+	if assemble.Sandboxed(cfg) {
+		return cfg
+	}
+	c := *cfg
+	c.Sandbox = &config.Sandbox{Mode: string(sandbox.Auto)}
+	return &c
 }
 
 // existingStoreDir is commandStoreDir for a store that must already exist.

@@ -42,6 +42,11 @@ type Task struct {
 	// Done says the source already has the task done (passes: true, a
 	// ticked box, a closed issue or bead): a batch skips it.
 	Done bool
+	// Held, when not empty, says why the source keeps the task from being
+	// started now (a bead another worker has in progress, a deferred one,
+	// an issue blocked by one outside the backlog). A held task is never
+	// run; the tasks that depend on it wait (Order, Ready).
+	Held string
 	// Pos is where the task is in its source.
 	Pos Pos
 }

@@ -19,9 +19,9 @@ import (
 // recursed into (their configs are the agent's too). The keys whose
 // values are programs that git reads from a repository's own config
 // (filters, credential helpers, ssh and askpass commands, a remote's
-// upload-pack) are neutralised per command by repoOverrides; external
-// diffs and textconv are turned off by every diff's --no-ext-diff
-// --no-textconv.
+// upload-pack, a merge driver) are neutralised per command by
+// repoOverrides; external diffs and textconv are turned off by every
+// diff's --no-ext-diff --no-textconv.
 var hardened = []string{
 	"--no-pager",
 	"-c", "core.hooksPath=/dev/null",
@@ -42,15 +42,17 @@ var hardened = []string{
 // that a repository's own config may set: repoOverrides resets each one
 // the repository sets.
 const programKeys = `^(core\.(sshcommand|askpass|alternaterefscommand|gitproxy)|credential\..*helper|` +
-	`filter\..*\.(clean|smudge|process)|remote\..*\.(uploadpack|receivepack))$`
+	`filter\..*\.(clean|smudge|process)|merge\..*\.driver|remote\..*\.(uploadpack|receivepack))$`
 
 // pureRefCommands are the git commands that read or write only objects,
 // refs and config, never a work tree file (write-tree and ls-files may
-// refresh the index, which runs a clean filter): the repository's program
-// keys cannot reach them, so they run without the look-up.
+// refresh the index, which runs a clean filter; merge-tree runs merge
+// drivers): the repository's program keys cannot reach them, so they run
+// without the look-up.
 var pureRefCommands = map[string]bool{
 	"rev-parse": true, "update-ref": true, "cat-file": true, "symbolic-ref": true, "merge-base": true,
 	"config": true, "commit-tree": true, "ls-tree": true, "check-ignore": true, "for-each-ref": true,
+	"rev-list": true,
 }
 
 // subcommand is the index in args of the git command they run, after
@@ -86,7 +88,8 @@ func (e *ConfigError) Error() string {
 // (no filter; the file is taken as it is), a credential helper list is
 // reset to the user's, core.askPass to the user's or none, core.sshCommand
 // to the user's or plain ssh, core.alternateRefsCommand to the user's or
-// `true` (no extra tips). core.gitProxy and a remote's uploadpack and
+// `true` (no extra tips), a merge driver to the user's or git's own
+// three-way text merge (textMerge). core.gitProxy and a remote's uploadpack and
 // receivepack cannot be taken back (git takes the first value it reads,
 // and -c comes last): a repository that sets one is a *ConfigError.
 func repoOverrides(ctx context.Context, dir string, globals []string) ([]string, error) {
@@ -122,6 +125,13 @@ func repoOverrides(ctx context.Context, dir string, globals []string) ([]string,
 	return opts, nil
 }
 
+// textMerge is the merge driver that stands for one the repository's own
+// config names (merge.<driver>.driver, chosen for a path by the agent's
+// .gitattributes): git's built-in three-way text merge, as git
+// merge-file, which writes the result with conflict markers over %A and
+// exits non-zero when there are conflicts, as a driver must.
+const textMerge = "git merge-file -L ours -L base -L theirs --marker-size=%L %A %O %B"
+
 // takeBack is the -c options that give key the user's values (in order)
 // instead of the repository's.
 func takeBack(key string, user []string) []string {
@@ -142,6 +152,8 @@ func takeBack(key string, user []string) []string {
 	case strings.HasPrefix(key, "filter."):
 		driver := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(key, ".clean"), ".smudge"), ".process")
 		return append(set(""), "-c", driver+".required=false")
+	case strings.HasPrefix(key, "merge."):
+		return last(textMerge)
 	case key == "core.sshcommand":
 		return last("ssh")
 	case key == "core.alternaterefscommand":

@@ -136,6 +136,65 @@ func TestPlantedProgramsNeverRun(t *testing.T) {
 	}
 }
 
+// TestPlantedMergeDriverNeverRuns merges two branches that change the
+// same line of a file whose .gitattributes names a merge driver the
+// repository's config defines: plain git merge-tree runs it; ralph's git
+// runs git's own text merge instead, which reports the conflict with
+// its markers.
+func TestPlantedMergeDriverNeverRuns(t *testing.T) {
+	testenv.Tool(t, "git")
+	ctx := context.Background()
+	r := newRepo(t)
+	marks := t.TempDir()
+	mark := filepath.Join(marks, "merge-driver")
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := (Cmd{Dir: r.Top, Args: args, Env: identity}).Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	git("reset", "-q", "--hard")
+	write(t, r.Top, ".gitattributes", "*.txt merge=evil\n")
+	git("add", ".gitattributes")
+	git("commit", "-q", "-m", "attributes")
+	git("checkout", "-q", "-b", "left")
+	write(t, r.Top, "a.txt", "left\n")
+	git("commit", "-q", "-am", "left")
+	git("checkout", "-q", "-b", "right", "HEAD~1")
+	write(t, r.Top, "a.txt", "right\n")
+	git("commit", "-q", "-am", "right")
+	if err := exec.Command("git", "-C", r.Top, "config", "merge.evil.driver", "touch "+mark+"; true").Run(); err != nil {
+		t.Fatal(err)
+	}
+
+	plain := exec.Command("git", "merge-tree", "--write-tree", "left", "right")
+	plain.Dir, plain.Env = r.Top, Env()
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("plain merge-tree: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("plain git did not run the planted merge driver (%v): the test below proves nothing", err)
+	}
+	os.Remove(mark)
+
+	var out strings.Builder
+	_, err := Cmd{Dir: r.Top, Args: []string{"merge-tree", "--write-tree", "--name-only", "left", "right"}, Stdout: &out}.Run(ctx)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("merge-tree through gitx: %v, want exit 1 (a conflict)", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("ralph's merge-tree ran the repository's merge driver")
+	}
+	tree, _, _ := strings.Cut(out.String(), "\n")
+	merged := git("cat-file", "-p", tree+":a.txt")
+	if !strings.Contains(merged, "<<<<<<< ours") || !strings.Contains(merged, "left") || !strings.Contains(merged, "right") {
+		t.Fatalf("merged a.txt = %q, want git's conflict markers around both sides", merged)
+	}
+}
+
 // TestRemoteUploadPackIsRefused fetches from a local repository whose
 // remote names an upload-pack of the agent's, which plain git runs: ralph's
 // git refuses the repository and runs nothing.
@@ -204,6 +263,8 @@ func TestTakeBackKeepsTheUsersChoice(t *testing.T) {
 		{"core.askpass", nil, []string{"-c", "core.askpass="}},
 		{"core.alternaterefscommand", nil, []string{"-c", "core.alternaterefscommand=true"}},
 		{"filter.lfs.smudge", []string{"git-lfs smudge"}, []string{"-c", "filter.lfs.smudge=", "-c", "filter.lfs.required=false"}},
+		{"merge.evil.driver", nil, []string{"-c", "merge.evil.driver=" + textMerge}},
+		{"merge.union3.driver", []string{"my-merge %A %O %B"}, []string{"-c", "merge.union3.driver=my-merge %A %O %B"}},
 	} {
 		if got := takeBack(c.key, c.user); !slices.Equal(got, c.want) {
 			t.Errorf("takeBack(%s, %q) = %q, want %q", c.key, c.user, got, c.want)
