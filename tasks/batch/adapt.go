@@ -37,7 +37,7 @@ func (t target) Checkout(ctx context.Context, dir, branch string, shared bool) (
 	if err != nil {
 		return nil, err
 	}
-	return checkout{c}, nil
+	return checkout{c: c, mu: t.mu}, nil
 }
 
 // Take says how the user takes the target: its branch checked out already
@@ -49,10 +49,20 @@ func (t target) Take() string {
 	return "git merge --ff-only " + t.t.Branch
 }
 
-// checkout is a *tasks.Checkout as the batch's Checkout.
-type checkout struct{ c *tasks.Checkout }
+// checkout is a *tasks.Checkout as the batch's Checkout; it is removed
+// under its target's lock, as checkouts are made.
+type checkout struct {
+	c  *tasks.Checkout
+	mu *sync.Mutex
+}
 
 func (c checkout) Dir() string { return c.c.Dir }
+
+func (c checkout) Remove(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Remove(ctx)
+}
 
 // queue is a *tasks.Queue as the batch's Merger.
 type queue struct{ q *tasks.Queue }
@@ -85,3 +95,5 @@ func (q queue) Reset(ctx context.Context, c Checkout, r MergeResult) (string, er
 	}
 	return q.q.Reset(ctx, cc.c, raw)
 }
+
+func (q queue) Close(ctx context.Context) error { return q.q.Close(ctx) }

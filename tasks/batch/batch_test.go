@@ -128,8 +128,11 @@ func TestTaskRunIsTheLoopInItsCheckout(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, prompt)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(o.Dir, "task", "US-1", "work.txt")); err != nil {
-		t.Errorf("the run did not work in its checkout: %v", err)
+	if _, err := os.Stat(filepath.Join(f.merger.target, "work.txt")); err != nil {
+		t.Errorf("the run's work did not reach the merged tree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "task", "US-1")); err == nil {
+		t.Error("a merged task's checkout was left behind")
 	}
 	if _, err := os.Stat(filepath.Join(f.repo, "work.txt")); err == nil {
 		t.Error("the run wrote in the user's tree")
@@ -410,7 +413,7 @@ func TestPlanSeesItsTask(t *testing.T) {
 	f := newFixture(t, cfg, task("US-7"))
 	o := f.options(t)
 	s := run(t, context.Background(), o)
-	b, err := os.ReadFile(filepath.Join(o.Dir, "task", "US-7", "US-7.txt"))
+	b, err := os.ReadFile(filepath.Join(f.merger.target, "US-7.txt"))
 	if s.ExitCode != 0 || err != nil || string(b) != "criterion of US-7" {
 		t.Fatalf("exit %d; the plan wrote %q (%v)", s.ExitCode, b, err)
 	}

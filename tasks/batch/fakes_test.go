@@ -75,7 +75,8 @@ type fakeTarget struct {
 
 type dirCheckout string
 
-func (d dirCheckout) Dir() string { return string(d) }
+func (d dirCheckout) Dir() string                  { return string(d) }
+func (d dirCheckout) Remove(context.Context) error { return os.RemoveAll(string(d)) }
 
 func (t *fakeTarget) Branch() string { return t.branch }
 
@@ -150,6 +151,8 @@ func (f *fakeMerger) Merge(ctx context.Context, m MergeRequest) (MergeResult, er
 	}
 	return MergeResult{Outcome: Merged, Commit: fmt.Sprintf("c0ffee%02d%s", len(f.merges), strings.Repeat("0", 34))}, nil
 }
+
+func (f *fakeMerger) Close(context.Context) error { return nil }
 
 func (f *fakeMerger) Reset(_ context.Context, c Checkout, r MergeResult) (string, error) {
 	f.mu.Lock()

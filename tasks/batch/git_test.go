@@ -132,6 +132,9 @@ func TestGitBatch(t *testing.T) {
 	for _, f := range []string{"US-1.txt", "US-2.txt", "US-3.txt"} {
 		r.git(t, "cat-file", "-e", "ralph/p:"+f)
 	}
+	if wts := r.git(t, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("the merged tasks' checkouts or the queue's scratch tree are left:\n%s", wts)
+	}
 	if s.Take != "git merge --ff-only ralph/p" {
 		t.Errorf("take %q", s.Take)
 	}

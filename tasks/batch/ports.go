@@ -45,6 +45,8 @@ type Target interface {
 type Checkout interface {
 	// Dir is the checkout's top directory.
 	Dir() string
+	// Remove deletes it; its branch stays, with what was committed on it.
+	Remove(ctx context.Context) error
 }
 
 // Merger is the merge queue: it integrates one task at a time on the
@@ -55,6 +57,8 @@ type Merger interface {
 	// Reset moves a task's checkout onto the target's tip after a conflict
 	// or a red re-run, and returns what its next prompt says of it.
 	Reset(ctx context.Context, c Checkout, r MergeResult) (string, error)
+	// Close removes what the queue made for its merges (its scratch tree).
+	Close(ctx context.Context) error
 }
 
 // MergeRequest is one task's work offered to the queue.

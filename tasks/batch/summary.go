@@ -42,6 +42,9 @@ type TaskSummary struct {
 // by a dependency that did not merge, or queued when the batch was
 // stopped), and saves the batch's final record.
 func (b *Batch) finish(ctx context.Context) (*Summary, error) {
+	if err := b.o.Merger.Close(context.WithoutCancel(ctx)); err != nil {
+		b.o.Logger.Warn("the merge queue's scratch tree was not removed", "error", err)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &Summary{ID: b.id, Source: b.o.Source.String(), Target: b.o.Target.Branch()}

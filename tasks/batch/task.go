@@ -56,6 +56,7 @@ func (b *Batch) work(ctx context.Context, t *taskState) error {
 		if err != nil {
 			return err
 		}
+		b.removeCheckouts(ctx, end, as)
 		return b.endTask(ctx, t, end)
 	}
 	actx, cancel := context.WithCancelCause(ctx)
@@ -77,7 +78,26 @@ func (b *Batch) work(ctx context.Context, t *taskState) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return b.endTask(ctx, t, bestEnd(ends))
+	end := bestEnd(ends)
+	b.removeCheckouts(ctx, end, as)
+	return b.endTask(ctx, t, end)
+}
+
+// removeCheckouts removes a merged task's checkouts: its work is on the
+// target, its branches stay. A task that did not merge keeps them, for
+// the user to look at (its TaskStarted names them).
+func (b *Batch) removeCheckouts(ctx context.Context, end attemptEnd, as []*attempt) {
+	if end.verdict != VerdictMerged {
+		return
+	}
+	for _, a := range as {
+		if a.checkout == nil {
+			continue
+		}
+		if err := a.checkout.Remove(context.WithoutCancel(ctx)); err != nil {
+			b.o.Logger.Warn("a merged task's checkout was not removed", "dir", a.checkout.Dir(), "error", err)
+		}
+	}
 }
 
 // bestEnd is the end a task with several attempts takes: the merged one,
