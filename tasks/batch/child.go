@@ -104,18 +104,24 @@ type childRun struct {
 // runChild builds and runs one run of attempt a of t in its checkout,
 // whose prompt says back (the merge queue's news, "" for none); or, when
 // resume names a run of the attempt that a killed batch left, that run:
-// judged as it ended when it did, else resumed. TaskStarted links the run
-// to the batch before it starts.
+// judged as it ended when it did, else resumed (a run the batch died
+// before it started starts anew). TaskStarted links the run to the batch
+// before it starts.
 func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int, back, resume string) childRun {
 	if resume != "" {
 		if out, ok := b.runEnd(resume); ok && out.Class != stop.ClassAbort {
 			return childRun{id: resume, out: out} // it ended; the batch died before it said so
 		}
 		cfg, err := b.snapshotConfig(resume)
-		if err != nil {
+		if err == nil {
+			return b.startChild(ctx, t, a, try, cfg, resume, true)
+		}
+		if !errors.Is(err, errNeverStarted) {
 			return childRun{id: resume, err: err}
 		}
-		return b.startChild(ctx, t, a, try, cfg, resume, true)
+		b.mu.Lock()
+		t.runs = slices.DeleteFunc(t.runs, func(r string) bool { return r == resume })
+		b.mu.Unlock()
 	}
 	name := fmt.Sprintf("%s-%d.md", t.ref, try)
 	if max(b.o.Attempts, 1) > 1 {
@@ -148,8 +154,12 @@ func (b *Batch) snapshotConfig(run string) (*config.Config, error) {
 			return cfg, nil
 		}
 	}
-	return nil, fmt.Errorf("run %s has no RunStarted on the chain, so it cannot resume", run)
+	return nil, fmt.Errorf("run %s: %w", run, errNeverStarted)
 }
+
+// errNeverStarted marks a task's run that has its TaskStarted but no
+// RunStarted: the batch died between the two.
+var errNeverStarted = errors.New("it has no RunStarted on the chain: it never started")
 
 // startChild builds the run id of cfg (resumed: it continues from its
 // last completed iteration), records its TaskStarted, and runs it.

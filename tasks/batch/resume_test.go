@@ -87,7 +87,7 @@ func TestResumeAfterKill(t *testing.T) {
 	t.Parallel()
 	slow := "[intent]\ngoal = \"do the task\"\n[plan]\nrtfs = '" + workPlan + "'\n[loop]\ncheckpoints = false\ndelay = \"1s\"\n" +
 		"[[stop]]\nname = \"work\"\nkind = \"file_exists\"\npath = \"work.txt\"\n[[stop]]\nkind = \"max_iterations\"\nmax = 5\n"
-	f := newFixture(t, slow, task("A"), task("B"), task("C"))
+	f := newFixture(t, slow, task("A"), task("B"), task("C"), task("D"))
 	f.target.broken = string(filepath.Separator) + "A" // A cannot write its work.txt until the "crash" is over
 	o := f.options(t)
 	b1, err := New(o)
@@ -96,7 +96,15 @@ func TestResumeAfterKill(t *testing.T) {
 	}
 	b1.started = b1.o.Now()
 	b1.setTasks(f.src.tasks)
-	if err := b1.recordStarted(context.Background(), 3); err != nil {
+	if err := b1.recordStarted(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	// D: its TaskStarted is recorded, and the batch dies before its run's RunStarted.
+	td, ad := b1.tasks[3], b1.attempts(b1.tasks[3])[0]
+	if ad.checkout, err = f.target.Checkout(context.Background(), ad.dir, ad.branch, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b1.recordTaskStarted(context.Background(), td, ad, "never-started", 1, false); err != nil {
 		t.Fatal(err)
 	}
 	// A: its run is handed back after its first iteration, open as after a crash.
@@ -137,7 +145,7 @@ func TestResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := verdicts(s); s.ExitCode != 0 || v["A"] != VerdictMerged || v["B"] != VerdictMerged || v["C"] != VerdictMerged {
+	if v := verdicts(s); s.ExitCode != 0 || v["A"] != VerdictMerged || v["B"] != VerdictMerged || v["C"] != VerdictMerged || v["D"] != VerdictMerged {
 		t.Fatalf("resumed: %v exit %d (%+v)", v, s.ExitCode, s.Tasks)
 	}
 	if s.Tasks[0].Runs[0] != crA.id || len(s.Tasks[0].Runs) != 1 || len(s.Tasks[1].Runs) != 1 {
@@ -146,6 +154,9 @@ func TestResumeAfterKill(t *testing.T) {
 	ts := runTypes(t, f.store, crA.id)
 	if count(ts, ledger.RunStarted) != 1 || count(ts, ledger.IterationCompleted) != 2 || ts[len(ts)-1] != ledger.RunCompleted {
 		t.Fatalf("A's resumed run: %v", ts)
+	}
+	if len(s.Tasks[3].Runs) != 1 || s.Tasks[3].Runs[0] == "never-started" {
+		t.Fatalf("D's runs %v, want one new run", s.Tasks[3].Runs)
 	}
 	if s.Tasks[0].Iterations != 2 || s.Tasks[1].Iterations != 1 {
 		t.Fatalf("iterations A %d B %d, want 2 and 1", s.Tasks[0].Iterations, s.Tasks[1].Iterations)
