@@ -28,6 +28,9 @@ without it, the latest run (named on stderr).`,
 			if err != nil {
 				return err
 			}
+			if cfg.Tasks != nil && cfg.Tasks.Source != "" { // a batch
+				return runBatch(cmd, cfg, f, runID)
+			}
 			return runLoop(cmd, cfg, f, runID)
 		},
 	}
@@ -39,8 +42,9 @@ without it, the latest run (named on stderr).`,
 	return cmd
 }
 
-// snapshotConfig reads the config recorded with the RunStarted of the run
-// ref names, and returns it with the run's id.
+// snapshotConfig reads the config recorded with the RunStarted (or a
+// batch's BatchStarted) of the run ref names, and returns it with the
+// run's id.
 func snapshotConfig(storeFlag string, ref runRef, errOut io.Writer) (*config.Config, string, error) {
 	st, err := existingStore(storeFlag, errOut)
 	if err != nil {
@@ -58,7 +62,7 @@ func snapshotConfig(storeFlag string, ref runRef, errOut io.Writer) (*config.Con
 		return nil, "", exitError(ExitFailure, err)
 	}
 	for _, a := range acts {
-		if a.Type == ledger.RunStarted {
+		if a.Type == ledger.RunStarted || a.Type == ledger.BatchStarted {
 			cfg, err := config.Parse([]byte(a.Metadata["config"].Str()), "run "+runID+" config snapshot", nil)
 			if err != nil {
 				return nil, "", exitError(ExitUsage, err)

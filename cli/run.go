@@ -27,6 +27,10 @@ type runFlags struct {
 	// to write its output to the run's log file (hidden flags).
 	detach, logToStore bool
 	runID              string
+	// tasks, parallel, target and closeIssues run a backlog (run --tasks).
+	tasks, target string
+	parallel      int
+	closeIssues   bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -48,10 +52,16 @@ fails; --brief prints only those iteration lines and the summary;
 
 Exit status: 0 a success-class stop, 1 a failure-class stop, 2 a bad config,
 plan or provider setup, 3 a limit-class stop, 4 aborted by the user (first
-Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).`,
+Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
+
+With --tasks SOURCE (or [tasks] source) it runs a backlog, each task a run of the
+loop in its own checkout, merged onto the target only when the success conditions
+hold on the merged tree (docs/tasks.md): headless, a line per task event; exit 0
+every task merged, 1 one failed or conflicted, 2 refused, 3 a limit stopped one.`,
 		Example: `  ralph run
   ralph run examples/quickstart/ralph.toml --max-iterations 5
-  ralph run --json | jq .action_type`,
+  ralph run --json | jq .action_type
+  ralph run --tasks prd.json --parallel 2`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("run takes at most one CONFIG, got %d arguments", len(args))
@@ -65,6 +75,12 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 			cfg, err := configArg(args)
 			if err != nil {
 				return err
+			}
+			if f.tasks != "" || (cfg.Tasks != nil && cfg.Tasks.Source != "") {
+				if f.detach || f.approve {
+					return usageErrorf("a backlog (--tasks, [tasks] source) runs in the foreground, without --detach or --approve")
+				}
+				return runBatch(cmd, cfg, f, "")
 			}
 			if f.detach {
 				return startDetached(cmd, cfg, args, f)
@@ -89,6 +105,10 @@ Ctrl-C or q; compensations run). A second Ctrl-C ends the process at once (130).
 	fl.StringVar(&f.model, "model", "", "override [model].model")
 	fl.StringVar(&f.store, "store", "", "store `DIR` (overrides RALPH_STORE and store.dir)")
 	addSandboxFlag(fl, &f.sandbox)
+	fl.StringVar(&f.tasks, "tasks", "", "run the backlog `SOURCE` (prd:FILE, checklist:FILE, github:OWNER/REPO?label=L, beads), each task a run of the loop in its own checkout")
+	fl.IntVar(&f.parallel, "parallel", 0, "with --tasks: run up to `N` tasks at once (default [tasks] parallel, else 1)")
+	fl.StringVar(&f.target, "target", "", "with --tasks: the `BRANCH` merged tasks land on (default [tasks] target, the prd's branchName, else ralph/<batch>/merged)")
+	fl.BoolVar(&f.closeIssues, "close-issues", false, "with --tasks github:…: close each issue whose task merged")
 	return cmd
 }
 
