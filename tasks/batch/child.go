@@ -237,7 +237,7 @@ func runVerdict(ctx context.Context, cr childRun) (verdict, why string) {
 	}
 	switch out.Class {
 	case stop.ClassSuccess:
-		return VerdictGreen, out.TriggeredBy + ": " + out.Reason
+		return VerdictGreen, out.TriggeredBy + " held"
 	case stop.ClassFailure:
 		return VerdictFailed, why
 	case stop.ClassAbort:

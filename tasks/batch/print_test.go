@@ -15,7 +15,7 @@ func TestPrinter(t *testing.T) {
 		{Kind: EventBatchStarted, Batch: "b1", Source: "prd:prd.json", Target: "ralph/b1/merged", Tasks: 2, Parallel: 2, Integrate: "rebase", Retries: 2},
 		{Kind: EventTaskStarted, Task: "US-1", Title: "Greet", Run: "r1", Try: 1},
 		{Kind: EventIteration, Task: "US-1", Iteration: 1, Status: "ok", CostUSD: 0.01},
-		{Kind: EventRunEnded, Task: "US-1", Verdict: VerdictGreen, Why: "tests: exit 0", Iteration: 1},
+		{Kind: EventRunEnded, Task: "US-1", Verdict: VerdictGreen, Why: "tests held", Iteration: 1},
 		{Kind: EventTaskMerged, Task: "US-1", Commit: "0123456789abcdef0123"},
 		{Kind: EventTaskEnded, Task: "US-1", Verdict: VerdictMerged},
 		{Kind: EventRunEnded, Task: "US-2", Verdict: VerdictFailed, Why: "x"},
@@ -34,7 +34,7 @@ func TestPrinter(t *testing.T) {
 	want := `07:00:00 batch b1: 2 tasks from prd:prd.json onto ralph/b1/merged, 2 at a time (rebase, 2 retries)
 07:00:00 US-1 started: Greet (run r1, try 1)
 07:00:00 US-1 it 1 ok $0.0100
-07:00:00 US-1 green after 1 iteration (tests: exit 0); to the merge queue
+07:00:00 US-1 green after 1 iteration (tests held); to the merge queue
 07:00:00 US-1 merged as 0123456789ab
 07:00:00 US-2 conflict: conflicts in a.go; back to its loop (2 of 3 runs left)
 07:00:00 US-2 conflict: conflicts in a.go
