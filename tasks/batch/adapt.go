@@ -11,8 +11,21 @@ import (
 // The bindings of the batch's interfaces to the tasks package: thin, so
 // that what the batch does is in the batch and what git does is in tasks.
 
-// source is a tasks.Source as the batch's Source.
-type source struct{ tasks.Source }
+// source is a tasks.Source as the batch's Source; the tasks in
+// doneOnTarget (done in the source's file as the target branch has it)
+// list as done.
+type source struct {
+	tasks.Source
+	doneOnTarget map[string]bool
+}
+
+func (s source) List(ctx context.Context) ([]tasks.Task, error) {
+	ts, err := s.Source.List(ctx)
+	for i := range ts {
+		ts[i].Done = ts[i].Done || s.doneOnTarget[ts[i].ID]
+	}
+	return ts, err
+}
 
 func (s source) MarksInCheckout() bool { return s.Kind().MarksInCheckout }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/tasks"
 )
 
 // gitRepo is a user's repository in a temporary directory: its config,
@@ -197,5 +198,29 @@ func TestGitRefusals(t *testing.T) {
 	_, err = Prepare(context.Background(), Setup{Config: cfg, Store: st, StoreDir: t.TempDir()})
 	if !IsRefused(err) || !strings.Contains(err.Error(), "ralph.toml:12:13:") {
 		t.Fatalf("bad integrate: %v", err)
+	}
+}
+
+// A batch run again onto the target of an earlier one (the prd's
+// branchName) runs only the stories not done there: the user's backlog
+// is HEAD's (where no story passes yet), what the target has done is done.
+func TestGitBatchAgain(t *testing.T) {
+	t.Parallel()
+	r := newGitRepo(t, perTask, prdOf("US-1", "US-2", "US-3"))
+	first, _ := r.prepare(t, Setup{})
+	first.o.Order = func(ts []tasks.Task) ([]tasks.Task, error) { // only US-1 and US-2 this time
+		ordered, err := tasks.Order(ts)
+		return ordered[:2], err
+	}
+	if s, err := first.Run(context.Background()); err != nil || s.ExitCode != 0 {
+		t.Fatalf("first batch: %+v %v", s, err)
+	}
+	again, _ := r.prepare(t, Setup{})
+	s, err := again.Run(context.Background())
+	if err != nil || s.ExitCode != 0 || len(s.Tasks) != 1 || s.Tasks[0].ID != "US-3" || s.Tasks[0].Verdict != VerdictMerged {
+		t.Fatalf("second batch: %+v %v", s, err)
+	}
+	if log := r.git(t, "log", "--format=%s", "main..ralph/p"); len(strings.Split(log, "\n")) != 3 {
+		t.Fatalf("target log:\n%s", log)
 	}
 }

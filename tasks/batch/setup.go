@@ -139,12 +139,12 @@ func prepareParts(ctx context.Context, o *Options, spec tasks.Spec, s Setup) err
 	}
 	repo := r.Top
 	o.Repo = repo
-	src, err := tasks.Open(spec, tasks.Options{Root: repo, CloseIssues: s.CloseIssues || tasksOf(s.Config).CloseIssues,
-		GitHubURL: os.Getenv("GITHUB_API_URL")})
+	opts := tasks.Options{Root: repo, CloseIssues: s.CloseIssues || tasksOf(s.Config).CloseIssues, GitHubURL: os.Getenv("GITHUB_API_URL")}
+	src, err := tasks.Open(spec, opts)
 	if err != nil {
 		return err
 	}
-	o.Source = source{src}
+	o.Source = source{Source: src}
 	c, tk := *o.Config, *tasksOf(o.Config) // the batch's config says its source: `ralph resume` knows a batch by it
 	tk.Source, c.Tasks = src.String(), &tk
 	o.Config = &c
@@ -158,6 +158,9 @@ func prepareParts(ctx context.Context, o *Options, spec tasks.Spec, s Setup) err
 	}
 	if src.Kind().InRepo {
 		if err := t.Clean(ctx, src.File()); err != nil {
+			return err
+		}
+		if err := targetVersion(ctx, o, t, spec, opts); err != nil {
 			return err
 		}
 	}
@@ -183,6 +186,56 @@ func targetBranch(ctx context.Context, s Setup, src tasks.Source, id string) (st
 		return b, nil
 	}
 	return "ralph/" + id + "/merged", nil
+}
+
+// targetVersion makes o's source, a file of the repository, take the
+// tasks its file on the target branch has done as done too, when the
+// target was there before the batch (a prd's branchName a batch ran onto
+// before, a batch run again): each task's checkout starts from the
+// target's tip, where those tasks are merged. The tasks are still HEAD's
+// (the user's backlog); marking one done edits the merge checkout's copy.
+func targetVersion(ctx context.Context, o *Options, t *tasks.Target, spec tasks.Spec, opts tasks.Options) error {
+	src := o.Source.(source)
+	rel := src.File()
+	if t.Created || rel == "" {
+		return nil
+	}
+	if _, err := gitx.Run(ctx, t.Dir, "cat-file", "-e", t.Ref+":"+rel); err != nil {
+		return nil // the target has no such file: the tasks are HEAD's
+	}
+	root := filepath.Join(o.Dir, "source")
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = gitx.Cmd{Dir: t.Dir, Args: []string{"cat-file", "blob", t.Ref + ":" + rel}, Stdout: f}.Run(ctx)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("read %s as %s has it: %w", rel, t.Branch, err)
+	}
+	spec.Path, opts.Root = path, root
+	onTarget, err := tasks.Open(spec, opts)
+	if err != nil {
+		return err
+	}
+	ts, err := onTarget.List(ctx)
+	if err != nil {
+		return fmt.Errorf("%s as %s has it: %w", rel, t.Branch, err)
+	}
+	src.doneOnTarget = map[string]bool{}
+	for _, task := range ts {
+		if task.Done {
+			src.doneOnTarget[task.ID] = true
+		}
+	}
+	o.Source = src
+	return nil
 }
 
 // refused wraps err (not a store's) as a RefusedError.
