@@ -74,7 +74,7 @@ func eventLine(e Event, attempts bool) string {
 		}
 		return fmt.Sprintf("%s green after %s (%s); to the merge queue", task, plural(e.Iteration, "iteration"), e.Why)
 	case EventTaskMerged:
-		return fmt.Sprintf("%s merged as %s", e.Task, short(e.Commit))
+		return fmt.Sprintf("%s merged as %s", task, short(e.Commit))
 	case EventTaskBack:
 		return fmt.Sprintf("%s %s: %s; back to its loop (%d of %d runs left)", task, e.Verdict, e.Why, e.TriesLeft, e.Tries)
 	case EventTaskEnded:

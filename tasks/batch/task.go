@@ -144,7 +144,9 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		res, lost, err := b.merge(ctx, t, a, cr.id)
 		switch {
 		case lost:
-			return b.endRun(ctx, t, cr.id, VerdictCancelled, "another attempt of the task merged first", true)
+			why := "another attempt of the task merged first"
+			b.emit(Event{Kind: EventRunEnded, Task: t.task.ID, Run: cr.id, Try: try, Attempt: a.k, Verdict: VerdictCancelled, Why: why})
+			return b.endRun(ctx, t, cr.id, VerdictCancelled, why, true)
 		case err != nil && ctx.Err() != nil:
 			return b.endRun(ctx, t, cr.id, VerdictAborted, "stopped while in the merge queue", true)
 		case err != nil:
@@ -190,18 +192,18 @@ func (b *Batch) merge(ctx context.Context, t *taskState, a *attempt, run string)
 		m.Edit = func(ctx context.Context, dir string) error { return b.o.Source.MarkDone(ctx, dir, t.task) }
 	}
 	res, err = b.o.Merger.Merge(ctx, m)
-	t.won = err == nil && res.Outcome == Merged
+	if t.won = err == nil && res.Outcome == Merged; t.won { // said before another attempt learns it lost
+		err = b.recordTaskMerged(ctx, t, run, res.Commit)
+		b.emit(Event{Kind: EventTaskMerged, Task: t.task.ID, Title: t.task.Title, Run: run, Attempt: a.k, Commit: res.Commit})
+	}
 	return res, false, err
 }
 
-// merged ends an attempt whose run the queue merged as commit: TaskMerged,
-// a source outside the repository told (MarkMerged), then its TaskEnded.
-// A source that cannot be told leaves the task merged, with why.
+// merged ends an attempt whose run the queue merged as commit (merge
+// recorded its TaskMerged): a source outside the repository told
+// (MarkMerged), then its TaskEnded. A source that cannot be told leaves
+// the task merged, with why.
 func (b *Batch) merged(ctx context.Context, t *taskState, run, commit string) (attemptEnd, error) {
-	if err := b.recordTaskMerged(ctx, t, run, commit); err != nil {
-		return attemptEnd{}, err
-	}
-	b.emit(Event{Kind: EventTaskMerged, Task: t.task.ID, Title: t.task.Title, Run: run, Commit: commit})
 	why := ""
 	if !b.o.Source.MarksInCheckout() {
 		n := Note{Batch: b.id, Commit: commit, Target: b.o.Target.Branch()}
