@@ -71,6 +71,9 @@ func (b *Batch) finish(ctx context.Context) (*Summary, error) {
 	if tk, ok := b.o.Target.(interface{ Take() string }); ok {
 		s.Take = tk.Take()
 	}
+	if count[VerdictMerged] == 0 {
+		s.Take = "nothing: no task merged"
+	}
 	if err := b.saveRecord(ctx, s.State, s); err != nil {
 		return nil, err
 	}
