@@ -133,6 +133,9 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		return *end, nil
 	}
 	for ; ; try++ {
+		if err := b.takeSlot(ctx, t); err != nil {
+			return b.endRun(ctx, t, "", VerdictAborted, "stopped before its next run", true)
+		}
 		cr := b.runChild(ctx, t, a, try, back, resume)
 		resume = ""
 		b.account(t, cr)
@@ -141,6 +144,7 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		if verdict != VerdictGreen {
 			return b.endRun(ctx, t, cr.id, verdict, why, true)
 		}
+		b.giveSlot(t) // while it waits in the queue, another loop may run
 		res, lost, err := b.merge(ctx, t, a, cr.id)
 		switch {
 		case lost:
@@ -175,6 +179,28 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		if ctx.Err() != nil {
 			return b.endRun(ctx, t, cr.id, VerdictAborted, "stopped before its next run", true)
 		}
+	}
+}
+
+// takeSlot takes a slot for t's next run unless it holds one.
+func (b *Batch) takeSlot(ctx context.Context, t *taskState) error {
+	if t.slot {
+		return nil
+	}
+	if err := b.slots.take(ctx); err != nil {
+		return err
+	}
+	t.slot = true
+	return nil
+}
+
+// giveSlot gives t's slot back while it waits in the merge queue, when
+// it has one attempt (a task with several holds its slot throughout: its
+// attempts share it).
+func (b *Batch) giveSlot(t *taskState) {
+	if t.slot && max(b.o.Attempts, 1) == 1 {
+		t.slot = false
+		b.slots.give()
 	}
 }
 
