@@ -158,10 +158,7 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		case res.Outcome == Merged:
 			return b.merged(ctx, t, cr.id, res.Commit)
 		}
-		verdict, why = VerdictConflict, conflictWhy(res)
-		if res.Outcome == Red {
-			verdict, why = VerdictRed, "the conditions fail on the merged tree: "+firstLine(res.Evidence)
-		}
+		verdict, why = queueVerdict(res)
 		if try > b.o.Retries {
 			if verdict == VerdictRed {
 				verdict = VerdictFailed
@@ -281,12 +278,16 @@ func iterations(cr childRun) int {
 	return cr.out.Iterations
 }
 
-// conflictWhy names the paths a merge conflicted on.
-func conflictWhy(res MergeResult) string {
-	if len(res.Conflicts) == 0 {
-		return "its work does not apply on the target's tip: " + firstLine(res.Evidence)
+// queueVerdict is the verdict of a merge that did not land, and why:
+// the paths it conflicted on, or the first line of what failed.
+func queueVerdict(res MergeResult) (verdict, why string) {
+	switch {
+	case res.Outcome == Red:
+		return VerdictRed, "the conditions fail on the merged tree: " + firstLine(res.Evidence)
+	case len(res.Conflicts) == 0:
+		return VerdictConflict, "its work does not apply on the target's tip: " + firstLine(res.Evidence)
 	}
-	return "its work conflicts with the target's tip in " + strings.Join(res.Conflicts, ", ")
+	return VerdictConflict, "its work conflicts with the target's tip in " + strings.Join(res.Conflicts, ", ")
 }
 
 // firstLine is the first non-empty line of s.
