@@ -91,9 +91,9 @@ func (c *Checkout) create(ctx context.Context) error {
 		return err
 	}
 	if exists {
-		_, err = git(ctx, t.Dir, nil, "worktree", "add", "-q", c.Dir, c.Branch)
+		_, err = t.worktree(ctx, "add", "-q", c.Dir, c.Branch)
 	} else {
-		_, err = git(ctx, t.Dir, nil, "worktree", "add", "-q", "-b", c.Branch, c.Dir, start)
+		_, err = t.worktree(ctx, "add", "-q", "-b", c.Branch, c.Dir, start)
 	}
 	return failed("add the work tree "+c.Dir+" on "+c.Branch, err)
 }
@@ -118,7 +118,7 @@ func (c *Checkout) clone(ctx context.Context, start string) error {
 // directory is gone. A task branch checked out in another work tree is
 // refused.
 func (c *Checkout) freeRegistration(ctx context.Context) error {
-	out, err := git(ctx, c.t.Dir, nil, "worktree", "list", "--porcelain", "-z")
+	out, err := c.t.worktree(ctx, "list", "--porcelain", "-z")
 	if err != nil {
 		return failed("list the repository's work trees", err)
 	}
@@ -132,7 +132,7 @@ func (c *Checkout) freeRegistration(ctx context.Context) error {
 			// git worktree remove --force unregisters a work tree whose
 			// directory is gone (a prune would also drop the user's own
 			// work trees on a disk that is not mounted).
-			if _, err := git(ctx, c.t.Dir, nil, "worktree", "remove", "--force", c.Dir); err != nil {
+			if _, err := c.t.worktree(ctx, "remove", "--force", c.Dir); err != nil {
 				return failed("unregister the missing work tree "+c.Dir, err)
 			}
 		case w.branch == c.Ref:
@@ -214,7 +214,7 @@ func (c *Checkout) ensureBase(ctx context.Context) error {
 // branch is fetched back first).
 func (c *Checkout) Remove(ctx context.Context) error {
 	if !c.Shared {
-		_, err := git(ctx, c.t.Dir, nil, "worktree", "remove", "--force", c.Dir)
+		_, err := c.t.worktree(ctx, "remove", "--force", c.Dir)
 		return failed("remove the work tree "+c.Dir, err)
 	}
 	if _, err := os.Stat(filepath.Join(c.Dir, ".git")); err == nil {

@@ -52,7 +52,7 @@ func (q *Queue) makeScratch(ctx context.Context, tip string) error {
 	}
 	// -f: a registration whose directory is gone (removed by hand) is
 	// taken over.
-	if _, err := git(ctx, q.t.Dir, nil, "worktree", "add", "-q", "-f", "--detach", abs, tip); err != nil {
+	if _, err := q.t.worktree(ctx, "add", "-q", "-f", "--detach", abs, tip); err != nil {
 		return failed("add the scratch work tree "+abs, err)
 	}
 	q.scratch, q.dirty = abs, false
@@ -75,7 +75,7 @@ func (q *Queue) removeLeftover(ctx context.Context, abs string) error {
 	if err != nil || !samePath(top, abs) || !samePath(common, q.t.GitDir) {
 		return fmt.Errorf("the merge queue's scratch directory %s exists and is not a work tree of %s: remove it or choose another", abs, q.t.Dir)
 	}
-	_, err = git(ctx, q.t.Dir, nil, "worktree", "remove", "--force", abs)
+	_, err = q.t.worktree(ctx, "remove", "--force", abs)
 	return failed("remove the scratch work tree "+abs+" a killed queue left", err)
 }
 
@@ -132,7 +132,7 @@ func (q *Queue) Close(ctx context.Context) error {
 		}
 		return q.removeLeftover(ctx, abs)
 	}
-	_, err := git(ctx, q.t.Dir, nil, "worktree", "remove", "--force", q.scratch)
+	_, err := q.t.worktree(ctx, "remove", "--force", q.scratch)
 	q.scratch = ""
 	return failed("remove the scratch work tree", err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ralphloop/ralph/internal/gitx"
 )
@@ -67,6 +68,8 @@ type Target struct {
 	CheckedOut string
 
 	ident []string // the commits' identity environment (identity)
+
+	wtMu sync.Mutex // worktree holds it: one git worktree add or remove at a time
 }
 
 // PrepareTarget opens the git work tree that holds repoDir and makes
@@ -220,4 +223,13 @@ func (t *Target) Clean(ctx context.Context, paths ...string) error {
 	}
 	return refuse(RefuseDirtySource, "the task source differs from HEAD (%s), and each task's checkout starts from a commit: "+
 		"commit it first (%s %s && git commit)", listChanges(changes, 5), add, changes[0].path)
+}
+
+// worktree runs git worktree with args in the user's repository, one at a
+// time: git's bookkeeping of worktrees (.git/worktrees) races when two are
+// added or removed at once (a checkout and the queue's scratch tree).
+func (t *Target) worktree(ctx context.Context, args ...string) (string, error) {
+	t.wtMu.Lock()
+	defer t.wtMu.Unlock()
+	return git(ctx, t.Dir, nil, append([]string{"worktree"}, args...)...)
 }

@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/ralphloop/ralph/tasks"
 )
@@ -33,24 +32,18 @@ func (s source) MarkMerged(ctx context.Context, t tasks.Task, n Note) error {
 	return s.MarkDone(tasks.WithNote(ctx, tasks.Note{Batch: n.Batch, Commit: n.Commit, Target: n.Target}), "", t)
 }
 
-// target is a *tasks.Target as the batch's Target. Its checkouts are
-// made one at a time: git worktree add, run at once in one repository,
-// races on the repository's worktree records.
-type target struct {
-	t  *tasks.Target
-	mu *sync.Mutex
-}
+// target is a *tasks.Target as the batch's Target (which makes and
+// removes its worktrees one at a time).
+type target struct{ t *tasks.Target }
 
 func (t target) Branch() string { return t.t.Branch }
 
 func (t target) Checkout(ctx context.Context, dir, branch string, shared bool) (Checkout, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	c, err := t.t.Checkout(ctx, dir, branch, shared)
 	if err != nil {
 		return nil, err
 	}
-	return checkout{c: c, mu: t.mu}, nil
+	return checkout{c: c}, nil
 }
 
 // Take says how the user takes the target: its branch checked out already
@@ -62,18 +55,12 @@ func (t target) Take() string {
 	return "git merge --ff-only " + t.t.Branch
 }
 
-// checkout is a *tasks.Checkout as the batch's Checkout; it is removed
-// under its target's lock, as checkouts are made.
-type checkout struct {
-	c  *tasks.Checkout
-	mu *sync.Mutex
-}
+// checkout is a *tasks.Checkout as the batch's Checkout.
+type checkout struct{ c *tasks.Checkout }
 
 func (c checkout) Dir() string { return c.c.Dir }
 
 func (c checkout) Remove(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.c.Remove(ctx)
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
@@ -164,7 +163,7 @@ func prepareParts(ctx context.Context, o *Options, spec tasks.Spec, s Setup) err
 			return err
 		}
 	}
-	o.Target = target{t: t, mu: &sync.Mutex{}}
+	o.Target = target{t: t}
 	integrate, _ := tasks.ParseIntegration(o.Integrate) // checked by fromSetup, or recorded so
 	o.Merger = queue{tasks.NewQueue(t, tasks.QueueOptions{Integrate: integrate, Scratch: filepath.Join(o.Dir, "merge"), Batch: o.ID})}
 	return nil
