@@ -6,7 +6,8 @@
 # Greet (T7 adds "!", T8 upper-cases the name), so whichever merges second
 # conflicts, goes back to its loop with git's markers in greet.go, and lands
 # on its next run. The agent is the repository's stand-in claude
-# (agent/testdata/bin) with FAKE_AGENT_DELAY seconds per call; each call runs
+# (agent/testdata/bin), DELAY seconds per call (it prints 6 lines a call and
+# sleeps FAKE_AGENT_DELAY = DELAY / 6 after each); each call runs
 # work.py, which does its task's edit (found from its branch,
 # ralph/<batch>/task/<id>) and resolves markers by keeping the target's side
 # before it edits again. The one success condition is `go test ./...`.
@@ -122,7 +123,9 @@ max = 4
 TOML
 git init -q -b main && git add -A && git commit -q -m start
 
-export PATH="$root/agent/testdata/bin:$PATH" FAKE_AGENT_DELAY=$delay FAKE_AGENT_DONE_AFTER=1
+export PATH="$root/agent/testdata/bin:$PATH" FAKE_AGENT_DONE_AFTER=1
+FAKE_AGENT_DELAY=$(python3 -c "print($delay / 6)")
+export FAKE_AGENT_DELAY
 export FAKE_AGENT_EACH="python3 $work/work.py"
 
 # check REPO TARGET: every commit on TARGET since main passes go test; 8 of
