@@ -6,6 +6,7 @@ import (
 	"github.com/ralphloop/ralph/assemble"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/ledger"
+	"github.com/ralphloop/ralph/serve"
 	"github.com/ralphloop/ralph/tasks/batch"
 )
 
@@ -30,6 +31,7 @@ func runBatch(cmd *cobra.Command, cfg *config.Config, f runFlags, resume string)
 	if err != nil {
 		return closeRunStore(st, resume, batchError(err), cmd.ErrOrStderr())
 	}
+	stopServing := serve.Hold(st, b.ID(), assemble.Sandboxed(cfg), cmd.ErrOrStderr()) // readers reach the store while the batch runs
 	run := b.Run
 	if resume != "" {
 		run = b.Resume
@@ -41,6 +43,7 @@ func runBatch(cmd *cobra.Command, cfg *config.Config, f runFlags, resume string)
 			err = exitError(s.ExitCode, silentError{})
 		}
 	}
+	stopServing()
 	return closeRunStore(st, b.ID(), batchError(err), cmd.ErrOrStderr())
 }
 

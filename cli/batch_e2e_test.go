@@ -201,6 +201,10 @@ var _ = suite.Add(e2e.Test{Name: "BatchResumesAfterAKill", Needs: []e2e.Need{e2e
 	p := b.ralph("run", "--tasks", "prd.json", "--parallel", "2", "--no-tui").Start()
 	first := p.WaitLine(" started: ")
 	p.WaitLine(" started: ")
+	// While the batch runs, other commands read its store through its socket.
+	if runs, errOut, code := b.ralph("runs").Run(); code != 0 || !strings.Contains(runs, "running") {
+		t.Errorf("ralph runs while the batch runs: exit %d\n%s\n%s", code, runs, errOut)
+	}
 	if err := p.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func RunRows(runs []loop.RunRecord, live *Info, now time.Time) []RunRow {
 		started, serr := time.Parse(time.RFC3339, r.Started)
 		end, eerr := time.Parse(time.RFC3339, r.Updated)
 		switch {
-		case live != nil && live.RunID == r.ID:
+		case live != nil && (live.RunID == r.ID || live.drives(r)):
 			attached := live.UIs > 0
 			row.PID, row.Attached, row.LogFile = live.PID, &attached, live.LogFile
 			end, eerr = now, nil
@@ -54,4 +54,11 @@ func RunRows(runs []loop.RunRecord, live *Info, now time.Time) []RunRow {
 		}
 	}
 	return rows
+}
+
+// drives says whether r is a run of the batch this process drives that
+// has not ended: the batch's own run or one of its task runs.
+func (in *Info) drives(r loop.RunRecord) bool {
+	running := r.State == loop.StateRunning || r.State == loop.StatePaused
+	return in.Batch != "" && running && (r.ID == in.Batch || r.Batch == in.Batch)
 }

@@ -78,3 +78,24 @@ func TestRunsAnswersRows(t *testing.T) {
 		}
 	}
 }
+
+// A process that drives a batch (Hold) has the batch's run and its task
+// runs still running as its own: live, not interrupted; a run of another
+// batch, or one that ended, is not.
+func TestRunRowsOfAHeldBatch(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC().Format(loop.RecordTime)
+	recs := []loop.RunRecord{
+		{ID: "b1", State: loop.StateRunning, Started: now, Updated: now},
+		{ID: "t1", State: loop.StateRunning, Started: now, Updated: now, Batch: "b1"},
+		{ID: "t2", State: loop.StateDone, Started: now, Updated: now, Batch: "b1"},
+		{ID: "t3", State: loop.StateRunning, Started: now, Updated: now, Batch: "b0"},
+	}
+	in := Info{PID: 42, Batch: "b1"}
+	want := map[string]bool{"b1": true, "t1": true}
+	for _, row := range RunRows(recs, &in, time.Now()) {
+		if live := row.PID == 42; live != want[row.ID] || live == (row.State == StateInterrupted) && row.ID != "t2" {
+			t.Errorf("run %s: pid %d, state %s; want live %v", row.ID, row.PID, row.State, want[row.ID])
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,6 +56,9 @@ type Options struct {
 	// steers the run through its socket. The user's own commands connect
 	// as before.
 	RefuseRunPeers bool
+	// Batch is the batch this process drives (Hold), "" for none: its own
+	// run and its task runs that are running are this process's (Info).
+	Batch string
 	// WriteTimeout bounds each write to a client; a client that does not
 	// read for this long loses its stream. Default 10s.
 	WriteTimeout time.Duration
@@ -203,7 +207,7 @@ func (s *Server) info() Info {
 	logFile, localUI := s.logFile, s.localUI
 	s.mu.Unlock()
 	in := Info{PID: os.Getpid(), Store: absDir(s.o.Store.Dir()), StoreID: s.o.Store.ID(), VerifierKey: s.o.Store.VerifierKeyString(), LogFile: logFile, Head: s.o.Store.Head().Seq,
-		UIs: int(s.attached.Load()), Approves: s.o.Approve != nil}
+		UIs: int(s.attached.Load()), Approves: s.o.Approve != nil, Batch: s.o.Batch}
 	if localUI {
 		in.UIs++
 	}
@@ -312,4 +316,19 @@ func (s *Server) ndjson(w http.ResponseWriter) (*bufio.Writer, *deadlineWriter) 
 	w.WriteHeader(http.StatusOK)
 	dw := newDeadlineWriter(w, s.o.WriteTimeout)
 	return bufio.NewWriterSize(dw, 64<<10), dw
+}
+
+// Hold serves st on its socket for a process that drives batch, not one
+// run (its task runs are not steered from there: no controls),
+// so that every other ralph command reads the store while it is held;
+// refusePeers is Options.RefuseRunPeers. A socket that cannot be made is
+// a warning on errOut, and the store goes unserved. The func it returns
+// stops serving; call it before the store is closed.
+func Hold(st *ledger.Store, batch string, refusePeers bool, errOut io.Writer) (stop func()) {
+	srv, err := Start(Options{Store: st, Batch: batch, RefuseRunPeers: refusePeers})
+	if err != nil {
+		fmt.Fprintf(errOut, "ralph: other commands cannot read this store while it is held: %v\n", err)
+		return func() {}
+	}
+	return func() { _ = srv.Close() } // its streams end with the holder; the holder's own end is what it reports
 }

@@ -23,7 +23,10 @@ type Info struct {
 	VerifierKey string `json:"verifier_key,omitempty"`
 	// RunID is the run this process drives ("" when it only holds the
 	// store), State its state now, LogFile where its output goes.
-	RunID   string `json:"run_id,omitempty"`
+	RunID string `json:"run_id,omitempty"`
+	// Batch is the batch this process drives ("" for none): the batch's
+	// run and its task runs still running are live here.
+	Batch   string `json:"batch,omitempty"`
 	State   string `json:"state,omitempty"`
 	LogFile string `json:"log_file,omitempty"`
 	// UIs is how many UIs follow the run now: the process's own (when it
