@@ -59,6 +59,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		}
 	case followMsg:
 		m.following = true
+		cmd = m.tick() // its clocks run
 	case batchRecordMsg:
 		m.setBatchRecord(msg)
 	case eventsMsg:
