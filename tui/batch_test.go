@@ -221,7 +221,7 @@ func TestBatchViewRecorded(t *testing.T) {
 		t.Fatalf("ralph view BATCH does not show the batch view: %T", m.modes.screen())
 	}
 	screen := m.View()
-	for _, want := range []string{"batch 0193…b1", "Failed", "2/3 merged", "$0.77", "source prd:prd.json → target ralph/greetings",
+	for _, want := range []string{"batch 0193…b1", "Failed", "2/3 merged", "$0.77", "from prd:prd.json", "onto ralph/greetings",
 		"2 at a time", "✓ US-001", "Greet in English", "as 3f2a1b0c9d", "✗ US-003", "failed", "keeps-failing: 2 of 2 consecutive failures",
 		"try 1", "conflict in greet.go", "✗ Failed: 2 of 3 merged, 1 failed", "enter open the task's run"} {
 		if !strings.Contains(screen, want) {

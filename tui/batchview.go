@@ -155,8 +155,10 @@ func (v *batchView) body(m *model, width, height int) []string {
 	v.sync()
 	b, st := v.b, v.st
 	inner := width - 2
+	from, onto := v.place()
 	head := []string{
-		" " + cut(v.place(), inner-1),
+		" " + cut(from, inner-1),
+		" " + cut(onto, inner-1),
 		" " + cut(v.counts(), inner-1),
 		st.dim.Render(" " + cut(columns(inner-1, "", "task", "title", "state", "iter", "cost", "time"), inner-1)),
 	}
@@ -215,11 +217,10 @@ func notStartedWhy(status string) string {
 	return "queued"
 }
 
-// place is the batch's first line: where its tasks come from and go, and
-// how it runs them.
-func (v *batchView) place() string {
+// place is where the batch's tasks come from, and where they go and how
+// the batch runs them.
+func (v *batchView) place() (from, onto string) {
 	b := v.b
-	s := "source " + b.source + " → target " + b.target
 	var how []string
 	if b.parallel > 0 {
 		how = append(how, strconv.Itoa(b.parallel)+" at a time")
@@ -231,10 +232,10 @@ func (v *batchView) place() string {
 	if b.attempts > 1 {
 		how = append(how, strconv.Itoa(b.attempts)+" attempts each")
 	}
-	return s + v.st.dim.Render(" · "+strings.Join(how, " · "))
+	return "from " + clean(b.source), "onto " + clean(b.target) + v.st.dim.Render(" · "+strings.Join(how, " · "))
 }
 
-// counts is the batch's second line: how many tasks stand where.
+// counts is how many tasks stand where.
 func (v *batchView) counts() string {
 	b := v.b
 	n := b.count()
