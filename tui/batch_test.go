@@ -328,3 +328,44 @@ func TestBatchViewNoRun(t *testing.T) {
 		t.Fatalf("enter on a task with no run:\n%s", m.View())
 	}
 }
+
+// b in a task's run view opens its batch over it, read in parts; enter
+// opens a task's run from there, and esc comes back to the batch, then to
+// the run.
+func TestBatchOfRun(t *testing.T) {
+	acts := scriptBatch()
+	rec := batchRecord(acts)
+	st, _ := batchStore(t, acts, &rec)
+	m := viewModel(t, st, fixtureR4, 120, 40)
+	if m.batchOf != fixtureBatch || !m.keys.Batch.Enabled() || !strings.Contains(m.View(), "b its batch") {
+		t.Fatalf("a task's run does not offer its batch (%q):\n%s", m.batchOf, m.View())
+	}
+	keys(m, "b")
+	v, ok := m.modes.screen().(*batchView)
+	if !ok || v.pin || v.reading || len(v.b.tasks) != 3 || v.b.end == nil {
+		t.Fatalf("b opened %T (%+v)", m.modes.screen(), v)
+	}
+	screen := m.View()
+	for _, want := range []string{"batch 0193…b1", "Failed", "2/3 merged", "✗ Failed: 2 of 3 merged, 1 failed", "esc back", "✗ US-003"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the batch view from a task's run lacks %q:\n%s", want, screen)
+		}
+	}
+	keys(m, "G", "enter")
+	tv, ok := m.modes.screen().(*taskRunView)
+	if !ok || tv.sub.runID != fixtureR3 || tv.sub.keys.Batch.Enabled() {
+		t.Fatalf("enter opened %T", m.modes.screen())
+	}
+	keys(m, "esc")
+	if m.modes.screen() != v {
+		t.Fatalf("esc in the task's run went to %T", m.modes.screen())
+	}
+	keys(m, "esc")
+	if m.modes.screen() != nil || !strings.Contains(m.View(), "Causal chain") {
+		t.Fatalf("esc in the batch view went to %T, not the run", m.modes.screen())
+	}
+	plain := viewModel(t, st, fixtureBatch, 120, 40) // a batch's own view has no b
+	if plain.keys.Batch.Enabled() {
+		t.Error("b is offered where there is no task's run")
+	}
+}

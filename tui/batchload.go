@@ -23,8 +23,9 @@ type (
 	followMsg struct{}
 	// batchRecordMsg is the batch's record, read from the store.
 	batchRecordMsg struct {
-		rec *loop.RunRecord // nil: the store keeps none for it
-		err error
+		rec  *loop.RunRecord // nil: the store keeps none for it
+		err  error
+		view *batchView // the view that asked (nil: the page, m.batchV)
 	}
 )
 
@@ -82,11 +83,14 @@ func readBatchRecord(st any, id string) batchRecordMsg {
 // setBatchRecord takes the batch's record: an ended batch's state and
 // reason (a record that still says running changes nothing).
 func (m *model) setBatchRecord(msg batchRecordMsg) {
-	m.recordAsked = false
-	if m.batchV == nil || msg.rec == nil || !isEndState(msg.rec.State) {
+	v := msg.view
+	if v == nil {
+		v, m.recordAsked = m.batchV, false
+	}
+	if v == nil || msg.rec == nil || !isEndState(msg.rec.State) {
 		return
 	}
-	b := m.batchV.b
+	b := v.b
 	at, _ := time.Parse(loop.RecordTime, msg.rec.Updated) // the zero time when it cannot be read: the last action's is shown
 	b.end = &batchEnd{state: msg.rec.State, class: msg.rec.Class, reason: msg.rec.Reason, at: at}
 	b.ver++

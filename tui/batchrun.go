@@ -72,14 +72,15 @@ func (m *model) openTaskRun(v *batchView) tea.Cmd {
 	}
 	tv := &taskRunView{fullScreen: fullScreen{"a task's run"}, run: r, reading: true, to: r.last}
 	o := &Options{Store: m.store, StoreDir: m.storeDir, RunID: r.id, Now: m.now}
-	if m.following {
+	following := v.follows(m)
+	if following {
 		o.GoesOn, tv.to = m.goesOn, m.seq // what the stream brings after m.seq, it hands over
 	}
 	if tv.to == 0 {
 		tv.to = math.MaxUint64
 	}
 	tv.sub = newModel(o, m.st)
-	tv.sub.ctx, tv.sub.following, tv.sub.inBatch = m.ctx, m.following, true
+	tv.sub.ctx, tv.sub.following, tv.sub.inBatch = m.ctx, following, true
 	tv.sub.task = it.t.id + " try " + strconv.Itoa(r.try)
 	if r.attempt > 1 || v.b.attempts > 1 {
 		tv.sub.task = it.t.id + "#" + strconv.Itoa(r.attempt) + " try " + strconv.Itoa(r.try)
@@ -92,16 +93,20 @@ func (m *model) openTaskRun(v *batchView) tea.Cmd {
 // read asks for the part of the run from seq from on.
 func (v *taskRunView) read(ctx context.Context, st Scanner, from uint64) tea.Cmd {
 	run, to := v.run.id, v.to
-	parseCfg := v.sub.cfg == nil
-	return func() tea.Msg { return taskRunMsg{v, readRunPart(ctx, st, run, from, to, parseCfg)} }
+	cfgOf := ""
+	if v.sub.cfg == nil {
+		cfgOf = run
+	}
+	keep := func(a *ledger.Action) bool { return a.RunID == run }
+	return func() tea.Msg { return taskRunMsg{v, readPart(ctx, st, from, to, keep, cfgOf)} }
 }
 
 // errPartEnds ends a Range at the end of a part.
 var errPartEnds = errors.New("the part is read")
 
-// readRunPart reads up to loadBatch of run's actions from seq from on, up
-// to seq to.
-func readRunPart(ctx context.Context, st Scanner, run string, from, to uint64, parseCfg bool) taskRunPart {
+// readPart reads up to loadBatch of the actions keep picks from seq from
+// on, up to seq to, and the config of run cfgOf's RunStarted ("": none).
+func readPart(ctx context.Context, st Scanner, from, to uint64, keep func(*ledger.Action) bool, cfgOf string) taskRunPart {
 	p := taskRunPart{next: from}
 	full := false
 	err := st.Range(from, func(a ledger.Action) error {
@@ -109,15 +114,15 @@ func readRunPart(ctx context.Context, st Scanner, run string, from, to uint64, p
 			return errPartEnds
 		}
 		p.next = a.Seq + 1
-		if a.RunID != run {
+		if !keep(&a) {
 			return ctx.Err()
 		}
-		if parseCfg && a.Type == ledger.RunStarted {
+		if cfgOf != "" && a.Type == ledger.RunStarted && a.RunID == cfgOf {
 			if p.cfg = snapshotConfig(&a); p.cfg != nil {
 				p.conds = configuredConditions(p.cfg)
 			}
 		}
-		p.events = append(p.events, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: run, Action: &a})
+		p.events = append(p.events, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: a.RunID, Action: &a})
 		if len(p.events) == loadBatch {
 			full = true
 			return errPartEnds

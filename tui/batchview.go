@@ -35,6 +35,10 @@ type batchView struct {
 	itemVer int
 	cache   rowCache[batchRow, batchRowVer, []string]
 	note    string // said in the status line until the next key
+	// A view the UI's load does not feed (b) reads its batch in parts.
+	reading bool
+	read    int // actions read
+	readErr error
 }
 
 // batchRow is a line the cursor stops on: a task, or one of its runs.
@@ -136,19 +140,33 @@ func (v *batchView) sync() {
 	v.scrollBy(0)
 }
 
-// goesOn reports whether the batch is still at work as far as the view
-// knows: it is being read, or followed, or goes on elsewhere.
-func (m *model) batchGoesOn(b *batch) bool {
-	return b.end == nil && (m.loading || m.following || m.goesOn != "")
+// source is how the view reads its batch: the UI's own load for the
+// page (ralph view BATCH), else the parts it reads itself (b in a task's
+// run, readBatch).
+func (v *batchView) source(m *model) (loading bool, read int, err error) {
+	if v.pin {
+		return m.loading, m.loaded, m.loadErr
+	}
+	return v.reading, v.read, v.readErr
 }
 
-// batchNow is the time the batch's running figures count to: now while it
+// follows reports whether the batch is shown as it goes on.
+func (v *batchView) follows(m *model) bool { return v.pin && m.following }
+
+// goesOn reports whether the batch is still at work as far as the view
+// knows: it is being read, or followed, or goes on elsewhere.
+func (v *batchView) goesOn(m *model) bool {
+	loading, _, _ := v.source(m)
+	return v.b.end == nil && (loading || (v.pin && (m.following || m.goesOn != "")))
+}
+
+// now is the time the batch's running figures count to: now while it
 // goes on, else its last action's.
-func (m *model) batchNow(b *batch) time.Time {
-	if m.batchGoesOn(b) && !m.loading {
+func (v *batchView) now(m *model) time.Time {
+	if loading, _, _ := v.source(m); v.goesOn(m) && !loading {
 		return m.now()
 	}
-	return b.last
+	return v.b.last
 }
 
 func (v *batchView) body(m *model, width, height int) []string {
@@ -183,7 +201,7 @@ func (v *batchView) body(m *model, width, height int) []string {
 // each starts: at[i] is item i's first line, at[len(items)] the end.
 func (v *batchView) lines(m *model, w int) ([]string, []int) {
 	b := v.b
-	now, gone := m.batchNow(b), !m.batchGoesOn(b)
+	now, gone := v.now(m), !v.goesOn(m)
 	var out []string
 	at := make([]int, 0, len(v.items)+1)
 	for i, it := range v.items {
@@ -420,7 +438,7 @@ func (v *batchView) header(m *model) string {
 		_, c := t.figures()
 		cost += c
 	}
-	end := m.batchNow(b)
+	end := v.now(m)
 	if b.end != nil && !b.end.at.IsZero() {
 		end = b.end.at
 	}
@@ -430,7 +448,7 @@ func (v *batchView) header(m *model) string {
 	}
 	parts := []string{st.bold.Render("ralph"), "batch " + shortID(b.id), v.badge(m), fmt.Sprintf("%d/%d merged", n[ledger.TaskVerdictMerged], b.total),
 		elapsed, fmt.Sprintf("$%.2f", cost)}
-	if !m.following {
+	if !v.follows(m) {
 		parts = append(parts, st.dim.Render("read-only"))
 	}
 	return fit(" "+strings.Join(parts, st.dim.Render(" · ")), m.w)
@@ -449,9 +467,9 @@ func (v *batchView) badge(m *model) string {
 			style = st.stateLimit
 		}
 		return style.Render(titleCase(b.end.state))
-	case m.loading:
+	case v.reading || (v.pin && m.loading):
 		return st.stateIdle.Render("Reading")
-	case m.batchGoesOn(b):
+	case v.goesOn(m):
 		return st.stateRun.Render("Running")
 	}
 	return st.stateFail.Render("Interrupted")
@@ -465,10 +483,13 @@ func (v *batchView) status(m *model) []string {
 	switch {
 	case v.note != "":
 		return []string{st.statusAlert.Render(" " + v.note)}
-	case m.loading:
-		return []string{st.dim.Render(fmt.Sprintf(" Reading the batch from the store… %d actions", m.loaded))}
-	case m.loadErr != nil:
-		return []string{st.fail.Render(" ✗ Reading the batch failed: "+firstLine(m.loadErr.Error())) + quit}
+	}
+	loading, read, err := v.source(m)
+	switch {
+	case loading:
+		return []string{st.dim.Render(fmt.Sprintf(" Reading the batch from the store… %d actions", read))}
+	case err != nil:
+		return []string{st.fail.Render(" ✗ Reading the batch failed: "+firstLine(err.Error())) + quit}
 	case b.end != nil:
 		mark, style := "■", st.statusAlert
 		switch b.end.state {
@@ -478,9 +499,9 @@ func (v *batchView) status(m *model) []string {
 			mark, style = "✗", st.fail
 		}
 		return []string{style.Render(fmt.Sprintf(" %s %s: %s", mark, titleCase(b.end.state), b.end.reason)) + quit}
-	case m.following:
+	case v.follows(m):
 		return []string{st.dim.Render(" The batch goes on in " + m.goesOn + "; shown as it records")}
-	case m.goesOn != "":
+	case v.pin && m.goesOn != "":
 		return []string{st.dim.Render(" The batch goes on in "+m.goesOn+"; this shows what it recorded until now") + quit}
 	}
 	return []string{st.statusAlert.Render(" ✗ Interrupted: the batch has no end on record") +

@@ -40,6 +40,7 @@ type model struct {
 	batchV       *batchView      // the batch this run is (ralph view BATCH), fed by its events
 	inBatch      bool            // a task's run opened from the batch view
 	task         string          // its task, as the header names it ("US-002 try 2")
+	batchOf      string          // the batch the run is a task of (its RunStarted's batch), which b opens
 	recordAsked  bool            // the batch's record is being read
 	ctx          context.Context // ends with the UI; bounds the commands that read the store
 	approver     *Approver
@@ -156,6 +157,7 @@ func newModel(o *Options, st *styles) *model {
 	m.keys.live(m.live)
 	m.keys.filtered(false)
 	m.keys.Output.SetEnabled(false)
+	m.keys.Batch.SetEnabled(false)
 	if m.live {
 		m.chain.now = now // running rows show their elapsed time
 	}
@@ -244,6 +246,7 @@ func (m *model) ingest(a *ledger.Action) {
 		if s, ok := a.Metadata["sandbox"]; ok {
 			m.sandbox = s.Str()
 		}
+		m.batchOf = a.Metadata[ledger.MetaBatch].Str()
 	case ledger.IterationStarted:
 		m.iteration = int(a.Metadata["iteration"].AsInt())
 		m.delayUntil = time.Time{}

@@ -62,6 +62,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		cmd = m.tick() // its clocks run
 	case batchRecordMsg:
 		m.setBatchRecord(msg)
+	case batchPartMsg:
+		cmd = m.batchPart(msg)
 	case eventsMsg:
 		cmd = m.events(msg)
 	case configMsg:
@@ -167,12 +169,14 @@ func (m *model) syncControls() {
 	case on:
 		quit = "quit…" // it asks: abort, detach or stay
 	}
+	batch := m.batchOf != "" && !m.inBatch && m.scanner != nil // b: a task's run opens its batch
 	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
-		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit {
+		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit || m.keys.Batch.Enabled() != batch {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
+		m.keys.Batch.SetEnabled(batch)
 		m.keys.Quit.SetHelp("q", quit)
 		clear(m.helpCache) // the footer is drawn from the bindings
 	}
@@ -272,6 +276,8 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		return m.openDetail()
 	case key.Matches(k, ks.Diff):
 		return m.openDiff()
+	case key.Matches(k, ks.Batch):
+		return m.openBatchOf()
 	case key.Matches(k, ks.Filter):
 		return m.openFilter()
 	case key.Matches(k, ks.Back) && m.tree.filter != nil:
