@@ -290,7 +290,11 @@ func columns(w int, mark, id, title, state, iter, cost, elapsed string) string {
 func (v *batchView) drawRow(it batchRow, now time.Time, gone bool, w int) []string {
 	st := v.st
 	if it.r != nil {
-		return []string{" " + v.runRow(it.r, now, gone, w-1)}
+		row, why := v.runRow(it.r, now, gone, w-1)
+		if why == "" {
+			return []string{" " + row}
+		}
+		return []string{" " + row, st.dim.Render(cut("       "+why, w))}
 	}
 	t := it.t
 	status := shownStatus(t.status(), gone)
@@ -306,8 +310,9 @@ func (v *batchView) drawRow(it batchRow, now time.Time, gone bool, w int) []stri
 }
 
 // runRow is one run of a task with several: which try (and attempt),
-// how it ended and why, its iterations, spend and time.
-func (v *batchView) runRow(r *taskRun, now time.Time, gone bool, w int) string {
+// how it ended, its iterations, spend and time; and why, for the line
+// under it.
+func (v *batchView) runRow(r *taskRun, now time.Time, gone bool, w int) (row, why string) {
 	status := r.verdict // a run's row says how it ended, even when its task goes on
 	if status == "" {
 		status = shownStatus(r.status(), gone)
@@ -319,13 +324,14 @@ func (v *batchView) runRow(r *taskRun, now time.Time, gone bool, w int) string {
 	if r.id == "" {
 		name = "no run"
 	}
-	why := r.why
+	why = r.why
 	if why == "" && status == taskMerging {
 		why = "in the merge queue: " + r.reason
 	}
 	style := styleOf(v.st, status)
-	return columns(w, style.Render(markOf(v.st, status)), v.st.dim.Render("  "+name), v.st.dim.Render(clean(why)), style.Render(statusWord(status)),
+	row = columns(w, style.Render(markOf(v.st, status)), v.st.dim.Render("  "+name), "", style.Render(statusWord(status)),
 		strconv.Itoa(r.iteration), fmt.Sprintf("$%.2f", r.cost), fmtClock(r.elapsed(now)))
+	return row, clean(why)
 }
 
 // taskWhy is the line under a task: why it ended so, or what it does.
