@@ -26,7 +26,8 @@ ended. v shows every stop-condition evaluation, enter every field of an action
 with its hashes and verification, / filters, ? lists the keys.
 
 RUN_ID is a run id, a unique prefix of one (see 'ralph runs') or latest;
-without it, the latest run (named on stderr). The UI needs a
+a batch's (ralph run --tasks) opens the batch view: a row per task, enter
+opens its run. Without it, the latest run (named on stderr). The UI needs a
 terminal; for text, use 'ralph chain show --run RUN_ID --tree' or
 'ralph history RUN_ID'.
 

@@ -25,7 +25,10 @@
 //
 // A recorded run: tui.View(ctx, store, runID, tui.Options{}). A run another
 // process owns (ralph attach): tui.Run with a Run from serve.Client and
-// Attached set.
+// Attached set. A batch run's id (DESIGN §23) given to View opens the batch
+// view: a row per task, enter opens a task's run; with Options.GoesOn the
+// batch is followed as it records (the store's Subscribe, or the socket's
+// event stream of the process that holds it).
 //
 // Invariants:
 //   - One root model (model) owns routing, focus and layout; panes are
@@ -39,6 +42,10 @@
 //   - Events reach the program through one forwarder goroutine calling
 //     Program.Send, in batches of what is ready; nothing calls Send from
 //     inside Update.
+//   - A batch is held as a few fields per task and run (batch.go), taken
+//     from the batch's actions and its task runs' as they arrive; its end,
+//     which is not an action, from its record. A task's run opened from it
+//     is a model of its own, read from the store when opened.
 //   - The chain is held as compact rows (no decoded actions): memory grows
 //     by ~60 bytes per shown action; a frame draws only the rows in view,
 //     each kept by the one row-cache rule (rowCache: a finished row is

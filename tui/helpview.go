@@ -48,7 +48,7 @@ func (m *model) pageHelp() []helpGroup {
 		scroll,
 		{"Panes", []key.Binding{k.Focus, k.Follow, k.Output, detail, k.Filter, k.Next, k.Prev, k.Back}},
 		{"The run", run},
-		{"Views", []key.Binding{k.History, k.Log, k.Help, k.Quit}},
+		{"Views", []key.Binding{k.History, k.Batch, k.Log, k.Help, k.Quit}},
 	}
 }
 

@@ -13,6 +13,7 @@ type keyMap struct {
 	Next, Prev                              key.Binding // filter matches
 	Output                                  key.Binding // the agent's output or the plan
 	Diff                                    key.Binding // the selected iteration's diff
+	Batch                                   key.Binding // the batch a task's run is in
 
 	// Display-only bindings: one help entry for a pair of keys.
 	move, fold key.Binding
@@ -47,6 +48,7 @@ func newKeyMap() keyMap {
 		Filter:   b("/", "filter", "/"),
 		Output:   b("o", "output/plan", "o"),
 		Diff:     b("D", "iteration diff", "D"),
+		Batch:    b("b", "its batch", "b"),
 		Next:     b("n", "next match", "n"),
 		Prev:     b("N", "prev match", "N"),
 		Quit:     b("q", "quit", "q", "ctrl+c"),
@@ -82,7 +84,7 @@ func (k *keyMap) filtered(on bool) {
 // help bar cuts it at the screen's width, and disabled bindings (a
 // control of a run that has ended, n/N without a filter) are left out.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Pause, k.Skip, k.Abort, k.Next, k.Prev, k.Focus, k.Follow, k.Log, k.Help, k.Quit, k.Filter,
+	return []key.Binding{k.Pause, k.Skip, k.Abort, k.Next, k.Prev, k.Focus, k.Follow, k.Log, k.Help, k.Quit, k.Batch, k.Filter,
 		k.Output, k.Detail, k.History, k.move, k.fold}
 }
 
@@ -92,7 +94,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Fold, k.Unfold},
 		{k.Focus, k.Follow, k.Output, k.Detail, k.Diff, k.Filter, k.Next, k.Prev, k.Back, k.Verify},
 		{k.Pause, k.Abort, k.Skip, k.Yes, k.No},
-		{k.History, k.Log, k.Help, k.Quit},
+		{k.History, k.Batch, k.Log, k.Help, k.Quit},
 	}
 }
 

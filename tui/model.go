@@ -30,11 +30,18 @@ const (
 type model struct {
 	run      Live // nil for a recorded run
 	store    Reader
-	storeDir string // where the calls' output files are (Options.StoreDir)
+	scanner  Scanner // store, when it streams the chain: a task's run is read with it (taskRunView)
+	storeDir string  // where the calls' output files are (Options.StoreDir)
 	// recordedCall: a recorded run made an agent call, whose output o shows
 	recordedCall bool
 	attached     bool            // following a run another process owns: q detaches
 	goesOn       string          // a recorded run still going on elsewhere (Options.GoesOn)
+	following    bool            // a recorded batch (or a task's run in it) shown as it goes on records
+	batchV       *batchView      // the batch this run is (ralph view BATCH), fed by its events
+	inBatch      bool            // a task's run opened from the batch view
+	task         string          // its task, as the header names it ("US-002 try 2")
+	batchOf      string          // the batch the run is a task of (its RunStarted's batch), which b opens
+	recordAsked  bool            // the batch's record is being read
 	ctx          context.Context // ends with the UI; bounds the commands that read the store
 	approver     *Approver
 	now          func() time.Time
@@ -135,6 +142,7 @@ func newModel(o *Options, st *styles) *model {
 		conds: newCondPane(st), plan: newPlanPane(st), logs: newLogView(st), helpV: newHelpView(st),
 		state: loop.StateIdle, cfg: o.Config, helpCache: map[helpKey]string{}}
 	m.storeDir = o.StoreDir
+	m.scanner, _ = o.Store.(Scanner)
 	if d, ok := o.Store.(interface{ Dir() string }); ok && m.storeDir == "" {
 		if fi, err := os.Stat(d.Dir()); err == nil && fi.IsDir() { // not a fleet's address
 			m.storeDir = d.Dir()
@@ -149,6 +157,7 @@ func newModel(o *Options, st *styles) *model {
 	m.keys.live(m.live)
 	m.keys.filtered(false)
 	m.keys.Output.SetEnabled(false)
+	m.keys.Batch.SetEnabled(false)
 	if m.live {
 		m.chain.now = now // running rows show their elapsed time
 	}
@@ -204,8 +213,13 @@ func (m *model) canApprove() bool { return m.run != nil && m.run.CanApprove() }
 
 // ended reports whether the run is over.
 func (m *model) ended() bool {
-	if m.live && m.hasDone {
+	switch {
+	case m.live && m.hasDone:
 		return m.runDone
+	case m.following && m.batchV != nil:
+		return m.batchV.b.end != nil
+	case m.following:
+		return m.outcome != nil
 	}
 	return m.outcome != nil || m.runDone || (!m.live && !m.loading)
 }
@@ -219,6 +233,8 @@ func (m *model) ingest(a *ledger.Action) {
 	m.tree.add(a)
 	m.lastTime = a.Timestamp
 	switch a.Type {
+	case ledger.BatchStarted:
+		m.openBatch(a)
 	case ledger.RunStarted:
 		if m.runID == "" {
 			m.runID = a.RunID
@@ -230,6 +246,7 @@ func (m *model) ingest(a *ledger.Action) {
 		if s, ok := a.Metadata["sandbox"]; ok {
 			m.sandbox = s.Str()
 		}
+		m.batchOf = a.Metadata[ledger.MetaBatch].Str()
 	case ledger.IterationStarted:
 		m.iteration = int(a.Metadata["iteration"].AsInt())
 		m.delayUntil = time.Time{}

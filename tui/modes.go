@@ -50,6 +50,25 @@ type screen interface {
 	keysHelp(k *keyMap) (title string, groups []helpGroup)
 }
 
+// framer is a screen that draws the header and status line too, under
+// the views opened over it (the batch view: a batch's, not a run's).
+type framer interface {
+	screen
+	header(m *model) string
+	status(m *model) []string
+}
+
+// drawer is a screen that draws the whole screen itself: a model of its
+// own (a task's run opened from the batch view).
+type drawer interface {
+	screen
+	view() string
+}
+
+// pinner is a screen that may be the UI's page (ralph view BATCH's batch
+// view): the views opened in place of others open over it.
+type pinner interface{ pinned() bool }
+
 // prompt is a mode that fills the status line: its question or input.
 type prompt interface {
 	mode
@@ -176,9 +195,13 @@ func (m *model) screenKey(s screen, k tea.KeyMsg) (bool, tea.Cmd) {
 	return true, nil
 }
 
-// show opens s in place of any open view.
+// show opens s in place of any open view but a pinned one (the page).
 func (m *model) show(s screen) {
-	drop[screen](&m.modes)
+	m.modes = slices.DeleteFunc(m.modes, func(x mode) bool {
+		_, isScreen := x.(screen)
+		p, ok := x.(pinner)
+		return isScreen && !(ok && p.pinned())
+	})
 	m.modes.push(s)
 }
 

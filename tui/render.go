@@ -23,6 +23,9 @@ func (m *model) View() string {
 	if m.w < minW || m.h < minH {
 		return m.tooSmall()
 	}
+	if d, ok := m.modes.screen().(drawer); ok {
+		return d.view()
+	}
 	lines := make([]string, 0, m.h)
 	lines = append(lines, m.header())
 	lines = append(lines, m.body()...)
@@ -89,8 +92,14 @@ func (m *model) body() []string {
 // header is the first line: run, state, iteration, elapsed time, cost,
 // tokens, provider and model, plan mode, and the sandbox the run is in.
 func (m *model) header() string {
+	if f, ok := top[framer](m.modes); ok {
+		return f.header(m)
+	}
 	st := m.st
 	parts := []string{st.bold.Render("ralph"), shortID(m.runID), m.stateBadge()}
+	if m.task != "" { // a task's run in the batch view
+		parts = []string{st.bold.Render("ralph"), m.task, shortID(m.runID), m.stateBadge()}
+	}
 	it := fmt.Sprintf("iter %d", m.iteration)
 	if n := m.maxIterations(); n > 0 {
 		it += fmt.Sprintf("/%d", n)
@@ -173,6 +182,8 @@ func (m *model) stateBadge() string {
 		name, style = "Aborting…", st.stateFail
 	case m.pauseAsked && m.state == loop.StateRunning:
 		name, style = "Pausing…", st.statePause
+	case !m.live && !m.loading && m.outcome == nil && m.following:
+		name, style = "Running", st.stateRun
 	case !m.live && !m.loading && m.outcome == nil && m.goesOn != "":
 		name = "Running elsewhere"
 	case !m.live && !m.loading && m.outcome == nil:
@@ -209,6 +220,9 @@ func (m *model) maxCost() float64 { return m.budget.CostUSD }
 func (m *model) statusLines() []string {
 	if p, ok := top[prompt](m.modes); ok { // a question, the filter's input
 		return p.status(m)
+	}
+	if f, ok := top[framer](m.modes); ok {
+		return f.status(m)
 	}
 	st := m.st
 	switch {
@@ -251,6 +265,9 @@ func (m *model) outcomeLines() []string {
 	st := m.st
 	o := m.outcome
 	quit := st.dim.Render(" · q quits")
+	if m.inBatch {
+		quit = st.dim.Render(" · q back to the batch")
+	}
 	switch {
 	case o != nil:
 		mark, style := "■", st.statusAlert

@@ -70,24 +70,28 @@ const releaseEvery = 1 << 15
 
 // load streams a recorded run from the store to the program: one pass in
 // seq order, each action wrapped as the event the live bus would send,
-// never more than a batch decoded at a time.
-func load(ctx context.Context, st Scanner, runID string, send func(tea.Msg), parseCfg bool) {
+// never more than a batch decoded at a time. A batch run comes with its
+// task runs' actions and its record; with follow, the actions appended
+// after them follow as the batch records them (batchload.go).
+func load(ctx context.Context, st Scanner, runID string, send func(tea.Msg), parseCfg, follow bool) {
 	batch := make([]loop.Event, 0, loadBatch)
-	read := 0
+	read, last := 0, uint64(0)
+	f := newRunFilter(runID)
 	mapped, _ := st.(interface{ ReleaseMapped() error })
 	err := st.Range(1, func(a ledger.Action) error {
 		if read++; read%releaseEvery == 0 && mapped != nil {
 			_ = mapped.ReleaseMapped() // keep the pages the scan touched out of our RSS
 		}
-		if a.RunID != runID {
+		last = a.Seq
+		if !f.keep(&a) {
 			return ctx.Err()
 		}
-		if parseCfg && a.Type == ledger.RunStarted {
+		if parseCfg && a.Type == ledger.RunStarted && a.RunID == runID {
 			if cfg := snapshotConfig(&a); cfg != nil {
 				send(configMsg{cfg, configuredConditions(cfg)})
 			}
 		}
-		batch = append(batch, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: runID, Action: &a})
+		batch = append(batch, loop.Event{Kind: loop.EventAction, Time: a.Timestamp, RunID: a.RunID, Action: &a})
 		if len(batch) == loadBatch {
 			send(eventsMsg{events: batch})
 			batch = make([]loop.Event, 0, loadBatch)
@@ -97,7 +101,17 @@ func load(ctx context.Context, st Scanner, runID string, send func(tea.Msg), par
 	if len(batch) > 0 {
 		send(eventsMsg{events: batch})
 	}
+	follow = follow && f.batch && err == nil && canFollow(st)
+	if f.batch {
+		if follow {
+			send(followMsg{})
+		}
+		send(readBatchRecord(st, runID))
+	}
 	send(loadedMsg{err: err})
+	if follow {
+		followBatch(ctx, st, last+1, f, send)
+	}
 }
 
 // snapshotConfig reads the config a RunStarted action recorded; nil when

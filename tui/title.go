@@ -69,14 +69,24 @@ func (m *model) uiState() string {
 	switch {
 	case m.queued || m.loading || m.statsAsked > 0:
 		return "running"
-	case m.goesOn == "" && m.ended():
+	case (m.goesOn == "" || m.following) && m.ended():
 		return "ended"
 	}
 	return "idle"
 }
 
-// title is what the title says for what the UI shows now.
-func (m *model) title() titleState { return titleState{runID: m.runID, seq: m.seq, state: m.uiState()} }
+// title is what the title says for what the UI shows now: a task's run
+// opened from the batch view says its own.
+func (m *model) title() titleState {
+	if v, ok := m.modes.screen().(*taskRunView); ok {
+		t := v.sub.title()
+		if v.reading {
+			t.state = "running"
+		}
+		return t
+	}
+	return titleState{runID: m.runID, seq: m.seq, state: m.uiState()}
+}
 
 // retitle runs after every Update: when the title changes and no
 // titleMsg is on its way, it asks for one.

@@ -127,7 +127,7 @@ func View(ctx context.Context, store Scanner, runID string, o Options) error {
 	o.Store, o.RunID, o.Run, o.Done, o.Approver = store, runID, nil, nil, nil
 	parseCfg := o.Config == nil
 	return run(ctx, &o, func(ctx context.Context, send func(tea.Msg)) {
-		load(ctx, store, runID, send, parseCfg)
+		load(ctx, store, runID, send, parseCfg, o.GoesOn != "")
 	})
 }
 

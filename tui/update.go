@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,10 +39,31 @@ type (
 // Update routes one message. It does no I/O: reads of the store and calls
 // into the runner are returned as commands.
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	cmd := m.update(msg)
+	return m, tea.Batch(cmd, m.retitle())
+}
+
+// update is Update but for the title: a task's run view (taskRunView) is
+// a model updated by the root one, whose title says what it shows.
+func (m *model) update(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
+		if v, ok := top[*taskRunView](m.modes); ok {
+			v.sub.update(msg)
+		}
+	case taskRunMsg:
+		if slices.Contains(m.modes, mode(msg.to)) { // else it was closed: the answer is moot
+			cmd = msg.to.update(m, msg.msg)
+		}
+	case followMsg:
+		m.following = true
+		cmd = m.tick() // its clocks run
+	case batchRecordMsg:
+		m.setBatchRecord(msg)
+	case batchPartMsg:
+		cmd = m.batchPart(msg)
 	case eventsMsg:
 		cmd = m.events(msg)
 	case configMsg:
@@ -55,11 +77,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case runDoneMsg:
 		if m.runEnded(msg.err) {
-			return m, tea.Quit
+			return tea.Quit
 		}
 	case tickMsg:
 		m.ticking = false
-		cmd = m.tick()
+		cmd = tea.Batch(m.tick(), m.pollBatch())
 	case titleMsg:
 		cmd = m.setTitle(msg)
 	case approveMsg:
@@ -90,21 +112,30 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	m.syncControls()
 	m.layout()
-	return m, tea.Batch(cmd, m.retitle())
+	return cmd
 }
 
 // events takes a batch of the run's events from the forwarder.
 func (m *model) events(msg eventsMsg) tea.Cmd {
+	var cmds []tea.Cmd
 	for i := range msg.events {
-		m.event(&msg.events[i])
-		if !m.live && msg.events[i].Kind == loop.EventAction {
+		e := &msg.events[i]
+		if !m.live && e.Kind == loop.EventAction {
 			m.loaded++
-			m.noteRecordedCall(msg.events[i].Action)
+		}
+		if m.batchV != nil && e.Kind == loop.EventAction && m.batchV.b.observe(e.Action) && e.Action.RunID != m.runID {
+			m.seq = max(m.seq, e.Action.Seq) // a task run's, which the batch view shows
+			cmds = append(cmds, m.feedTaskRun(e))
+			continue
+		}
+		m.event(e)
+		if !m.live && e.Kind == loop.EventAction {
+			m.noteRecordedCall(e.Action)
 		}
 	}
 	m.chain.sync()
 	m.queued = msg.more
-	return m.afterEvents()
+	return tea.Batch(append(cmds, m.afterEvents())...)
 }
 
 // runEnded takes runner.Run's return: the rows still open end, and a plan
@@ -131,17 +162,21 @@ func (m *model) syncControls() {
 	output := m.output.call != nil || m.recordedCall
 	quit := "quit" // what q does: a recorded or ended run
 	switch {
+	case m.inBatch:
+		quit = "back" // to the batch view
 	case on && m.attached:
 		quit = "detach" // an attached UI leaves a running run going
 	case on:
 		quit = "quit…" // it asks: abort, detach or stay
 	}
+	batch := m.batchOf != "" && !m.inBatch && m.scanner != nil // b: a task's run opens its batch
 	if m.keys.Pause.Enabled() != on || (m.keys.Pause.Help().Desc == "resume") != paused || m.keys.Next.Enabled() != filtered ||
-		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit {
+		m.keys.Output.Enabled() != output || m.keys.Quit.Help().Desc != quit || m.keys.Batch.Enabled() != batch {
 		m.keys.live(on)
 		m.keys.paused(paused)
 		m.keys.filtered(filtered)
 		m.keys.Output.SetEnabled(output) // o only once an agent has streamed
+		m.keys.Batch.SetEnabled(batch)
 		m.keys.Quit.SetHelp("q", quit)
 		clear(m.helpCache) // the footer is drawn from the bindings
 	}
@@ -165,7 +200,7 @@ func (m *model) afterEvents() tea.Cmd {
 // tick drives the header's clock and the rate-limit countdown while a
 // live run goes on.
 func (m *model) tick() tea.Cmd {
-	if m.ticking || !m.live || m.ended() {
+	if m.ticking || !(m.live || m.following) || m.ended() {
 		return nil
 	}
 	m.ticking = true
@@ -241,6 +276,8 @@ func (m *model) mainKey(k tea.KeyMsg) tea.Cmd {
 		return m.openDetail()
 	case key.Matches(k, ks.Diff):
 		return m.openDiff()
+	case key.Matches(k, ks.Batch):
+		return m.openBatchOf()
 	case key.Matches(k, ks.Filter):
 		return m.openFilter()
 	case key.Matches(k, ks.Back) && m.tree.filter != nil:
@@ -336,6 +373,10 @@ func (m *model) mouse(msg tea.MouseMsg) {
 	case tea.MouseButtonWheelDown:
 		d = 3
 	default:
+		return
+	}
+	if v, ok := m.modes.screen().(*taskRunView); ok { // a task's run: its panes take the wheel where it turns
+		v.sub.mouse(msg)
 		return
 	}
 	if s := m.modes.screen(); s != nil {

@@ -1,0 +1,58 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ralphloop/ralph/internal/e2e"
+)
+
+// ralph view of a batch run opens the batch view in a real terminal: one
+// row per task, merged onto the prd's branch; enter opens a task's run in
+// the run view, q comes back to the batch, q again exits 0.
+var _ = suite.Add(e2e.Test{Name: "BatchViewInTerminal", Needs: []e2e.Need{e2e.Tool("git"), e2e.Tmux}, Run: func(t *testing.T, e *e2e.E) {
+	b := newBacklog(t, e)
+	if out, errOut, code := b.ralph("run", "--tasks", "prd.json", "--parallel", "2", "--no-tui").Run(); code != 0 {
+		t.Fatalf("run --tasks: exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs, _, _ := b.ralph("runs", "--json").Run()
+	var batch string
+	for _, line := range strings.Split(strings.TrimSpace(runs), "\n") {
+		var r struct {
+			ID    string
+			Tasks int
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Tasks == 3 {
+			batch = r.ID
+		}
+	}
+	if batch == "" {
+		t.Fatalf("no batch in ralph runs:\n%s", runs)
+	}
+	tm := b.ralph("view", batch).Term()
+	screen := tm.WaitIdle(e2e.UntilEnd)
+	for _, want := range []string{"batch " + batch[:4], "Done", "3/3 merged", "onto ralph/greetings · 2 at a time", "2 at a time", "✓ US-001",
+		"Greet in French", "✓ US-003", "onto ralph/greetings", "✓ Done: 3 of 3 merged", "enter open the task's run"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the batch view lacks %q:\n%s", want, screen)
+		}
+	}
+	tm.Send("Down")
+	tm.Send("Enter")
+	screen = tm.WaitFor("q back to the batch")
+	for _, want := range []string{"US-002 try 1", "Done by done (success)", "Causal chain", "Stop conditions"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the run view of US-002 lacks %q:\n%s", want, screen)
+		}
+	}
+	tm.Send("q")
+	tm.WaitFor("✓ Done: 3 of 3 merged")
+	tm.Send("q")
+	if code := tm.Exit(); code != 0 {
+		t.Errorf("ralph view exited %d, want 0:\n%s", code, tm.Screen())
+	}
+}})
