@@ -264,7 +264,7 @@ func (s *Server) verifyAction(w http.ResponseWriter, r *http.Request) {
 // chain) as NDJSON until the client goes or the server closes. ?ui=1 counts
 // the client as an attached UI in Info.UIs.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	if s.o.Runner == nil {
+	if s.o.Runner == nil && s.o.Batch == "" {
 		writeError(w, http.StatusConflict, "this process holds the store but drives no run; there are no live events")
 		return
 	}
@@ -294,7 +294,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		delete(s.streams, st)
 		s.mu.Unlock()
 	}()
-	events := s.o.Runner.Events().Subscribe(r.Context(), from)
+	var events <-chan loop.Event
+	if s.o.Runner != nil {
+		events = s.o.Runner.Events().Subscribe(r.Context(), from)
+	} else { // a batch: every action its runs record, as they are appended
+		events = actionEvents(r.Context(), s.o.Store.Subscribe(r.Context(), from))
+	}
 	bw, dw := s.ndjson(w)
 	if dw.Flush() != nil { // the status line now: the client waits for it
 		return
@@ -433,4 +438,22 @@ func pathSeq(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 		return 0, false
 	}
 	return seq, true
+}
+
+// actionEvents is the store's actions as the event stream carries them
+// (EventAction), for a process that drives a batch: its own run and its
+// task runs record on the one store, each action as it is appended.
+func actionEvents(ctx context.Context, actions <-chan ledger.Action) <-chan loop.Event {
+	out := make(chan loop.Event, 64)
+	go func() { // ends with actions, which end with ctx
+		defer close(out)
+		for a := range actions {
+			select {
+			case out <- loop.Event{Kind: loop.EventAction, Action: &a, Time: a.Timestamp}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,40 @@ func TestRunRowsOfAHeldBatch(t *testing.T) {
 		if live := row.PID == 42; live != want[row.ID] || live == (row.State == StateInterrupted) && row.ID != "t2" {
 			t.Errorf("run %s: pid %d, state %s; want live %v", row.ID, row.PID, row.State, want[row.ID])
 		}
+	}
+}
+
+// The events of a process that drives a batch are every action its runs
+// record on the store (the batch's and its task runs'), as they are
+// appended; with neither a run nor a batch there are none (409).
+func TestEventsOfAHeldBatch(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	_, c := start(t, Options{Store: st, Batch: "b1"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	evs, err := c.Events(ctx, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, run := range []string{"b1", "t1", "t2"} {
+		if _, err := st.Append(ctx, action(run, i, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs []string
+	for e := range evs {
+		if e.Kind == loop.EventAction {
+			if runs = append(runs, e.Action.RunID); len(runs) == 3 {
+				break
+			}
+		}
+	}
+	if strings.Join(runs, " ") != "b1 t1 t2" {
+		t.Fatalf("events carried the actions of %v, want b1 t1 t2", runs)
+	}
+	_, c2 := start(t, Options{Store: openStore(t)})
+	if _, err := c2.Events(ctx, 1, false); err == nil {
+		t.Fatal("a process that drives nothing streamed events")
 	}
 }
