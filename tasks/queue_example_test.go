@@ -13,7 +13,7 @@ import (
 
 // Two tasks of a batch edit the same function in their own checkouts.
 // The first lands; the second conflicts, goes back to its loop with the
-// markers left in, is resolved, and lands. docs/tasks-queue.md quotes
+// markers left in, is resolved, and lands. docs/tasks.md quotes
 // this run.
 func ExampleQueue() {
 	ctx := context.Background()

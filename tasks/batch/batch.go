@@ -81,6 +81,7 @@ type Batch struct {
 	tasks   []*taskState
 	emitMu  sync.Mutex // one OnEvent at a time
 	resumed bool       // Resume, not Run
+	slots   *slots     // the loops running at once (schedule)
 }
 
 // taskState is where one task stands.
@@ -102,6 +103,9 @@ type taskState struct {
 	// prior is what the chain says of the task when the batch resumes
 	// (nil: it starts afresh).
 	prior *chainTask
+	// slot says the task holds one of the batch's slots (the goroutine
+	// that works on it reads and writes it).
+	slot bool
 }
 
 const stateRunning = "running"
@@ -191,17 +195,21 @@ func (b *Batch) runTasks(ctx context.Context) (*Summary, error) {
 	return b.finish(ctx)
 }
 
-// schedule runs the ready tasks, up to Parallel at once, until none is
+// schedule runs the ready tasks, Parallel loops at once, until none is
 // running and none is ready; it returns the first error that stops the
-// batch (a record the store refused).
+// batch (a record the store refused). A task takes a slot to start, and
+// (with one attempt) gives it back while it waits in the merge queue, so
+// that the queue's one-at-a-time merges do not keep loops from running.
 func (b *Batch) schedule(ctx context.Context) error {
+	b.slots = newSlots(b.o.Parallel)
 	done := make(chan error)
 	running := 0
 	var first error
 	for {
-		for running < b.o.Parallel && ctx.Err() == nil && first == nil {
+		for ctx.Err() == nil && first == nil && b.slots.tryTake() {
 			t := b.next()
 			if t == nil {
+				b.slots.drop()
 				break
 			}
 			running++
@@ -210,12 +218,59 @@ func (b *Batch) schedule(ctx context.Context) error {
 		if running == 0 {
 			return first
 		}
-		if err := <-done; err != nil && first == nil {
-			first = err
+		select {
+		case err := <-done:
+			running--
+			if err != nil && first == nil {
+				first = err
+			}
+		case <-b.slots.wake:
 		}
-		running--
 	}
 }
+
+// slots are the loops that may run at once.
+type slots struct {
+	c    chan struct{}
+	wake chan struct{} // a slot was given back
+}
+
+func newSlots(n int) *slots {
+	return &slots{c: make(chan struct{}, n), wake: make(chan struct{}, 1)}
+}
+
+// tryTake takes a slot if one is free.
+func (s *slots) tryTake() bool {
+	select {
+	case s.c <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// take waits for a slot, or ctx's end.
+func (s *slots) take(ctx context.Context) error {
+	select {
+	case s.c <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// give gives a slot back and wakes the scheduler.
+func (s *slots) give() {
+	s.drop()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drop gives a slot back without waking the scheduler (it took it and
+// found no task ready).
+func (s *slots) drop() { <-s.c }
 
 // next is the first queued task whose dependencies have merged (or were
 // done in the source already), marked running; nil when none is ready.
@@ -261,6 +316,13 @@ func (b *Batch) pending(id string) bool {
 // safeWork is work with a panic turned into the task's error, so one
 // task's bug never takes the batch (and its other runs) down.
 func (b *Batch) safeWork(ctx context.Context, t *taskState) (err error) {
+	t.slot = true // schedule took it for the task
+	defer func() {
+		if t.slot {
+			t.slot = false
+			b.slots.give()
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			b.o.Logger.Error("a task's work panicked", "task", t.task.ID, "panic", p, "stack", string(debug.Stack()))

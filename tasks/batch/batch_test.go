@@ -238,7 +238,8 @@ func TestRunEndsAndDependencies(t *testing.T) {
 }
 
 // A task runs only once the tasks it depends on merged, however many run
-// at once; independent tasks run side by side up to Parallel.
+// at once; independent tasks' loops run side by side up to Parallel (a
+// task waiting in the merge queue runs none).
 func TestOrderAndParallel(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "", task("A"), task("B", "A"), task("C"), task("D"))
@@ -257,14 +258,14 @@ func TestOrderAndParallel(t *testing.T) {
 			if e.Task == "B" && !mergedA {
 				t.Error("B started before A, which it depends on, merged")
 			}
-		case EventTaskEnded:
+		case EventRunEnded:
 			running--
 		case EventTaskMerged:
 			mergedA = mergedA || e.Task == "A"
 		}
 	}
 	if most > o.Parallel {
-		t.Errorf("%d tasks ran at once, more than parallel %d", most, o.Parallel)
+		t.Errorf("%d loops ran at once, more than parallel %d", most, o.Parallel)
 	}
 }
 
@@ -416,5 +417,24 @@ func TestPlanSeesItsTask(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(f.merger.target, "US-7.txt"))
 	if s.ExitCode != 0 || err != nil || string(b) != "criterion of US-7" {
 		t.Fatalf("exit %d; the plan wrote %q (%v)", s.ExitCode, b, err)
+	}
+}
+
+// A task waiting in the merge queue gives its slot back: with parallel 1,
+// the next task's loop starts while the first waits to merge.
+func TestQueueFreesTheSlot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "", task("A"), task("B"))
+	gate := make(chan struct{})
+	f.merger.gates = map[string]chan struct{}{"A": gate}
+	o := f.options(t)
+	o.Parallel = 1
+	o.OnEvent = func(e Event) {
+		if e.Kind == EventTaskStarted && e.Task == "B" {
+			close(gate)
+		}
+	}
+	if s := run(t, context.Background(), o); s.ExitCode != 0 {
+		t.Fatalf("summary %+v: B did not start while A waited in the queue", s)
 	}
 }

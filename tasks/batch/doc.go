@@ -25,6 +25,9 @@
 //   - A task's run is built by assemble.NewRun from a copy of the loop's
 //     config that differs only in its workdir (the checkout) and its
 //     prompt (the loop's prompt, then the task's; TaskPrompt).
+//   - At most Parallel loops run at once: a task takes a slot to start,
+//     gives it back while it waits in the merge queue (with one attempt),
+//     and takes one again before it goes back to its loop.
 //   - A panic in one task's work ends that task with verdict error; the
 //     other tasks go on.
 package batch

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ralphloop/ralph/config"
+	"github.com/ralphloop/ralph/internal/eventually"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/tasks"
 )
@@ -107,10 +109,18 @@ type fakeMerger struct {
 	mu        sync.Mutex          // one merge at a time, as the real queue
 	merges    []string            // task ids, each Merge
 	resets    []string
-	panicOn   string // the task whose Merge panics
+	panicOn   string                   // the task whose Merge panics
+	gates     map[string]chan struct{} // a task's Merge waits until its gate closes
 }
 
 func (f *fakeMerger) Merge(ctx context.Context, m MergeRequest) (MergeResult, error) {
+	if gate := f.gates[m.Task.ID]; gate != nil {
+		select { // the merge waits until the test opens it
+		case <-gate:
+		case <-time.After(eventually.Bound):
+			return MergeResult{}, fmt.Errorf("the gate of %s's merge was never opened", m.Task.ID)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := m.Task.ID

@@ -133,6 +133,9 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		return *end, nil
 	}
 	for ; ; try++ {
+		if err := b.takeSlot(ctx, t); err != nil {
+			return b.endRun(ctx, t, "", VerdictAborted, "stopped before its next run", true)
+		}
 		cr := b.runChild(ctx, t, a, try, back, resume)
 		resume = ""
 		b.account(t, cr)
@@ -141,6 +144,7 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		if verdict != VerdictGreen {
 			return b.endRun(ctx, t, cr.id, verdict, why, true)
 		}
+		b.giveSlot(t) // while it waits in the queue, another loop may run
 		res, lost, err := b.merge(ctx, t, a, cr.id)
 		switch {
 		case lost:
@@ -154,10 +158,7 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		case res.Outcome == Merged:
 			return b.merged(ctx, t, cr.id, res.Commit)
 		}
-		verdict, why = VerdictConflict, conflictWhy(res)
-		if res.Outcome == Red {
-			verdict, why = VerdictRed, "the conditions fail on the merged tree: "+firstLine(res.Evidence)
-		}
+		verdict, why = queueVerdict(res)
 		if try > b.o.Retries {
 			if verdict == VerdictRed {
 				verdict = VerdictFailed
@@ -175,6 +176,28 @@ func (b *Batch) attempt(ctx context.Context, t *taskState, a *attempt) (attemptE
 		if ctx.Err() != nil {
 			return b.endRun(ctx, t, cr.id, VerdictAborted, "stopped before its next run", true)
 		}
+	}
+}
+
+// takeSlot takes a slot for t's next run unless it holds one.
+func (b *Batch) takeSlot(ctx context.Context, t *taskState) error {
+	if t.slot {
+		return nil
+	}
+	if err := b.slots.take(ctx); err != nil {
+		return err
+	}
+	t.slot = true
+	return nil
+}
+
+// giveSlot gives t's slot back while it waits in the merge queue, when
+// it has one attempt (a task with several holds its slot throughout: its
+// attempts share it).
+func (b *Batch) giveSlot(t *taskState) {
+	if t.slot && max(b.o.Attempts, 1) == 1 {
+		t.slot = false
+		b.slots.give()
 	}
 }
 
@@ -255,12 +278,16 @@ func iterations(cr childRun) int {
 	return cr.out.Iterations
 }
 
-// conflictWhy names the paths a merge conflicted on.
-func conflictWhy(res MergeResult) string {
-	if len(res.Conflicts) == 0 {
-		return "its work does not apply on the target's tip: " + firstLine(res.Evidence)
+// queueVerdict is the verdict of a merge that did not land, and why:
+// the paths it conflicted on, or the first line of what failed.
+func queueVerdict(res MergeResult) (verdict, why string) {
+	switch {
+	case res.Outcome == Red:
+		return VerdictRed, "the conditions fail on the merged tree: " + firstLine(res.Evidence)
+	case len(res.Conflicts) == 0:
+		return VerdictConflict, "its work does not apply on the target's tip: " + firstLine(res.Evidence)
 	}
-	return "its work conflicts with the target's tip in " + strings.Join(res.Conflicts, ", ")
+	return VerdictConflict, "its work conflicts with the target's tip in " + strings.Join(res.Conflicts, ", ")
 }
 
 // firstLine is the first non-empty line of s.
