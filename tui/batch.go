@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"time"
 
 	"github.com/ralphloop/ralph/ledger"
@@ -213,14 +214,10 @@ func (t *batchTask) status() string {
 	if t.commit != "" {
 		return ledger.TaskVerdictMerged
 	}
-	latest := map[int]*taskRun{} // each attempt's latest run
-	for _, r := range t.runs {
-		latest[r.attempt] = r
-	}
 	work, end := "", ""
-	for _, r := range t.runs {
-		if latest[r.attempt] != r {
-			continue
+	for i, r := range t.runs {
+		if slices.ContainsFunc(t.runs[i+1:], func(x *taskRun) bool { return x.attempt == r.attempt }) {
+			continue // its attempt has a later run
 		}
 		s := r.status()
 		if w := workRank[s]; w > 0 {

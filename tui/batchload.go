@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -28,6 +29,26 @@ type (
 		view *batchView // the view that asked (nil: the page, m.batchV)
 	}
 )
+
+// batchMsg takes a message of the batch view's: a task run's (its view's
+// answer or part), the loader's follow, the batch's record, a part of the
+// batch b opened.
+func (m *model) batchMsg(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case taskRunMsg:
+		if slices.Contains(m.modes, mode(msg.to)) { // else it was closed: the answer is moot
+			return msg.to.update(m, msg.msg)
+		}
+	case followMsg:
+		m.following = true
+		return m.tick() // its clocks run
+	case batchRecordMsg:
+		m.setBatchRecord(msg)
+	case batchPartMsg:
+		return m.batchPart(msg)
+	}
+	return nil
+}
 
 // runFilter picks a run's actions from the chain and, once the run shows
 // itself a batch, its task runs' too (each named by a TaskStarted before

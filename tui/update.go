@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -53,17 +52,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		if v, ok := top[*taskRunView](m.modes); ok {
 			v.sub.update(msg)
 		}
-	case taskRunMsg:
-		if slices.Contains(m.modes, mode(msg.to)) { // else it was closed: the answer is moot
-			cmd = msg.to.update(m, msg.msg)
-		}
-	case followMsg:
-		m.following = true
-		cmd = m.tick() // its clocks run
-	case batchRecordMsg:
-		m.setBatchRecord(msg)
-	case batchPartMsg:
-		cmd = m.batchPart(msg)
+	case taskRunMsg, followMsg, batchRecordMsg, batchPartMsg:
+		cmd = m.batchMsg(msg)
 	case eventsMsg:
 		cmd = m.events(msg)
 	case configMsg:
