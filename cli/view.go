@@ -87,7 +87,7 @@ func runView(cmd *cobra.Command, args []string, storeFlag, natsFlag, outputFlag,
 		return err
 	}
 	o := tui.Options{Input: cmd.InOrStdin(), Output: out, Replay: replay, ReplayName: filepath.Base(replayFlag)}
-	if in := st.Served(); in != nil && in.RunID == runID {
+	if in := st.Served(); in != nil && (in.RunID == runID || in.Batch == runID) {
 		o.GoesOn = fmt.Sprintf("process %d", in.PID)
 	}
 	err = tui.View(cmd.Context(), st, runID, o)
