@@ -1,6 +1,10 @@
 package batch
 
-import "time"
+import (
+	"time"
+
+	"github.com/ralphloop/ralph/ledger"
+)
 
 // EventKind says what happened to a batch or one of its tasks.
 type EventKind int
@@ -26,17 +30,17 @@ func (k EventKind) String() string { return eventNames[k] }
 
 // Verdicts: how a task's run ended, and how a task ended.
 const (
-	VerdictGreen     = "green"     // its run's success conditions held: it goes to the merge queue
-	VerdictMerged    = "merged"    // it is on the target
-	VerdictConflict  = "conflict"  // its work did not apply on the target's tip
-	VerdictRed       = "red"       // it applied, but the conditions failed on the merged tree
-	VerdictFailed    = "failed"    // its run ended in failure, or its re-runs stayed red
-	VerdictStopped   = "stopped"   // its run hit a limit (max_iterations, max_cost, …) before success
-	VerdictAborted   = "aborted"   // the user stopped the batch while it ran
-	VerdictBlocked   = "blocked"   // a task it depends on did not merge
-	VerdictQueued    = "queued"    // it never started: the batch was stopped first
-	VerdictError     = "error"     // ralph could not run or merge it (its why says what)
-	VerdictCancelled = "cancelled" // a run of an attempt another attempt's merge made moot
+	VerdictGreen     = ledger.TaskVerdictGreen     // its run's success conditions held: it goes to the merge queue
+	VerdictMerged    = ledger.TaskVerdictMerged    // it is on the target
+	VerdictConflict  = ledger.TaskVerdictConflict  // its work did not apply on the target's tip
+	VerdictRed       = ledger.TaskVerdictRed       // it applied, but the conditions failed on the merged tree
+	VerdictFailed    = ledger.TaskVerdictFailed    // its run ended in failure, or its re-runs stayed red
+	VerdictStopped   = ledger.TaskVerdictStopped   // its run hit a limit (max_iterations, max_cost, …) before success
+	VerdictAborted   = ledger.TaskVerdictAborted   // the user stopped the batch while it ran
+	VerdictBlocked   = ledger.TaskVerdictBlocked   // a task it depends on did not merge
+	VerdictQueued    = ledger.TaskVerdictQueued    // it never started: the batch was stopped first
+	VerdictError     = ledger.TaskVerdictError     // ralph could not run or merge it (its why says what)
+	VerdictCancelled = ledger.TaskVerdictCancelled // a run of an attempt another attempt's merge made moot
 )
 
 // Event is one thing that happened to a batch or a task, for a printer.

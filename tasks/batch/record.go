@@ -9,15 +9,16 @@ import (
 	"github.com/ralphloop/ralph/rtfs"
 )
 
-// Metadata keys of the batch's actions (docs/ledger.md §3.2).
+// Metadata keys of the batch's actions (docs/ledger.md §3.2), spelled
+// once in ledger (batchmeta.go), which the UI reads them by too.
 const (
-	MetaTask    = "task"    // TaskStarted, TaskEnded, TaskMerged: the task's id in its source
-	MetaRun     = "run"     // the task's child run
-	MetaTry     = "try"     // TaskStarted: which run of the attempt, from 1
-	MetaAttempt = "attempt" // TaskStarted: which attempt, from 1
-	MetaVerdict = "verdict" // TaskEnded: how the run (and, at the end, the task) ended
-	MetaFinal   = "final"   // TaskEnded: true when the task is over (false: it goes back to its loop)
-	MetaCommit  = "commit"  // TaskMerged: the target's new commit
+	MetaTask    = ledger.MetaTask
+	MetaRun     = ledger.MetaTaskRun
+	MetaTry     = ledger.MetaTaskTry
+	MetaAttempt = ledger.MetaTaskAttempt
+	MetaVerdict = ledger.MetaTaskVerdict
+	MetaFinal   = ledger.MetaTaskFinal
+	MetaCommit  = ledger.MetaTaskCommit
 )
 
 // record appends a, an action of the batch's own run, and returns its id:
@@ -41,10 +42,10 @@ func (b *Batch) record(ctx context.Context, a *ledger.Action) (string, error) {
 func (b *Batch) recordStarted(ctx context.Context, n int) error {
 	id, err := b.record(ctx, &ledger.Action{Type: ledger.BatchStarted, FunctionName: b.o.Source.String(), Success: true,
 		Metadata: map[string]rtfs.Value{
-			"source": rtfs.String(b.o.Source.String()), "target": rtfs.String(b.o.Target.Branch()),
-			"tasks": rtfs.Int(int64(n)), "parallel": rtfs.Int(int64(b.o.Parallel)), "retries": rtfs.Int(int64(b.o.Retries)),
-			"attempts": rtfs.Int(int64(max(b.o.Attempts, 1))), "shared": rtfs.Bool(b.o.Shared),
-			"integrate": rtfs.String(b.o.Integrate), "dir": rtfs.String(b.o.Dir), "config": rtfs.String(b.o.Config.Snapshot()),
+			ledger.MetaBatchSource: rtfs.String(b.o.Source.String()), ledger.MetaBatchTarget: rtfs.String(b.o.Target.Branch()),
+			ledger.MetaBatchTasks: rtfs.Int(int64(n)), ledger.MetaBatchParallel: rtfs.Int(int64(b.o.Parallel)), ledger.MetaBatchRetries: rtfs.Int(int64(b.o.Retries)),
+			ledger.MetaBatchAttempts: rtfs.Int(int64(max(b.o.Attempts, 1))), ledger.MetaBatchShared: rtfs.Bool(b.o.Shared),
+			ledger.MetaBatchIntegrate: rtfs.String(b.o.Integrate), ledger.MetaBatchDir: rtfs.String(b.o.Dir), ledger.MetaBatchConfig: rtfs.String(b.o.Config.Snapshot()),
 		}})
 	b.startedID = id
 	return err
@@ -55,9 +56,9 @@ func (b *Batch) recordStarted(ctx context.Context, n int) error {
 func (b *Batch) recordTaskStarted(ctx context.Context, t *taskState, a *attempt, run string, try int, resumed bool) error {
 	_, err := b.record(ctx, &ledger.Action{Type: ledger.TaskStarted, FunctionName: t.task.ID, Success: true,
 		Metadata: map[string]rtfs.Value{
-			MetaTask: rtfs.String(t.task.ID), "title": rtfs.String(t.task.Title), "source": rtfs.String(b.o.Source.String()),
-			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), MetaAttempt: rtfs.Int(int64(a.k)), "branch": rtfs.String(a.branch),
-			"checkout": rtfs.String(a.checkout.Dir()), "resumed": rtfs.Bool(resumed),
+			MetaTask: rtfs.String(t.task.ID), ledger.MetaTaskTitle: rtfs.String(t.task.Title), ledger.MetaBatchSource: rtfs.String(b.o.Source.String()),
+			MetaRun: rtfs.String(run), MetaTry: rtfs.Int(int64(try)), MetaAttempt: rtfs.Int(int64(a.k)), ledger.MetaTaskBranch: rtfs.String(a.branch),
+			ledger.MetaTaskCheckout: rtfs.String(a.checkout.Dir()), ledger.MetaTaskResumed: rtfs.Bool(resumed),
 		}})
 	return err
 }
@@ -69,7 +70,7 @@ func (b *Batch) recordTaskEnded(ctx context.Context, t *taskState, run, verdict,
 	a := &ledger.Action{Type: ledger.TaskEnded, FunctionName: t.task.ID, Success: verdict == VerdictMerged,
 		Metadata: map[string]rtfs.Value{
 			MetaTask: rtfs.String(t.task.ID), MetaRun: rtfs.String(run), MetaVerdict: rtfs.String(verdict),
-			"why": rtfs.String(why), MetaFinal: rtfs.Bool(final),
+			ledger.MetaTaskWhy: rtfs.String(why), MetaFinal: rtfs.Bool(final),
 		}}
 	if verdict != VerdictMerged {
 		a.ErrorMessage = verdict
