@@ -203,7 +203,8 @@ type Options struct {
 	OutputFile string
 	Redact     []string
 
-	logs *callLogs // Run's open output files
+	logs     *callLogs // Run's open output files
+	spoolDir string    // where standard output is spooled; "" is os.TempDir() (TMPDIR)
 }
 
 // Stopped values: how a call ended when it did not end by itself.

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,15 +28,15 @@ const (
 	MaxLine = 4 << 20
 	// longKeep is the largest long-line buffer kept for the next line.
 	longKeep = 1 << 20
-	// pipeGrace is how long the output may stay open after the CLI's group
-	// was killed (a descendant that left the group) before it is closed.
-	pipeGrace = 2 * time.Second
 )
 
 // Run runs one agent call to its end. The process runs in its own process group with a Linux parent-death
 // signal (SIGKILL), contained by procgroup (a cgroup, else a subreaper and a sweep, and a watcher that
 // outlives ralph), so nothing it started survives the call or ralph, not even in a new session; ctx
-// cancellation → Stopped "cancelled"; everything is killed on every way out. A non-zero exit is NOT an error (Result.Exit says it); err is for "could not start" etc.
+// cancellation → Stopped "cancelled"; everything is killed on every way out. Every byte the CLI printed is
+// read, after it exited too, within the call's timeout (drain). A non-zero exit is NOT an error (Result.Exit
+// says it); err is for "could not start" etc., and a *SpoolError when its output could not be kept (the
+// Result then says what was read).
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	start := time.Now()
 	res = Result{CLI: o.CLI, Exit: -1}
@@ -62,10 +63,17 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	emit := acc.emitter()
 	c, err := startCall(ctx, res.Argv, b, &o, emit)
 	if err != nil {
+		if _, ok := errors.AsType[*SpoolError](err); ok {
+			return res, err
+		}
 		return res, fmt.Errorf("cannot start agent %s (%s): %w; check that it is an executable file and that the working directory %q exists", b.Name, res.Argv[0], err, o.Dir)
 	}
-	stopped := c.watch(ctx, &o)
-	c.finish()
+	bound, unbind := context.WithCancel(ctx)
+	if o.Timeout > 0 {
+		bound, unbind = context.WithTimeout(ctx, o.Timeout)
+	}
+	defer unbind()
+	stopped := c.drain(ctx, bound, c.watch(ctx, bound, &o))
 	c.wg.Wait()
 	if b.argsDenial != nil && len(acc.denials) == 0 {
 		if d := b.argsDenial(o.Args); d != nil {
@@ -74,7 +82,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	res.Duration = time.Since(start)
 	c.result(&res, acc, b, stopped)
-	return res, nil
+	return res, c.stdout.Err()
 }
 
 // resolveCall finds the backend o.CLI names and the program to run: the
@@ -225,7 +233,7 @@ func startCall(ctx context.Context, argv []string, b backend, o *Options, emit f
 			_ = f.Close() // the child holds its own copies
 		}
 	}()
-	outW, outR, err := newSpool()
+	outW, outR, err := newSpool(cmp.Or(o.spoolDir, os.TempDir()))
 	if err != nil {
 		return nil, err
 	}
@@ -294,32 +302,30 @@ func (c *call) startIO(b backend, prompt string) {
 	}
 }
 
-// watch waits until the process exits, killing its group on ctx
-// cancellation, timeout or idle timeout; it returns which of those ended
-// the call ("" when it ended by itself).
-func (c *call) watch(ctx context.Context, o *Options) string {
-	var timeout, idle <-chan time.Time
-	if o.Timeout > 0 {
-		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
+// watch waits until the process exits, killing its group when bound is
+// done (ctx cancelled, or the call's timeout), on the idle timeout, or
+// when its output can no longer be kept (the spool's file system full);
+// it returns which of those ended the call ("" when it ended by itself,
+// or for want of room: Run's error says that).
+func (c *call) watch(ctx, bound context.Context, o *Options) string {
+	var idle <-chan time.Time
 	var idleTimer *time.Timer
 	if o.IdleTimeout > 0 {
 		idleTimer = time.NewTimer(o.IdleTimeout)
 		defer idleTimer.Stop()
 		idle = idleTimer.C
 	}
-	cancelled := ctx.Done()
+	done, full := bound.Done(), c.stdout.Full()
 	for {
 		select {
 		case <-c.proc.Done():
 			return c.stopReason
-		case <-cancelled:
-			c.stop(StoppedCancelled)
-			cancelled = nil // closed for good: selecting it again would spin until the group is reaped
-		case <-timeout:
-			c.stop(StoppedTimeout)
+		case <-done:
+			c.stop(boundReason(ctx))
+			done = nil // closed for good: selecting it again would spin until the group is reaped
+		case <-full:
+			c.stop("")
+			full = nil
 		case <-idle:
 			quiet := time.Since(time.Unix(0, c.lastOutput.Load()))
 			if quiet >= o.IdleTimeout {
@@ -329,6 +335,15 @@ func (c *call) watch(ctx context.Context, o *Options) string {
 			}
 		}
 	}
+}
+
+// boundReason says why a call's bound is done: ctx itself (the caller
+// cancelled it), else the call's own timeout.
+func boundReason(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return StoppedCancelled
+	}
+	return StoppedTimeout
 }
 
 // stop kills the group once, remembering why; a call that has already
@@ -345,24 +360,31 @@ func (c *call) stop(reason string) {
 	})
 }
 
-// finish runs after the process exited and its group was killed:
-// standard output is read to its end, every byte of it, however long the
-// parser takes (nothing can write to the spool any more, so it has an
-// end), and standard error reaches EOF at once unless a process that left
-// the group still holds it, which gets pipeGrace before it is closed.
-func (c *call) finish() {
+// drain runs after the process exited and its group was killed, and
+// reads what it printed to the end: standard output, every byte of it,
+// however long the parser takes (nothing can write to the spool any
+// more, so it has an end), and standard error to its EOF, which comes
+// once the last process holding it has died (one that left the group,
+// or even the session, was killed with it: procgroup's containment).
+// The one bound is the call's own (bound: ctx and the call's timeout,
+// counted from its start): when it is done, reading stops where it is,
+// the rest is not recorded, and the call ends as cancelled or timed out
+// unless it had ended otherwise already. It returns how the call ended.
+func (c *call) drain(ctx, bound context.Context, stopped string) string {
 	c.stdout.finish()
-	<-c.outDone
 	select {
 	case <-c.readersDone:
-	case <-time.After(pipeGrace):
-		c.closeOutputs()
-		<-c.readersDone
+	case <-bound.Done():
+		if stopped == "" {
+			stopped = boundReason(ctx)
+		}
 	}
 	c.closeOutputs()
+	<-c.readersDone
 	if c.stdin != nil {
 		_ = c.stdin.Close() // unblocks a prompt write nobody reads; "already closed" is fine
 	}
+	return stopped
 }
 
 func (c *call) closeOutputs() {

@@ -6,6 +6,8 @@
 //
 // Invariants: a secret handed over never appears in a started ralph's
 // initial environment, only on the descriptor RALPH_SEALED_FD names, which
-// is read once and closed; every step is best effort, so where the kernel
-// refuses ralph goes on with the secrets where they were.
+// is read once and closed; as root, no thread of ralph keeps a bounding,
+// ambient or inheritable capability once Hide returns, so no command it
+// starts has one; every step is best effort, so where the kernel refuses
+// ralph goes on with the secrets where they were (and Hide says so).
 package sealenv
