@@ -15,7 +15,8 @@ import (
 func codexBackend() backend {
 	return backend{
 		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex",
-			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"}},
+			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"},
+			ConfigHosts: codexConfigHosts},
 		bin: "codex",
 		argv: func(path string, o *Options) []string {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
