@@ -92,6 +92,12 @@ type backend struct {
 	// nil; Run reports it when the call reported no denial of its own.
 	// nil: the CLI has no such mode.
 	argsDenial func(args []string) *Denial
+	// confined are the arguments ralph adds to a call of the CLI when its
+	// own sandbox confines the call (given the call's args): its own
+	// sandbox turned off where it cannot work inside ralph's, its
+	// traffic to hosts ralph's proxy refuses anyway turned off. nil:
+	// none.
+	confined func(args []string) []string
 	// permissions are the arguments and environment the CLI needs to edit
 	// files in its working directory and run test (the argv of the test
 	// command) headless, or, with full, its bypass of every check; nil

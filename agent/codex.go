@@ -2,6 +2,7 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,92 @@ func codexBackend() backend {
 		limitText:   codexLimit,
 		stderrLine:  codexStderrLine,
 		permissions: codexPermissions,
+		confined:    codexConfined,
 	}
+}
+
+// codexBypass turns codex's own sandbox off (and its approvals, which
+// codex exec never asks for): `codex exec --help`, "Skip all confirmation
+// prompts and execute commands without sandboxing … Intended solely for
+// running in environments that are externally sandboxed".
+const codexBypass = "--dangerously-bypass-approvals-and-sandbox"
+
+// codexConfined are the arguments ralph adds when its own sandbox confines
+// codex. Codex's workspace-write sandbox runs each command in bubblewrap
+// through its codex-linux-sandbox helper, which cannot be relied on
+// inside ralph's sandbox (a bwrap inside bwrap, mounts that Landlock's
+// file rules forbid), and gives nothing ralph's does not (the workdir to
+// write, commands confined): a loop that asked codex for workspace-write
+// gets codexBypass, and ralph's sandbox confines codex and its commands.
+// A loop that asked for read-only (or named no mode: codex exec's default)
+// keeps it, so codex still refuses edits. And codex's plugins are off
+// (--disable plugins) unless the args enable them: codex syncs their
+// marketplace from github.com and api.github.com on every start, which
+// the sandbox's proxy refuses, so that every iteration would record the
+// same refusal and the run would end as sandbox_denied.
+func codexConfined(args []string) []string {
+	var add []string
+	if codexSandboxMode(args) == "workspace-write" && !slices.Contains(args, codexBypass) {
+		add = append(add, codexBypass)
+	}
+	if !codexNamesFeature(args, "plugins") {
+		add = append(add, "--disable", "plugins")
+	}
+	return add
+}
+
+// codexSandboxMode is the sandbox mode args ask codex for: the last
+// --sandbox, -s or -c sandbox_mode=… ("" when none does).
+func codexSandboxMode(args []string) string {
+	mode := ""
+	for i, a := range args {
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "--sandbox" || a == "-s":
+			mode = next
+		case strings.HasPrefix(a, "--sandbox="):
+			mode = strings.TrimPrefix(a, "--sandbox=")
+		case (a == "-c" || a == "--config") && strings.HasPrefix(next, "sandbox_mode="):
+			mode = strings.Trim(strings.TrimPrefix(next, "sandbox_mode="), `"'`)
+		}
+	}
+	return mode
+}
+
+// codexNamesFeature reports whether args enable or disable the feature
+// (--enable F, --disable F, -c features.F=…).
+func codexNamesFeature(args []string, feature string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		a, next := args[i], args[i+1]
+		if ((a == "--enable" || a == "--disable") && next == feature) ||
+			((a == "-c" || a == "--config") && strings.HasPrefix(next, "features."+feature+"=")) {
+			return true
+		}
+	}
+	return false
+}
+
+// codexOwnSandboxFailed is the denial of a command codex's own sandbox
+// could not start: bubblewrap failing to set the command up ("bwrap:
+// execvp codex-linux-sandbox: No such file or directory" when codex could
+// not put its helper on PATH, "bwrap: No permissions to create new
+// namespace" …), which fails every command alike, with the flag that
+// turns codex's sandbox off; nil for any other result.
+func codexOwnSandboxFailed(it *codexItem) *Denial {
+	if it.Type != "command_execution" || !it.HasExitCode || it.ExitCode == 0 {
+		return nil
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(it.AggregatedOutput), "\n")
+	if !strings.HasPrefix(first, "bwrap: ") && !strings.Contains(first, "codex-linux-sandbox") {
+		return nil
+	}
+	return &Denial{Tool: "command_execution", Target: short(it.Command), Message: "codex's own sandbox could not start the command: " + short(first),
+		Fix: "turn codex's own sandbox off with " + codexBypass + " in [agent] args and confine codex with ralph's [sandbox] instead " +
+			"(under a [sandbox] ralph passes it itself in place of --sandbox workspace-write), or make codex's sandbox work " +
+			"(it needs bubblewrap able to start codex-linux-sandbox, which codex links under a CODEX_HOME outside the temporary directory)"}
 }
 
 // codexPermissions: by default codex's workspace-write sandbox (`codex exec
@@ -253,6 +339,9 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 		delete(p.started, it.ID)
 		text, failed := codexToolResult(it)
 		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(printable(text)), IsError: failed})
+		if d := codexOwnSandboxFailed(it); d != nil {
+			emit(Event{Kind: EventDenied, Denial: d})
+		}
 		if it.Status == "declined" {
 			target := it.Command
 			if it.Type == "file_change" {

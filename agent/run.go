@@ -43,6 +43,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	if sandbox.From(ctx) != nil && b.confined != nil {
+		res.SandboxArgs = b.confined(o.Args)
+		o.Args = append(o.Args[:len(o.Args):len(o.Args)], res.SandboxArgs...)
+	}
 	res.CLI, res.Argv = b.Name, b.argv(path, &o)
 	if ctx.Err() != nil {
 		res.Stopped = StoppedCancelled
