@@ -93,11 +93,11 @@ type backend struct {
 	// nil: the CLI has no such mode.
 	argsDenial func(args []string) *Denial
 	// confined are the arguments ralph adds to a call of the CLI when its
-	// own sandbox confines the call (given the call's args): its own
-	// sandbox turned off where it cannot work inside ralph's, its
-	// traffic to hosts ralph's proxy refuses anyway turned off. nil:
-	// none.
-	confined func(args []string) []string
+	// own sandbox confines the call (given the call's args, and the home
+	// and environment it runs with): its own sandbox turned off where it
+	// cannot work inside ralph's, its traffic to hosts ralph's proxy
+	// refuses anyway turned off. nil: none.
+	confined func(args []string, home string, env Env) []string
 	// permissions are the arguments and environment the CLI needs to edit
 	// files in its working directory and run test (the argv of the test
 	// command) headless, or, with full, its bypass of every check; nil

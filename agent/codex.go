@@ -40,20 +40,28 @@ const codexBypass = "--dangerously-bypass-approvals-and-sandbox"
 
 // codexConfined are the arguments ralph adds when its own sandbox confines
 // codex. Codex's workspace-write sandbox runs each command in bubblewrap
-// through its codex-linux-sandbox helper, which cannot be relied on
-// inside ralph's sandbox (a bwrap inside bwrap, mounts that Landlock's
-// file rules forbid), and gives nothing ralph's does not (the workdir to
-// write, commands confined): a loop that asked codex for workspace-write
-// gets codexBypass, and ralph's sandbox confines codex and its commands.
-// A loop that asked for read-only (or named no mode: codex exec's default)
-// keeps it, so codex still refuses edits. And codex's plugins are off
+// through its codex-linux-sandbox helper: under ralph's landlock
+// mechanism that fails for every command and patch ("error building
+// bubblewrap command: Permission denied": Landlock's file rules forbid
+// its mounts), under ralph's bwrap it is a second bubblewrap inside the
+// first, and it gives nothing ralph's does not (the workdir to write,
+// commands confined). So a loop that asked codex for workspace-write gets
+// codexBypass, and ralph's sandbox confines codex and its commands.
+// The mode is the args' (--sandbox, -s, -c sandbox_mode=…), else
+// sandbox_mode in codex's config.toml. A loop that asked for read-only (or
+// named no mode: codex exec's default) keeps it, so codex still refuses
+// edits. And codex's plugins are off
 // (--disable plugins) unless the args enable them: codex syncs their
 // marketplace from github.com and api.github.com on every start, which
 // the sandbox's proxy refuses, so that every iteration would record the
 // same refusal and the run would end as sandbox_denied.
-func codexConfined(args []string) []string {
+func codexConfined(args []string, home string, env Env) []string {
 	var add []string
-	if codexSandboxMode(args) == "workspace-write" && !slices.Contains(args, codexBypass) {
+	mode := codexSandboxMode(args)
+	if mode == "" {
+		mode = codexConfigSandboxMode(home, env)
+	}
+	if mode == "workspace-write" && !slices.Contains(args, codexBypass) {
 		add = append(add, codexBypass)
 	}
 	if !codexNamesFeature(args, "plugins") {
@@ -100,14 +108,16 @@ func codexNamesFeature(args []string, feature string) bool {
 // could not start: bubblewrap failing to set the command up ("bwrap:
 // execvp codex-linux-sandbox: No such file or directory" when codex could
 // not put its helper on PATH, "bwrap: No permissions to create new
-// namespace" …), which fails every command alike, with the flag that
+// namespace", "error building bubblewrap command: Permission denied"
+// under Landlock's file rules …), which fails every command alike, with the flag that
 // turns codex's sandbox off; nil for any other result.
 func codexOwnSandboxFailed(it *codexItem) *Denial {
 	if it.Type != "command_execution" || !it.HasExitCode || it.ExitCode == 0 {
 		return nil
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(it.AggregatedOutput), "\n")
-	if !strings.HasPrefix(first, "bwrap: ") && !strings.Contains(first, "codex-linux-sandbox") {
+	if !strings.HasPrefix(first, "bwrap: ") && !strings.Contains(first, "codex-linux-sandbox") &&
+		!strings.HasPrefix(first, "error building bubblewrap command") {
 		return nil
 	}
 	return &Denial{Tool: "command_execution", Target: short(it.Command), Message: "codex's own sandbox could not start the command: " + short(first),

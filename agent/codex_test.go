@@ -458,8 +458,18 @@ func TestCodexConfined(t *testing.T) {
 		{[]string{"--sandbox", "workspace-write", codexBypass, "--enable", "plugins"}, nil},
 		{[]string{"-c", "features.plugins=true"}, nil},
 	} {
-		if got := codexConfined(c.args); !slices.Equal(got, c.want) {
+		if got := codexConfined(c.args, t.TempDir(), func(string) string { return "" }); !slices.Equal(got, c.want) {
 			t.Errorf("codexConfined(%q) = %q, want %q", c.args, got, c.want)
 		}
+	}
+	// No mode in the args: config.toml's sandbox_mode is codex's.
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".codex", "config.toml"), "sandbox_mode = \"workspace-write\"\n")
+	none := func(string) string { return "" }
+	if got := codexConfined(nil, home, none); !slices.Equal(got, []string{codexBypass, "--disable", "plugins"}) {
+		t.Errorf("with sandbox_mode = workspace-write in config.toml codexConfined(nil) = %q", got)
+	}
+	if got := codexConfined([]string{"-s", "read-only"}, home, none); !slices.Equal(got, []string{"--disable", "plugins"}) {
+		t.Errorf("-s read-only over config.toml's workspace-write: codexConfined = %q", got)
 	}
 }

@@ -33,6 +33,18 @@ type codexConfig struct {
 	} `toml:"model_providers"`
 }
 
+// codexConfigSandboxMode is sandbox_mode in $CODEX_HOME/config.toml ("":
+// none, or a file codex could not read either).
+func codexConfigSandboxMode(home string, env Env) string {
+	var c struct {
+		SandboxMode string `toml:"sandbox_mode"`
+	}
+	if _, err := toml.DecodeFile(filepath.Join(codexStateDirs(home, env)[0], "config.toml"), &c); err != nil {
+		return "" // see the comment at the top of the file
+	}
+	return c.SandboxMode
+}
+
 // codexConfigHosts are the hosts of the base URLs in $CODEX_HOME/config.toml
 // and in its profiles, $CODEX_HOME/<name>.config.toml (`codex -p name`).
 func codexConfigHosts(home string, env Env) []string {
