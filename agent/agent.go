@@ -114,9 +114,13 @@ type Retry struct {
 
 // Denial is a tool the CLI refused to run for want of permission: the
 // tool's name, what it would have touched (a path or a command; "" when
-// the CLI did not say) and the CLI's own words.
+// the CLI did not say) and the CLI's own words. Fix, when set, is what
+// lets the tool run, which the CLI's words make certain (its own sandbox
+// failed: the flag that turns it off); "": the CLI's permissions
+// (PermissionsFor) are the fix.
 type Denial struct {
 	Tool, Target, Message string
+	Fix                   string
 }
 
 // Event is one thing an agent reported, in stream order.
@@ -232,6 +236,10 @@ type Result struct {
 	Stderr     string // capped tail
 	CLI        string // the backend actually used (resolved from "auto")
 	Argv       []string
+	// SandboxArgs are the arguments ralph added to Argv because its
+	// sandbox confines the call (the CLI's own sandbox off, its traffic to
+	// refused hosts off); nil without a sandbox or when the CLI needs none.
+	SandboxArgs []string
 	// IsError: the CLI reported that the call failed (an error result),
 	// whatever its exit code.
 	IsError bool

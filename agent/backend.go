@@ -50,12 +50,21 @@ type Facts struct {
 	// in, for a home and an environment: a sandbox lets it write them
 	// (agent.StateDirs). nil: none.
 	StateDirs func(home string, env Env) []string
+	// StateFiles are those of StateDirs' paths that are files, each with
+	// the document it starts as (Claude's ~/.claude.json: "{}"): a
+	// sandbox makes a missing one so, where a directory in its place
+	// would break the CLI. nil: all are directories.
+	StateFiles func(home string, env Env) map[string]string
 	// APIHosts are the hosts it reaches for its model, "host" (port 443)
 	// or "host:port": what a sandbox's proxy lets it reach.
 	APIHosts []string
 	// BaseURLEnv are the variables that point it at another endpoint
 	// (ANTHROPIC_BASE_URL, …): their hosts are reachable too.
 	BaseURLEnv []string
+	// ConfigHosts are the hosts its own user configuration points it at
+	// (a model provider configured there), for a home and an
+	// environment; nil: it reads no such configuration.
+	ConfigHosts func(home string, env Env) []string
 }
 
 // backend is one CLI: its facts, how to call it and how to read what it
@@ -83,6 +92,12 @@ type backend struct {
 	// nil; Run reports it when the call reported no denial of its own.
 	// nil: the CLI has no such mode.
 	argsDenial func(args []string) *Denial
+	// confined are the arguments ralph adds to a call of the CLI when its
+	// own sandbox confines the call (given the call's args, and the home
+	// and environment it runs with): its own sandbox turned off where it
+	// cannot work inside ralph's, its traffic to hosts ralph's proxy
+	// refuses anyway turned off. nil: none.
+	confined func(args []string, home string, env Env) []string
 	// permissions are the arguments and environment the CLI needs to edit
 	// files in its working directory and run test (the argv of the test
 	// command) headless, or, with full, its bypass of every check; nil

@@ -13,7 +13,7 @@ import (
 func claudeBackend() backend {
 	return backend{
 		Facts: Facts{Name: "claude", Auto: true, ReportsCost: true, ReportsTokens: true, ExampleModel: "claude-sonnet-4-5",
-			StateDirs: claudeStateDirs, APIHosts: []string{"api.anthropic.com", "console.anthropic.com"}, BaseURLEnv: []string{"ANTHROPIC_BASE_URL"}},
+			StateDirs: claudeStateDirs, StateFiles: claudeStateFiles, APIHosts: []string{"api.anthropic.com", "console.anthropic.com"}, BaseURLEnv: []string{"ANTHROPIC_BASE_URL"}},
 		bin: "claude",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "-p", "--output-format", "stream-json", "--verbose"}, o.Args...)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +16,8 @@ import (
 func codexBackend() backend {
 	return backend{
 		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex",
-			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"}},
+			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"},
+			ConfigHosts: codexConfigHosts},
 		bin: "codex",
 		argv: func(path string, o *Options) []string {
 			argv := append([]string{path, "exec", "--json"}, o.Args...)
@@ -26,7 +28,102 @@ func codexBackend() backend {
 		limitText:   codexLimit,
 		stderrLine:  codexStderrLine,
 		permissions: codexPermissions,
+		confined:    codexConfined,
 	}
+}
+
+// codexBypass turns codex's own sandbox off (and its approvals, which
+// codex exec never asks for): `codex exec --help`, "Skip all confirmation
+// prompts and execute commands without sandboxing … Intended solely for
+// running in environments that are externally sandboxed".
+const codexBypass = "--dangerously-bypass-approvals-and-sandbox"
+
+// codexConfined are the arguments ralph adds when its own sandbox confines
+// codex. Codex's workspace-write sandbox runs each command in bubblewrap
+// through its codex-linux-sandbox helper: under ralph's landlock
+// mechanism that fails for every command and patch ("error building
+// bubblewrap command: Permission denied": Landlock's file rules forbid
+// its mounts), under ralph's bwrap it is a second bubblewrap inside the
+// first, and it gives nothing ralph's does not (the workdir to write,
+// commands confined). So a loop that asked codex for workspace-write gets
+// codexBypass, and ralph's sandbox confines codex and its commands.
+// The mode is the args' (--sandbox, -s, -c sandbox_mode=…), else
+// sandbox_mode in codex's config.toml. A loop that asked for read-only (or
+// named no mode: codex exec's default) keeps it, so codex still refuses
+// edits. And codex's plugins are off
+// (--disable plugins) unless the args enable them: codex syncs their
+// marketplace from github.com and api.github.com on every start, which
+// the sandbox's proxy refuses, so that every iteration would record the
+// same refusal and the run would end as sandbox_denied.
+func codexConfined(args []string, home string, env Env) []string {
+	var add []string
+	mode := codexSandboxMode(args)
+	if mode == "" {
+		mode = codexConfigSandboxMode(home, env)
+	}
+	if mode == "workspace-write" && !slices.Contains(args, codexBypass) {
+		add = append(add, codexBypass)
+	}
+	if !codexNamesFeature(args, "plugins") {
+		add = append(add, "--disable", "plugins")
+	}
+	return add
+}
+
+// codexSandboxMode is the sandbox mode args ask codex for: the last
+// --sandbox, -s or -c sandbox_mode=… ("" when none does).
+func codexSandboxMode(args []string) string {
+	mode := ""
+	for i, a := range args {
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		switch {
+		case a == "--sandbox" || a == "-s":
+			mode = next
+		case strings.HasPrefix(a, "--sandbox="):
+			mode = strings.TrimPrefix(a, "--sandbox=")
+		case (a == "-c" || a == "--config") && strings.HasPrefix(next, "sandbox_mode="):
+			mode = strings.Trim(strings.TrimPrefix(next, "sandbox_mode="), `"'`)
+		}
+	}
+	return mode
+}
+
+// codexNamesFeature reports whether args enable or disable the feature
+// (--enable F, --disable F, -c features.F=…).
+func codexNamesFeature(args []string, feature string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		a, next := args[i], args[i+1]
+		if ((a == "--enable" || a == "--disable") && next == feature) ||
+			((a == "-c" || a == "--config") && strings.HasPrefix(next, "features."+feature+"=")) {
+			return true
+		}
+	}
+	return false
+}
+
+// codexOwnSandboxFailed is the denial of a command codex's own sandbox
+// could not start: bubblewrap failing to set the command up ("bwrap:
+// execvp codex-linux-sandbox: No such file or directory" when codex could
+// not put its helper on PATH, "bwrap: No permissions to create new
+// namespace", "error building bubblewrap command: Permission denied"
+// under Landlock's file rules …), which fails every command alike, with the flag that
+// turns codex's sandbox off; nil for any other result.
+func codexOwnSandboxFailed(it *codexItem) *Denial {
+	if it.Type != "command_execution" || !it.HasExitCode || it.ExitCode == 0 {
+		return nil
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(it.AggregatedOutput), "\n")
+	if !strings.HasPrefix(first, "bwrap: ") && !strings.Contains(first, "codex-linux-sandbox") &&
+		!strings.HasPrefix(first, "error building bubblewrap command") {
+		return nil
+	}
+	return &Denial{Tool: "command_execution", Target: short(it.Command), Message: "codex's own sandbox could not start the command: " + short(first),
+		Fix: "turn codex's own sandbox off with " + codexBypass + " in [agent] args and confine codex with ralph's [sandbox] instead " +
+			"(under a [sandbox] ralph passes it itself in place of --sandbox workspace-write), or make codex's sandbox work " +
+			"(it needs bubblewrap able to start codex-linux-sandbox, which codex links under a CODEX_HOME outside the temporary directory)"}
 }
 
 // codexPermissions: by default codex's workspace-write sandbox (`codex exec
@@ -252,6 +349,9 @@ func (p *codexParser) item(kind string, it *codexItem, emit func(Event)) {
 		delete(p.started, it.ID)
 		text, failed := codexToolResult(it)
 		emit(Event{Kind: EventToolResult, ToolID: it.ID, Text: short(printable(text)), IsError: failed})
+		if d := codexOwnSandboxFailed(it); d != nil {
+			emit(Event{Kind: EventDenied, Denial: d})
+		}
 		if it.Status == "declined" {
 			target := it.Command
 			if it.Type == "file_change" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -414,4 +415,61 @@ func FuzzParseCodexReal(f *testing.F) {
 			})
 		}
 	})
+}
+
+// TestCodexRealOwnSandboxFails: codex 0.171.0 with bubblewrap installed
+// and its CODEX_HOME under the temporary directory (where it will not link
+// its codex-linux-sandbox helper) fails every command in its own sandbox;
+// the first is a denial whose fix names the flag that turns that sandbox
+// off.
+func TestCodexRealOwnSandboxFails(t *testing.T) {
+	t.Parallel()
+	_, res := replayCodex(t, "0.171.0", "own-sandbox")
+	if len(res.Denials) != 1 {
+		t.Fatalf("denials %+v, want the one of cat calc.go", res.Denials)
+	}
+	d := res.Denials[0]
+	if d.Tool != "command_execution" || !strings.Contains(d.Target, "cat calc.go") ||
+		!strings.Contains(d.Message, "bwrap: execvp codex-linux-sandbox: No such file or directory") ||
+		!strings.Contains(d.Fix, codexBypass) {
+		t.Errorf("denial %+v", d)
+	}
+	// The same command failing for a reason of its own is no denial.
+	if d := codexOwnSandboxFailed(&codexItem{Type: "command_execution", HasExitCode: true, ExitCode: 1,
+		AggregatedOutput: "cat: calc.go: No such file or directory\n"}); d != nil {
+		t.Errorf("a failed cat is a denial: %+v", d)
+	}
+}
+
+// TestCodexConfined: what ralph adds to codex's args under its sandbox.
+func TestCodexConfined(t *testing.T) {
+	for _, c := range []struct {
+		args, want []string
+	}{
+		{[]string{"--sandbox", "workspace-write", "--model", "gpt-5.5"}, []string{codexBypass, "--disable", "plugins"}},
+		{[]string{"-s", "workspace-write"}, []string{codexBypass, "--disable", "plugins"}},
+		{[]string{"--sandbox=workspace-write"}, []string{codexBypass, "--disable", "plugins"}},
+		{[]string{"-c", `sandbox_mode="workspace-write"`}, []string{codexBypass, "--disable", "plugins"}},
+		// read-only, asked or by default, stays: codex still refuses edits.
+		{[]string{"--sandbox", "read-only"}, []string{"--disable", "plugins"}},
+		{nil, []string{"--disable", "plugins"}},
+		{[]string{"--sandbox", "workspace-write", "--sandbox", "read-only"}, []string{"--disable", "plugins"}},
+		// Given already, or plugins asked for: nothing more.
+		{[]string{"--sandbox", "workspace-write", codexBypass, "--enable", "plugins"}, nil},
+		{[]string{"-c", "features.plugins=true"}, nil},
+	} {
+		if got := codexConfined(c.args, t.TempDir(), func(string) string { return "" }); !slices.Equal(got, c.want) {
+			t.Errorf("codexConfined(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+	// No mode in the args: config.toml's sandbox_mode is codex's.
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, ".codex", "config.toml"), "sandbox_mode = \"workspace-write\"\n")
+	none := func(string) string { return "" }
+	if got := codexConfined(nil, home, none); !slices.Equal(got, []string{codexBypass, "--disable", "plugins"}) {
+		t.Errorf("with sandbox_mode = workspace-write in config.toml codexConfined(nil) = %q", got)
+	}
+	if got := codexConfined([]string{"-s", "read-only"}, home, none); !slices.Equal(got, []string{"--disable", "plugins"}) {
+		t.Errorf("-s read-only over config.toml's workspace-write: codexConfined = %q", got)
+	}
 }

@@ -19,7 +19,8 @@ import (
 func opencodeBackend() backend {
 	return backend{
 		Facts: Facts{Name: "opencode", Auto: true, ReportsCost: true, ReportsTokens: true, ExampleModel: "claude-sonnet-4-5",
-			StateDirs: opencodeStateDirs, APIHosts: opencodeHosts, BaseURLEnv: []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"}},
+			StateDirs: opencodeStateDirs, APIHosts: opencodeHosts, BaseURLEnv: []string{"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"},
+			ConfigHosts: opencodeConfigHosts},
 		bin: "opencode",
 		argv: func(path string, o *Options) []string {
 			return append([]string{path, "run", "--format", "json", "--print-logs", "--log-level", "ERROR"}, o.Args...)

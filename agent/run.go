@@ -44,6 +44,11 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	if sandbox.From(ctx) != nil && b.confined != nil {
+		env := envOf(o.Env)
+		res.SandboxArgs = b.confined(o.Args, env("HOME"), env)
+		o.Args = append(o.Args[:len(o.Args):len(o.Args)], res.SandboxArgs...)
+	}
 	res.CLI, res.Argv = b.Name, b.argv(path, &o)
 	if ctx.Err() != nil {
 		res.Stopped = StoppedCancelled
@@ -616,4 +621,21 @@ func (a activity) Read(p []byte) (int, error) {
 		a.last.Store(time.Now().UnixNano())
 	}
 	return n, err
+}
+
+// envOf reads env ("NAME=value", the last of a name wins, as in
+// exec.Cmd); nil env is this process's environment.
+func envOf(env []string) Env {
+	if env == nil {
+		return os.Getenv
+	}
+	return func(name string) string {
+		v := ""
+		for _, kv := range env {
+			if val, ok := strings.CutPrefix(kv, name+"="); ok {
+				v = val
+			}
+		}
+		return v
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ralphloop/ralph/internal/proctest"
+	"github.com/ralphloop/ralph/internal/testenv"
+	"github.com/ralphloop/ralph/sandbox"
 )
 
 // fakeEnv is an environment with the fake agent CLIs of testdata/bin first
@@ -438,5 +440,42 @@ func TestIdleTimeoutIgnoresProgress(t *testing.T) {
 				t.Errorf("no progress event")
 			}
 		})
+	}
+}
+
+// TestRunAddsConfinedArgsUnderASandbox: under a sandbox, Run gives codex
+// the args its backend adds (its own sandbox off, its plugins off), and
+// says so on the Result; without one, the args are the config's.
+func TestRunAddsConfinedArgsUnderASandbox(t *testing.T) {
+	home := t.TempDir()
+	for _, v := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"} {
+		t.Setenv(v, home)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "codex")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\ncat >/dev/null\necho \"$@\" > args.txt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(ctx context.Context) (string, Result) {
+		t.Helper()
+		res, err := Run(ctx, Options{CLI: "codex", Args: []string{"--sandbox", "workspace-write"}, Prompt: "p", Dir: dir,
+			LookPath: func(string) (string, error) { return bin, nil }, Timeout: time.Minute})
+		if err != nil || res.Exit != 0 {
+			t.Fatalf("Run: %v, %+v", err, res)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "args.txt"))
+		return strings.TrimSpace(string(b)), res
+	}
+	if got, res := run(context.Background()); got != "exec --json --sandbox workspace-write -" || res.SandboxArgs != nil {
+		t.Errorf("without a sandbox codex ran with %q (added %q)", got, res.SandboxArgs)
+	}
+	s, err := sandbox.New(sandbox.Spec{Mode: sandbox.Auto}, sandbox.Bounds{Workdir: dir}, nil)
+	if err != nil {
+		testenv.Need(t, "a sandbox", err)
+	}
+	defer s.Close()
+	want := "exec --json --sandbox workspace-write " + codexBypass + " --disable plugins -"
+	if got, res := run(sandbox.With(context.Background(), s)); got != want || strings.Join(res.SandboxArgs, " ") != codexBypass+" --disable plugins" {
+		t.Errorf("under %s codex ran with %q (added %q), want %q", s.Mechanism(), got, res.SandboxArgs, want)
 	}
 }

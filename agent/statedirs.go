@@ -27,14 +27,20 @@ func StateDirs(name, home string, env Env) []string {
 }
 
 // APIHosts are the hosts the CLI called name reaches for its model ("host"
-// for port 443, else "host:port"), and the hosts its base-URL variables
-// (Facts.BaseURLEnv, as env has them) point it at.
-func APIHosts(name string, env Env) []string {
+// for port 443, else "host:port"), the hosts its base-URL variables
+// (Facts.BaseURLEnv, as env has them) point it at, and those its own
+// configuration names (Facts.ConfigHosts) for a user whose home is home.
+func APIHosts(name, home string, env Env) []string {
 	f, _ := Lookup(name)
 	hosts := slices.Clone(f.APIHosts)
 	for _, v := range f.BaseURLEnv {
-		if h := URLHost(env(v)); h != "" && !slices.Contains(hosts, h) {
-			hosts = append(hosts, h)
+		hosts = appendHosts(hosts, env(v))
+	}
+	if f.ConfigHosts != nil {
+		for _, h := range f.ConfigHosts(home, env) {
+			if !slices.Contains(hosts, h) {
+				hosts = append(hosts, h)
+			}
 		}
 	}
 	return hosts
@@ -46,6 +52,27 @@ func orDefault(env Env, name, def string) string {
 		return v
 	}
 	return def
+}
+
+// StateFiles are the files among StateDirs(name, home, env), each with
+// the document it starts as when a sandbox makes it (Facts.StateFiles);
+// nil when all are directories.
+func StateFiles(name, home string, env Env) map[string]string {
+	f, ok := Lookup(name)
+	if !ok || f.StateFiles == nil {
+		return nil
+	}
+	return f.StateFiles(home, env)
+}
+
+// claudeStateFiles: ~/.claude.json, Claude Code's settings and login
+// state, a JSON object (an empty file it takes for a corrupted one and
+// moves aside); with CLAUDE_CONFIG_DIR it lives in that directory.
+func claudeStateFiles(home string, env Env) map[string]string {
+	if orDefault(env, "CLAUDE_CONFIG_DIR", "") != "" {
+		return nil
+	}
+	return map[string]string{filepath.Join(home, ".claude.json"): "{}\n"}
 }
 
 func claudeStateDirs(home string, env Env) []string {

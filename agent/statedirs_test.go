@@ -31,6 +31,24 @@ func TestStateDirs(t *testing.T) {
 	}
 }
 
+// TestStateFiles: Claude's ~/.claude.json is a file that starts as a
+// JSON object; with CLAUDE_CONFIG_DIR there is none outside that
+// directory; the other CLIs keep directories only.
+func TestStateFiles(t *testing.T) {
+	none := func(string) string { return "" }
+	if got := StateFiles("claude", "/h", none); len(got) != 1 || got["/h/.claude.json"] != "{}\n" {
+		t.Errorf("claude's state files = %q", got)
+	}
+	if got := StateFiles("claude", "/h", func(k string) string { return map[string]string{"CLAUDE_CONFIG_DIR": "/c"}[k] }); got != nil {
+		t.Errorf("with CLAUDE_CONFIG_DIR claude's state files = %q", got)
+	}
+	for _, cli := range []string{"codex", "gemini", "opencode", "nosuch"} {
+		if got := StateFiles(cli, "/h", none); got != nil {
+			t.Errorf("%s's state files = %q", cli, got)
+		}
+	}
+}
+
 // TestEveryCLIHasSandboxFacts holds each CLI ralph runs itself to state
 // directories and API hosts: a CLI without them could not work in a
 // sandbox.
@@ -39,7 +57,7 @@ func TestEveryCLIHasSandboxFacts(t *testing.T) {
 		if len(StateDirs(cli, "/h", func(string) string { return "" })) == 0 {
 			t.Errorf("%s has no StateDirs", cli)
 		}
-		if len(APIHosts(cli, func(string) string { return "" })) == 0 {
+		if len(APIHosts(cli, "/h", func(string) string { return "" })) == 0 {
 			t.Errorf("%s has no APIHosts", cli)
 		}
 	}
@@ -49,10 +67,10 @@ func TestAPIHostsAddBaseURL(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4010/v1", "OPENAI_BASE_URL": "https://gw.example:8443"}[k]
 	}
-	if got := APIHosts("claude", env); !slices.Contains(got, "127.0.0.1:4010") || !slices.Contains(got, "api.anthropic.com") {
+	if got := APIHosts("claude", "/h", env); !slices.Contains(got, "127.0.0.1:4010") || !slices.Contains(got, "api.anthropic.com") {
 		t.Errorf("claude's hosts = %q, want api.anthropic.com and 127.0.0.1:4010", got)
 	}
-	if got := APIHosts("codex", env); !slices.Contains(got, "gw.example:8443") || slices.Contains(got, "127.0.0.1:4010") {
+	if got := APIHosts("codex", "/h", env); !slices.Contains(got, "gw.example:8443") || slices.Contains(got, "127.0.0.1:4010") {
 		t.Errorf("codex's hosts = %q, want gw.example:8443 and not claude's base URL", got)
 	}
 }

@@ -79,7 +79,13 @@ func SandboxBounds(cfg *config.Config, storeDir string, hidden []string) (sandbo
 	env := agentEnv(cfg)
 	for _, cli := range sandboxCLIs(cfg) {
 		b.StateDirs = appendNew(b.StateDirs, agent.StateDirs(cli, home, env)...)
-		b.Hosts = appendNew(b.Hosts, agent.APIHosts(cli, env)...)
+		for p, doc := range agent.StateFiles(cli, home, env) {
+			if b.StateFiles == nil {
+				b.StateFiles = map[string]string{}
+			}
+			b.StateFiles[p] = doc
+		}
+		b.Hosts = appendNew(b.Hosts, agent.APIHosts(cli, home, env)...)
 	}
 	if h := agent.URLHost(cfg.Model.BaseURL); h != "" {
 		b.Hosts = appendNew(b.Hosts, h)

@@ -32,14 +32,9 @@ func (s *Sandbox) prepare(cmd *exec.Cmd, o *procgroup.StartOptions) (cleanup fun
 	cleanup = func() { removeTree(tmp) }
 	c := &call{cmd: cmd, view: s.view}
 	c.view.rules = append(append([]rule(nil), s.view.rules...), rule{path: resolve(tmp), access: readWrite})
-	if prog := programPath(cmd); !c.view.visible(resolve(prog)) {
-		for _, h := range s.view.hidden {
-			if within(resolve(prog), h) {
-				cleanup()
-				return nil, fmt.Errorf("sandbox: the program %s lies inside %s, which must stay hidden; install it elsewhere", prog, h)
-			}
-		}
-		c.view.add(prog, readExec)
+	if err := c.addProgram(programPath(cmd), s.mech); err != nil {
+		cleanup()
+		return nil, err
 	}
 	cmd.Env = s.environ(cmd.Environ(), tmp)
 	if err := s.mech.apply(s, c); err != nil {
@@ -50,6 +45,49 @@ func (s *Sandbox) prepare(cmd *exec.Cmd, o *procgroup.StartOptions) (cleanup fun
 		o.Confine = chain(o.Confine, c.confine)
 	}
 	return cleanup, nil
+}
+
+// addProgram makes the command's program visible, read-only, where the
+// view does not show it already: each link from prog to the file, and,
+// for a program in a node_modules tree (a CLI npm installed: bin/codex ->
+// ../lib/node_modules/@openai/codex/bin/codex.js), that whole tree, which
+// the program loads its own files and its dependencies from (codex.js
+// starts the native codex of @openai/codex-linux-x64 beside it). A
+// program or tree inside a hidden path is refused, never shown.
+func (c *call) addProgram(prog string, m *mechanism) error {
+	real := resolve(prog)
+	trees := []string{prog}
+	if root := nodeModulesRoot(real); root != "" {
+		trees = append(trees, root)
+	}
+	for _, t := range trees {
+		if c.view.visible(resolve(t)) {
+			continue
+		}
+		for _, h := range c.view.hidden {
+			if within(resolve(t), h) {
+				return fmt.Errorf("sandbox: the program %s lies inside %s, which must stay hidden; install it elsewhere", prog, h)
+			}
+			if within(h, resolve(t)) && !m.hidesInside {
+				return fmt.Errorf("sandbox: the program %s lies in %s, which holds %s, which must stay hidden and %s cannot hide inside what it shows; install the program elsewhere", prog, t, h, m.name)
+			}
+		}
+		c.view.add(t, readExec)
+	}
+	return nil
+}
+
+// nodeModulesRoot is the outermost node_modules directory path lies in
+// ("" when none): an npm install's tree, which node resolves the
+// package's dependencies in.
+func nodeModulesRoot(path string) string {
+	root := ""
+	for p := filepath.Dir(path); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if filepath.Base(p) == "node_modules" {
+			root = p
+		}
+	}
+	return root
 }
 
 // programPath is the command's program as an absolute path: a relative

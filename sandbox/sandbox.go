@@ -57,8 +57,11 @@ type Bounds struct {
 	Workdir   string   // read-write: the workdir or the run's worktree
 	Hidden    []string // never visible: the store, ralph's keys and witness
 	StateDirs []string // read-write: the agent CLI's own state (its descriptor's)
-	Hosts     []string // reachable: the CLI's API hosts and base_url's host
-	CacheRoot string   // per-project GOCACHE, GOMODCACHE and npm cache live under it
+	// StateFiles are the files among StateDirs, each with the document a
+	// missing one is made with (the others are made as directories).
+	StateFiles map[string]string
+	Hosts      []string // reachable: the CLI's API hosts and base_url's host
+	CacheRoot  string   // per-project GOCACHE, GOMODCACHE and npm cache live under it
 }
 
 // Denial is one thing the sandbox refused that ralph saw.
@@ -270,10 +273,8 @@ func (s *Sandbox) makeView() error {
 		return err
 	}
 	for _, d := range s.bounds.StateDirs {
-		if _, err := os.Stat(d); os.IsNotExist(err) { // an existing one may be a file (~/.claude.json)
-			if err := os.MkdirAll(d, 0o700); err != nil {
-				return fmt.Errorf("sandbox: make the agent's state directory %s: %w", d, err)
-			}
+		if err := makeState(d, s.bounds.StateFiles); err != nil {
+			return err
 		}
 		v.add(d, readWrite)
 	}
@@ -295,6 +296,38 @@ func (s *Sandbox) makeView() error {
 		return err
 	}
 	return v.conflicts(s.mech.hidesInside, s.mech.name)
+}
+
+// makeState makes a missing state path of the agent's: a file holding
+// its document when files names it (a directory there would break the
+// CLI: Claude Code fails to save ~/.claude.json and retries for seconds),
+// else a directory. An existing one is left as it is.
+func makeState(p string, files map[string]string) error {
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		return nil
+	}
+	doc, isFile := files[p]
+	if !isFile {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return fmt.Errorf("sandbox: make the agent's state directory %s: %w", p, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("sandbox: make the directory of the agent's state file %s: %w", p, err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: make the agent's state file %s: %w", p, err)
+	}
+	_, err = f.WriteString(doc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: write the agent's state file %s: %w", p, err)
+	}
+	return nil
 }
 
 // checkWrite refuses a [sandbox] write path that holds a hidden one,

@@ -227,6 +227,31 @@ func TestTheEnvironment(t *testing.T) {
 	}
 }
 
+// TestACacheInAWritePathIsKept: a GOCACHE the user set inside [sandbox]
+// write is the confined process's; one outside every write path (the
+// user's shared cache) is replaced by the run's own, as is GOMODCACHE.
+func TestACacheInAWritePathIsKept(t *testing.T) {
+	home := tempHome(t)
+	needMech(t, mechLandlock)
+	shared := filepath.Join(home, "shared")
+	mustWrite(t, filepath.Join(shared, "go-build", "README"), "x")
+	t.Setenv("GOCACHE", filepath.Join(shared, "go-build"))
+	t.Setenv("GOMODCACHE", filepath.Join(home, "elsewhere", "mod"))
+	cache := filepath.Join(home, "cache")
+	s, err := New(Spec{Mode: Landlock, Write: []string{shared}}, Bounds{Workdir: t.TempDir(), CacheRoot: cache}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := runOut(t, s, exec.CommandContext(t.Context(), "sh", "-c", `echo "$GOCACHE|$GOMODCACHE" && touch "$GOCACHE/x"`))
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := filepath.Join(shared, "go-build") + "|" + filepath.Join(cache, "go-mod"); strings.TrimSpace(out) != want {
+		t.Errorf("the caches are %q, want %q", strings.TrimSpace(out), want)
+	}
+}
+
 // TestConfinementStaysInTheChild: the thread Landlock restricted forks
 // and exits; ralph's own threads keep reading what the children cannot,
 // and none of them carries no_new_privs once the calls are done.
@@ -334,6 +359,51 @@ func TestAProgramInAHiddenPathIsRefused(t *testing.T) {
 	}
 }
 
+// TestAnNpmInstalledProgramSeesItsTree: a CLI npm installed, run through
+// a chain of links (a test's PATH entry -> bin/cli-1 -> the package's
+// script), finds each link, its package's other files and its
+// dependencies in the node_modules tree; what lies beside that tree
+// stays out of the view.
+func TestAnNpmInstalledProgramSeesItsTree(t *testing.T) {
+	home := tempHome(t)
+	prefix := filepath.Join(home, "tools")
+	pkg := filepath.Join(prefix, "node_modules", "@scope", "cli")
+	mustWrite(t, filepath.Join(pkg, "bin", "cli.sh"), "#!/bin/sh\nd=$(dirname \"$(readlink -f \"$0\")\")\ncat \"$d/../lib/own.txt\" \"$d/../../../dep/dep.txt\"\ncat "+filepath.Join(prefix, "secret.txt")+" 2>/dev/null && echo LEAK\nexit 0\n")
+	if err := os.Chmod(filepath.Join(pkg, "bin", "cli.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, filepath.Join(pkg, "lib", "own.txt"), "own\n")
+	mustWrite(t, filepath.Join(prefix, "node_modules", "dep", "dep.txt"), "dep\n")
+	mustWrite(t, filepath.Join(prefix, "secret.txt"), "secret\n")
+	if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../node_modules/@scope/cli/bin/cli.sh", filepath.Join(prefix, "bin", "cli-1")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(home, "path", "cli")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(prefix, "bin", "cli-1"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range attackColumns[1:] {
+		t.Run(col.name, func(t *testing.T) {
+			needMech(t, col.mech)
+			s, err := newWith(Spec{Mode: Auto, Network: NetModel}, Bounds{Workdir: t.TempDir()}, nil, col.mech)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			out, err := runOut(t, s, exec.CommandContext(t.Context(), link))
+			if err != nil || out != "own\ndep\n" {
+				t.Errorf("%s ran with %v and printed %q, want its own file and its dependency's, and not the secret beside its tree", link, err, out)
+			}
+		})
+	}
+}
+
 // TestStateDirs: a missing state directory is made; an existing state
 // file (Claude's ~/.claude.json) is allowed as it is, and writable.
 func TestStateDirs(t *testing.T) {
@@ -353,6 +423,31 @@ func TestStateDirs(t *testing.T) {
 	script := `echo x > "$1/state" && echo '{"a":1}' > "$2"`
 	if out, err := runOut(t, s, exec.CommandContext(t.Context(), "sh", "-c", script, "sh", dir, file)); err != nil {
 		t.Fatalf("writing the state: %v: %s", err, out)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "{\"a\":1}\n" {
+		t.Errorf("the state file holds %q", b)
+	}
+}
+
+// TestAMissingStateFileIsMadeAFile: a state file of the CLI's that does
+// not exist yet (a first run's ~/.claude.json) is made holding its
+// document, not as a directory, and the confined process can replace its
+// contents.
+func TestAMissingStateFileIsMadeAFile(t *testing.T) {
+	home := tempHome(t)
+	needMech(t, mechLandlock)
+	file := filepath.Join(home, ".fakecli.json")
+	s, err := New(Spec{Mode: Landlock}, Bounds{Workdir: t.TempDir(), StateDirs: []string{file},
+		StateFiles: map[string]string{file: "{}\n"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if b, err := os.ReadFile(file); err != nil || string(b) != "{}\n" {
+		t.Fatalf("the state file holds %q (%v), want {}", b, err)
+	}
+	if out, err := runOut(t, s, exec.CommandContext(t.Context(), "sh", "-c", `echo '{"a":1}' > "$1"`, "sh", file)); err != nil {
+		t.Fatalf("writing the state file: %v: %s", err, out)
 	}
 	if b, _ := os.ReadFile(file); string(b) != "{\"a\":1}\n" {
 		t.Errorf("the state file holds %q", b)

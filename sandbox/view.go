@@ -84,10 +84,20 @@ func within(p, dir string) bool {
 	return strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
+// maxLinks bounds the symlinks add follows from one path (the kernel's
+// own limit is 40).
+const maxLinks = 40
+
 // add puts p in the view with a; a path that does not exist is skipped
 // (system trees and devices vary between machines), a symlink is kept
-// as one (bwrap recreates it) and its target added too.
+// as one (bwrap recreates it) and what it points to added too, one link
+// at a time, so that each link of a chain (a CLI's bin/codex ->
+// ../lib/node_modules/…) is there inside.
 func (v *view) add(p string, a access) {
+	v.addLink(p, a, 0)
+}
+
+func (v *view) addLink(p string, a access, depth int) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return
@@ -98,15 +108,18 @@ func (v *view) add(p string, a access) {
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		target, err := os.Readlink(abs)
-		if err != nil {
+		if err != nil || depth >= maxLinks {
 			return
 		}
-		real := resolve(abs)
-		if real == abs { // a dangling link
+		if resolve(abs) == abs { // a dangling link
 			return
 		}
 		v.rules = append(v.rules, rule{path: abs, access: a, link: target})
-		v.add(real, a)
+		next := target
+		if !filepath.IsAbs(next) {
+			next = filepath.Join(resolve(filepath.Dir(abs)), next) // as the kernel reads it: from the link's real directory
+		}
+		v.addLink(next, a, depth+1)
 		return
 	}
 	v.rules = append(v.rules, rule{path: resolve(abs), access: a})

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,9 +35,7 @@ func mockAnthropic(t *testing.T, m *mockmodel.Anthropic) string {
 			t.Log(msg)
 		}
 	}
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return serveMock(t, m).URL
 }
 
 // claudeEnv points Claude Code at the mock and keeps it off the network:
@@ -549,7 +546,7 @@ func TestClaudeFlood(t *testing.T) {
 		if call == "" {
 			t.Fatalf("the flooding call is not on the chain")
 		}
-		logs, _ := filepath.Glob(filepath.Join(dir, ".ralph", "logs", "*", "*.out"))
+		logs, _ := filepath.Glob(filepath.Join(storeOf(t, dir, r), "logs", "*", "*.out"))
 		var biggest int64
 		for _, l := range logs {
 			if fi, err := os.Stat(l); err == nil && fi.Size() > biggest {
@@ -565,16 +562,12 @@ func TestClaudeFlood(t *testing.T) {
 
 // TestClaudeFullAccess: `ralph init --agent claude --full-access` writes
 // --dangerously-skip-permissions, with a warning, and the loop ends done.
-// Claude Code refuses that flag as root unless IS_SANDBOX=1, which a root
-// test sets.
+// Claude Code refuses that flag as root unless IS_SANDBOX=1, which ralph's
+// sandbox (the one init writes) sets: the user need not.
 func TestClaudeFullAccess(t *testing.T) {
 	t.Parallel()
 	newestOnly(t, "claude", func(t *testing.T, v string) {
-		var extra []string
-		if os.Getuid() == 0 {
-			extra = append(extra, "IS_SANDBOX=1")
-		}
-		e := claudeEnv(t, v, mockAnthropic(t, &mockmodel.Anthropic{Script: "fix"}), apiKey, extra...)
+		e := claudeEnv(t, v, mockAnthropic(t, &mockmodel.Anthropic{Script: "fix"}), apiKey)
 		dir := goProject(t)
 		if r := ralph(t, dir, e, time.Minute, "init", "--agent", "claude", "--test", "go test ./...", "--full-access"); r.code != 0 {
 			t.Fatalf("ralph init: %s", r)
@@ -593,8 +586,9 @@ func TestClaudeFullAccess(t *testing.T) {
 	})
 }
 
-// TestClaudeFullAccessAsRoot: as root without IS_SANDBOX, Claude Code
-// refuses the bypass flag; the run fails with the fix, not a bare exit 1.
+// TestClaudeFullAccessAsRoot: as root without IS_SANDBOX and without
+// ralph's sandbox (which would set it), Claude Code refuses the bypass
+// flag; the run fails with the fix, not a bare exit 1.
 func TestClaudeFullAccessAsRoot(t *testing.T) {
 	t.Parallel()
 	newestOnly(t, "claude", func(t *testing.T, v string) {
@@ -607,6 +601,7 @@ func TestClaudeFullAccessAsRoot(t *testing.T) {
 			t.Fatalf("ralph init: %s", r)
 		}
 		editToml(t, dir, `(?m)^max = 20$`, "max = 1")
+		unsandbox(t, dir)
 		r := ralph(t, dir, e, time.Minute, "run", "--no-tui")
 		if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "set IS_SANDBOX=1 in [agent.env]") {
 			t.Errorf("ralph run: %s", r)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/internal/mockmodel"
+	"github.com/ralphloop/ralph/internal/testenv"
 )
 
 // codexModel is a model whose tools codex 0.169 offers as exec_command and
@@ -40,9 +40,12 @@ func codexMock(t *testing.T, v, script string, extra ...string) (*mockmodel.Open
 func codexMockModel(t *testing.T, v, script, model string, extra ...string) (*mockmodel.OpenAI, []string) {
 	t.Helper()
 	m := &mockmodel.OpenAI{Script: script, Logf: t.Logf, APIKey: codexKey}
-	srv := httptest.NewServer(m)
-	t.Cleanup(srv.Close)
-	e := env(t, append(slices.Clone(extra), pathWith(t, "codex", v))...)
+	srv := serveMock(t, m)
+	// TMPDIR of its own, as a user's /tmp is: codex links its
+	// codex-linux-sandbox helper under CODEX_HOME only when CODEX_HOME
+	// does not lie in the temporary directory, and its own sandbox
+	// (bubblewrap) cannot start a command without it.
+	e := env(t, append([]string{"TMPDIR=" + t.TempDir()}, append(slices.Clone(extra), pathWith(t, "codex", v))...)...)
 	home := ""
 	for _, kv := range e {
 		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
@@ -260,6 +263,11 @@ func TestCodexInitRunDone(t *testing.T) {
 			t.Errorf("ralph.toml does not give codex --sandbox workspace-write in [agent] args:\n%s", toml)
 		}
 		r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+		// Inside ralph's sandbox codex's own is off, and the call says so.
+		if chain := ralph(t, dir, e, time.Minute, "chain", "show", "--json"); !strings.Contains(chain.stdout,
+			`"sandbox_args":"--dangerously-bypass-approvals-and-sandbox --disable plugins"`) {
+			t.Errorf("the agent call does not record the args ralph added under its sandbox:\n%s", chain.stdout)
+		}
 		if r.code != 0 {
 			t.Fatalf("ralph run: %s", r)
 		}
@@ -388,23 +396,29 @@ func TestCodexHang(t *testing.T) {
 // TestCodexContainment: kill -9 of ralph while codex's shell tool runs
 // `sleep 300 & setsid sleep 300 & sleep 300`; afterwards no process of
 // the call remains, including the one in a session of its own. In the
-// sandbox init writes, codex's bubblewrap (a pid namespace, die with
-// parent) holds them; with --full-access there is no sandbox and only
+// sandbox init writes, ralph's bubblewrap (a pid namespace, die with
+// parent) holds them; without it, codex's own bubblewrap does (init's
+// --sandbox workspace-write); with --full-access and no sandbox only
 // ralph's containment does.
 func TestCodexContainment(t *testing.T) {
 	newestOnly(t, "codex", func(t *testing.T, v string) {
 		for _, tc := range []struct {
 			name string
 			init []string
+			off  bool // ralph's sandbox turned off
 		}{
-			{"sandbox", nil},
-			{"full-access", []string{"--full-access"}},
+			{"ralph-sandbox", nil, false},
+			{"codex-sandbox", nil, true},
+			{"full-access", []string{"--full-access"}, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, e := codexMock(t, v, "fix")
 				dir := goProject(t)
 				if r := ralph(t, dir, e, 30*time.Second, append([]string{"init", "--agent", "codex"}, tc.init...)...); r.code != 0 {
 					t.Fatalf("ralph init: %s", r)
+				}
+				if tc.off {
+					unsandbox(t, dir)
 				}
 				p := filepath.Join(dir, "PROMPT.md")
 				b, _ := os.ReadFile(p)
@@ -488,4 +502,44 @@ func descendants(pid int, comm string) []int {
 		}
 	}
 	return out
+}
+
+// TestCodexOwnSandbox: without ralph's sandbox, codex's own (init's
+// --sandbox workspace-write, bubblewrap) runs the loop to done; when it
+// cannot start a command (here: CODEX_HOME inside the temporary
+// directory, where codex will not link its codex-linux-sandbox helper),
+// the run stops after the first iteration with the flag that turns it
+// off.
+func TestCodexOwnSandbox(t *testing.T) {
+	testenv.Tool(t, "bwrap")
+	newestOnly(t, "codex", func(t *testing.T, v string) {
+		t.Run("works", func(t *testing.T) {
+			_, e := codexMock(t, v, "fix")
+			dir := codexLoop(t, e, "")
+			unsandbox(t, dir)
+			if r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui"); r.code != 0 {
+				t.Fatalf("ralph run with codex's own sandbox: %s", r)
+			}
+			verifyChain(t, dir, e)
+		})
+		t.Run("fails", func(t *testing.T) {
+			_, e := codexMock(t, v, "fix")
+			for _, kv := range e {
+				if h, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+					e = append(e, "TMPDIR="+filepath.Dir(h)) // CODEX_HOME lies in it
+				}
+			}
+			dir := codexLoop(t, e, "")
+			unsandbox(t, dir)
+			r := ralph(t, dir, e, 3*time.Minute, "run", "--no-tui")
+			out := r.stdout + r.stderr
+			if r.code != 1 || !strings.Contains(out, "codex-linux-sandbox") || !strings.Contains(out, "--dangerously-bypass-approvals-and-sandbox in [agent] args") {
+				t.Errorf("a run whose codex could not start its own sandbox does not end naming the flag that turns it off: %s", r)
+			}
+			if strings.Contains(out, "iteration 2") {
+				t.Errorf("the run went on past the first iteration: %s", r)
+			}
+			verifyChain(t, dir, e)
+		})
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,11 +28,8 @@ const geminiVersion = "0.61.0"
 func geminiMock(t *testing.T, turns []mockmodel.GeminiTurn) (*mockmodel.Gemini, string) {
 	t.Helper()
 	g := &mockmodel.Gemini{Turns: turns, Logf: t.Logf}
-	srv := httptest.NewServer(g)
-	t.Cleanup(func() {
-		g.Close()
-		srv.Close()
-	})
+	srv := serveMock(t, g)
+	t.Cleanup(g.Close) // before the server closes (cleanups run last first)
 	return g, srv.URL
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ralphBin = filepath.Join(dir, "ralph")
+	if real, err := filepath.EvalSymlinks(dir); err == nil { // as /proc/PID/exe names it (checkProxied)
+		ralphBin = filepath.Join(real, "ralph")
+	}
 	build := exec.Command("go", "build", "-o", ralphBin, "github.com/ralphloop/ralph")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -240,6 +244,7 @@ func ralph(t *testing.T, dir string, env []string, limit time.Duration, args ...
 	if ralphBin == "" {
 		t.Skip("ralph was not built")
 	}
+	before := connCounts(t)
 	cmd := exec.Command(ralphBin, args...)
 	cmd.Dir, cmd.Env = dir, env
 	var out, errOut bytes.Buffer
@@ -264,15 +269,92 @@ func ralph(t *testing.T, dir string, env []string, limit time.Duration, args ...
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	r := result{out.String(), errOut.String(), code}
 	if code == 0 && len(args) > 0 && args[0] == "init" {
-		unsandbox(t, dir)
+		shareGoCache(t, dir, env)
 	}
-	return result{out.String(), errOut.String(), code}
+	if len(args) > 0 && args[0] == "run" && sandboxed(dir) {
+		checkSandboxedRun(t, r, before)
+	}
+	return r
 }
 
-// unsandbox turns off the sandbox `ralph init` wrote (mode = "auto"):
-// these tests check ralph against each real CLI's protocol; running the
-// real CLIs inside the sandbox is not yet among them.
+// shareGoCache lets the sandbox `ralph init` wrote in dir keep the Go
+// build cache the tests' go uses (env's GOCACHE, as [sandbox] write), so
+// that each project's `go test` does not build the standard library
+// again in a cache of its own: the one change the tests make to that
+// sandbox.
+func shareGoCache(t *testing.T, dir string, env []string) {
+	t.Helper()
+	cache := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOCACHE="); ok {
+			cache = v
+		}
+	}
+	if cache == "" {
+		return
+	}
+	path := filepath.Join(dir, "ralph.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "\n# write = []", fmt.Sprintf("\nwrite = [%q]", cache), 1)
+	if text == string(b) {
+		t.Fatalf("%s has no \"# write = []\" in [sandbox] to give the Go build cache:\n%s", path, b)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sandboxed says whether dir's ralph.toml confines the run: the [sandbox]
+// `ralph init` writes (mode = "auto"), unless the test turned it off.
+func sandboxed(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "ralph.toml"))
+	return err == nil && sandboxSection.Match(b) && !bytes.Contains(b, []byte("\nmode = \"off\""))
+}
+
+var sandboxSection = regexp.MustCompile(`(?m)^\[sandbox\]`)
+
+// checkSandboxedRun holds a run under the sandbox to what it promises: its
+// first line names the mechanism that confined it, and the mock model was
+// reached only through the sandbox's proxy since before (checkProxied),
+// at least once by a run that ended done (its agent worked).
+func checkSandboxedRun(t *testing.T, r result, before []int) {
+	t.Helper()
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	mech := ""
+	if _, after, ok := strings.Cut(first, " · sandbox: "); ok {
+		mech, _, _ = strings.Cut(after, " ")
+	} else {
+		t.Errorf("the run's first line does not name its sandbox: %q", first)
+	}
+	n := checkProxied(t, before)
+	if r.code == 0 && n == 0 {
+		t.Errorf("the run under the sandbox (%s) ended done, but the mock model saw no connection from ralph's proxy", mech)
+	}
+	t.Logf("sandbox %s: the mock model took %d connections, all from ralph's proxy", mech, n)
+}
+
+// storeOf is the store of the run in dir that printed r: where the
+// sandbox moved it out of the workdir (the run's first line says), else
+// the config's .ralph.
+func storeOf(t *testing.T, dir string, r result) string {
+	t.Helper()
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if _, after, ok := strings.Cut(first, " · store: "); ok {
+		if store, _, ok := strings.Cut(after, " (moved out of the workdir"); ok {
+			return store
+		}
+	}
+	return filepath.Join(dir, ".ralph")
+}
+
+// unsandbox turns off the sandbox `ralph init` wrote (mode = "auto"), for
+// a test whose point is the CLI without ralph's sandbox (its own sandbox,
+// or ralph's containment alone).
 func unsandbox(t *testing.T, dir string) {
 	t.Helper()
 	path := filepath.Join(dir, "ralph.toml")
@@ -281,6 +363,9 @@ func unsandbox(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	text := strings.Replace(string(b), "\nmode = \"auto\"", "\nmode = \"off\"", 1)
+	if text == string(b) {
+		t.Fatalf("%s has no mode = \"auto\" to turn off:\n%s", path, b)
+	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

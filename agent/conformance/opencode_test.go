@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +33,7 @@ const opencodeVersion = "1.18.33"
 func opencodeMock(t *testing.T, script []mockmodel.OpenCodeTurn) (*mockmodel.OpenCode, []string) {
 	t.Helper()
 	h := mockmodel.NewOpenCode(script, t.Logf)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv := serveMock(t, h)
 	cfg := map[string]any{
 		"$schema": "https://opencode.ai/config.json",
 		"provider": map[string]any{"mock": map[string]any{
@@ -237,9 +235,12 @@ func TestOpencodeDenied(t *testing.T) {
 func TestOpencodeIdleTimeout(t *testing.T) {
 	t.Parallel()
 	dir, e, mock := opencodeProject(t, mockmodel.OpenCodeScript("hang", 0, 0), false)
-	editToml(t, dir, regexp.QuoteMeta(`idle_timeout = "5m"`), `idle_timeout = "20s"`)
+	// Long enough for OpenCode to start on a busy machine: with two cores
+	// kept busy it first asks the model 25-35 s after it starts, in
+	// ralph's sandbox or not, and prints nothing before.
+	editToml(t, dir, regexp.QuoteMeta(`idle_timeout = "5m"`), `idle_timeout = "40s"`)
 	r := ralph(t, dir, e, 4*time.Minute, "run", "--no-tui", "--max-iterations", "1")
-	if !strings.Contains(r.stdout, "opencode printed nothing for 20s") {
+	if !strings.Contains(r.stdout, "opencode printed nothing for 40s") {
 		t.Errorf("no idle timeout reported: %s", r)
 	}
 	if !slices.Contains(mock.Requests(), "turn 0 attempt 1") {

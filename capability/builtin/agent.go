@@ -147,7 +147,7 @@ func (a *agentRunner) run(ctx context.Context, in rtfs.Value) (capability.Result
 	}
 	if len(res.Denials) > 0 {
 		d := res.Denials[0]
-		rep.Denied(capability.Denial{Tool: d.Tool, Target: d.Target, Fix: denialFix(res.CLI, o.Args, o.Env)})
+		rep.Denied(capability.Denial{Tool: d.Tool, Target: d.Target, Fix: fixOf(d, res.CLI, o)})
 		out := agentResult(res)
 		out.Metadata["denied"] = deniedList(res.Denials)
 		return out, deniedError(res, o)
@@ -179,7 +179,16 @@ func deniedError(r agent.Result, o agent.Options) error {
 	if w := oneLine(d.Message); w != "" {
 		msg += " (" + w + ")"
 	}
-	return errors.New(msg + "; " + denialFix(r.CLI, o.Args, o.Env))
+	return errors.New(msg + "; " + fixOf(d, r.CLI, o))
+}
+
+// fixOf is what lets the tool d was refused run: the CLI's own fix when
+// its words made one certain, else its permissions' (denialFix).
+func fixOf(d agent.Denial, cli string, o agent.Options) string {
+	if d.Fix != "" {
+		return d.Fix
+	}
+	return denialFix(cli, o.Args, o.Env)
 }
 
 // denialFix says what lets cli edit in its workspace: the flags or
@@ -333,6 +342,9 @@ func agentResult(r agent.Result) capability.Result {
 	}
 	if r.Containment != "" {
 		meta["containment"] = r.Containment
+	}
+	if len(r.SandboxArgs) > 0 { // what ralph added because its sandbox confines the call
+		meta["sandbox_args"] = strings.Join(r.SandboxArgs, " ")
 	}
 	if r.Limit != nil && !r.Limit.Reset.IsZero() {
 		meta["limit_reset"] = r.Limit.Reset.UTC().Format(time.RFC3339)
