@@ -65,7 +65,9 @@ var modes = []modeRow{
 	{mode: Landlock, mechs: []*mechanism{mechLandlock},
 		fix: `run on a kernel with Landlock (Linux 5.13, TCP rules since 6.7), use mode = "bwrap" (apt install bubblewrap), or set mode = "off" in [sandbox]`},
 	{mode: Bwrap, mechs: []*mechanism{mechBwrapLandlock, mechBwrap},
-		fix: `install bubblewrap (apt install bubblewrap) and let it create namespaces (run as root or allow unprivileged user namespaces), or set mode = "off" in [sandbox]`},
+		fix: `install bubblewrap (apt install bubblewrap) and run ralph as a user who may create user namespaces ` +
+			`(as root, ralph drops every capability before it starts a process, and bwrap cannot make its namespaces without them), ` +
+			`or use mode = "landlock", or set mode = "off" in [sandbox]`},
 }
 
 func lookupMode(m Mode) (modeRow, bool) {
