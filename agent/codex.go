@@ -121,9 +121,9 @@ func codexOwnSandboxFailed(it *codexItem) *Denial {
 		return nil
 	}
 	return &Denial{Tool: "command_execution", Target: short(it.Command), Message: "codex's own sandbox could not start the command: " + short(first),
-		Fix: "turn codex's own sandbox off with " + codexBypass + " in [agent] args and confine codex with ralph's [sandbox] instead " +
-			"(under a [sandbox] ralph passes it itself in place of --sandbox workspace-write), or make codex's sandbox work " +
-			"(it needs bubblewrap able to start codex-linux-sandbox, which codex links under a CODEX_HOME outside the temporary directory)"}
+		Fix: "turn codex's own sandbox off with " + codexBypass + " in [agent] args and let ralph's [sandbox] confine it " +
+			"(under a [sandbox] ralph passes that flag itself), or make codex's sandbox work (bubblewrap must find " +
+			"codex-linux-sandbox, which codex links only under a CODEX_HOME outside the temporary directory)"}
 }
 
 // codexPermissions: by default codex's workspace-write sandbox (`codex exec

@@ -13,12 +13,16 @@
 # CapabilityCall). It checks that the output file holds every byte (size and
 # SHA-256 as recorded). Prints each run's figures and the medians.
 # Targets: peak RSS <= 64 MiB; >= 100 MB/s plain text, >= 50 MB/s stream-json.
+# SANDBOX (off, auto, landlock or bwrap; default: no [sandbox] at all) runs the
+# agent under that [sandbox] mode, its flood files and programs readable ([sandbox] read):
+# what confining the agent costs its output's way through ralph.
 #
-# usage: bench/agent-flood.sh [RUNS] [MB]   (default 3 1024; needs go, or RALPH=path/to/ralph)
+# usage: bench/agent-flood.sh [RUNS] [MB] [SANDBOX]   (default 3 1024; needs go, or RALPH=path/to/ralph)
 set -euo pipefail
 
 runs=${1:-3}
 mb=${2:-1024}
+sandbox=${3:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -33,19 +37,20 @@ fi
 	exit 1
 }
 
+mkdir -p "$work/data"
 # 64 MiB blocks, printed mb/64 times (the rest from a 1 MiB piece): the
 # agent's own cost is a cat from the page cache.
 awk 'BEGIN { for (i = 0; n < 1048576; i++) {
 	l = sprintf("line %07d of the flood: the agent explains, at some length, what it is about to change and why.", i)
 	if (n + length(l) + 1 > 1048576) break
-	print l; n += length(l) + 1 } }' >"$work/plain.1m"
+	print l; n += length(l) + 1 } }' >"$work/data/plain.1m"
 awk 'BEGIN { for (i = 0; n < 1048576; i++) {
 	l = sprintf("{\"type\":\"assistant\",\"message\":{\"id\":\"msg_%08d\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5-20250929\",\"content\":[{\"type\":\"text\",\"text\":\"Step %d: I read calc.go and calc_test.go again; Add subtracts where it should add, so the fix is one line, and then I run go test ./... to check that TestAdd passes.\"}],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":4,\"cache_creation_input_tokens\":310,\"cache_read_input_tokens\":11800,\"output_tokens\":%d,\"service_tier\":\"standard\"}},\"parent_tool_use_id\":null,\"session_id\":\"8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31\",\"uuid\":\"0b6e8d2c-1f4a-4e5b-8a9c-%012d\"}", i, i, 40 + i % 50, i)
 	if (n + length(l) + 1 > 1048576) break
-	print l; n += length(l) + 1 } }' >"$work/claude.1m"
+	print l; n += length(l) + 1 } }' >"$work/data/claude.1m"
 for kind in plain claude; do
-	: >"$work/$kind.64m"
-	for ((i = 0; i < 64; i++)); do cat "$work/$kind.1m" >>"$work/$kind.64m"; done
+	: >"$work/data/$kind.64m"
+	for ((i = 0; i < 64; i++)); do cat "$work/data/$kind.1m" >>"$work/data/$kind.64m"; done
 done
 
 mkdir -p "$work/bin"
@@ -58,9 +63,9 @@ if [ "\$kind" = claude ]; then
 	echo '{"type":"system","subtype":"init","cwd":"$work","session_id":"8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31","tools":["Bash","Edit","Read"],"model":"claude-sonnet-4-5-20250929","permissionMode":"acceptEdits"}'
 fi
 i=0
-while [ \$i -lt $((mb / 64)) ]; do cat "$work/\$kind.64m"; i=\$((i + 1)); done
+while [ \$i -lt $((mb / 64)) ]; do cat "$work/data/\$kind.64m"; i=\$((i + 1)); done
 i=0
-while [ \$i -lt $((mb % 64)) ]; do cat "$work/\$kind.1m"; i=\$((i + 1)); done
+while [ \$i -lt $((mb % 64)) ]; do cat "$work/data/\$kind.1m"; i=\$((i + 1)); done
 if [ "\$kind" = claude ]; then
 	echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":14210,"num_turns":3,"result":"Add now returns the sum; the tests pass.","session_id":"8f1c2a4e-3b9d-4f6a-9c1e-2d7b5a0e6f31","total_cost_usd":0.0371205,"usage":{"input_tokens":15,"cache_creation_input_tokens":5430,"cache_read_input_tokens":35400,"output_tokens":412}}'
 fi
@@ -95,16 +100,29 @@ max = 1
 [store]
 dir = "$work/store"
 TOML
+	if [ -n "$sandbox" ]; then
+		cat >>"$work/$1/ralph.toml" <<TOML
+
+[sandbox]
+mode = "$sandbox"
+read = ["$work/data", "$work/bin"]
+TOML
+	fi
 }
 
 # one KIND: prints "RSS_KIB MBPS"
 one() {
 	local kind=$1
 	rm -rf "$work/store"
-	PATH="$work/bin:$PATH" /usr/bin/time -v -o "$work/time.txt" "$ralph" run "$work/$kind/ralph.toml" --no-tui >/dev/null 2>"$work/err.txt" || [ $? -eq 3 ] || {
+	PATH="$work/bin:$PATH" /usr/bin/time -v -o "$work/time.txt" "$ralph" run "$work/$kind/ralph.toml" --no-tui >"$work/out.txt" 2>"$work/err.txt" || [ $? -eq 3 ] || {
 		cat "$work/err.txt" >&2
 		exit 1
 	}
+	if [ -n "$sandbox" ] && [ "$sandbox" != off ] && ! head -1 "$work/out.txt" | grep -q ' · sandbox: '; then
+		echo "the $kind run names no sandbox on its first line: $(head -1 "$work/out.txt")" >&2
+		exit 1
+	fi
+	head -1 "$work/out.txt" | sed -n 's/.* · sandbox: \([^ ]*\).*/\1/p' >"$work/mechanism"
 	local rss call bytes ms sha file
 	rss=$(awk -F: '/Maximum resident set size/ { gsub(/ /, "", $2); print $2 }' "$work/time.txt")
 	call=$("$ralph" chain show --json --store "$work/store" | grep '"function_name":"agent.run"' | grep '"CapabilityCall"')
@@ -122,7 +140,7 @@ one() {
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "agent-flood: $mb MiB per call, $runs runs, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "agent-flood: $mb MiB per call, $runs runs, sandbox ${sandbox:-none}, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for kind in plain claude; do
 	loop_config "$kind"
 	: >"$work/$kind.results"
@@ -131,6 +149,9 @@ for kind in plain claude; do
 		echo "$res" >>"$work/$kind.results"
 		printf '%-7s run %d: peak RSS %6.1f MiB, %7.1f MB/s\n' "$kind" "$r" "$(echo "$res" | awk '{ print $1 / 1024 }')" "$(echo "$res" | cut -d' ' -f2)"
 	done
+	if [ -s "$work/mechanism" ]; then
+		echo "$kind: confined by $(cat "$work/mechanism")"
+	fi
 	printf '%-7s median: peak RSS %6.1f MiB, %7.1f MB/s\n' "$kind" \
 		"$(cut -d' ' -f1 "$work/$kind.results" | median | awk '{ print $1 / 1024 }')" \
 		"$(cut -d' ' -f2 "$work/$kind.results" | median)"
