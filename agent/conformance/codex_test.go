@@ -412,6 +412,9 @@ func TestCodexContainment(t *testing.T) {
 			{"full-access", []string{"--full-access"}, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
+				if tc.name == "codex-sandbox" {
+					skipOwnSandboxAsRoot(t)
+				}
 				_, e := codexMock(t, v, "fix")
 				dir := goProject(t)
 				if r := ralph(t, dir, e, 30*time.Second, append([]string{"init", "--agent", "codex"}, tc.init...)...); r.code != 0 {
@@ -514,6 +517,7 @@ func TestCodexOwnSandbox(t *testing.T) {
 	testenv.Tool(t, "bwrap")
 	newestOnly(t, "codex", func(t *testing.T, v string) {
 		t.Run("works", func(t *testing.T) {
+			skipOwnSandboxAsRoot(t)
 			_, e := codexMock(t, v, "fix")
 			dir := codexLoop(t, e, "")
 			unsandbox(t, dir)
@@ -542,4 +546,17 @@ func TestCodexOwnSandbox(t *testing.T) {
 			verifyChain(t, dir, e)
 		})
 	})
+}
+
+// skipOwnSandboxAsRoot skips a test of codex's own sandbox working under
+// a ralph that runs as root: such a ralph empties every thread's
+// capability bounding set before it starts a process (issue 37), so
+// codex's bubblewrap can make no namespaces and every command and patch
+// fails; the "fails" case checks that the call then names the flag that
+// turns codex's own sandbox off, and ralph's [sandbox] confines instead.
+func skipOwnSandboxAsRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Skip("as root ralph drops every capability before a child starts, so codex's own bubblewrap cannot work (use ralph's [sandbox])")
+	}
 }
