@@ -12,10 +12,14 @@
 //     signal (Linux), and the group is killed on every way out of Run:
 //     exit, timeout, idle timeout, cancellation. Nothing an agent started
 //     outlives the call or ralph.
+//   - Every byte the CLI printed is read, after it exited too, until its
+//     output ends or the call's own timeout (or cancellation) comes; never
+//     a shorter timer.
 //   - Result.Stopped says why the call was ended ("timeout", "idle-timeout",
 //     "cancelled", "usage-limit"); a cancellation is never a timeout. A
 //     non-zero exit is a Result, not an error; errors are for calls that
-//     could not start.
+//     could not start, and for output that could not be kept (a
+//     *SpoolError: TMPDIR not writable, or its file system full).
 //   - Cost is what the CLI reported (CostSource "reported"), else priced
 //     from Options.Price ("price"), else zero ("").
 //

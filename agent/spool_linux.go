@@ -25,8 +25,9 @@ func releaseRead(f *os.File, n int64) (unsupported bool, err error) {
 
 // hasRoom says whether a writer of f, which shares this process's user
 // and so its reserve of the disk, could write past its end: it allocates
-// the block at the end (fallocate, keeping the size, so the writer's next
-// write lands in it). ENOSPC or EDQUOT there is the error; so is any other
+// the block after the last one the file has begun (fallocate, keeping the
+// size, so the writer's next writes land in it; the rest of a begun block
+// needs no room). ENOSPC or EDQUOT there is the error; so is any other
 // failure but a file system that cannot allocate ahead, which is asked
 // for its free blocks instead.
 func hasRoom(f *os.File) error {
@@ -35,7 +36,8 @@ func hasRoom(f *os.File) error {
 		if err := syscall.Fstat(fd, &st); err != nil {
 			return err
 		}
-		err := fallocate(fd, fallocKeepSize, st.Size, 1)
+		bs := max(int64(st.Blksize), 1)
+		err := fallocate(fd, fallocKeepSize, (st.Size+bs-1)/bs*bs, 1)
 		if !errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
 			return err
 		}
