@@ -120,6 +120,31 @@ func TestSandboxBounds(t *testing.T) {
 	}
 }
 
+// TestSandboxBoundsFromTheCLIsOwnConfig: a provider in codex's
+// config.toml is among the hosts; Claude's ~/.claude.json is a state file
+// that starts as {}.
+func TestSandboxBoundsFromTheCLIsOwnConfig(t *testing.T) {
+	home := sandboxHome(t)
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte("[model_providers.gw]\nbase_url = \"https://gw.example:8443/v1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandboxConfig(t, "[model]\nprovider = \"static\"\n[agent]\ncli = \"codex\"\n[governance]\nagent_allow = [\"codex\", \"claude\"]\n[sandbox]\n")
+	b, err := assemble.SandboxBounds(cfg, filepath.Join(home, "stores", "s"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(b.Hosts, "gw.example:8443") {
+		t.Errorf("Hosts %q lack the provider of codex's config.toml", b.Hosts)
+	}
+	claudeJSON := filepath.Join(home, ".claude.json")
+	if !slices.Contains(b.StateDirs, claudeJSON) || b.StateFiles[claudeJSON] != "{}\n" {
+		t.Errorf("StateDirs %q, StateFiles %q: want %s, starting as {}", b.StateDirs, b.StateFiles, claudeJSON)
+	}
+}
+
 // [sandbox] write must name directories that exist and do not hold the
 // store, refused at the key's line.
 func TestSandboxWritePaths(t *testing.T) {
