@@ -14,6 +14,7 @@ import (
 // turn.started, item.started/updated/completed, turn.completed (with
 // usage), turn.failed and error (see docs/agents.md).
 func codexBackend() backend {
+	own := &codexHelper{}
 	return backend{
 		Facts: Facts{Name: "codex", Auto: true, ReportsTokens: true, InitModel: "gpt-5.5", ExampleModel: "gpt-5-codex",
 			StateDirs: codexStateDirs, APIHosts: []string{"api.openai.com", "chatgpt.com", "auth.openai.com"}, BaseURLEnv: []string{"OPENAI_BASE_URL"},
@@ -26,7 +27,7 @@ func codexBackend() backend {
 		stdin:       true,
 		newParser:   func(now func() time.Time) parser { return &codexParser{now: now} },
 		limitText:   codexLimit,
-		stderrLine:  codexStderrLine,
+		stderrLine:  own.stderrLine,
 		permissions: codexPermissions,
 		confined:    codexConfined,
 	}
@@ -121,10 +122,14 @@ func codexOwnSandboxFailed(it *codexItem) *Denial {
 		return nil
 	}
 	return &Denial{Tool: "command_execution", Target: short(it.Command), Message: "codex's own sandbox could not start the command: " + short(first),
-		Fix: "turn codex's own sandbox off with " + codexBypass + " in [agent] args and let ralph's [sandbox] confine it " +
-			"(under a [sandbox] ralph passes that flag itself), or make codex's sandbox work (bubblewrap must find " +
-			"codex-linux-sandbox, which codex links only under a CODEX_HOME outside the temporary directory)"}
+		Fix: codexOwnSandboxFix}
 }
+
+// codexOwnSandboxFix is what lets codex's tools run when its own sandbox
+// cannot start them.
+const codexOwnSandboxFix = "turn codex's own sandbox off with " + codexBypass + " in [agent] args and let ralph's [sandbox] confine it " +
+	"(under a [sandbox] ralph passes that flag itself), or make codex's sandbox work (bubblewrap must find " +
+	"codex-linux-sandbox, which codex links only under a CODEX_HOME outside the temporary directory)"
 
 // codexPermissions: by default codex's workspace-write sandbox (`codex exec
 // --help`: "-s, --sandbox <SANDBOX_MODE> … read-only, workspace-write,
@@ -463,6 +468,40 @@ func codexStderrLine(line string, emit func(Event)) bool {
 		return true
 	}
 	return false
+}
+
+// codexNoHelper starts codex's warning that it could not link its
+// codex-linux-sandbox helper ("WARNING: proceeding, even though we could
+// not create PATH aliases: Refusing to create helper binaries under
+// temporary dir …", when CODEX_HOME lies in the temporary directory).
+// Codex's own bubblewrap sandbox then cannot start its commands and
+// patches; its JSON does not always show the failed command (run by
+// ralph, mostly not), but a patch it could not write is logged on
+// standard error as "Failed to write file PATH".
+const codexNoHelper = "WARNING: proceeding, even though we could not create PATH aliases"
+
+// codexHelper reads one call's standard error (its lines come in order,
+// from one goroutine): the warning that the helper is missing, then a file
+// a patch could not write, is a denial naming the flag that turns codex's
+// own sandbox off. A patch that fails to write with the helper linked is
+// codex's ordinary failure.
+type codexHelper struct {
+	missing string // the warning, once seen
+	denied  bool
+}
+
+func (h *codexHelper) stderrLine(line string, emit func(Event)) bool {
+	if strings.HasPrefix(line, codexNoHelper) {
+		h.missing = line
+		return true
+	}
+	if path, ok := strings.CutPrefix(line, "Failed to write file "); ok && h.missing != "" && !h.denied {
+		h.denied = true
+		emit(Event{Kind: EventDenied, Denial: &Denial{Tool: "apply_patch", Target: short(path),
+			Message: "codex's own sandbox could not write it: " + short(h.missing), Fix: codexOwnSandboxFix}})
+		return true
+	}
+	return codexStderrLine(line, emit)
 }
 
 // codexFatalText is codex's fatal error as one sentence with the fix.

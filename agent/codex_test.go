@@ -419,20 +419,32 @@ func FuzzParseCodexReal(f *testing.F) {
 
 // TestCodexRealOwnSandboxFails: codex 0.171.0 with bubblewrap installed
 // and its CODEX_HOME under the temporary directory (where it will not link
-// its codex-linux-sandbox helper) fails every command in its own sandbox;
-// the first is a denial whose fix names the flag that turns that sandbox
-// off.
+// its codex-linux-sandbox helper) fails every command and patch in its own
+// sandbox: its warning followed by the patch it could not write (standard
+// error) and the command that failed (its JSON, when it prints it) are
+// denials whose fix names the flag that turns that sandbox off.
 func TestCodexRealOwnSandboxFails(t *testing.T) {
 	t.Parallel()
 	_, res := replayCodex(t, "0.171.0", "own-sandbox")
-	if len(res.Denials) != 1 {
-		t.Fatalf("denials %+v, want the one of cat calc.go", res.Denials)
+	if len(res.Denials) != 2 {
+		t.Fatalf("denials %+v, want the patch's and cat calc.go's", res.Denials)
 	}
-	d := res.Denials[0]
-	if d.Tool != "command_execution" || !strings.Contains(d.Target, "cat calc.go") ||
-		!strings.Contains(d.Message, "bwrap: execvp codex-linux-sandbox: No such file or directory") ||
-		!strings.Contains(d.Fix, codexBypass) {
-		t.Errorf("denial %+v", d)
+	patch, cmd := res.Denials[0], res.Denials[1]
+	if patch.Tool != "apply_patch" || !strings.HasSuffix(patch.Target, "/calc.go") ||
+		!strings.Contains(patch.Message, "could not create PATH aliases") || !strings.Contains(patch.Fix, codexBypass) {
+		t.Errorf("the patch's denial %+v", patch)
+	}
+	if cmd.Tool != "command_execution" || !strings.Contains(cmd.Target, "cat calc.go") ||
+		!strings.Contains(cmd.Message, "bwrap: execvp codex-linux-sandbox: No such file or directory") ||
+		!strings.Contains(cmd.Fix, codexBypass) {
+		t.Errorf("the command's denial %+v", cmd)
+	}
+	// A patch that fails to write with the helper linked is codex's own
+	// failure, not its sandbox's.
+	var evs []Event
+	codexBackend().stderrLine("Failed to write file /w/calc.go", func(e Event) { evs = append(evs, e) })
+	if len(evs) != 0 {
+		t.Errorf("a failed write without codex's warning gave %+v", evs)
 	}
 	// The same command failing for a reason of its own is no denial.
 	if d := codexOwnSandboxFailed(&codexItem{Type: "command_execution", HasExitCode: true, ExitCode: 1,
