@@ -67,8 +67,6 @@ func (c checkout) Remove(ctx context.Context) error {
 // queue is a *tasks.Queue as the batch's Merger.
 type queue struct{ q *tasks.Queue }
 
-var outcomes = map[tasks.Outcome]MergeOutcome{tasks.Merged: Merged, tasks.Conflicted: Conflicted, tasks.Red: Red}
-
 func (q queue) Merge(ctx context.Context, m MergeRequest) (MergeResult, error) {
 	c, ok := m.Checkout.(checkout)
 	if !ok {
@@ -78,7 +76,7 @@ func (q queue) Merge(ctx context.Context, m MergeRequest) (MergeResult, error) {
 	if err != nil {
 		return MergeResult{}, err
 	}
-	return MergeResult{Outcome: outcomes[r.Outcome], Commit: r.Commit, Evidence: r.Evidence, Conflicts: r.Conflicts, raw: r}, nil
+	return MergeResult{Outcome: r.Outcome, Commit: r.Commit, Evidence: r.Evidence, Conflicts: r.Conflicts, raw: r}, nil
 }
 
 func (q queue) Reset(ctx context.Context, c Checkout, r MergeResult) (string, error) {

@@ -75,14 +75,15 @@ type MergeRequest struct {
 	Body []string
 }
 
-// MergeOutcome is what the queue did with a task's work.
-type MergeOutcome int
+// MergeOutcome is what the queue did with a task's work: the tasks
+// package's Outcome.
+type MergeOutcome = tasks.Outcome
 
 // Merge outcomes.
 const (
-	Merged     MergeOutcome = iota + 1 // the target advanced by the task's commit
-	Conflicted                         // the work does not apply on the target's tip
-	Red                                // it applies, but the conditions do not hold there
+	Merged     = tasks.Merged     // the target advanced by the task's commit
+	Conflicted = tasks.Conflicted // the work does not apply on the target's tip
+	Red        = tasks.Red        // it applies, but the conditions do not hold there
 )
 
 // MergeResult is the queue's answer for one task.
