@@ -41,7 +41,28 @@ var _ = suite.Add(e2e.Test{Name: "BatchViewInTerminal", Needs: []e2e.Need{e2e.To
 			t.Errorf("the batch view lacks %q:\n%s", want, screen)
 		}
 	}
-	tm.Send("Down")
+	// The rows are in the order the tasks started (two at a time: either
+	// of US-001 and US-002 first). j (down, one byte: an arrow's escape
+	// sequence read in two parts by a slow -race binary is escape and two
+	// letters) until the cursor is on US-002, each once the last was seen.
+	cursorOn := func(s string) string {
+		for _, l := range strings.Split(s, "\n") {
+			if i := strings.Index(l, "›"); i >= 0 {
+				if f := strings.Fields(l[i+len("›"):]); len(f) > 1 {
+					return f[1]
+				}
+			}
+		}
+		return ""
+	}
+	for at, moves := cursorOn(screen), 0; at != "US-002"; moves++ {
+		if moves == 3 {
+			t.Fatalf("the cursor never reached US-002:\n%s", tm.Screen())
+		}
+		tm.Send("j")
+		from := at
+		tm.WaitScreen("the cursor moved from "+from, func(s string) bool { at = cursorOn(s); return at != from })
+	}
 	tm.Send("Enter")
 	screen = tm.WaitFor("q back to the batch")
 	for _, want := range []string{"US-002 try 1", "Done by done (success)", "Causal chain", "Stop conditions"} {
