@@ -105,6 +105,8 @@ func (s *testSource) Steer(_ context.Context, r *mcpserver.Run, do string, _ int
 	s.steers <- do
 	return nil
 }
+func (s *testSource) Steerable(*mcpserver.Run) bool { return s.live }
+func (s *testSource) Approves(*mcpserver.Run) bool  { return s.live }
 func (s *testSource) Events(context.Context, *mcpserver.Run, uint64) (<-chan loop.Event, error) {
 	return s.events, nil
 }
