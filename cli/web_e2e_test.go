@@ -13,7 +13,8 @@ import (
 
 // WebTokenCookieCSRF drives the real `ralph web` over HTTP: the token as
 // the first line, 401 without it, the session cookie of ?token=, CSRF on a
-// form, the Host check, an ended run's stream that replays and closes, and
+// form, the Host check, an ended run's stream that replays and closes (and
+// resumes after Last-Event-ID), and
 // the refusal to listen beyond loopback without TLS.
 var _ = suite.Add(e2e.Test{Name: "WebTokenCookieCSRF", Run: func(t *testing.T, e *e2e.E) {
 	store := filepath.Join(t.TempDir(), "store")
@@ -78,6 +79,10 @@ var _ = suite.Add(e2e.Test{Name: "WebTokenCookieCSRF", Run: func(t *testing.T, e
 	resp, stream := do("GET", "/runs/latest/events", nil, "Authorization", "Bearer "+token)
 	if resp.StatusCode != 200 || !strings.Contains(stream, "event: action") || !strings.HasSuffix(strings.TrimSpace(stream), `"why":"the run has ended: this is what it recorded"}`) {
 		t.Fatalf("an ended run's stream: %d, want its actions then end, closed\n%s", resp.StatusCode, stream)
+	}
+	resp, stream = do("GET", "/runs/latest/events", nil, "Cookie", cookie, "Last-Event-ID", "10")
+	if resp.StatusCode != 200 || !strings.HasPrefix(stream, "id: 11\n") {
+		t.Fatalf("a stream resumed after Last-Event-ID 10 with the cookie: %d, want it to start at id 11\n%.200s", resp.StatusCode, stream)
 	}
 	web.Kill()
 	web.Wait()
