@@ -213,7 +213,7 @@ func toSSE(e *loop.Event) (sseEvent, bool) {
 		if e.Agent == nil || e.Agent.Text == "" {
 			return sseEvent{}, false
 		}
-		return sseEvent{name: "output", data: jsonOf(map[string]string{"text": cut(e.Agent.Text)})}, true
+		return sseEvent{name: "output", data: jsonOf(map[string]string{"call": e.CallID, "text": cut(e.Agent.Text)})}, true
 	case loop.EventToken:
 		return sseEvent{name: "output", data: jsonOf(map[string]string{"text": cut(e.Text)})}, true
 	case loop.EventApprove:
