@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 // bigRun records a run of iterations × perIteration actions (and its run
 // record) in an in-memory store.
-func bigRun(b *testing.B, iterations, perIteration int) (*ledger.Store, string) {
+func bigRun(b testing.TB, iterations, perIteration int) (*ledger.Store, string) {
 	b.Helper()
 	st, err := ledger.Open(ledger.Options{InMemory: true})
 	if err != nil {
@@ -68,4 +69,24 @@ func BenchmarkRunPage100k(b *testing.B) {
 		size = w.Body.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+}
+
+func TestRunPageFoldsOldIterations(t *testing.T) {
+	t.Parallel()
+	st, run := bigRun(t, 40, 20) // 802 actions
+	ts, srv := newTest(t, &testSource{st: st})
+	srv.window = 512 // the last 25 iterations: the page shows 21 to 40
+	_, body := get(t, ts.URL+"/runs/"+run, "Authorization", bearer)
+	for _, w := range []string{`data-folded="20"`, `id="it-21"`, `id="it-40"`, `name="iteration" type="number"`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the page of a long run lacks %q", w)
+		}
+	}
+	if strings.Contains(body, `id="it-20"`) {
+		t.Error("the page shows iteration 20, which it folds")
+	}
+	_, body = get(t, ts.URL+"/runs/"+run+"?iteration=5", "Authorization", bearer)
+	if !strings.Contains(body, `<li class="iteration" data-iteration="5"`) || !strings.Contains(body, `data-seq="`) || strings.Contains(body, `data-folded=`) {
+		t.Error("?iteration=5 does not show iteration 5 of the whole run")
+	}
 }

@@ -69,7 +69,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer run.Close()
-	acts, folded, err := runActions(run)
+	acts, folded, err := runActions(run, s.window)
 	if focus, _ := strconv.Atoi(r.URL.Query().Get("iteration")); err == nil && focus > 0 && focus <= folded {
 		folded = 0 // an older iteration asked for: the whole run
 		acts, err = run.ByRun(run.ID)

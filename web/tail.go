@@ -18,20 +18,21 @@ type tailReader interface {
 	Get(actionID string) (ledger.Action, error)
 }
 
-// firstWindow is how many of the store's last actions are read first.
+// firstWindow is how many of the store's last actions a run page reads
+// first.
 const firstWindow = 4096
 
 // runActions is what the run page shows of run: every action, or (when
 // folded is more than 0) its RunStarted followed by the actions of its
 // last iterations, folded being how many iterations are left out between.
-func runActions(run *mcpserver.Run) (acts []ledger.Action, folded int, err error) {
+func runActions(run *mcpserver.Run, firstWindow uint64) (acts []ledger.Action, folded int, err error) {
 	tr, ok := run.Reader.(tailReader)
 	if !ok {
 		acts, err = run.ByRun(run.ID)
 		return acts, 0, err
 	}
 	head := tr.Head().Seq
-	for window := uint64(firstWindow); ; window *= 4 {
+	for window := firstWindow; ; window *= 4 {
 		from := uint64(1)
 		if head > window {
 			from = head - window
