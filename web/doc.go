@@ -59,5 +59,7 @@
 //	any error:  #error
 //
 // Stream events: action (id = seq; data {seq,type,label,detail,failed,end}),
-// conditions, state, output ({text}), approve, snapshot, hello, end.
+// conditions, state, output ({call,text}), approve, snapshot, hello, end,
+// unavailable ({why}: a live run whose process gave no stream; the page
+// stops following and says so in #live-unavailable).
 package web

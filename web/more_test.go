@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -156,3 +157,20 @@ func (d discardWriter) Header() http.Header         { return d.h }
 func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardWriter) WriteHeader(int)             {}
 func (d discardWriter) Flush()                      {}
+
+// refusingSource is a live run whose process gives no stream.
+type refusingSource struct{ *testSource }
+
+func (refusingSource) Events(context.Context, *mcpserver.Run, uint64) (<-chan loop.Event, error) {
+	return nil, errors.New("the ralph process holding the store serves at most 64 streams.")
+}
+
+func TestLiveStreamRefused(t *testing.T) {
+	t.Parallel()
+	f := quickstart(t)
+	ts, _ := newTest(t, refusingSource{&testSource{st: f.st, live: true}})
+	resp, body := get(t, ts.URL+"/runs/"+f.runID+"/events", "Authorization", bearer)
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "event: unavailable\ndata: {\"why\":\"the ralph process holding the store serves at most 64 streams.\"}\n\n") || strings.Contains(body, "event: end") {
+		t.Fatalf("a refused live stream: %d %q, want one unavailable event and no end", resp.StatusCode, body)
+	}
+}

@@ -58,13 +58,29 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		from = headOf(run) + 1
 	}
 	ch, err := s.o.Source.Events(r.Context(), run, from)
-	if err != nil { // it ended between the two reads: what it recorded
-		s.replayEvents(w, rc, run.ID, run.Record.State, run.ByRun, from)
+	if err != nil {
+		s.notLive(w, rc, r, run.ID, from, err)
 		return
 	}
 	q := newQueue(s.o.SSEBuffer)
 	go q.fill(ch, run.ID) // ends when ch closes, which it does when r's context ends
 	s.stream(w, rc, r, q)
+}
+
+// notLive answers a stream the run's process did not give: a run that
+// ended meanwhile replays what it recorded; one still running (its process
+// serves no more streams, or cannot be reached) gets one unavailable
+// event saying why, and the page stops following it.
+func (s *Server) notLive(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, id string, from uint64, cause error) {
+	run, err := s.o.Source.Run(r.Context(), id)
+	if err == nil {
+		defer run.Close()
+		if !run.Live {
+			s.replayEvents(w, rc, run.ID, run.Record.State, run.ByRun, from)
+			return
+		}
+	}
+	writeSSE(w, rc, sseEvent{name: "unavailable", data: jsonOf(map[string]string{"why": cause.Error()})})
 }
 
 // fromOf is the seq a stream starts at: after Last-Event-ID, else ?from=.
