@@ -174,3 +174,50 @@ func TestLiveStreamRefused(t *testing.T) {
 		t.Fatalf("a refused live stream: %d %q, want one unavailable event and no end", resp.StatusCode, body)
 	}
 }
+
+// countingSource counts the streams asked of the run's process.
+type countingSource struct {
+	*testSource
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingSource) Events(ctx context.Context, r *mcpserver.Run, from uint64) (<-chan loop.Event, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.testSource.Events(ctx, r, from)
+}
+
+func TestBrowsersShareOneStream(t *testing.T) {
+	t.Parallel()
+	f := quickstart(t)
+	acts, _ := f.st.ByRun(f.runID)
+	src := &countingSource{testSource: &testSource{st: f.st, live: true, events: make(chan loop.Event, 8)}}
+	ts, _ := newTest(t, src)
+	open := func() *http.Response {
+		resp, err := client().Do(mustReq(t, ts.URL+"/runs/"+f.runID+"/events", "Authorization", bearer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	first := open()
+	src.events <- loop.Event{Kind: loop.EventState, State: "paused"}
+	if names, _ := sse(t, first.Body, 2); strings.Join(names, ",") != "hello,state" {
+		t.Fatalf("first browser: %v", names)
+	}
+	second := open() // joins late: told the state first
+	head := acts[len(acts)-1].Seq
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &ledger.Action{Seq: head + 1, RunID: f.runID, Type: ledger.RunCompleted}}
+	if names, _ := sse(t, second.Body, 10); strings.Join(names, ",") != "hello,state,action,end" {
+		t.Fatalf("second browser: %v, want hello,state,action,end", names)
+	}
+	if names, _ := sse(t, first.Body, 10); strings.Join(names, ",") != "action,end" {
+		t.Fatalf("first browser after: %v, want action,end", names)
+	}
+	if src.calls != 1 {
+		t.Fatalf("%d streams asked of the run's process for two browsers, want 1", src.calls)
+	}
+}
