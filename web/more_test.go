@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -86,25 +87,26 @@ func TestApproveForm(t *testing.T) {
 }
 
 // BenchmarkSSEFanout streams a live run's events to 50 browsers at once
-// through the real handler: events/s is what every browser received.
+// through the real handler and one shared stream: events/s is what all
+// the browsers received together.
 func BenchmarkSSEFanout(b *testing.B) {
-	const browsers = 50
+	const browsers, events = 50, 200
 	f := quickstart(b)
 	acts, err := f.st.ByRun(f.runID)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srcs := make([]*testSource, browsers)
+	head := acts[len(acts)-1].Seq
+	live := make([]ledger.Action, events)
+	for i := range live {
+		live[i] = ledger.Action{Seq: head + 1 + uint64(i), RunID: f.runID, Type: ledger.CapabilityCall, FunctionName: "ccos.echo", Success: true, DurationMS: 3}
+	}
+	live[events-1].Type = ledger.RunCompleted
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	for b.Loop() {
-		// One source per browser: each stream has its own event channel,
-		// as each socket stream has its own subscription.
-		for i := range srcs {
-			srcs[i] = &testSource{st: f.st, live: true, events: make(chan loop.Event, 64)}
-		}
-		i := 0
-		srv, err := New(Options{Source: multiSource{srcs[0], srcs, &i, &sync.Mutex{}}, Token: testToken, Addr: "127.0.0.1:1"})
+		src := &testSource{st: f.st, live: true, events: make(chan loop.Event, 64)}
+		srv, err := New(Options{Source: src, Token: testToken, Addr: "127.0.0.1:1"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,42 +115,20 @@ func BenchmarkSSEFanout(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/runs/"+f.runID+"/events?from=1", nil)
+				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/runs/"+f.runID+"/events", nil)
 				req.Header.Set("Authorization", bearer)
 				h.ServeHTTP(discardWriter{h: http.Header{}}, req)
 			}()
 		}
-		for _, s := range srcs {
-			go func() {
-				for k := range acts {
-					s.events <- loop.Event{Kind: loop.EventAction, Action: &acts[k]}
-				}
-				close(s.events)
-			}()
+		for srv.following(f.runID) < browsers { // every browser has joined
+			runtime.Gosched()
+		}
+		for k := range live {
+			src.events <- loop.Event{Kind: loop.EventAction, Action: &live[k]}
 		}
 		wg.Wait()
 	}
-	b.ReportMetric(float64(len(acts)*browsers*b.N)/b.Elapsed().Seconds(), "events/s")
-}
-
-// multiSource hands each stream the next source's events.
-type multiSource struct {
-	*testSource
-	srcs []*testSource
-	next *int
-	mu   *sync.Mutex
-}
-
-func (m multiSource) pick() *testSource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.srcs[*m.next%len(m.srcs)]
-	*m.next++
-	return s
-}
-
-func (m multiSource) Events(context.Context, *mcpserver.Run, uint64) (<-chan loop.Event, error) {
-	return m.pick().events, nil
+	b.ReportMetric(float64(events*browsers*b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 type discardWriter struct{ h http.Header }
@@ -220,4 +200,17 @@ func TestBrowsersShareOneStream(t *testing.T) {
 	if src.calls != 1 {
 		t.Fatalf("%d streams asked of the run's process for two browsers, want 1", src.calls)
 	}
+}
+
+// following is how many browsers follow run id now.
+func (s *Server) following(id string) int {
+	s.hubs.mu.Lock()
+	h := s.hubs.by[id]
+	s.hubs.mu.Unlock()
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
 }
