@@ -123,7 +123,6 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
 	detach.OwnEnd(ctx) // its hand-back grace, not the watchdog's 5 s
 	defer forceStopOnSecondSignal()()
-	signInFrom(ctx).Makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")
 	if err != nil {
 		return err
