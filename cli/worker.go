@@ -45,10 +45,10 @@ process at once (its runs continue elsewhere after the ack wait).
 
 --policy names this worker's own ceiling, a TOML file with a [governance]
 table (allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations,
-max_steps, workspaces): every job's governance is narrowed to it, and a job
-that needs more is refused before anything of it runs, failed with the
-reason in its state. Without --policy a worker runs no shell.exec, no
-program (command stop conditions, a command model) and no agent.
+max_steps, workspaces, hosts, env_allow): every job's governance, program,
+endpoint and worker variable is held to it, and a job that needs more is
+refused before anything of it runs, failed with the reason in its state.
+Without --policy a worker runs no shell.exec, no program and no agent.
 
 --sandbox MODE confines every job's processes (auto, landlock, bwrap or
 off, over the job's [sandbox] mode); a policy's governance.sandbox requires a
