@@ -118,7 +118,6 @@ func (w *world) put(s fleet.RunState) {
 	}
 }
 
-
 func (w *world) run(id string) (rr batch.RemoteRun, told *[]int, done chan error, got chan *stopOutcome) {
 	told = &[]int{}
 	var mu sync.Mutex
