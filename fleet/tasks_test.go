@@ -125,3 +125,28 @@ func TestWaitRun(t *testing.T) {
 		t.Fatal("WaitRun took a bad run id")
 	}
 }
+
+// FuzzParseJobTask: a job with a task decodes only when its task is valid,
+// and applying a parsed task never fails on its content.
+func FuzzParseJobTask(f *testing.F) {
+	f.Add([]byte(`{"run_id":"0190a0b2-7c3e-7def-8abc-0123456789ab","config":"goal = 1","config_path":"ralph.toml","workspace":"/r","ref":"abc1","submitted":"2026-01-01T00:00:00Z","task":{"batch":"0190a0b2-7c3e-7def-8abc-0123456789ac","id":"US-1","title":"Add","criteria":["a"],"prompt":"p"}}`))
+	f.Add([]byte(`{"run_id":"0190a0b2-7c3e-7def-8abc-0123456789ab","config":"goal = 1","task":{"batch":"b","id":"","prompt":""}}`))
+	f.Add([]byte(`{"run_id":"0190a0b2-7c3e-7def-8abc-0123456789ab","config":"goal = 1","task":{"extra":1}}`))
+	f.Add([]byte(`{"run_id":"0190a0b2-7c3e-7def-8abc-0123456789ab","config":"goal = 1","task":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := ParseJob(data)
+		if err != nil || j.Task == nil {
+			return
+		}
+		if verr := j.Task.Validate(); verr != nil {
+			t.Fatalf("ParseJob accepted an invalid task: %v", verr)
+		}
+		cfg, perr := config.Parse([]byte("[intent]\ngoal = \"g\"\n[agent]\ncli = \"claude\"\n"), filepath.Join(t.TempDir(), "ralph.toml"), nil)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		if _, aerr := (RunSpec{Job: j, StoreDir: filepath.Join(t.TempDir(), "store")}).ApplyTask(cfg); aerr != nil {
+			t.Fatalf("ApplyTask of a valid task: %v", aerr)
+		}
+	})
+}
