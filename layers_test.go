@@ -49,6 +49,7 @@ var layers = map[string][]string{
 	"assemble":            {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "sandbox", "internal/"},
 	"tasks":               {"internal/"},
 	"tasks/batch":         {"tasks", "assemble", "loop", "ledger", "config", "stop", "agent", "sandbox", "rtfs", "internal/"},
+	"tasks/fleetrun":      {"tasks", "tasks/batch", "fleet", "loop", "stop", "config", "internal/"},
 	"cli":                 {"*"},
 	"":                    {"cli"},
 }

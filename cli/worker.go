@@ -208,6 +208,10 @@ func startFleetRun(errOut io.Writer, sandboxMode string) func(ctx context.Contex
 		if err := fleet.ApplyPolicy(spec.Policy, cfg, spec.Job.Workspace); err != nil {
 			return nil, &fleet.BadJobError{Err: err}
 		}
+		batch, err := spec.ApplyTask(cfg)
+		if err != nil {
+			return nil, err
+		}
 		if cfg.Agent != nil {
 			if _, err := assemble.AgentCLI(cfg); err != nil {
 				return nil, &fleet.MissingAgentError{CLI: cfg.Agent.CLI, Err: err}
@@ -218,7 +222,7 @@ func startFleetRun(errOut io.Writer, sandboxMode string) func(ctx context.Contex
 		if err != nil {
 			return nil, jobError(err)
 		}
-		rs.Options.OnIterationEnd, rs.Options.Logger, rs.Options.SubmittedBy = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy
+		rs.Options.OnIterationEnd, rs.Options.Logger, rs.Options.SubmittedBy, rs.Options.Batch = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy, batch
 		runner, err := rs.NewRunner()
 		if err != nil {
 			rs.Discard()

@@ -31,6 +31,8 @@ type Job struct {
 	// keeper checked its signature (§17): the keeper sets it, and only
 	// the keeper publishes jobs.
 	SubmittedBy string `json:"submitted_by,omitempty"`
+	// Task makes the job a run of a backlog's task (nil: a run of its own).
+	Task *JobTask `json:"task,omitempty"`
 }
 
 // DefaultConfigPath is where a job's config lives in its workspace when
@@ -58,6 +60,9 @@ func (j Job) Validate() error {
 	}
 	if strings.HasPrefix(j.Ref, "-") {
 		return fmt.Errorf("job %s: ref %q starts with '-', which git would read as an option; name a branch, tag or commit", j.RunID, j.Ref)
+	}
+	if j.Task != nil {
+		return j.Task.Validate()
 	}
 	return nil
 }
