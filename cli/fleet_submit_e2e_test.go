@@ -240,6 +240,8 @@ max = 1
 			regexp.MustCompile(`governance refuses the static plan.*ccos\.echo`)},
 		{"a plan that does not read", []string{write("unread.toml", strings.Replace(string(mustRead(t, inline)), `"hi"})))'`, `"hi"}))'`, 1))},
 			regexp.MustCompile(`never closed`)},
+		{"a backlog's flag without a backlog", []string{inline, "--target", "ralph/x"},
+			regexp.MustCompile(`--target and --parallel are for a backlog: add --tasks SOURCE`)},
 		{"no NATS server", []string{inline, "--nats", "nats://127.0.0.1:1"},
 			regexp.MustCompile("^ralph: no NATS server answers at nats://127\\.0\\.0\\.1:1; start one with `ralph fleet serve` or pass --nats URL\n$")},
 	}

@@ -60,6 +60,9 @@ else nats://127.0.0.1:4222), 1 the fleet failed to queue it.`,
 			if f.tasks != "" {
 				return runSubmitTasks(cmd, args[0], workspace, natsURL(natsFlag), f)
 			}
+			if f.target != "" || f.parallel != 0 {
+				return usageErrorf("--target and --parallel are for a backlog: add --tasks SOURCE, or drop them")
+			}
 			return runSubmit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], workspace, natsURL(natsFlag))
 		},
 	}
