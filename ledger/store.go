@@ -172,6 +172,10 @@ type Store struct {
 	// behind is set when the store holds fewer actions than its witness:
 	// it is then open read-only and every append is refused with it.
 	behind *BehindError
+	// tail is set when the store's logs hold whole commits after damage
+	// (waltail.go): it is then open read-only and every append is refused
+	// with it.
+	tail *TailError
 
 	// The writer: Append sends requests on reqCh while holding sendMu for
 	// reading; Close takes it for writing before closing reqCh.
@@ -306,8 +310,8 @@ func (s *Store) placeDir(opts Options, bopts badger.Options) (badger.Options, er
 
 // openDB opens Badger: in memory; through a view of the store's files (a
 // reader); or, for a writer, after the store was compared with its
-// witness (a store behind it is returned, open read-only) and the disk
-// was found to have room.
+// witness and its logs were read for damage Badger would cut (such a store
+// is returned, open read-only) and the disk was found to have room.
 func (s *Store) openDB(opts Options, bopts badger.Options) (behind *Store, err error) {
 	switch {
 	case opts.InMemory:
@@ -316,8 +320,8 @@ func (s *Store) openDB(opts Options, bopts badger.Options) (behind *Store, err e
 		// Never Badger's writer here: it would cut the logs a crash left.
 		s.db, s.scratch, err = openView(bopts, s.dir, filepath.Join(s.dir, dataDir))
 	default:
-		if opts.WitnessDir != "" {
-			behind, err := checkWitnessBeforeWrite(opts, s.dir)
+		if opts.WitnessDir != "" || hasLog(filepath.Join(s.dir, dataDir)) {
+			behind, err := checkBeforeWrite(opts, s.dir)
 			if err != nil || behind != nil {
 				return behind, err
 			}

@@ -105,9 +105,9 @@ type BehindError struct {
 	Stored    uint64    // actions the store holds
 	Witnessed uint64    // actions the witness signs
 	Signed    time.Time // when the witnessed checkpoint was signed
-	// Cut names the memtable logs Badger cannot read whole, whose entries
+	// Cut are the memtable logs Badger cannot read whole, whose commits
 	// after the damage a writer would discard.
-	Cut []string
+	Cut []LogTail
 }
 
 func (e *BehindError) Error() string {
@@ -116,20 +116,25 @@ func (e *BehindError) Error() string {
 
 // behindSentence says that a store holds stored actions where the witness
 // saw more, and why when the logs tell.
-func behindSentence(stored uint64, witness string, witnessed uint64, signed time.Time, cut []string) string {
+func behindSentence(stored uint64, witness string, witnessed uint64, signed time.Time, cut []LogTail) string {
 	why := "the store was truncated or rolled back to an older copy"
 	if len(cut) > 0 {
-		why = "Badger discarded its log after damage (" + strings.Join(cut, "; ") + "); restore a copy"
+		files := make([]string, len(cut))
+		for i, t := range cut {
+			files[i] = t.String()
+		}
+		why = "Badger discarded its log after damage (" + strings.Join(files, "; ") + "); restore a copy"
 	}
 	return fmt.Sprintf("the store holds %s actions but checkpoint %s witnessed %s (signed %s): %s",
 		thousands(stored), witness, thousands(witnessed), signed.Format("2006-01-02T15:04:05Z07:00"), why)
 }
 
-// checkWitnessBeforeWrite opens the store at opts.Dir read-only, before a
-// writer's open could cut a log, and compares it with its witness. A store
-// behind it is returned, read-only, refusing every append; otherwise it is
-// closed and the writer's open goes on.
-func checkWitnessBeforeWrite(opts Options, dir string) (*Store, error) {
+// checkBeforeWrite opens the store at opts.Dir read-only, before a
+// writer's open could cut a log, and looks for what that cut would lose:
+// a store behind its witness, or logs that hold whole commits after damage
+// (TailError). Such a store is returned, read-only, refusing every append;
+// otherwise it is closed and the writer's open goes on.
+func checkBeforeWrite(opts Options, dir string) (*Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, dataDir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // a new store: nothing was committed
 	}
@@ -143,12 +148,20 @@ func checkWitnessBeforeWrite(opts Options, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := st.behindWitness(opts.WitnessDir)
-	if b == nil {
+	if opts.WitnessDir != "" {
+		st.behind = st.behindWitness(opts.WitnessDir)
+	}
+	if tails := st.LostTails(); len(tails) > 0 {
+		st.tail = &TailError{Store: st.describe(), Head: st.Head().Seq, Tails: tails}
+	}
+	switch {
+	case st.behind != nil:
+		st.log.Error("ledger store is behind its witness; it is open read-only", "store", st.describe(), "err", st.behind)
+	case st.tail != nil:
+		st.log.Error("ledger store has a damaged log; it is open read-only", "store", st.describe(), "err", st.tail)
+	default:
 		return nil, st.Close()
 	}
-	st.behind = b
-	st.log.Error("ledger store is behind its witness; it is open read-only", "store", st.describe(), "err", b)
 	return st, nil
 }
 
@@ -168,7 +181,7 @@ func (s *Store) behindWitness(dir string) *BehindError {
 	if err != nil || cp.Seq <= s.Head().Seq {
 		return nil
 	}
-	var cut []string
+	var cut []LogTail
 	if s.scratch != nil {
 		cut = s.scratch.cut
 	}
