@@ -71,6 +71,10 @@ type Options struct {
 	// and stop (default DefaultCloseTimeout), then Close returns a
 	// StuckError and leaves what is on disk as it is.
 	CloseTimeout time.Duration
+	// OnWitnessError, if set, is called when the witness cannot be
+	// written (witness_fail.go), once until it is written again, from the
+	// store's goroutines: cli prints it on the run's output.
+	OnWitnessError func(*WitnessError)
 	// OnCloseStuck, if set, is called with the StuckError when Close
 	// passes its bound, before Close returns it (cli prints it and exits:
 	// the goroutine inside Badger cannot be stopped).
@@ -129,12 +133,13 @@ type Store struct {
 	// checkpoint last written). The writer sets due to the checkpoint of a
 	// commit that ended an iteration or a run; next is the one the witness
 	// goroutine writes when kicked.
-	witnessMu   sync.Mutex
-	witness     witnessState
-	witnessW    witnessWriter // the witness file, under witnessMu
-	witnessDue  *witnessNote
-	witnessNext atomic.Pointer[witnessNote]
-	witnessKick chan struct{}
+	witnessMu    sync.Mutex
+	witness      witnessState
+	witnessW     witnessWriter // the witness file, under witnessMu
+	witnessDue   *witnessNote
+	witnessNext  atomic.Pointer[witnessNote]
+	witnessKick  chan struct{}
+	onWitnessErr func(*WitnessError) // Options.OnWitnessError
 
 	// Free space (diskspace.go).
 	spaceMu sync.Mutex
@@ -599,6 +604,7 @@ func (s *Store) init(opts Options) error {
 func (s *Store) setLimits(opts Options) error {
 	s.readOnly = opts.ReadOnly
 	s.witnessDir = opts.WitnessDir
+	s.onWitnessErr = opts.OnWitnessError
 	s.rf = newRangeFactory()
 	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
 	s.txnCount = s.db.MaxBatchCount() - txnReserveCount

@@ -166,6 +166,9 @@ type verifier struct {
 	problems []Problem
 	// tailNamed: a problem already names the logs Badger cuts (checkSince).
 	tailNamed bool
+	// covered is the highest saved checkpoint the store was proved
+	// consistent with (checkSince).
+	covered uint64
 
 	report VerifyReport
 	cps    []cpEntry
@@ -224,6 +227,7 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 		return v.report, err
 	}
 	v.checkTails(last.seq)
+	v.checkWitnessFailure()
 	slices.SortStableFunc(v.problems, func(a, b Problem) int {
 		if a.Seq != b.Seq {
 			return cmpU64(a.Seq, b.Seq)

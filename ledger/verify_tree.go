@@ -191,6 +191,7 @@ func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stor
 			continue
 		}
 		v.report.Consistent = append(v.report.Consistent, sc)
+		v.covered = max(v.covered, cp.Seq)
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func (s *Store) witnessChecked() (uint64, error) {
 	}
 	old, err := ReadWitness(s.witnessDir, s.id)
 	if err != nil {
-		return 0, err
+		return cp.Seq, &witnessWriteError{fmt.Errorf("read the witness: %w", err)}
 	}
 	if old != nil {
 		nv, _, err := ParseVerifierKey(s.vkey)
@@ -91,10 +91,13 @@ func (s *Store) witnessChecked() (uint64, error) {
 		}
 	}
 	if err := os.MkdirAll(s.witnessDir, 0o700); err != nil {
-		return 0, fmt.Errorf("create the witness directory: %w", err)
+		return cp.Seq, &witnessWriteError{fmt.Errorf("create the witness directory: %w", err)}
 	}
 	s.witnessW.path = WitnessPath(s.witnessDir, s.id)
-	return cp.Seq, s.witnessW.rewrite(cp.Seq, cp.Note)
+	if err := s.witnessW.rewrite(cp.Seq, cp.Note); err != nil {
+		return cp.Seq, &witnessWriteError{err}
+	}
+	return cp.Seq, nil
 }
 
 // BehindError reports a store that holds fewer actions than its witness
@@ -213,6 +216,7 @@ type witnessNote struct {
 // witnessState is what witnessMu guards.
 type witnessState struct {
 	checked, stuck bool
+	failing        bool // the last write failed (witness_fail.go)
 	seq            uint64
 }
 
@@ -265,16 +269,24 @@ func (s *Store) advanceWitness(n *witnessNote) {
 	if !w.checked || n == nil {
 		w.checked = true
 		seq, err := s.witnessChecked()
-		if err != nil {
+		var we *witnessWriteError
+		switch {
+		case errors.As(err, &we):
+			// Written whole again (and checked) at the next advance.
+			w.checked = false
+			s.witnessWriteFailed(seq, we.err)
+		case err != nil:
 			w.stuck = true
 			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		default:
+			w.seq, w.failing = max(w.seq, seq), false
 		}
-		w.seq = max(w.seq, seq)
 		return
 	}
 	if err := s.witnessW.advance(n.seq, n.note); err != nil {
-		s.log.Warn("ledger witness not advanced", "store", s.describe(), "err", err)
+		w.checked = false
+		s.witnessWriteFailed(n.seq, err)
 		return
 	}
-	w.seq = n.seq
+	w.seq, w.failing = n.seq, false
 }
