@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,7 +72,13 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 	}
 	// Each failed open names one log to cut; there are at most a few.
 	db, err := v.open(bopts, dir, dataPath, n+1)
+	if err == nil {
+		err = v.checkValueLog(dataPath)
+	}
 	if err != nil {
+		if db != nil {
+			db.Close()
+		}
 		v.close()
 		return nil, nil, err
 	}
@@ -171,6 +178,19 @@ func (v *view) cutLog(dataPath string, m []string) error {
 	return nil
 }
 
+// checkValueLog notes the newest value log in v.cut when a writer's open
+// would cut whole values off it after damage (valueLogTail).
+func (v *view) checkValueLog(dataPath string) error {
+	tail, lost, err := valueLogTail(dataPath)
+	if err != nil {
+		return fmt.Errorf("read the value log of %s: %w", dataPath, err)
+	}
+	if lost {
+		v.cut = append(v.cut, tail)
+	}
+	return nil
+}
+
 // copyPrefix replaces the link dst with a copy of src's first n bytes.
 func copyPrefix(src, dst string, n int64) error {
 	in, err := os.Open(src)
@@ -223,12 +243,17 @@ func lastNonZero(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, 1<<20)
+	buf, zero := make([]byte, 1<<20), make([]byte, 4<<10)
 	for end := fi.Size(); end > 0; {
 		start := max(end-int64(len(buf)), 0)
 		b := buf[:end-start]
 		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
+		}
+		// Whole blocks of zeros first (a log is mostly its zeroed room),
+		// then byte by byte within the last block that is not.
+		for len(b) >= len(zero) && bytes.Equal(b[len(b)-len(zero):], zero) {
+			b = b[:len(b)-len(zero)]
 		}
 		for j := len(b) - 1; j >= 0; j-- {
 			if b[j] != 0 {

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -112,8 +114,12 @@ func (t LogTail) Seqs() string {
 }
 
 func (t LogTail) String() string {
-	return fmt.Sprintf("%s reads whole up to byte %d of %d; after the damage it holds %d whole commits (%s)",
-		t.File, t.End, t.Used, t.Commits, t.Seqs())
+	what := "commits"
+	if filepath.Ext(t.File) == ".vlog" {
+		what = "values" // a value log's entries stand alone
+	}
+	return fmt.Sprintf("%s reads whole up to byte %d of %d; after the damage it holds %d whole %s (%s)",
+		t.File, t.End, t.Used, t.Commits, what, t.Seqs())
 }
 
 // tailScan is readLogTail's walk over the bytes after the cut.
@@ -121,6 +127,10 @@ type tailScan struct {
 	tail     LogTail
 	badWhole bool // the first entry that failed is whole: damage, not a write cut short
 	failed   bool // an entry failed
+	// badSeqs are the seqs the keys of whole entries that fail their
+	// checksum name: counted in the tail when no higher than its last
+	// seq read whole (a damaged key may name any seq).
+	badSeqs []uint64
 }
 
 // readLogTail reads the log at path past byte end, where Badger stops
@@ -142,6 +152,11 @@ func readLogTail(path string, end int64) (tail LogTail, lost bool, err error) {
 	}
 	sc := tailScan{tail: LogTail{File: path, End: end, Used: used}}
 	sc.walk(b)
+	for _, seq := range sc.badSeqs {
+		if seq <= sc.tail.Last {
+			sc.tail.First = min(sc.tail.First, seq)
+		}
+	}
 	return sc.tail, sc.tail.Commits > 0 || sc.badWhole, nil
 }
 
@@ -165,7 +180,12 @@ func (sc *tailScan) walk(b []byte) {
 		}
 		sc.failed = true
 		if st == entryBad {
-			if _, _, next := decodeLogEntry(b[pos+n:]); next == entryOK {
+			if seq, ok := parseActionKey(e.key); ok && seq > 0 {
+				sc.badSeqs = append(sc.badSeqs, seq)
+			}
+			_, m, next := decodeLogEntry(b[pos+n:])
+			budget -= m
+			if next == entryOK {
 				pos += n
 				continue
 			}
@@ -254,4 +274,105 @@ func firstLost(head uint64, tails []LogTail) uint64 {
 		first = head + 1
 	}
 	return first
+}
+
+// The newest value log (.vlog) holds the values too large for the
+// memtable log (over 1 MiB), one entry each, without transaction marks; a
+// writer's open reads it from its header on and cuts it at the first entry
+// that does not read whole (badger v4 valueLog.open). Badger's read-only
+// mode does not read it, so the view does (valueLogTail).
+
+// valueLogTail reads the newest value log of dataPath as a writer's open
+// would, and returns its tail when what follows the cut is damage hiding
+// whole entries (readLogTail).
+func valueLogTail(dataPath string) (LogTail, bool, error) {
+	path, err := newestValueLog(dataPath)
+	if err != nil || path == "" {
+		return LogTail{}, false, err
+	}
+	end, err := valueLogEnd(path)
+	if err != nil {
+		return LogTail{}, false, err
+	}
+	return readLogTail(path, end)
+}
+
+// newestValueLog is the value log of dataPath with the highest file id
+// ("" when there is none).
+func newestValueLog(dataPath string) (string, error) {
+	names, err := filepath.Glob(filepath.Join(dataPath, "*.vlog"))
+	if err != nil {
+		return "", err
+	}
+	best, bestID := "", -1
+	for _, n := range names {
+		id, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(n), ".vlog"))
+		if err == nil && id > bestID {
+			best, bestID = n, id
+		}
+	}
+	return best, nil
+}
+
+// valueLogEnd is the offset after the last of the value log's entries
+// that read whole from its header on: where a writer's open cuts it. It
+// reads one entry at a time, so memory stays within the largest entry.
+func valueLogEnd(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	var head [2 + 3*binary.MaxVarintLen64]byte
+	var buf []byte
+	off := int64(logHeaderLen)
+	for {
+		n, err := f.ReadAt(head[:], off)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		size := entrySize(head[:n])
+		if size == 0 || off+int64(size) > fi.Size() {
+			return off, nil // no entry, or one the file cannot hold
+		}
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		if m, err := f.ReadAt(buf, off); m < size {
+			if err != nil && err != io.EOF {
+				return 0, err
+			}
+			return off, nil // the file ends inside the entry
+		}
+		if _, _, st := decodeLogEntry(buf); st != entryOK {
+			return off, nil
+		}
+		off += int64(size)
+	}
+}
+
+// entrySize is the whole length of the entry whose header starts b (0
+// when b holds no header).
+func entrySize(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	i := 2
+	var v [3]uint64
+	for j := range v {
+		n, k := binary.Uvarint(b[i:])
+		if k <= 0 {
+			return 0
+		}
+		v[j], i = n, i+k
+	}
+	if v[0] > logMaxKey || v[1] > 1<<30 { // 1 GiB: beyond any value log, and within a 32-bit int
+		return 0
+	}
+	return i + int(v[0]) + int(v[1]) + 4
 }

@@ -39,7 +39,7 @@ func liveStoreCopy(t *testing.T, extra int) (copyDir, mem, witness string) {
 	}
 	eventually.Poll(func() bool { return witnessedSeq(s, wd) == 6 })
 	appendN(t, s, 6, extra)
-	copyDir, witness = copyStore(t, dir), copyStore(t, wd)
+	copyDir, witness = copyLiveStore(t, dir), copyStore(t, wd)
 	mems, _ := filepath.Glob(filepath.Join(copyDir, dataDir, "*.mem"))
 	for _, m := range mems {
 		if usedEnd(t, m) > 4<<10 {
@@ -52,11 +52,47 @@ func liveStoreCopy(t *testing.T, extra int) (copyDir, mem, witness string) {
 	return copyDir, mem, witness
 }
 
+// copyLiveStore is copyStore for a store a process holds or left
+// unclosed: its logs are copied up to their last byte that is not zero,
+// the rest (the room Badger made for them) left a hole.
+func copyLiveStore(t *testing.T, src string) string {
+	t.Helper()
+	used := map[string]int64{}
+	logs, _ := filepath.Glob(filepath.Join(src, dataDir, "*.[mv][el][mo]*"))
+	for _, l := range logs {
+		n, err := lastNonZero(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used[strings.Replace(l, src, "", 1)] = n
+	}
+	return copyStoreUsed(t, src, used)
+}
+
+// mustReadUsed reads path up to its last byte that is not zero.
+func mustReadUsed(t *testing.T, path string) []byte {
+	t.Helper()
+	n, err := lastNonZero(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // entryOf returns the offset and length of the entry of the log at path
 // whose key is action seq's, read with decodeLogEntry from the log's header on.
 func entryOf(t *testing.T, path string, seq uint64) (off, n int) {
 	t.Helper()
-	b := mustRead(t, path)
+	b := mustReadUsed(t, path)
 	for pos := logHeaderLen; pos < len(b); {
 		e, n, st := decodeLogEntry(b[pos:])
 		if st != entryOK {
@@ -90,13 +126,13 @@ func TestDamagedTailIsNamed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := copyStore(t, src)
+			dir := copyLiveStore(t, src)
 			mem := filepath.Join(dir, dataDir, filepath.Base(srcMem))
 			off, n := entryOf(t, mem, tc.seq)
 			if err := flipByte(mem, int64(off+n/2)); err != nil {
 				t.Fatal(err)
 			}
-			damaged := mustRead(t, mem)
+			damaged := mustReadUsed(t, mem)
 			s, err := Open(Options{Dir: dir, MemTableSize: 8 << 20, WitnessDir: tc.witness})
 			if err != nil {
 				t.Fatalf("open for writing: %v", err)
@@ -126,7 +162,7 @@ func TestDamagedTailIsNamed(t *testing.T) {
 			if tc.witness != "" && len(rep.Consistent) != 1 {
 				t.Fatalf("the store up to the damage is consistent with its witness, but verify says %+v", rep)
 			}
-			if !bytes.Equal(mustRead(t, mem), damaged) {
+			if !bytes.Equal(mustReadUsed(t, mem), damaged) {
 				t.Fatal("opening the damaged store changed its log")
 			}
 		})
@@ -141,9 +177,15 @@ func TestTornCommitIsNoLoss(t *testing.T) {
 	t.Parallel()
 	dir, mem, _ := liveStoreCopy(t, 4) // seqs 7–10
 	off, n := entryOf(t, mem, 10)
-	b := mustRead(t, mem)
-	clear(b[off+n/2:])
-	if err := os.WriteFile(mem, b, 0o644); err != nil {
+	f, err := os.OpenFile(mem, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt(make([]byte, usedEnd(t, mem)-int64(off+n/2)), int64(off+n/2))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	tail, lost, err := readLogTail(mem, int64(off-1))
@@ -183,6 +225,9 @@ func FuzzDecodeLogEntry(f *testing.F) {
 				t.Fatalf("the re-encoded entry decodes to state %d, %+v", st2, got)
 			}
 		}
+		if size := entrySize(b); size < 0 {
+			t.Fatalf("entrySize = %d", size)
+		}
 		sc := tailScan{}
 		sc.walk(b)
 	})
@@ -197,4 +242,74 @@ func encodeLogEntry(meta byte, key, value []byte) []byte {
 	b = binary.AppendUvarint(b, 0)
 	b = append(append(b, key...), value...)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// TestDamagedValueLogIsNamed damages the first of three actions too large
+// for the memtable log (each goes to the value log) in an unclosed store:
+// a writer's open would cut the value log there and lose all three, so it
+// refuses to write, naming the value log and the seqs.
+func TestDamagedValueLogIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Open(Options{Dir: dir, MemTableSize: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, 0, 1)
+	big := strings.Repeat("x", 1100<<10)
+	for i := 1; i <= 3; i++ {
+		a := sample(i)
+		a.ErrorMessage = big
+		if _, err := s.Append(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp := copyLiveStore(t, dir)
+	s.Close()
+	vlog, err := newestValueLog(filepath.Join(cp, dataDir))
+	if err != nil || vlog == "" {
+		t.Fatalf("no value log in %s: %v", cp, err)
+	}
+	b := mustReadUsed(t, vlog)
+	i := bytes.Index(b, append([]byte(prefixAction), binary.BigEndian.AppendUint64(nil, 2)...))
+	if i < 0 {
+		t.Fatal("action 2 is not in the value log")
+	}
+	if err := flipByte(vlog, int64(i+4096)); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(Options{Dir: cp, MemTableSize: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, aerr := s.Append(context.Background(), sample(9))
+	s.Close()
+	var te *TailError
+	if !errors.As(aerr, &te) || !strings.Contains(aerr.Error(), vlog) || !strings.Contains(aerr.Error(), "whole values (seqs 2–4)") {
+		t.Fatalf("append on a store whose value log is damaged = %v, want a TailError naming %s and seqs 2–4", aerr, vlog)
+	}
+}
+
+// BenchmarkLastNonZero finds the written end of a log as a killed process
+// leaves it: 64 MiB, sparse, with 100 KiB written at its start.
+func BenchmarkLastNonZero(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "00001.mem")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Write(bytes.Repeat([]byte{1}, 100<<10)); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	b.SetBytes(64 << 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, err := lastNonZero(path); err != nil || n != 100<<10 {
+			b.Fatalf("lastNonZero = %d, %v", n, err)
+		}
+	}
 }
