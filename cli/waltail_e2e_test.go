@@ -5,12 +5,15 @@ package cli_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ralphloop/ralph/internal/e2e"
@@ -175,3 +178,70 @@ var _ = suite.Add(e2e.Test{Name: "UnwritableWitnessIsWarnedAndNamed", Run: func(
 	}
 	verifiedActions(t, e, store)
 }})
+
+// WitnessOnAFullOrReadOnlyDiskIsWarnedAndNamed puts the witness directory
+// on a small tmpfs, filled to the last byte, then mounted read-only: each
+// run warns once naming the disk's error and ends as it would, and chain
+// verify then names the checkpoint that was not witnessed.
+var _ = suite.Add(e2e.Test{Name: "WitnessOnAFullOrReadOnlyDiskIsWarnedAndNamed", Needs: mayMountTmpfs, Run: func(t *testing.T, e *e2e.E) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ralph.toml")
+	writeFile(t, cfg, counterConfig)
+	wd := filepath.Join(e.StateHome(), "ralph", "witness")
+	if err := os.MkdirAll(wd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, opts, want string }{
+		{"full", "size=1m", "no space left on device"},
+		{"read-only", "ro,size=1m", "read-only file system"},
+	} {
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", tc.opts, "tmpfs", wd).CombinedOutput(); err != nil {
+			t.Fatalf("mount a tmpfs at %s: %v: %s", wd, err, out)
+		}
+		mounted := true
+		unmount := func() {
+			if !mounted {
+				return
+			}
+			mounted = false
+			if out, err := exec.Command("umount", wd).CombinedOutput(); err != nil {
+				t.Errorf("umount %s: %v: %s", wd, err, out)
+			}
+		}
+		t.Cleanup(unmount) // when the case fails before it unmounts
+		if tc.name == "full" {
+			fillDisk(t, filepath.Join(wd, "fill"))
+		}
+		store := filepath.Join(dir, tc.name)
+		out, errOut, code := e.Ralph("run", cfg, "--no-tui", "--max-iterations", "3", "--store", store).Run()
+		unmount()
+		warning := "ralph: warning: the witness of ledger store " + store + " could not be written in " + wd
+		if code != 3 || strings.Count(errOut, warning) != 1 || !strings.Contains(errOut, tc.want) {
+			t.Fatalf("%s: run: exit %d, want 3 and one warning %q (%s)\n%s\n%s", tc.name, code, warning, tc.want, out, errOut)
+		}
+		out, errOut, code = e.Ralph("chain", "verify", "--store", store).Run()
+		if code != 1 || !strings.Contains(errOut, "the witness could not be written at seq") || !strings.Contains(errOut, tc.want) {
+			t.Fatalf("%s: chain verify: exit %d, want 1 naming the witness\n%s\n%s", tc.name, code, out, errOut)
+		}
+		t.Logf("%s: chain verify: %s", tc.name, errOut)
+	}
+}})
+
+// fillDisk writes path until its file system has no byte left.
+func fillDisk(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for len(buf) > 0 {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			buf = buf[:len(buf)/2]
+		}
+	}
+}
