@@ -29,7 +29,13 @@
 //   - The kv writes that are an action's effect (Action.KV) commit in its
 //     transaction or not at all.
 //   - No open lets Badger cut a log before the store was compared with its
-//     witness (view.go), no Badger file is opened before it was read here
-//     with panics recovered (precheck.go), and no commit starts without the
-//     free space Badger may need for it (diskspace.go).
+//     witness and the tail the cut would drop was read (view.go,
+//     waltail.go): a store behind its witness, or with whole commits
+//     after damage in a log, opens read-only and refuses every append.
+//   - A witness that could not be written is reported once and recorded
+//     under m/witness-failed; Verify names it until a saved checkpoint it
+//     proves consistent covers it (witness_fail.go).
+//   - No Badger file is opened before it was read here with panics
+//     recovered (precheck.go), and no commit starts without the free space
+//     Badger may need for it (diskspace.go).
 package ledger

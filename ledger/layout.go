@@ -18,6 +18,9 @@ const (
 	keyStoreID       = prefixMeta + "id"
 	keyVerifier      = prefixMeta + "key"
 	keyTreeSize      = prefixMeta + "tree"
+	// keyWitnessFailed records the first checkpoint whose witness could
+	// not be written since the witness was last written (witness_fail.go).
+	keyWitnessFailed = prefixMeta + "witness-failed"
 
 	// keyImportMark holds the head an unfinished import started from
 	// (importmark.go).
@@ -74,6 +77,7 @@ var layoutKeys = []layoutKey{
 	{keyStoreID, "`m/id`"},
 	{keyVerifier, "`m/key`"},
 	{keyTreeSize, "`m/tree`"},
+	{keyWitnessFailed, "`m/witness-failed`"},
 	{prefixKV, "`k/` ‖ key"},
 	{prefixKV + KVUser, "`k/user/` ‖ key"},
 	{prefixKV + KVRun, "`k/run/` ‖ run id"},

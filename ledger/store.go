@@ -71,6 +71,10 @@ type Options struct {
 	// and stop (default DefaultCloseTimeout), then Close returns a
 	// StuckError and leaves what is on disk as it is.
 	CloseTimeout time.Duration
+	// OnWitnessError, if set, is called when the witness cannot be
+	// written (witness_fail.go), once until it is written again, from the
+	// store's goroutines: cli prints it on the run's output.
+	OnWitnessError func(*WitnessError)
 	// OnCloseStuck, if set, is called with the StuckError when Close
 	// passes its bound, before Close returns it (cli prints it and exits:
 	// the goroutine inside Badger cannot be stopped).
@@ -129,12 +133,13 @@ type Store struct {
 	// checkpoint last written). The writer sets due to the checkpoint of a
 	// commit that ended an iteration or a run; next is the one the witness
 	// goroutine writes when kicked.
-	witnessMu   sync.Mutex
-	witness     witnessState
-	witnessW    witnessWriter // the witness file, under witnessMu
-	witnessDue  *witnessNote
-	witnessNext atomic.Pointer[witnessNote]
-	witnessKick chan struct{}
+	witnessMu    sync.Mutex
+	witness      witnessState
+	witnessW     witnessWriter // the witness file, under witnessMu
+	witnessDue   *witnessNote
+	witnessNext  atomic.Pointer[witnessNote]
+	witnessKick  chan struct{}
+	onWitnessErr func(*WitnessError) // Options.OnWitnessError
 
 	// Free space (diskspace.go).
 	spaceMu sync.Mutex
@@ -172,6 +177,10 @@ type Store struct {
 	// behind is set when the store holds fewer actions than its witness:
 	// it is then open read-only and every append is refused with it.
 	behind *BehindError
+	// tail is set when the store's logs hold whole commits after damage
+	// (waltail.go): it is then open read-only and every append is refused
+	// with it.
+	tail *TailError
 
 	// The writer: Append sends requests on reqCh while holding sendMu for
 	// reading; Close takes it for writing before closing reqCh.
@@ -306,8 +315,8 @@ func (s *Store) placeDir(opts Options, bopts badger.Options) (badger.Options, er
 
 // openDB opens Badger: in memory; through a view of the store's files (a
 // reader); or, for a writer, after the store was compared with its
-// witness (a store behind it is returned, open read-only) and the disk
-// was found to have room.
+// witness and its logs were read for damage Badger would cut (such a store
+// is returned, open read-only) and the disk was found to have room.
 func (s *Store) openDB(opts Options, bopts badger.Options) (behind *Store, err error) {
 	switch {
 	case opts.InMemory:
@@ -316,8 +325,8 @@ func (s *Store) openDB(opts Options, bopts badger.Options) (behind *Store, err e
 		// Never Badger's writer here: it would cut the logs a crash left.
 		s.db, s.scratch, err = openView(bopts, s.dir, filepath.Join(s.dir, dataDir))
 	default:
-		if opts.WitnessDir != "" {
-			behind, err := checkWitnessBeforeWrite(opts, s.dir)
+		if opts.WitnessDir != "" || hasLog(filepath.Join(s.dir, dataDir)) {
+			behind, err := checkBeforeWrite(opts, s.dir)
 			if err != nil || behind != nil {
 				return behind, err
 			}
@@ -595,6 +604,7 @@ func (s *Store) init(opts Options) error {
 func (s *Store) setLimits(opts Options) error {
 	s.readOnly = opts.ReadOnly
 	s.witnessDir = opts.WitnessDir
+	s.onWitnessErr = opts.OnWitnessError
 	s.rf = newRangeFactory()
 	s.txnBytes = s.db.MaxBatchSize() - txnReserveBytes
 	s.txnCount = s.db.MaxBatchCount() - txnReserveCount

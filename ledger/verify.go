@@ -164,6 +164,11 @@ type verifier struct {
 
 	mu       sync.Mutex
 	problems []Problem
+	// tailNamed: a problem already names the logs Badger cuts (checkSince).
+	tailNamed bool
+	// covered is the highest saved checkpoint the store was proved
+	// consistent with (checkSince).
+	covered uint64
 
 	report VerifyReport
 	cps    []cpEntry
@@ -221,6 +226,8 @@ func (v *verifier) run(ctx context.Context, progress func(done, total uint64), s
 	if err := v.checkSince(ctx, since, last.seq); err != nil {
 		return v.report, err
 	}
+	v.checkTails(last.seq)
+	v.checkWitnessFailure()
 	slices.SortStableFunc(v.problems, func(a, b Problem) int {
 		if a.Seq != b.Seq {
 			return cmpU64(a.Seq, b.Seq)

@@ -164,11 +164,12 @@ func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stor
 			continue
 		}
 		if cp.Seq > stored {
-			var cut []string
+			var cut []LogTail
 			if v.pub.scratch != nil {
 				cut = v.pub.scratch.cut
 			}
 			v.add(stored+1, rankRecord, "%s", behindSentence(stored, sc.Name, cp.Seq, cp.Time, cut))
+			v.tailNamed = v.tailNamed || len(cut) > 0
 			continue
 		}
 		if v.report.Root.IsZero() {
@@ -190,8 +191,20 @@ func (v *verifier) checkSince(ctx context.Context, since []SavedCheckpoint, stor
 			continue
 		}
 		v.report.Consistent = append(v.report.Consistent, sc)
+		v.covered = max(v.covered, cp.Seq)
 	}
 	return nil
+}
+
+// checkTails names the logs of the store that hold whole commits after
+// damage (waltail.go), unless a saved checkpoint the store is behind
+// named them already.
+func (v *verifier) checkTails(stored uint64) {
+	tails := v.pub.LostTails()
+	if len(tails) == 0 || v.tailNamed {
+		return
+	}
+	v.add(firstLost(stored, tails), rankRecord, "the store has %s; %s", tailSentence(tails), tailFix(stored))
 }
 
 func (v *verifier) noteVerifier() (note.Verifier, error) {

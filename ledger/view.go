@@ -29,9 +29,9 @@ import (
 
 // view is the scratch directory a read-only store reads through.
 type view struct {
-	dir  string   // the scratch directory ("" when Badger reads the store itself)
-	lock *os.File // a shared lock on the store's data directory, held while the view is open
-	cut  []string // the logs Badger would cut, as "file (kept N of M bytes)"
+	dir  string    // the scratch directory ("" when Badger reads the store itself)
+	lock *os.File  // a shared lock on the store's data directory, held while the view is open
+	cut  []LogTail // the logs Badger would cut that hold commits after damage (waltail.go)
 }
 
 // close releases the view's lock and removes its directory.
@@ -72,7 +72,13 @@ func openView(bopts badger.Options, dir, dataPath string) (*badger.DB, *view, er
 	}
 	// Each failed open names one log to cut; there are at most a few.
 	db, err := v.open(bopts, dir, dataPath, n+1)
+	if err == nil {
+		err = v.checkValueLog(dataPath)
+	}
 	if err != nil {
+		if db != nil {
+			db.Close()
+		}
 		v.close()
 		return nil, nil, err
 	}
@@ -153,17 +159,34 @@ func (v *view) open(bopts badger.Options, dir, dataPath string, tries int) (*bad
 
 // cutLog puts in the view the part of the log that Badger's error m
 // (truncateNeeded's match) says reads whole, and notes the log in v.cut
-// when what follows that part is not all zeros.
+// when what follows that part holds commits after damage (readLogTail),
+// not a commit a kill cut short.
 func (v *view) cutLog(dataPath string, m []string) error {
 	fid, _ := strconv.Atoi(m[1])
 	end, _ := strconv.ParseInt(m[2], 10, 64)
-	size, _ := strconv.ParseInt(m[3], 10, 64)
 	name := fmt.Sprintf("%05d.mem", fid)
 	if err := copyPrefix(filepath.Join(dataPath, name), filepath.Join(v.dir, name), end); err != nil {
 		return err
 	}
-	if tail, err := nonZeroTail(filepath.Join(dataPath, name), end); err == nil && tail {
-		v.cut = append(v.cut, fmt.Sprintf("%s (it reads whole up to byte %d of %d)", filepath.Join(dataPath, name), end, size))
+	tail, lost, err := readLogTail(filepath.Join(dataPath, name), end)
+	if err != nil {
+		return fmt.Errorf("read the tail of %s: %w", filepath.Join(dataPath, name), err)
+	}
+	if lost {
+		v.cut = append(v.cut, tail)
+	}
+	return nil
+}
+
+// checkValueLog notes the newest value log in v.cut when a writer's open
+// would cut whole values off it after damage (valueLogTail).
+func (v *view) checkValueLog(dataPath string) error {
+	tail, lost, err := valueLogTail(dataPath)
+	if err != nil {
+		return fmt.Errorf("read the value log of %s: %w", dataPath, err)
+	}
+	if lost {
+		v.cut = append(v.cut, tail)
 	}
 	return nil
 }
@@ -187,34 +210,6 @@ func copyPrefix(src, dst string, n int64) error {
 		return fmt.Errorf("copy the readable part of %s: %w", src, err)
 	}
 	return out.Close()
-}
-
-// nonZeroTail reports whether path holds a byte other than zero after
-// offset off: entries Badger would discard, not just the zeroed room a
-// log is created with.
-func nonZeroTail(path string, off int64) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return false, err
-	}
-	buf := make([]byte, 64<<10)
-	zero := make([]byte, len(buf))
-	for {
-		n, err := f.Read(buf)
-		if n > 0 && !bytes.Equal(buf[:n], zero[:n]) {
-			return true, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
 }
 
 // hasLog reports whether dataPath holds a memtable log (.mem) or an empty
@@ -248,12 +243,17 @@ func lastNonZero(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, 1<<20)
+	buf, zero := make([]byte, 1<<20), make([]byte, 4<<10)
 	for end := fi.Size(); end > 0; {
 		start := max(end-int64(len(buf)), 0)
 		b := buf[:end-start]
 		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
+		}
+		// Whole blocks of zeros first (a log is mostly its zeroed room),
+		// then byte by byte within the last block that is not.
+		for len(b) >= len(zero) && bytes.Equal(b[len(b)-len(zero):], zero) {
+			b = b[:len(b)-len(zero)]
 		}
 		for j := len(b) - 1; j >= 0; j-- {
 			if b[j] != 0 {

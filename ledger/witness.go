@@ -68,7 +68,7 @@ func (s *Store) witnessChecked() (uint64, error) {
 	}
 	old, err := ReadWitness(s.witnessDir, s.id)
 	if err != nil {
-		return 0, err
+		return cp.Seq, &witnessWriteError{fmt.Errorf("read the witness: %w", err)}
 	}
 	if old != nil {
 		nv, _, err := ParseVerifierKey(s.vkey)
@@ -91,10 +91,13 @@ func (s *Store) witnessChecked() (uint64, error) {
 		}
 	}
 	if err := os.MkdirAll(s.witnessDir, 0o700); err != nil {
-		return 0, fmt.Errorf("create the witness directory: %w", err)
+		return cp.Seq, &witnessWriteError{fmt.Errorf("create the witness directory: %w", err)}
 	}
 	s.witnessW.path = WitnessPath(s.witnessDir, s.id)
-	return cp.Seq, s.witnessW.rewrite(cp.Seq, cp.Note)
+	if err := s.witnessW.rewrite(cp.Seq, cp.Note); err != nil {
+		return cp.Seq, &witnessWriteError{err}
+	}
+	return cp.Seq, nil
 }
 
 // BehindError reports a store that holds fewer actions than its witness
@@ -105,9 +108,9 @@ type BehindError struct {
 	Stored    uint64    // actions the store holds
 	Witnessed uint64    // actions the witness signs
 	Signed    time.Time // when the witnessed checkpoint was signed
-	// Cut names the memtable logs Badger cannot read whole, whose entries
+	// Cut are the memtable logs Badger cannot read whole, whose commits
 	// after the damage a writer would discard.
-	Cut []string
+	Cut []LogTail
 }
 
 func (e *BehindError) Error() string {
@@ -116,20 +119,25 @@ func (e *BehindError) Error() string {
 
 // behindSentence says that a store holds stored actions where the witness
 // saw more, and why when the logs tell.
-func behindSentence(stored uint64, witness string, witnessed uint64, signed time.Time, cut []string) string {
+func behindSentence(stored uint64, witness string, witnessed uint64, signed time.Time, cut []LogTail) string {
 	why := "the store was truncated or rolled back to an older copy"
 	if len(cut) > 0 {
-		why = "Badger discarded its log after damage (" + strings.Join(cut, "; ") + "); restore a copy"
+		files := make([]string, len(cut))
+		for i, t := range cut {
+			files[i] = t.String()
+		}
+		why = "Badger discarded its log after damage (" + strings.Join(files, "; ") + "); restore a copy"
 	}
 	return fmt.Sprintf("the store holds %s actions but checkpoint %s witnessed %s (signed %s): %s",
 		thousands(stored), witness, thousands(witnessed), signed.Format("2006-01-02T15:04:05Z07:00"), why)
 }
 
-// checkWitnessBeforeWrite opens the store at opts.Dir read-only, before a
-// writer's open could cut a log, and compares it with its witness. A store
-// behind it is returned, read-only, refusing every append; otherwise it is
-// closed and the writer's open goes on.
-func checkWitnessBeforeWrite(opts Options, dir string) (*Store, error) {
+// checkBeforeWrite opens the store at opts.Dir read-only, before a
+// writer's open could cut a log, and looks for what that cut would lose:
+// a store behind its witness, or logs that hold whole commits after damage
+// (TailError). Such a store is returned, read-only, refusing every append;
+// otherwise it is closed and the writer's open goes on.
+func checkBeforeWrite(opts Options, dir string) (*Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, dataDir, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // a new store: nothing was committed
 	}
@@ -143,12 +151,20 @@ func checkWitnessBeforeWrite(opts Options, dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := st.behindWitness(opts.WitnessDir)
-	if b == nil {
+	if opts.WitnessDir != "" {
+		st.behind = st.behindWitness(opts.WitnessDir)
+	}
+	if tails := st.LostTails(); len(tails) > 0 {
+		st.tail = &TailError{Store: st.describe(), Head: st.Head().Seq, Tails: tails}
+	}
+	switch {
+	case st.behind != nil:
+		st.log.Error("ledger store is behind its witness; it is open read-only", "store", st.describe(), "err", st.behind)
+	case st.tail != nil:
+		st.log.Error("ledger store has a damaged log; it is open read-only", "store", st.describe(), "err", st.tail)
+	default:
 		return nil, st.Close()
 	}
-	st.behind = b
-	st.log.Error("ledger store is behind its witness; it is open read-only", "store", st.describe(), "err", b)
 	return st, nil
 }
 
@@ -168,7 +184,7 @@ func (s *Store) behindWitness(dir string) *BehindError {
 	if err != nil || cp.Seq <= s.Head().Seq {
 		return nil
 	}
-	var cut []string
+	var cut []LogTail
 	if s.scratch != nil {
 		cut = s.scratch.cut
 	}
@@ -200,6 +216,7 @@ type witnessNote struct {
 // witnessState is what witnessMu guards.
 type witnessState struct {
 	checked, stuck bool
+	failing        bool // the last write failed (witness_fail.go)
 	seq            uint64
 }
 
@@ -252,16 +269,24 @@ func (s *Store) advanceWitness(n *witnessNote) {
 	if !w.checked || n == nil {
 		w.checked = true
 		seq, err := s.witnessChecked()
-		if err != nil {
+		var we *witnessWriteError
+		switch {
+		case errors.As(err, &we):
+			// Written whole again (and checked) at the next advance.
+			w.checked = false
+			s.witnessWriteFailed(seq, we.err)
+		case err != nil:
 			w.stuck = true
 			s.log.Warn("ledger witness not updated", "store", s.describe(), "err", err)
+		default:
+			w.seq, w.failing = max(w.seq, seq), false
 		}
-		w.seq = max(w.seq, seq)
 		return
 	}
 	if err := s.witnessW.advance(n.seq, n.note); err != nil {
-		s.log.Warn("ledger witness not advanced", "store", s.describe(), "err", err)
+		w.checked = false
+		s.witnessWriteFailed(n.seq, err)
 		return
 	}
-	w.seq = n.seq
+	w.seq, w.failing = n.seq, false
 }

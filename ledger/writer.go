@@ -249,6 +249,9 @@ func (s *Store) writable() error {
 	if s.behind != nil {
 		return fmt.Errorf("ledger store %s is open read-only and refuses to write, because %w", s.describe(), s.behind)
 	}
+	if s.tail != nil {
+		return s.tail
+	}
 	if s.readOnly {
 		return fmt.Errorf("ledger store %s is open read-only", s.describe())
 	}

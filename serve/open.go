@@ -15,8 +15,13 @@ import (
 // reads past one) or rolls back an interrupted import. A store another
 // process holds is a usage error naming that process and, when it serves
 // the store, what to do instead; so is a directory that is no store. Any
-// other error is the store's (a damaged store).
+// other error is the store's (a damaged store). A witness that cannot be
+// written is a warning on errOut when it happens (unless opts already
+// handles it).
 func OpenStore(opts ledger.Options, errOut io.Writer) (*ledger.Store, error) {
+	if !opts.ReadOnly && opts.OnWitnessError == nil {
+		opts.OnWitnessError = func(e *ledger.WitnessError) { fmt.Fprintf(errOut, "ralph: warning: %v\n", e) }
+	}
 	stale := ledger.StaleLock(opts.Dir)
 	s, err := ledger.Open(opts)
 	var locked *ledger.LockedError
