@@ -47,6 +47,8 @@ var layers = map[string][]string{
 	"fleet":               {"rtfs", "ledger", "stop", "loop", "serve", "notify", "config", "agent", "sandbox", "internal/"},
 	"fleet/fleettest":     {"fleet"},
 	"assemble":            {"rtfs", "ledger", "capability", "capability/builtin", "governance", "arbiter", "stop", "loop", "notify", "config", "agent", "sandbox", "internal/"},
+	"runsource":           {"ledger", "loop", "stop", "serve", "fleet", "mcpserver", "internal/"},
+	"web":                 {"rtfs", "ledger", "stop", "loop", "serve", "fleet", "mcpserver", "runsource", "assemble", "config", "internal/"},
 	"tasks":               {"internal/"},
 	"tasks/batch":         {"tasks", "assemble", "loop", "ledger", "config", "stop", "agent", "sandbox", "rtfs", "internal/"},
 	"cli":                 {"*"},

@@ -193,6 +193,7 @@ Start with 'ralph init', then 'ralph run'; 'ralph runs' lists what ran.`,
 	root.AddCommand(newEvalCmd(), newFmtCmd(), newVersionCmd(), newExecCmd(), newChainCmd(), newPredicateCmd(), newHistoryCmd(),
 		newRunCmd(), newRunsCmd(), newResumeCmd(), newInitCmd(), newViewCmd(), newAttachCmd())
 	root.AddCommand(newMCPCmd())
+	root.AddCommand(newWebCmd())
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newIRCmd())
 	root.AddCommand(newFleetCmd(), newSubmitCmd())

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ralphloop/ralph/assemble"
-	"github.com/ralphloop/ralph/capability/builtin"
 	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/stop"
@@ -98,55 +97,14 @@ func replayRun(cmd *cobra.Command, storeFlag string, ref runRef, cfgFile string,
 	if err != nil {
 		return nil, exitError(ExitUsage, err)
 	}
-	chk, err := assemble.Check(cfg, assemble.CheckOptions{Paths: assemble.NoPaths})
-	if err != nil {
-		return nil, setupError(err)
-	}
-	conds := chk.Conditions
-	if len(conds) == 0 {
-		return nil, exitError(ExitUsage, fmt.Errorf("%s has no [[stop]] conditions to replay; add the ones to try, such as a max_iterations", cfg.File))
-	}
 	ctx := cmd.Context()
 	acts, err := runActions(ctx, storeFlag, "", ref, cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}
-	rc, err := loop.ReadCheckpoints(loop.RunIDOf(acts, ref.arg), acts)
+	res, err := assemble.Replay(ctx, cfg, acts, ref.arg, assemble.ReplayOptions{Rerun: rerun, Jobs: jobs})
 	if err != nil {
-		return nil, commandError(err)
-	}
-	o := stop.ReplayOptions{Specs: cfg.Stop, Conditions: conds, Workdir: cfg.Loop.Workdir, RecordedWorkdir: rc.Workdir,
-		EchoesStored: func(id string) bool { s, ok := builtin.Lookup(id); return ok && s.EchoesStored }}
-	if rc.Config != nil {
-		o.RecordedSpecs = rc.Config.Stop
-	}
-	repo := rc.Repo(ctx)
-	if repo != nil {
-		o.Workspace = func(n int) string {
-			c, ok := rc.Commits[n]
-			if !ok {
-				return ""
-			}
-			t, err := repo.Tree(ctx, c, "")
-			if err != nil {
-				return ""
-			}
-			return t
-		}
-	}
-	if rerun {
-		if repo == nil {
-			return nil, exitError(ExitUsage, fmt.Errorf("--rerun checks conditions against the run's checkpoints, and run %s has none in a git work tree; replay without --rerun", rc.RunID))
-		}
-		wt := loop.NewWorktrees(repo, rc)
-		o.Rerun = &stop.Rerun{Dir: wt.Dir, Jobs: jobs}
-	}
-	res, err := stop.Replay(ctx, acts, o)
-	if err != nil {
-		return nil, exitError(ExitFailure, err)
-	}
-	if n := rc.Closing; n != nil {
-		res.RecordedIterations = int(n.Metadata["iterations"].AsInt())
+		return nil, commandError(setupError(err))
 	}
 	return res, nil
 }

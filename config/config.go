@@ -227,7 +227,17 @@ func Load(path string, env Env) (*Config, error) {
 // so a [model] that could not plan (provider "static" without a [plan]) is
 // no error. ModelError says what is wrong with [model], if anything.
 func LoadForExec(path string, env Env) (*Config, error) {
-	c, err := Load(path, env)
+	return forExec(Load(path, env))
+}
+
+// ParseForExec is LoadForExec on bytes (a stop configuration a user edits
+// in ralph web's what-if form); path names it in errors.
+func ParseForExec(data []byte, path string, env Env) (*Config, error) {
+	return forExec(Parse(data, path, env))
+}
+
+// forExec keeps the config an error in [model] or [plan] was found in.
+func forExec(c *Config, err error) (*Config, error) {
 	var me *modelError
 	if errors.As(err, &me) {
 		if me.rest != nil {

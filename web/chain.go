@@ -1,0 +1,139 @@
+package web
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ralphloop/ralph/ledger"
+)
+
+// node is one action of the chain tree: an iteration holds what it
+// recorded, each action the actions recorded under it (plans their steps,
+// steps their calls, calls their tool uses).
+type node struct {
+	Seq       uint64
+	RunID     string
+	Type      string
+	Label     string
+	Detail    string
+	Failed    bool
+	Iteration int // an iteration's own node: its number
+	Status    string
+	Children  []*node
+	// Folded says the iteration's actions were left out (only the last
+	// iterations, and the one asked for, are shown whole); Count is how
+	// many it recorded.
+	Folded bool
+	Open   bool
+	Count  int
+}
+
+const (
+	// shownIterations is how many of the last iterations show their actions.
+	shownIterations = 20
+	// maxNodes bounds the actions shown of one iteration.
+	maxNodes = 2000
+)
+
+// chainOf is the run's chain as a tree: the actions before the first
+// iteration, then each iteration with its actions nested by parent.
+// focus names an iteration to show whole (0: none).
+func chainOf(acts []ledger.Action, focus int) []*node {
+	var out []*node
+	var cur *node
+	var group []ledger.Action
+	flush := func() {
+		if cur == nil {
+			out = append(out, nestActions(group)...)
+		} else {
+			cur.Count = len(group)
+			cur.Children = nestActions(group)
+		}
+		group = nil
+	}
+	for _, a := range acts {
+		if a.Type == ledger.IterationStarted {
+			flush()
+			cur = &node{Seq: a.Seq, RunID: a.RunID, Type: "iteration", Iteration: int(a.Metadata["iteration"].AsInt())}
+			cur.Label = fmt.Sprintf("Iteration %d", cur.Iteration)
+			out = append(out, cur)
+			continue
+		}
+		if a.Type == ledger.IterationCompleted && cur != nil {
+			cur.Status = a.Metadata["status"].Str()
+			cur.Failed = cur.Status != "ok"
+			cur.Detail = fmt.Sprintf("%s · %s", cur.Status, cost(a.Cost))
+		}
+		group = append(group, a)
+	}
+	flush()
+	fold(out, focus)
+	return out
+}
+
+// fold leaves out the actions of all but the last iterations and focus.
+func fold(nodes []*node, focus int) {
+	var its []*node
+	for _, n := range nodes {
+		if n.Type == "iteration" {
+			its = append(its, n)
+		}
+	}
+	for i, n := range its {
+		last := i >= len(its)-shownIterations
+		if !last && n.Iteration != focus {
+			n.Children, n.Folded = nil, true
+		}
+		n.Open = n.Iteration == focus || i == len(its)-1
+	}
+}
+
+// nestActions puts each action under its parent when the parent is among
+// acts (at most maxNodes of them).
+func nestActions(acts []ledger.Action) []*node {
+	byID := map[string]*node{}
+	var top []*node
+	for i, a := range acts {
+		if i == maxNodes {
+			top = append(top, &node{Type: "note", Label: fmt.Sprintf("%d more actions are left out; `ralph chain show --run %s --tree` shows them all", len(acts)-maxNodes, a.RunID)})
+			break
+		}
+		n := actionNode(&a)
+		if p, ok := byID[a.ParentActionID]; ok && a.ParentActionID != "" {
+			p.Children = append(p.Children, n)
+		} else {
+			top = append(top, n)
+		}
+		byID[a.ActionID] = n
+	}
+	return top
+}
+
+// actionNode is one action as the tree shows it.
+func actionNode(a *ledger.Action) *node {
+	n := &node{Seq: a.Seq, Type: a.Type.String(), Label: a.Type.String(), Failed: !a.Success && a.ErrorMessage != ""}
+	if a.FunctionName != "" {
+		n.Label += " " + a.FunctionName
+	}
+	var d []string
+	if a.DurationMS > 0 {
+		d = append(d, fmt.Sprintf("%d ms", a.DurationMS))
+	}
+	if a.Cost > 0 {
+		d = append(d, cost(a.Cost))
+	}
+	if a.ErrorMessage != "" {
+		d = append(d, firstLine(a.ErrorMessage))
+	}
+	n.Detail = strings.Join(d, " · ")
+	return n
+}
+
+func cost(usd float64) string { return fmt.Sprintf("$%.4f", usd) }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
