@@ -39,22 +39,27 @@ demo-agent: build
 	examples/agent-demo/run.sh "$(CURDIR)/$(BIN)"
 
 ## test: vet, then every test with the race detector (including the end-to-end tests).
-## Every package's tests are compiled first with both cores (running no test). Then the end-to-end
-## package (cli: most of its time is spent in the binaries it starts and waiting on them) runs beside the
-## others, which run one package at a time (-p 1): the fleet's tests run real NATS servers and workers,
-## and two such packages beside the end-to-end tests would starve each other on two cores.
+## Every package's tests are compiled first with both cores (running no test). Then two streams of test
+## binaries run side by side, each one package at a time, so that no more than two test programs share the
+## two cores (the fleet's tests run real NATS servers and workers, and the end-to-end package, cli, spends its
+## time in the binaries it starts): E2E_STREAM (the end-to-end package and the ledger's damage tests, about
+## 430 s) beside every other package (about 400 s).
+E2E_STREAM := ./cli/ ./ledger/
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count 1 -run '^$$' -exec true ./... >/dev/null
-	@$(GO) test -race ./cli/ & e2e=$$!; \
-	rc=0; $(GO) test -race -p 1 $$($(GO) list ./... | grep -v '/cli$$') || rc=$$?; \
+	@$(GO) test -race -p 1 $(E2E_STREAM) & e2e=$$!; \
+	rc=0; $(GO) test -race -p 1 $$($(GO) list ./... | grep -v -e '/cli$$' -e '/ledger$$') || rc=$$?; \
 	wait $$e2e || rc=$$?; exit $$rc
 
-## test-race-e2e: the end-to-end tests again, with the binary they drive built with -race, so the race
-## detector sees the shipped binary as well as the tests (several times slower: a target of its own,
-## which CI runs after make test)
+## test-race-e2e: end-to-end rows again, with the binary they drive built with -race, so the race detector
+## sees the shipped binary as well as the tests: the rows whose binary runs the most at once (the loop with
+## its socket, attach and readers, signals, resume, batches in parallel, the fleet's workers, MCP control,
+## the agent's stream and its limits, the sandboxed exec). The whole suite this way takes about 12 minutes on
+## two cores; these rows take under 3. RACE_E2E=all runs every row.
+RACE_E2E ?= Quickstart|RunTUIInTerminal|DetachAndAttach|ReadingCommandsOnALiveRun|SocketUnderManyStreams|SignalsCloseTheStore|NeverHangsOnASignal|ResumeAfterKill|BatchRunsABacklog|BatchResumesAfterAKill|BatchViewInTerminal|WorkersRunSubmittedJobs|FleetAttachLive|MCPControl|AttachAnswersApprovals|AgentUsageLimitWaitsAndRetries|StoreLostEndsTheRun|AgentFloodIsRecordedWhole|SandboxExec|IdleTimeoutEndsTheAgentsToolAndRecordsItCancelled
 test-race-e2e:
-	RALPH_E2E_RACE=1 $(GO) test -count 1 -timeout 15m -run 'E2E' ./cli/
+	RALPH_E2E_RACE=1 $(GO) test -count 1 -timeout 15m -run 'E2E/^($(if $(filter all,$(RACE_E2E)),.*,$(RACE_E2E)))$$' ./cli/
 
 ## test-agents: install the pinned real agent CLIs (agents/package.json) into a cache directory and run
 ## ralph's conformance tests with them against the mock model server (agent/conformance), each pinned

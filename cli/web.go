@@ -35,7 +35,10 @@ func newWebCmd() *cobra.Command {
 			}
 			where := "the fleet at " + natsURL
 			if natsURL == "" {
-				dir, _ := commandStoreDir(store) // a bad ralph.toml is said on each page
+				dir, err := commandStoreDir(store)
+				if err != nil {
+					return err
+				}
 				where = "the store " + dir
 			}
 			src := mcpSource(cmd.Context(), store, natsURL, "ralph web", "the runs page lists the ids", cmd.ErrOrStderr())

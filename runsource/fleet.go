@@ -95,6 +95,16 @@ func (f Fleet) Control(ctx context.Context, r *mcpserver.Run, do string) error {
 	return f.Steer(ctx, r, do, 0)
 }
 
+// Steerable says whether r runs on a worker now (the worker still checks
+// that the member signing a control submitted the run).
+func (f Fleet) Steerable(r *mcpserver.Run) bool {
+	fr, ok := r.Handle.(fleet.RunReader)
+	return ok && fr.Run.State == fleet.StateRunning
+}
+
+// Approves is false: a fleet's plans are approved by the worker's policy.
+func (f Fleet) Approves(*mcpserver.Run) bool { return false }
+
 // Steer is Control; a fleet's controls answer no plan approvals.
 func (f Fleet) Steer(ctx context.Context, r *mcpserver.Run, do string, _ int) error {
 	fr := r.Handle.(fleet.RunReader)

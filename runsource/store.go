@@ -64,8 +64,38 @@ func (s Store) Run(ctx context.Context, id string) (*mcpserver.Run, error) {
 	}
 	if info := st.Served(); info != nil && info.RunID == r.ID {
 		r.Live, r.State = true, info.State
+	} else if drives(info, r.Record) {
+		r.Live = true // a task run of the batch the process drives: its events are live
 	}
 	return r, nil
+}
+
+// drives says whether the process info describes runs rec now: its own
+// run, or a run of the batch it drives that has not ended.
+func drives(info *serve.Info, rec loop.RunRecord) bool {
+	if info == nil {
+		return false
+	}
+	running := rec.State == loop.StateRunning || rec.State == loop.StatePaused
+	return info.RunID == rec.ID || info.Batch != "" && running && (rec.ID == info.Batch || rec.Batch == info.Batch)
+}
+
+// Steerable says whether r's controls reach it: the process serving the
+// store drives r itself (a batch's task runs take no controls).
+func (s Store) Steerable(r *mcpserver.Run) bool {
+	st, ok := r.Reader.(serve.Reader)
+	if !ok {
+		return false
+	}
+	info := st.Served()
+	return info != nil && info.RunID == r.ID
+}
+
+// Approves says whether r takes plan approvals from a page: its process
+// asks for them over the socket (ralph run --approve).
+func (s Store) Approves(r *mcpserver.Run) bool {
+	st, ok := r.Reader.(serve.Reader)
+	return ok && s.Steerable(r) && st.Served().Approves
 }
 
 // Runs lists every run of the store, oldest first.
@@ -107,7 +137,10 @@ func (s Store) Steer(ctx context.Context, r *mcpserver.Run, do string, iteration
 // live dials the process that runs r now.
 func (s Store) live(ctx context.Context, r *mcpserver.Run) (*serve.Client, error) {
 	st := r.Reader.(serve.Reader)
-	if info := st.Served(); info == nil || info.RunID != r.ID {
+	if !s.Steerable(r) {
+		if drives(st.Served(), r.Record) {
+			return nil, fmt.Errorf("run %s is a task of batch %s, whose tasks take no controls of their own", r.ID, r.Record.Batch)
+		}
 		return nil, fmt.Errorf("run %s is not running (its state is %s); only the loop a ralph process runs now can be steered", r.ID, r.Record.State)
 	}
 	return serve.Dial(ctx, st.Dir())
@@ -117,7 +150,11 @@ func (s Store) live(ctx context.Context, r *mcpserver.Run) (*serve.Client, error
 // ctx ends or the run's process goes (the channel then closes). The stream
 // holds its own connection: r may be closed once it has started.
 func (s Store) Events(ctx context.Context, r *mcpserver.Run, from uint64) (<-chan loop.Event, error) {
-	c, err := s.live(ctx, r)
+	st := r.Reader.(serve.Reader)
+	if !drives(st.Served(), r.Record) {
+		return nil, fmt.Errorf("run %s is not running (its state is %s); its page shows what it recorded", r.ID, r.Record.State)
+	}
+	c, err := serve.Dial(ctx, st.Dir())
 	if err != nil {
 		return nil, err
 	}

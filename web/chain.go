@@ -39,23 +39,37 @@ const (
 // iteration, then each iteration with its actions nested by parent.
 // focus names an iteration to show whole (0: none).
 func chainOf(acts []ledger.Action, focus int) []*node {
+	total := 0
+	for i := range acts {
+		if acts[i].Type == ledger.IterationStarted {
+			total++
+		}
+	}
 	var out []*node
 	var cur *node
 	var group []ledger.Action
+	seen := 0
 	flush := func() {
-		if cur == nil {
+		switch {
+		case cur == nil:
 			out = append(out, nestActions(group)...)
-		} else {
+		case cur.Folded:
 			cur.Count = len(group)
-			cur.Children = nestActions(group)
+		default:
+			cur.Count, cur.Children = len(group), nestActions(group)
 		}
 		group = nil
 	}
 	for _, a := range acts {
 		if a.Type == ledger.IterationStarted {
 			flush()
+			seen++
 			cur = &node{Seq: a.Seq, RunID: a.RunID, Type: "iteration", Iteration: int(a.Metadata["iteration"].AsInt())}
 			cur.Label = fmt.Sprintf("Iteration %d", cur.Iteration)
+			// Only the last iterations, and the one asked for, show their
+			// actions; the last one starts open.
+			cur.Folded = seen <= total-shownIterations && cur.Iteration != focus
+			cur.Open = cur.Iteration == focus || seen == total
 			out = append(out, cur)
 			continue
 		}
@@ -67,25 +81,7 @@ func chainOf(acts []ledger.Action, focus int) []*node {
 		group = append(group, a)
 	}
 	flush()
-	fold(out, focus)
 	return out
-}
-
-// fold leaves out the actions of all but the last iterations and focus.
-func fold(nodes []*node, focus int) {
-	var its []*node
-	for _, n := range nodes {
-		if n.Type == "iteration" {
-			its = append(its, n)
-		}
-	}
-	for i, n := range its {
-		last := i >= len(its)-shownIterations
-		if !last && n.Iteration != focus {
-			n.Children, n.Folded = nil, true
-		}
-		n.Open = n.Iteration == focus || i == len(its)-1
-	}
 }
 
 // nestActions puts each action under its parent when the parent is among

@@ -155,11 +155,18 @@ func stopSection(src string) string {
 			}
 			in = name == "stop" || strings.HasPrefix(name, "stop.")
 		}
-		if in {
-			b.WriteString(line)
+		if in && !zeroLine(t) {
+			b.WriteString(strings.TrimLeft(line, " \t"))
 		}
 	}
 	return b.String()
+}
+
+// zeroLine says whether a snapshot line sets a key to its zero value (the
+// snapshot writes every field), which the form leaves out.
+func zeroLine(t string) bool {
+	_, v, ok := strings.Cut(t, " = ")
+	return ok && slices.Contains([]string{`""`, "0", "0.0", "false", `"0s"`, "[]"}, v)
 }
 
 // diffView is one iteration's changes.

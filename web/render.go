@@ -37,7 +37,7 @@ func stateClass(state string) string {
 	switch state {
 	case "running", "paused", "queued":
 		return "st-live"
-	case "succeeded", "completed", "met":
+	case "succeeded", "completed", "done", "met":
 		return "st-ok"
 	case "failed", "error", "aborted", "interrupted", fleet.StateHandedBack:
 		return "st-bad"

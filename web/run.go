@@ -34,9 +34,11 @@ type runView struct {
 	Verify         *verifyView
 	WhatIf         whatIfView
 	CSRF           string
-	// Controls are the buttons a live run shows; Approve the iteration
-	// whose plan waits for an answer (0: none).
+	// Controls are the buttons a live run shows; Approves says it takes
+	// plan approvals, Approve the iteration whose plan waits for an answer
+	// (0: none known yet; the live stream names it).
 	Controls []string
+	Approves bool
 	Approve  int
 	Head     uint64 // the last seq on the page: the live stream goes on from it
 	Notice   string // what a control just did
@@ -125,9 +127,11 @@ func (s *Server) runView(r *http.Request, run *mcpserver.Run, acts []ledger.Acti
 	v.Output = s.outputOf(run, acts)
 	v.Verify = s.verified.get(run)
 	v.WhatIf = whatIfView{Config: stopTables(acts), CSRF: v.CSRF}
-	if run.Live {
+	if run.Live && s.o.Source.Steerable(run) {
 		v.Controls = []string{"pause", "resume", "skip", "abort"}
-		v.Approve = awaitingApproval(acts, run)
+		if v.Approves = s.o.Source.Approves(run); v.Approves {
+			v.Approve = awaitingApproval(acts)
+		}
 	}
 	return v
 }
@@ -182,15 +186,11 @@ func whyLine(res stop.Result) string {
 	return strings.Join(parts, " — ")
 }
 
-// awaitingApproval is the iteration whose plan waits for an answer: the
-// last plan generated when the run takes approvals and nothing has
-// started since (0: none).
-func awaitingApproval(acts []ledger.Action, run *mcpserver.Run) int {
-	st, ok := run.Reader.(serve.Reader)
-	if !ok || st.Served() == nil || !st.Served().Approves || len(acts) == 0 {
-		return 0
-	}
-	if last := acts[len(acts)-1]; last.Type == ledger.PlanGenerated {
+// awaitingApproval is the iteration whose plan waits for an answer, of a
+// run that takes approvals: its last action is the plan (the runner
+// records nothing between a plan and its answer). 0: none.
+func awaitingApproval(acts []ledger.Action) int {
+	if len(acts) > 0 && acts[len(acts)-1].Type == ledger.PlanGenerated {
 		return iterationAt(acts, len(acts)-1)
 	}
 	return 0

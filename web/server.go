@@ -39,6 +39,10 @@ type Source interface {
 	// Events streams the running run's events from the chain's seq from;
 	// the channel closes when the run's process goes or ctx ends.
 	Events(ctx context.Context, r *mcpserver.Run, from uint64) (<-chan loop.Event, error)
+	// Steerable says whether r takes controls now; Approves whether it
+	// takes plan approvals from a page.
+	Steerable(r *mcpserver.Run) bool
+	Approves(r *mcpserver.Run) bool
 }
 
 // storeOpener is a Source over one store: the runs page reads the runs and

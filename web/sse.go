@@ -231,12 +231,17 @@ func cut(s string) string {
 	return s
 }
 
-// queue holds what one browser has not been sent yet, at most max events:
-// a browser that falls further behind is sent one snapshot event instead
-// (its page then reloads what it shows), never an unbounded queue.
+// maxQueueBytes bounds the data one browser's queue holds.
+const maxQueueBytes = 256 << 10
+
+// queue holds what one browser has not been sent yet, at most max events
+// and maxQueueBytes of data: a browser that falls further behind is sent
+// one snapshot event instead (its page then reloads what it shows), never
+// an unbounded queue.
 type queue struct {
 	mu      sync.Mutex
 	max     int
+	bytes   int
 	evs     []sseEvent
 	behind  bool
 	lastSeq uint64 // the last action seq seen while behind
@@ -269,10 +274,11 @@ func (q *queue) push(e sseEvent) {
 	q.mu.Lock()
 	switch {
 	case q.behind:
-	case len(q.evs) >= q.max:
-		q.behind, q.evs = true, nil
+	case len(q.evs) >= q.max || q.bytes+len(e.data) > maxQueueBytes:
+		q.behind, q.evs, q.bytes = true, nil, 0
 	default:
 		q.evs = append(q.evs, e)
+		q.bytes += len(e.data)
 	}
 	if q.behind && e.id != "" {
 		q.lastSeq, _ = strconv.ParseUint(e.id, 10, 64)
@@ -294,7 +300,7 @@ func (q *queue) take() ([]sseEvent, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	evs := q.evs
-	q.evs = nil
+	q.evs, q.bytes = nil, 0
 	if q.behind {
 		q.behind = false
 		snap := sseEvent{name: "snapshot", data: jsonOf(map[string]string{"why": "this page fell behind the run; it reloads what it shows"})}

@@ -12,10 +12,10 @@ import (
 
 // verifyView is the chain's verification as the run page shows it.
 type verifyView struct {
-	OK       bool
-	Text     string
-	Problems []string
-	At       string
+	OK       bool     `json:"ok"`
+	Text     string   `json:"text"`
+	Problems []string `json:"problems,omitempty"`
+	At       string   `json:"at"`
 }
 
 // verifyCache keeps the last verification of each store (by its

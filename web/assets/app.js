@@ -49,7 +49,14 @@
     reload();
   });
   es.addEventListener("conditions", reload);
-  es.addEventListener("approve", function () { location.reload(); });
+  es.addEventListener("approve", function (ev) {
+    const form = document.getElementById("approve");
+    if (!form) return;
+    const it = String(JSON.parse(ev.data).iteration);
+    form.querySelector('input[name="iteration"]').value = it;
+    form.querySelector(".approve-iteration").textContent = it;
+    form.hidden = false;
+  });
   es.addEventListener("snapshot", function () { location.reload(); });
   es.addEventListener("end", function () { es.close(); location.reload(); });
 })();
