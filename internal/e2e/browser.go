@@ -223,7 +223,7 @@ func (p *Page) WaitText(css, want string) string {
 	p.t.Helper()
 	var text string
 	if !eventually.Poll(func() bool { text = p.Text(css); return strings.Contains(text, want) }) {
-		p.t.Fatalf("browser: %s never showed %q; it showed:\n%s", css, want, text)
+		p.t.Fatalf("browser: %s never showed %q; it showed %q\n%s", css, want, text, p.where())
 	}
 	return text
 }
@@ -233,14 +233,28 @@ func (p *Page) WaitText(css, want string) string {
 func (p *Page) WaitJS(what, js string) {
 	p.t.Helper()
 	if !eventually.Poll(func() bool { return Eval[bool](p, js) }) {
-		p.t.Fatalf("browser: %s: not so within %s (%s)", what, eventually.Bound, js)
+		p.t.Fatalf("browser: %s: not so within %s (%s)\n%s", what, eventually.Bound, js, p.where())
 	}
+}
+
+// where is the page's address and the start of its text, for a failure.
+func (p *Page) where() string {
+	p.t.Helper()
+	s := Eval[string](p, `location.href + "\n" + (document.body ? document.body.innerText : "")`)
+	return tail(s[:min(len(s), 4<<10)], 4<<10)
 }
 
 // Click clicks the first element css selects, once it is visible.
 func (p *Page) Click(css string) {
 	p.t.Helper()
 	p.Do(chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+}
+
+// SetValue sets the value of the form field css selects, once it is
+// visible.
+func (p *Page) SetValue(css, value string) {
+	p.t.Helper()
+	p.Do(chromedp.SetValue(chromedp.CSS(css), value, chromedp.NodeVisible))
 }
 
 // Screenshot is a PNG of the whole page (beyond the viewport, as far as
