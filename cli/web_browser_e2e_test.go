@@ -91,6 +91,9 @@ var _ = suite.Add(e2e.Test{Name: "WebInTheBrowser", Needs: []e2e.Need{e2e.Tool("
 	final := webRunState(t, p)
 	pg.WaitText("#state", final)
 	pg.WaitJS("the chain's three iterations", `document.querySelectorAll("#chain li.iteration").length === 3`)
+	if bad := e2e.Eval[string](pg, barsJS); bad != "" {
+		t.Errorf("a budget bar is not as long as its percent: %s", bad)
+	}
 	shots.take(pg, "run")
 
 	// Iteration 3's diff: the agent's fix.
@@ -117,8 +120,8 @@ var _ = suite.Add(e2e.Test{Name: "WebInTheBrowser", Needs: []e2e.Need{e2e.Tool("
 	pg.Resize(375, 800)
 	for _, path := range []string{"/", "/runs/" + id, "/runs/" + id + "/diff?iteration=3", "/fleet"} {
 		pg.Go(base + path)
-		if w := e2e.Eval[[]int](pg, `[document.documentElement.scrollWidth, document.documentElement.clientWidth]`); w[0] > w[1] {
-			t.Errorf("%s at 375 px is %d px wide: it scrolls sideways", path, w[0])
+		if wide := e2e.Eval[string](pg, overflowJS); wide != "" {
+			t.Errorf("%s at 375 px scrolls sideways: %s", path, wide)
 		}
 	}
 
@@ -137,6 +140,26 @@ var _ = suite.Add(e2e.Test{Name: "WebInTheBrowser", Needs: []e2e.Need{e2e.Tool("
 		t.Errorf("without JavaScript the run does not say why it stopped: %q", s)
 	}
 }})
+
+// overflowJS says how wide the page is, and what sticks out, when it is
+// wider than the viewport ("" when it is not).
+const overflowJS = `(() => {
+	const de = document.documentElement;
+	if (de.scrollWidth <= de.clientWidth) return "";
+	let last = null; // the deepest element whose content is wider than it and shows past it
+	for (const el of document.body.querySelectorAll("*")) {
+		if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === "visible") last = el;
+	}
+	return de.scrollWidth + " px wide; what sticks out: " + (last ? last.outerHTML.slice(0, 300) : "no one element");
+})()`
+
+// barsJS names each budget bar whose filled part is not as wide as its
+// aria-valuenow says (within 2 points), "" when all are.
+const barsJS = `[...document.querySelectorAll("#budgets .bar")].map(bar => {
+	const want = Number(bar.getAttribute("aria-valuenow"));
+	const got = 100 * bar.querySelector("span").getBoundingClientRect().width / bar.clientWidth;
+	return Math.abs(got - want) > 2 ? bar.getAttribute("aria-label") + " shows " + Math.round(got) + "%, says " + want + "%" : "";
+}).filter(Boolean).join("; ")`
 
 // webRunState is the state `ralph runs --json` gives the project's run.
 func webRunState(t *testing.T, p *agentProject) string {
