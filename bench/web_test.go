@@ -373,11 +373,14 @@ func followRun(b *testing.B, h *home, w *web, store, cfg string, clients int) fo
 		cs[i] = &sseClient{connected: make(chan struct{})}
 		wg.Go(func() { cs[i].follow(w, id) })
 	}
-	for _, c := range cs {
+	for i, c := range cs {
 		select {
 		case <-c.connected:
-		case <-time.After(time.Minute):
-			b.Fatalf("a client did not connect within a minute: %v", c.err)
+		case <-time.After(2 * time.Minute):
+			b.Fatalf("client %d of %d had no answer to its GET within two minutes", i+1, clients)
+		}
+		if c.err != nil {
+			b.Fatalf("client %d of %d: %v", i+1, clients, c.err)
 		}
 	}
 	all := time.Now()
@@ -415,9 +418,18 @@ func followRun(b *testing.B, h *home, w *web, store, cfg string, clients int) fo
 // runIDs are the ids of the store's runs.
 func (h *home) runIDs(tb testing.TB, store string) map[string]bool {
 	tb.Helper()
-	out, err := h.cmd("runs", "--json", "--store", store).Output()
+	ids, err := h.tryRunIDs(store)
 	if err != nil {
-		tb.Fatalf("ralph runs --json: %v", err)
+		tb.Fatal(err)
+	}
+	return ids
+}
+
+// tryRunIDs is runIDs, or why `ralph runs` could not say.
+func (h *home) tryRunIDs(store string) (map[string]bool, error) {
+	out, err := h.cmd("runs", "--json", "--store", store).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("ralph runs --json: %v\n%s", err, out)
 	}
 	ids := map[string]bool{}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
@@ -430,20 +442,27 @@ func (h *home) runIDs(tb testing.TB, store string) map[string]bool {
 		}
 		ids[r.ID] = true
 	}
-	return ids
+	return ids, nil
 }
 
-// newRun waits for a run not in known to appear, and returns its id.
+// newRun waits for a run not in known to appear, and returns its id. While
+// the run's process starts, `ralph runs` may find the store locked before
+// its socket answers: that is tried again.
 func (h *home) newRun(tb testing.TB, store string, known map[string]bool) string {
 	tb.Helper()
+	var err error
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		for id := range h.runIDs(tb, store) {
+		var ids map[string]bool
+		if ids, err = h.tryRunIDs(store); err != nil {
+			continue
+		}
+		for id := range ids {
 			if !known[id] {
 				return id
 			}
 		}
 	}
-	tb.Fatal("the run did not appear in ralph runs within a minute")
+	tb.Fatalf("the run did not appear in ralph runs within a minute (%v)", err)
 	return ""
 }
 
