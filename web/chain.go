@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ralphloop/ralph/ledger"
@@ -82,6 +83,17 @@ func chainOf(acts []ledger.Action, focus int) []*node {
 	}
 	flush()
 	return out
+}
+
+// withFolded puts, before the first iteration in nodes, one that stands
+// for the first n iterations of run id, which were not read.
+func withFolded(nodes []*node, id string, n int) []*node {
+	i := 0
+	for i < len(nodes) && nodes[i].Type != "iteration" {
+		i++
+	}
+	f := &node{Type: "folded", RunID: id, Count: n, Label: fmt.Sprintf("Iterations 1 to %d", n)}
+	return slices.Insert(nodes, i, f)
 }
 
 // nestActions puts each action under its parent when the parent is among

@@ -47,6 +47,8 @@
 //	            [role=progressbar], #verify .verify-status[data-ok],
 //	            a#verify-now, pre#output, ol#chain li.iteration
 //	            [data-iteration=N] (a.diff-link), li[data-seq=S][data-type=T],
+//	            li.folded[data-folded=N] (a long run's older iterations, with
+//	            input#focus-iteration to show one),
 //	            #whatif form (textarea[name=config]), #whatif-result
 //	            [data-stopped][data-iteration][data-condition][data-class],
 //	            #whatif-error

@@ -64,12 +64,24 @@ const maxOutput = 64 << 10
 // runPage is /runs/{id}: a unique prefix or latest redirects to the run's
 // id.
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
-	run, acts, ok := s.openRun(w, r)
+	run, ok := s.resolveRun(w, r)
 	if !ok {
 		return
 	}
 	defer run.Close()
+	acts, folded, err := runActions(run, s.window)
+	if focus, _ := strconv.Atoi(r.URL.Query().Get("iteration")); err == nil && focus > 0 && focus <= folded {
+		folded = 0 // an older iteration asked for: the whole run
+		acts, err = run.ByRun(run.ID)
+	}
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	v := s.runView(r, run, acts)
+	if folded > 0 {
+		v.Chain = withFolded(v.Chain, run.ID, folded)
+	}
 	v.Notice = r.URL.Query().Get("done")
 	s.render(w, r, http.StatusOK, "run", v)
 }
@@ -77,16 +89,8 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 // openRun opens the run the path names, redirecting a prefix or latest to
 // its id, and reads its actions; ok is false when it answered.
 func (s *Server) openRun(w http.ResponseWriter, r *http.Request) (*mcpserver.Run, []ledger.Action, bool) {
-	id := r.PathValue("id")
-	run, err := s.o.Source.Run(r.Context(), id)
-	if err != nil {
-		s.failErr(w, r, err)
-		return nil, nil, false
-	}
-	if run.ID != id && r.Method == http.MethodGet {
-		run.Close()
-		u := url.URL{Path: strings.Replace(r.URL.Path, "/runs/"+id, "/runs/"+run.ID, 1), RawQuery: r.URL.RawQuery}
-		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	run, ok := s.resolveRun(w, r)
+	if !ok {
 		return nil, nil, false
 	}
 	acts, err := run.ByRun(run.ID)
@@ -96,6 +100,24 @@ func (s *Server) openRun(w http.ResponseWriter, r *http.Request) (*mcpserver.Run
 		return nil, nil, false
 	}
 	return run, acts, true
+}
+
+// resolveRun opens the run the path names, redirecting a GET for a prefix
+// or latest to its id; ok is false when it answered.
+func (s *Server) resolveRun(w http.ResponseWriter, r *http.Request) (*mcpserver.Run, bool) {
+	id := r.PathValue("id")
+	run, err := s.o.Source.Run(r.Context(), id)
+	if err != nil {
+		s.failErr(w, r, err)
+		return nil, false
+	}
+	if run.ID != id && r.Method == http.MethodGet {
+		run.Close()
+		u := url.URL{Path: strings.Replace(r.URL.Path, "/runs/"+id, "/runs/"+run.ID, 1), RawQuery: r.URL.RawQuery}
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+		return nil, false
+	}
+	return run, true
 }
 
 // runView reads everything the run page shows of run.

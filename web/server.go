@@ -86,6 +86,7 @@ type Server struct {
 	cookie   string
 	hosts    []string
 	verified *verifyCache
+	window   uint64 // firstWindow; smaller in tests
 }
 
 // New makes the server; Handler serves it.
@@ -111,7 +112,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("address %q is not HOST:PORT: %w", o.Addr, err)
 	}
 	s := &Server{o: o, pages: pages, sessions: newSessions(maxSessions), cookie: "ralph_web_" + port,
-		hosts: []string{"localhost", "127.0.0.1", "::1"}, verified: &verifyCache{}}
+		hosts: []string{"localhost", "127.0.0.1", "::1"}, verified: &verifyCache{}, window: firstWindow}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
 		s.hosts = append(s.hosts, strings.ToLower(host))
 	} else {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/mcpserver"
 )
 
 // sseEvent is one Server-Sent Event: its name, its id (an action's seq;
@@ -54,7 +55,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !fromGiven {
-		from = headOf(run.ByRun, run.ID) + 1
+		from = headOf(run) + 1
 	}
 	ch, err := s.o.Source.Events(r.Context(), run, from)
 	if err != nil { // it ended between the two reads: what it recorded
@@ -85,10 +86,14 @@ func fromOf(r *http.Request) (uint64, bool, error) {
 	return 0, false, nil
 }
 
-// headOf is the run's last seq (0 when it recorded nothing, or on error:
-// the stream then starts at its beginning).
-func headOf(byRun func(string) ([]ledger.Action, error), id string) uint64 {
-	acts, err := byRun(id)
+// headOf is the store's head seq as run's reader knows it, else the run's
+// last seq (0 when it recorded nothing, or on error: the stream then
+// starts at its beginning).
+func headOf(run *mcpserver.Run) uint64 {
+	if h, ok := run.Reader.(interface{ Head() ledger.Head }); ok {
+		return h.Head().Seq
+	}
+	acts, err := run.ByRun(run.ID)
 	if err != nil || len(acts) == 0 {
 		return 0
 	}
@@ -213,7 +218,7 @@ func toSSE(e *loop.Event) (sseEvent, bool) {
 		if e.Agent == nil || e.Agent.Text == "" {
 			return sseEvent{}, false
 		}
-		return sseEvent{name: "output", data: jsonOf(map[string]string{"text": cut(e.Agent.Text)})}, true
+		return sseEvent{name: "output", data: jsonOf(map[string]string{"call": e.CallID, "text": cut(e.Agent.Text)})}, true
 	case loop.EventToken:
 		return sseEvent{name: "output", data: jsonOf(map[string]string{"text": cut(e.Text)})}, true
 	case loop.EventApprove:

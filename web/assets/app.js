@@ -40,7 +40,12 @@
     if (a.type === "IterationStarted" || a.type === "IterationCompleted" || a.type === "StopConditionsEvaluated") reload();
   });
   es.addEventListener("output", function (ev) {
-    output.textContent += JSON.parse(ev.data).text;
+    const o = JSON.parse(ev.data);
+    if (o.call && o.call !== output.dataset.call) { // a new call: its output alone
+      output.dataset.call = o.call;
+      output.textContent = "";
+    }
+    output.textContent += o.text;
     if (output.textContent.length > 200000) output.textContent = output.textContent.slice(-100000);
     output.scrollTop = output.scrollHeight;
   });
