@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,13 @@ func (b *browser) errorf(format string, args ...any) {
 	b.errors = append(b.errors, fmt.Sprintf(format, args...))
 }
 
+// protocolErrors is what chromedp has reported so far.
+func (b *browser) protocolErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.errors)
+}
+
 // close stops the browser, when it was started.
 func (b *browser) close() {
 	if b.stop != nil {
@@ -129,6 +137,11 @@ func (e *E) Page(width, height int) *Page {
 	p.ctx = ctx
 	t.Cleanup(func() {
 		cancel()
+		if t.Failed() {
+			for _, m := range e.s.browser.protocolErrors() {
+				t.Logf("chromedp: %s", m)
+			}
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, x := range p.exceptions {
