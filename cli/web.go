@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ralphloop/ralph/config"
 	"github.com/ralphloop/ralph/web"
 )
 
@@ -33,7 +34,7 @@ func newWebCmd() *cobra.Command {
 			if err != nil {
 				return commandError(err)
 			}
-			where := "the fleet at " + natsURL
+			where := "the fleet at " + config.RedactURL(natsURL)
 			if natsURL == "" {
 				dir, err := commandStoreDir(store)
 				if err != nil {

@@ -26,7 +26,11 @@
 //     request needs neither.
 //   - The what-if form replays the recorded run (assemble.Replay without
 //     Rerun): no command runs from a page.
-//   - A browser's stream holds at most Options.SSEBuffer events; one that
+//   - Every browser following one live run shares one stream of its
+//     process (a hub, ended with its last browser): the process serves
+//     one socket stream whatever the number of pages.
+//   - A browser's stream holds at most Options.SSEBuffer events (and
+//     256 KiB of them); one that
 //     falls further behind is sent one snapshot event (and its page
 //     reloads), never an unbounded queue. An event's id is its action's
 //     seq: Last-Event-ID resumes after it. An ended run's stream replays
@@ -59,5 +63,7 @@
 //	any error:  #error
 //
 // Stream events: action (id = seq; data {seq,type,label,detail,failed,end}),
-// conditions, state, output ({text}), approve, snapshot, hello, end.
+// conditions, state, output ({call,text}), approve, snapshot, hello, end,
+// unavailable ({why}: a live run whose process gave no stream; the page
+// stops following and says so in #live-unavailable).
 package web

@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -85,25 +87,26 @@ func TestApproveForm(t *testing.T) {
 }
 
 // BenchmarkSSEFanout streams a live run's events to 50 browsers at once
-// through the real handler: events/s is what every browser received.
+// through the real handler and one shared stream: events/s is what all
+// the browsers received together.
 func BenchmarkSSEFanout(b *testing.B) {
-	const browsers = 50
+	const browsers, events = 50, 200
 	f := quickstart(b)
 	acts, err := f.st.ByRun(f.runID)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srcs := make([]*testSource, browsers)
+	head := acts[len(acts)-1].Seq
+	live := make([]ledger.Action, events)
+	for i := range live {
+		live[i] = ledger.Action{Seq: head + 1 + uint64(i), RunID: f.runID, Type: ledger.CapabilityCall, FunctionName: "ccos.echo", Success: true, DurationMS: 3}
+	}
+	live[events-1].Type = ledger.RunCompleted
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	for b.Loop() {
-		// One source per browser: each stream has its own event channel,
-		// as each socket stream has its own subscription.
-		for i := range srcs {
-			srcs[i] = &testSource{st: f.st, live: true, events: make(chan loop.Event, 64)}
-		}
-		i := 0
-		srv, err := New(Options{Source: multiSource{srcs[0], srcs, &i, &sync.Mutex{}}, Token: testToken, Addr: "127.0.0.1:1"})
+		src := &testSource{st: f.st, live: true, events: make(chan loop.Event, 64)}
+		srv, err := New(Options{Source: src, Token: testToken, Addr: "127.0.0.1:1"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,42 +115,20 @@ func BenchmarkSSEFanout(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/runs/"+f.runID+"/events?from=1", nil)
+				req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/runs/"+f.runID+"/events", nil)
 				req.Header.Set("Authorization", bearer)
 				h.ServeHTTP(discardWriter{h: http.Header{}}, req)
 			}()
 		}
-		for _, s := range srcs {
-			go func() {
-				for k := range acts {
-					s.events <- loop.Event{Kind: loop.EventAction, Action: &acts[k]}
-				}
-				close(s.events)
-			}()
+		for srv.following(f.runID) < browsers { // every browser has joined
+			runtime.Gosched()
+		}
+		for k := range live {
+			src.events <- loop.Event{Kind: loop.EventAction, Action: &live[k]}
 		}
 		wg.Wait()
 	}
-	b.ReportMetric(float64(len(acts)*browsers*b.N)/b.Elapsed().Seconds(), "events/s")
-}
-
-// multiSource hands each stream the next source's events.
-type multiSource struct {
-	*testSource
-	srcs []*testSource
-	next *int
-	mu   *sync.Mutex
-}
-
-func (m multiSource) pick() *testSource {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.srcs[*m.next%len(m.srcs)]
-	*m.next++
-	return s
-}
-
-func (m multiSource) Events(context.Context, *mcpserver.Run, uint64) (<-chan loop.Event, error) {
-	return m.pick().events, nil
+	b.ReportMetric(float64(events*browsers*b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
 type discardWriter struct{ h http.Header }
@@ -156,3 +137,80 @@ func (d discardWriter) Header() http.Header         { return d.h }
 func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardWriter) WriteHeader(int)             {}
 func (d discardWriter) Flush()                      {}
+
+// refusingSource is a live run whose process gives no stream.
+type refusingSource struct{ *testSource }
+
+func (refusingSource) Events(context.Context, *mcpserver.Run, uint64) (<-chan loop.Event, error) {
+	return nil, errors.New("the ralph process holding the store serves at most 64 streams.")
+}
+
+func TestLiveStreamRefused(t *testing.T) {
+	t.Parallel()
+	f := quickstart(t)
+	ts, _ := newTest(t, refusingSource{&testSource{st: f.st, live: true}})
+	resp, body := get(t, ts.URL+"/runs/"+f.runID+"/events", "Authorization", bearer)
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "event: unavailable\ndata: {\"why\":\"the ralph process holding the store serves at most 64 streams.\"}\n\n") || strings.Contains(body, "event: end") {
+		t.Fatalf("a refused live stream: %d %q, want one unavailable event and no end", resp.StatusCode, body)
+	}
+}
+
+// countingSource counts the streams asked of the run's process.
+type countingSource struct {
+	*testSource
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingSource) Events(ctx context.Context, r *mcpserver.Run, from uint64) (<-chan loop.Event, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.testSource.Events(ctx, r, from)
+}
+
+func TestBrowsersShareOneStream(t *testing.T) {
+	t.Parallel()
+	f := quickstart(t)
+	acts, _ := f.st.ByRun(f.runID)
+	src := &countingSource{testSource: &testSource{st: f.st, live: true, events: make(chan loop.Event, 8)}}
+	ts, _ := newTest(t, src)
+	open := func() *http.Response {
+		resp, err := client().Do(mustReq(t, ts.URL+"/runs/"+f.runID+"/events", "Authorization", bearer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	first := open()
+	src.events <- loop.Event{Kind: loop.EventState, State: "paused"}
+	if names, _ := sse(t, first.Body, 2); strings.Join(names, ",") != "hello,state" {
+		t.Fatalf("first browser: %v", names)
+	}
+	second := open() // joins late: told the state first
+	head := acts[len(acts)-1].Seq
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &ledger.Action{Seq: head + 1, RunID: f.runID, Type: ledger.RunCompleted}}
+	if names, _ := sse(t, second.Body, 10); strings.Join(names, ",") != "hello,state,action,end" {
+		t.Fatalf("second browser: %v, want hello,state,action,end", names)
+	}
+	if names, _ := sse(t, first.Body, 10); strings.Join(names, ",") != "action,end" {
+		t.Fatalf("first browser after: %v, want action,end", names)
+	}
+	if src.calls != 1 {
+		t.Fatalf("%d streams asked of the run's process for two browsers, want 1", src.calls)
+	}
+}
+
+// following is how many browsers follow run id now.
+func (s *Server) following(id string) int {
+	s.hubs.mu.Lock()
+	h := s.hubs.by[id]
+	s.hubs.mu.Unlock()
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}

@@ -87,6 +87,7 @@ type Server struct {
 	hosts    []string
 	verified *verifyCache
 	window   uint64 // firstWindow; smaller in tests
+	hubs     hubs
 }
 
 // New makes the server; Handler serves it.

@@ -57,14 +57,66 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !fromGiven {
 		from = headOf(run) + 1
 	}
-	ch, err := s.o.Source.Events(r.Context(), run, from)
-	if err != nil { // it ended between the two reads: what it recorded
-		s.replayEvents(w, rc, run.ID, run.Record.State, run.ByRun, from)
+	q := newQueue(s.o.SSEBuffer)
+	leave, err := s.hubs.join(s.o.Source, run, q)
+	if err != nil {
+		s.notLive(w, rc, r, run.ID, from, err)
 		return
 	}
-	q := newQueue(s.o.SSEBuffer)
-	go q.fill(ch, run.ID) // ends when ch closes, which it does when r's context ends
-	s.stream(w, rc, r, q)
+	defer leave()
+	// What was recorded from the seq asked for comes first; the hub's
+	// events then go on after it.
+	skip, ok := s.writeRecorded(w, rc, run, from)
+	if ok {
+		s.stream(w, rc, r, q, skip)
+	}
+}
+
+// writeRecorded sends hello, then run's recorded actions from seq from on,
+// and says the last seq sent (from-1 when none was).
+func (s *Server) writeRecorded(w http.ResponseWriter, rc *http.ResponseController, run *mcpserver.Run, from uint64) (last uint64, ok bool) {
+	var acts []ledger.Action
+	var err error
+	if tr, isTail := run.Reader.(tailReader); isTail {
+		acts, _, _, err = readFrom(tr, run.ID, from)
+	} else if acts, err = run.ByRun(run.ID); err == nil {
+		for len(acts) > 0 && acts[0].Seq < from {
+			acts = acts[1:]
+		}
+	}
+	if err != nil {
+		writeSSE(w, rc, sseEvent{name: "unavailable", data: jsonOf(map[string]string{"why": err.Error()})})
+		return 0, false
+	}
+	var b bytes.Buffer
+	appendSSE(&b, sseEvent{name: "hello", data: jsonOf(map[string]string{"live": "true"})})
+	if from > 0 {
+		last = from - 1
+	}
+	for i := range acts {
+		appendSSE(&b, actionEvent(&acts[i]))
+		last = acts[i].Seq
+		if b.Len() > 64<<10 && !flushSSE(w, rc, &b) {
+			return last, false
+		}
+	}
+	return last, flushSSE(w, rc, &b)
+}
+
+// notLive answers a stream the run's process did not give: a run that
+// ended meanwhile replays what it recorded; one still running (its process
+// serves no more streams, or cannot be reached) gets one unavailable
+// event saying why, and the page stops following it.
+func (s *Server) notLive(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, id string, from uint64, cause error) {
+	run, err := s.o.Source.Run(r.Context(), id)
+	if err == nil {
+		defer run.Close()
+		if !run.Live {
+			s.replayEvents(w, rc, run.ID, run.Record.State, run.ByRun, from)
+			return
+		}
+	}
+	writeSSE(w, rc, sseEvent{name: "unavailable", data: jsonOf(map[string]string{"why": cause.Error()})})
 }
 
 // fromOf is the seq a stream starts at: after Last-Event-ID, else ?from=.
@@ -124,11 +176,9 @@ func (s *Server) replayEvents(w http.ResponseWriter, rc *http.ResponseController
 	flushSSE(w, rc, &b)
 }
 
-// stream writes q's events until it ends or the browser goes.
-func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, q *queue) {
-	if !writeSSE(w, rc, sseEvent{name: "hello", data: jsonOf(map[string]string{"live": "true"})}) {
-		return
-	}
+// stream writes q's events until it ends or the browser goes, leaving
+// out the actions up to seq skip (sent already).
+func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, q *queue, skip uint64) {
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
 	var b bytes.Buffer
@@ -142,6 +192,9 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 		}
 		evs, ended := q.take()
 		for _, e := range evs {
+			if e.name == "action" && seqOf(e) <= skip {
+				continue
+			}
 			appendSSE(&b, e)
 		}
 		if ended {
@@ -256,19 +309,8 @@ type queue struct {
 
 func newQueue(max int) *queue { return &queue{max: max, ready: make(chan struct{}, 1)} }
 
-// fill moves ch's events of run id into the queue until ch closes.
-func (q *queue) fill(ch <-chan loop.Event, id string) {
-	for e := range ch {
-		if e.Kind == loop.EventAction && e.Action != nil && e.Action.RunID != id {
-			continue
-		}
-		if se, ok := toSSE(&e); ok {
-			q.push(se)
-			if e.Kind == loop.EventAction && loop.IsRunEnd(e.Action.Type) {
-				break
-			}
-		}
-	}
+// end marks the queue's stream as ended.
+func (q *queue) end() {
 	q.mu.Lock()
 	q.ended = true
 	q.mu.Unlock()

@@ -343,7 +343,7 @@ func sse(t *testing.T, body io.Reader, n int) (names, ids []string) {
 	t.Helper()
 	sc := bufio.NewScanner(body)
 	var name, id string
-	for sc.Scan() && len(names) < n {
+	for len(names) < n && sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "event: "):
@@ -403,16 +403,22 @@ func TestLiveStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	head := acts[len(acts)-1].Seq
+	call := ledger.Action{Seq: head + 1, RunID: f.runID, Type: ledger.CapabilityCall, FunctionName: "ccos.echo", Success: true}
+	end := ledger.Action{Seq: head + 2, RunID: f.runID, Type: ledger.RunCompleted, Success: true}
+	other := ledger.Action{Seq: head + 2, RunID: "another-run", Type: ledger.CapabilityCall}
 	src.events <- loop.Event{Kind: loop.EventState, State: "paused"}
-	src.events <- loop.Event{Kind: loop.EventAction, Action: &acts[1]}
-	src.events <- loop.Event{Kind: loop.EventAction, Action: &acts[len(acts)-1]} // the run's end
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &acts[1]} // recorded before the page: sent already
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &call}
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &other}
+	src.events <- loop.Event{Kind: loop.EventAction, Action: &end} // the run's end
 	names, ids := sse(t, resp.Body, 10)
 	want := []string{"hello", "state", "action", "action", "end"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("events %v, want %v", names, want)
 	}
-	if ids[2] != strconv.FormatUint(acts[1].Seq, 10) {
-		t.Fatalf("action id %q, want its seq %d", ids[2], acts[1].Seq)
+	if ids[2] != strconv.FormatUint(head+1, 10) || ids[3] != strconv.FormatUint(head+2, 10) {
+		t.Fatalf("action ids %q %q, want their seqs %d %d", ids[2], ids[3], head+1, head+2)
 	}
 }
 

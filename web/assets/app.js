@@ -64,4 +64,11 @@
   });
   es.addEventListener("snapshot", function () { location.reload(); });
   es.addEventListener("end", function () { es.close(); location.reload(); });
+  es.addEventListener("unavailable", function (ev) {
+    es.close(); // following again would only be refused again: say why, once
+    const p = document.createElement("p");
+    p.id = "live-unavailable"; p.className = "note"; p.setAttribute("role", "status");
+    p.textContent = "Live updates are off: " + JSON.parse(ev.data).why + " Reload the page to try again.";
+    run.prepend(p);
+  });
 })();
