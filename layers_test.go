@@ -51,6 +51,7 @@ var layers = map[string][]string{
 	"web":                 {"rtfs", "ledger", "stop", "loop", "serve", "fleet", "mcpserver", "runsource", "assemble", "config", "internal/"},
 	"tasks":               {"internal/"},
 	"tasks/batch":         {"tasks", "assemble", "loop", "ledger", "config", "stop", "agent", "sandbox", "rtfs", "internal/"},
+	"tasks/fleetrun":      {"tasks", "tasks/batch", "fleet", "loop", "stop", "config", "internal/"},
 	"cli":                 {"*"},
 	"":                    {"cli"},
 }

@@ -281,12 +281,13 @@ var _ = suite.Add(e2e.Test{Name: "FleetKeeperOnYourOwnServer", Needs: []e2e.Need
 	t.Cleanup(srv.Shutdown)
 	url := srv.ClientURL()
 	fleettest.Register(t, url, dir)
-	fleetOn(t, e, url, fleet.DefaultConfig()) // the streams, as a worker makes them
 	cfg := filepath.Join(t.TempDir(), "ralph.toml")
 	writeFile(t, cfg, "[model]\nprovider = \"static\"\n[plan]\nrtfs = '''(do (step \"x\" (call :ccos.echo {:message \"hi\"})))'''\n[[stop]]\nkind = \"max_iterations\"\nmax = 1\n")
 	submitter := fleet.CredsPath(dir, string(fleet.RoleSubmitter))
+	// Without the keeper the fleet has no streams: only the keeper makes
+	// them (§17), when it starts.
 	_, stderr, code := e.Ralph("submit", cfg, "--nats", url, "--creds", submitter).Run()
-	if code == 0 || !strings.Contains(stderr, "no fleet keeper answers on ralph.fleet.submit") {
+	if code != 2 || !strings.Contains(stderr, "has no streams yet: the fleet's keeper makes them when it starts") {
 		t.Fatalf("submit without a keeper: exit %d, %q", code, stderr)
 	}
 	keeper := e.Ralph("fleet", "keeper", "--nats", url, "--creds", fleet.CredsPath(dir, "keeper"), "--dir", dir).Start()

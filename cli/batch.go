@@ -27,7 +27,7 @@ func runBatch(cmd *cobra.Command, cfg *config.Config, f runFlags, resume string)
 	}
 	p := batch.NewPrinter(cmd.OutOrStdout(), f.asJSON)
 	b, err := batch.Prepare(cmd.Context(), batch.Setup{Config: cfg, Source: f.tasks, Parallel: f.parallel, Target: f.target,
-		CloseIssues: f.closeIssues, Store: st, StoreDir: dir, Hidden: []string{ralphKeyFile()}, StoreMoved: moved, Resume: resume, OnEvent: p.Event})
+		CloseIssues: f.closeIssues, Store: st, StoreDir: dir, Hidden: []string{ralphKeyFile()}, StoreMoved: moved, Resume: resume, OnEvent: p.Event, Remote: f.remote})
 	if err != nil {
 		return closeRunStore(st, resume, batchError(err), cmd.ErrOrStderr())
 	}

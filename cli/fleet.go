@@ -295,7 +295,8 @@ fleet directory that holds the members and the fleet key (--dir).`,
 			}
 			url := natsURL(natsFlag)
 			ctx := cmd.Context()
-			nc, err := dialNATS(ctx, url, "ralph fleet keeper")
+			signInFrom(ctx).Makes = true // stream configuration is the keeper's alone (§17)
+			nc, _, err := openFleet(ctx, url, "ralph fleet keeper")
 			if err != nil {
 				return err
 			}

@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -74,7 +70,7 @@ as FILE: path: message; fix.`,
 			plan, err := arbiter.CompileIR([]byte(src), eng.Registry)
 			var ie *arbiter.IRError
 			if errors.As(err, &ie) {
-				return exitError(ExitUsage, irProblems(name, ie))
+				return exitError(ExitUsage, errors.New(ie.Listing(name)))
 			}
 			if err != nil {
 				return exitError(ExitUsage, err)
@@ -84,28 +80,6 @@ as FILE: path: message; fix.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "config `FILE` whose capabilities to use (default ./ralph.toml when present)")
 	return cmd
-}
-
-var irLineCol = regexp.MustCompile(`^\d+:\d+$`)
-
-// irProblems lists every problem of an IR document, one per line.
-func irProblems(name string, ie *arbiter.IRError) error {
-	lines := make([]string, 0, len(ie.Diagnostics))
-	for _, d := range ie.Diagnostics {
-		msg := d.Message
-		if d.Fix != "" {
-			msg += "; " + d.Fix
-		}
-		switch {
-		case irLineCol.MatchString(d.Pos):
-			lines = append(lines, fmt.Sprintf("%s:%s: %s", name, d.Pos, msg))
-		case d.Pos != "":
-			lines = append(lines, fmt.Sprintf("%s: %s: %s", name, d.Pos, msg))
-		default:
-			lines = append(lines, fmt.Sprintf("%s: %s", name, msg))
-		}
-	}
-	return errors.New(strings.Join(lines, "\n"))
 }
 
 func newIRCanonCmd() *cobra.Command {
@@ -141,20 +115,11 @@ func offlineEngine(cfg *config.Config) (*assemble.Engine, error) {
 	if err != nil || !withModel {
 		return eng, err
 	}
-	if err := arbiter.RegisterLLMAsk(eng.Registry, offlineModel{}); err != nil {
+	if err := arbiter.RegisterLLMAsk(eng.Registry, arbiter.Offline{}); err != nil {
 		eng.Store.Close()
 		return nil, exitError(ExitFailure, err)
 	}
 	return eng, nil
-}
-
-// offlineModel stands in for the configured model where nothing is run.
-type offlineModel struct{}
-
-func (offlineModel) Name() string { return "offline" }
-
-func (offlineModel) Complete(context.Context, arbiter.Completion, arbiter.Observer) (arbiter.Reply, error) {
-	return arbiter.Reply{}, errors.New("no model is consulted here")
 }
 
 // memoryEngine wires the engine over an in-memory store, for commands that

@@ -14,6 +14,7 @@ import (
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
 	"github.com/ralphloop/ralph/serve"
+	"github.com/ralphloop/ralph/tasks/batch"
 )
 
 type runFlags struct {
@@ -31,6 +32,7 @@ type runFlags struct {
 	tasks, target string
 	parallel      int
 	closeIssues   bool
+	remote        batch.Remote // submit --tasks: the tasks run on the fleet
 }
 
 func newRunCmd() *cobra.Command {

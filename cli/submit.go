@@ -14,12 +14,14 @@ import (
 	"github.com/ralphloop/ralph/fleet"
 	"github.com/ralphloop/ralph/ledger"
 	"github.com/ralphloop/ralph/loop"
+	"github.com/ralphloop/ralph/tasks/fleetrun"
 )
 
 func newSubmitCmd() *cobra.Command {
 	var natsFlag, workspace string
+	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "submit CONFIG [--nats URL] [--workspace GIT_URL[@REF]]",
+		Use:   "submit CONFIG [--nats URL] [--workspace GIT_URL[@REF]] [--tasks SOURCE [--target B] [--parallel N]]",
 		Short: "Queue a run on the fleet; print its run id",
 		Long: `Check CONFIG as 'ralph run' would (its syntax, stop conditions, and a static or
 agent plan admitted by governance), check that the files it names are in the
@@ -34,6 +36,11 @@ its repository. Submit checks REF's files with a shallow fetch into a
 temporary directory, and queues the commit it checked. Without --workspace
 the run starts in an empty directory, so a config that names a file is
 refused.
+
+--tasks SOURCE runs a backlog as 'ralph run --tasks' does, each task's run a
+job that starts from the task's work sent to --workspace (default: this
+repository, by path); this process merges green tasks onto --target through
+its merge queue and exits with the batch's status (docs/tasks.md).
 
 What only a worker's machine can check (the API key, the agent CLI on its
 PATH, model.command) is checked by the worker that takes the run.
@@ -50,26 +57,66 @@ else nats://127.0.0.1:4222), 1 the fleet failed to queue it.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.tasks != "" {
+				return runSubmitTasks(cmd, args[0], workspace, natsURL(natsFlag), f)
+			}
 			return runSubmit(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], workspace, natsURL(natsFlag))
 		},
 	}
 	cmd.Flags().StringVar(&natsFlag, "nats", "", "NATS `URL` of the fleet, comma-separated for a cluster (default RALPH_NATS, then "+defaultNATS+")")
 	addNATSAuthFlags(cmd)
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the run's git repository `GIT_URL[@REF]`: each run gets a fresh clone on branch ralph/RUN_ID (default: an empty directory)")
+	cmd.Flags().StringVar(&f.tasks, "tasks", "", "run the backlog `SOURCE` (prd:FILE, checklist:FILE, github:OWNER/REPO?label=L, beads) on the fleet, each task's run a job")
+	cmd.Flags().StringVar(&f.target, "target", "", "with --tasks: the `BRANCH` merged tasks land on")
+	cmd.Flags().IntVar(&f.parallel, "parallel", 0, "with --tasks: the task runs queued at once (`N`)")
 	return cmd
 }
 
-func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, natsAt string) error {
-	cfg, err := config.Load(cfgPath, nil) // config errors name file:line:col, as ralph run's do
+// loadSubmitted is the config at cfgPath and its text, which carries no
+// credential (config errors name file:line:col, as ralph run's do).
+func loadSubmitted(cfgPath string) (*config.Config, []byte, error) {
+	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
-		return exitError(ExitUsage, err)
+		return nil, nil, exitError(ExitUsage, err)
 	}
 	data, err := os.ReadFile(cfgPath)
-	if err != nil {
-		return exitError(ExitUsage, fmt.Errorf("read config %s: %w", cfgPath, err))
+	if err == nil {
+		err = cfg.RefuseCredential(string(data))
 	}
-	if err := cfg.RefuseCredential(string(data)); err != nil {
+	if err != nil {
+		return nil, nil, exitError(ExitUsage, err)
+	}
+	return cfg, data, nil
+}
+
+// runSubmitTasks runs the backlog of --tasks as `ralph run --tasks` does,
+// each run of a task a fleet job (tasks/fleetrun).
+func runSubmitTasks(cmd *cobra.Command, cfgPath, workspace, natsAt string, f runFlags) error {
+	cfg, data, err := loadSubmitted(cfgPath)
+	if err != nil {
+		return err
+	}
+	nc, h, err := openFleet(cmd.Context(), natsAt, "ralph submit")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	signer, err := fleetSigner(cmd.Context())
+	if err != nil {
+		return err
+	}
+	o, err := fleetrun.ForConfig(fleetrun.Options{NC: nc, Signer: signer, Runs: h.Runs, Workspace: workspace}, cfg, string(data))
+	if err != nil {
 		return exitError(ExitUsage, err)
+	}
+	f.remote = fleetrun.New(o)
+	return runBatch(cmd, cfg, f, "")
+}
+
+func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, natsAt string) error {
+	cfg, data, err := loadSubmitted(cfgPath)
+	if err != nil {
+		return err
 	}
 	job := fleet.Job{RunID: loop.NewID(), Config: string(data), ConfigPath: fleet.DefaultConfigPath}
 	if cfg.Agent != nil {
@@ -116,28 +163,12 @@ func runSubmit(ctx context.Context, out, errOut io.Writer, cfgPath, workspace, n
 	if err := writeOut(out, job.RunID+"\n"); err != nil {
 		return err
 	}
-	where := "an empty directory"
-	if job.Workspace != "" {
-		where = fmt.Sprintf("%s at %s, on branch ralph/%s", job.Workspace, shortSHA(job.Ref), job.RunID)
+	creds := signInFrom(ctx).CredsFile()
+	if creds == os.Getenv("RALPH_NATS_CREDS") {
+		creds = "" // the commands find it in the environment too
 	}
-	// Best effort: the run id, what matters, is already on stdout.
-	signIn := ""
-	if c := signInFrom(ctx).CredsFile(); c != "" && os.Getenv("RALPH_NATS_CREDS") != c {
-		signIn = " --creds " + c // the submitter's credentials read states and chains too
-	}
-	fmt.Fprintf(errOut, "queued run %s on %s (works in %s); `ralph runs --nats %s%s` lists it, `ralph attach --nats %s%s %s` follows it once a worker takes it\n",
-		job.RunID, natsAt, where, natsAt, signIn, natsAt, signIn, job.RunID)
+	fmt.Fprintln(errOut, job.QueuedNote(natsAt, creds)) // best effort: the run id, what matters, is on stdout already
 	return nil
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	if s == "" {
-		return "its HEAD"
-	}
-	return s
 }
 
 // inMemoryStore is the store of an engine that records nothing.

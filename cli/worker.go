@@ -45,10 +45,10 @@ process at once (its runs continue elsewhere after the ack wait).
 
 --policy names this worker's own ceiling, a TOML file with a [governance]
 table (allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations,
-max_steps, workspaces): every job's governance is narrowed to it, and a job
-that needs more is refused before anything of it runs, failed with the
-reason in its state. Without --policy a worker runs no shell.exec, no
-program (command stop conditions, a command model) and no agent.
+max_steps, workspaces, hosts, env_allow): every job's governance, program,
+endpoint and worker variable is held to it, and a job that needs more is
+refused before anything of it runs, failed with the reason in its state.
+Without --policy a worker runs no shell.exec, no program and no agent.
 
 --sandbox MODE confines every job's processes (auto, landlock, bwrap or
 off, over the job's [sandbox] mode); a policy's governance.sandbox requires a
@@ -123,7 +123,6 @@ func runWorker(cmd *cobra.Command, url string, o workerOptions) error {
 	ctx := cmd.Context()
 	detach.OwnEnd(ctx) // its hand-back grace, not the watchdog's 5 s
 	defer forceStopOnSecondSignal()()
-	signInFrom(ctx).Makes = true // a worker keeps the fleet's streams as they should be
 	nc, h, err := openFleet(ctx, url, "ralph worker")
 	if err != nil {
 		return err
@@ -209,6 +208,10 @@ func startFleetRun(errOut io.Writer, sandboxMode string) func(ctx context.Contex
 		if err := fleet.ApplyPolicy(spec.Policy, cfg, spec.Job.Workspace); err != nil {
 			return nil, &fleet.BadJobError{Err: err}
 		}
+		batch, err := spec.ApplyTask(cfg)
+		if err != nil {
+			return nil, err
+		}
 		if cfg.Agent != nil {
 			if _, err := assemble.AgentCLI(cfg); err != nil {
 				return nil, &fleet.MissingAgentError{CLI: cfg.Agent.CLI, Err: err}
@@ -219,7 +222,7 @@ func startFleetRun(errOut io.Writer, sandboxMode string) func(ctx context.Contex
 		if err != nil {
 			return nil, jobError(err)
 		}
-		rs.Options.OnIterationEnd, rs.Options.Logger, rs.Options.SubmittedBy = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy
+		rs.Options.OnIterationEnd, rs.Options.Logger, rs.Options.SubmittedBy, rs.Options.Batch = spec.OnIterationEnd, spec.Logger, spec.Job.SubmittedBy, batch
 		runner, err := rs.NewRunner()
 		if err != nil {
 			rs.Discard()

@@ -25,7 +25,7 @@ func TestWorkerPolicyFileErrors(t *testing.T) {
 		}
 	}
 	cases := []struct{ file, want string }{
-		{"unknown.toml", "unknown.toml:3: unknown key governance.shel_allow; a worker policy has one [governance] table with allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps, workspaces and sandbox"},
+		{"unknown.toml", "unknown.toml:3: unknown key governance.shel_allow; a worker policy has one [governance] table with allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps, workspaces, hosts, env_allow and sandbox"},
 		{"type.toml", "type.toml:3: governance.max_iterations must be an integer, not a string"},
 		{"value.toml", "value.toml:2: governance.max_cost_usd must be more than 0, got 0; leave it out for no cost ceiling"},
 		{"sandbox.toml", `sandbox.toml:2:11: governance.sandbox: sandbox mode "jail" is not one of off, auto, landlock or bwrap; leave it out to require none`},

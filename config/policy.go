@@ -38,6 +38,13 @@ type PolicyGovernance struct {
 	MaxIterations *int     `toml:"max_iterations"` // a job's iteration budget is at most this
 	MaxSteps      int      `toml:"max_steps"`      // a job's max_steps is at most this
 	Workspaces    []string `toml:"workspaces"`     // workspace URL globs ('*' stays within one '/'-separated segment); empty: any
+	// Hosts are the host names (globs, '*' within one '.'-free run) a job's
+	// endpoints may name: model.base_url, a [[notify]] url. Empty: none.
+	Hosts []string `toml:"hosts"`
+	// EnvAllow names the variables of the worker's environment a job may
+	// read: model.api_key_env, a [[notify]] url_env or secret_env. Empty:
+	// none (but OPENAI_API_KEY sent to the default endpoint).
+	EnvAllow []string `toml:"env_allow"`
 	// Sandbox is the [sandbox] mode every job runs under ("" none
 	// required): a job asking for off, or for no sandbox, is refused.
 	// Its value is checked by its owner (fleet.CheckPolicy).
@@ -45,7 +52,7 @@ type PolicyGovernance struct {
 }
 
 // policyKeys lists the keys a policy's [governance] takes, for messages.
-const policyKeys = "allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps, workspaces and sandbox"
+const policyKeys = "allow, deny, shell_allow, agent_allow, max_cost_usd, max_iterations, max_steps, workspaces, hosts, env_allow and sandbox"
 
 // LoadPolicy reads and checks a worker policy file.
 func LoadPolicy(file string) (*WorkerPolicy, error) {

@@ -235,22 +235,23 @@ func credsText(seed []byte) []byte {
 func NkeyUsers(ms []Member) []*server.NkeyUser {
 	us := make([]*server.NkeyUser, 0, len(ms))
 	for _, m := range ms {
-		us = append(us, &server.NkeyUser{Nkey: m.Key, Permissions: RolePermissions(m.Role)})
+		us = append(us, &server.NkeyUser{Nkey: m.Key, Permissions: RolePermissions(m.Role, m.Key)})
 	}
 	return us
 }
 
-// RolePermissions are the NATS subject permissions of role r. Every role
-// reads states and chains (the JetStream API requests that read a stream or
-// a bucket, and the inboxes their answers come to); beyond that a worker
-// consumes jobs, makes the fleet's streams, writes states and chain lines
-// and answers controls and tunnels; a submitter queues jobs, records them
-// as queued, sends controls and opens tunnels; a viewer does nothing else.
-func RolePermissions(r Role) *server.Permissions {
+// InboxPrefix is the inbox prefix of the member whose public key is key:
+// its connections take their reply subjects under it
+// (nats.CustomInboxPrefix), and only it may subscribe there, so the
+// answers to its requests and the jobs delivered to it reach no one else.
+func InboxPrefix(key string) string { return "_INBOX_" + key }
+
+// readSubjects are the JetStream API requests every role may make: those
+// that read a stream or a bucket.
+func readSubjects() []string {
 	pub := []string{
 		"$JS.API.INFO",
 		"$JS.FC.>", // flow control answers of an ordered consumer
-		"_INBOX.>",
 	}
 	for _, s := range []string{StreamChains, kvStream(BucketRuns), kvStream(BucketWorkers)} {
 		pub = append(pub,
@@ -263,13 +264,29 @@ func RolePermissions(r Role) *server.Permissions {
 			"$JS.API.CONSUMER.MSG.NEXT."+s+".>",
 		)
 	}
-	pub = append(pub, "$JS.API.STREAM.INFO."+StreamJobs)
-	sub := []string{"_INBOX.>"}
+	return append(pub, "$JS.API.STREAM.INFO."+StreamJobs)
+}
+
+// RolePermissions are the NATS subject permissions of the member with
+// role r and public key key. Every role reads states and chains (the
+// JetStream API requests that read a stream or a bucket) and subscribes
+// to its own inboxes only (InboxPrefix); no role publishes on an inbox but
+// as the one answer to a request it received (allow_responses), so no one
+// delivers a job or answers a request in another's place. Beyond that a
+// worker consumes jobs, writes states, chain lines and the nonces of the
+// signed requests it took, and answers controls and tunnels; a submitter
+// queues jobs through the keeper, sends controls and opens tunnels; a
+// viewer opens tunnels; the keeper alone makes and changes the fleet's
+// streams and buckets, publishes jobs and records runs as queued. A
+// tunnel's frames travel on subjects named for the member that opened
+// it: only that member sends on its up subject and listens on its down
+// subject, and only workers do the other ends.
+func RolePermissions(r Role, key string) *server.Permissions {
+	pub := readSubjects()
+	sub := []string{InboxPrefix(key) + ".>"}
+	var resp *server.ResponsePermission
 	switch r {
 	case RoleWorker:
-		for _, s := range []string{StreamJobs, StreamChains, kvStream(BucketRuns), kvStream(BucketWorkers)} {
-			pub = append(pub, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s)
-		}
 		pub = append(pub,
 			"$JS.API.CONSUMER.CREATE."+StreamJobs+".>",
 			"$JS.API.CONSUMER.DURABLE.CREATE."+StreamJobs+"."+ConsumerWorkers,
@@ -278,35 +295,69 @@ func RolePermissions(r Role) *server.Permissions {
 			"$JS.ACK."+StreamJobs+".>",
 			"$JS.API.STREAM.MSG.GET."+StreamJobs,
 			"$JS.API.DIRECT.GET."+StreamJobs, "$JS.API.DIRECT.GET."+StreamJobs+".>",
+			"$JS.API.STREAM.INFO."+kvStream(BucketNonces),
+			"$JS.API.STREAM.MSG.GET."+kvStream(BucketNonces),
+			"$JS.API.DIRECT.GET."+kvStream(BucketNonces), "$JS.API.DIRECT.GET."+kvStream(BucketNonces)+".>",
 			subjectChainsPrefix+">",
 			"$KV."+BucketRuns+".>",
 			"$KV."+BucketWorkers+".>",
+			"$KV."+BucketNonces+".>",
 			SubjectMembers, SubjectCertify,
+			subjectTunnelDown+">",
 		)
-		sub = append(sub, subjectCtl+">", subjectTunnel+">")
+		sub = append(sub, subjectCtl+">", subjectTunnel+">", subjectTunnelUp+">")
+		resp = answers()
 	case RoleSubmitter:
 		// Jobs go through the keeper, which checks the submitter's
 		// signature and alone publishes them and records them as queued.
-		pub = append(pub, SubjectSubmit, SubjectMembers, subjectCtl+">", subjectTunnel+">")
+		pub = append(pub, SubjectSubmit, SubjectMembers, subjectCtl+">", subjectTunnel+">", subjectTunnelUp+key+".>")
+		sub = append(sub, subjectTunnelDown+key+".>")
 	case RoleViewer:
 		// A viewer's tunnels serve reads only (the worker checks the
 		// signature of the request that opens one).
-		pub = append(pub, SubjectMembers, subjectTunnel+">")
+		pub = append(pub, SubjectMembers, subjectTunnel+">", subjectTunnelUp+key+".>")
+		sub = append(sub, subjectTunnelDown+key+".>")
 	case RoleKeeper:
+		for _, s := range []string{StreamJobs, StreamChains, kvStream(BucketRuns), kvStream(BucketWorkers), kvStream(BucketNonces)} {
+			pub = append(pub, "$JS.API.STREAM.CREATE."+s, "$JS.API.STREAM.UPDATE."+s, "$JS.API.STREAM.INFO."+s)
+		}
 		pub = append(pub, SubjectJobs, "$KV."+BucketRuns+".>")
 		sub = append(sub, subjectKeeper+">")
+		resp = answers()
 	}
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: pub},
+		Publish:   &server.SubjectPermission{Allow: dedup(pub)},
 		Subscribe: &server.SubjectPermission{Allow: sub},
+		Response:  resp,
 	}
+}
+
+// answers lets a responder publish one answer to each request it
+// received, within NATS's default two minutes (allow_responses: true).
+func answers() *server.ResponsePermission {
+	return &server.ResponsePermission{MaxMsgs: server.DEFAULT_ALLOW_RESPONSE_MAX_MSGS, Expires: server.DEFAULT_ALLOW_RESPONSE_EXPIRATION}
+}
+
+// dedup is ss without repeats, in first-seen order.
+func dedup(ss []string) []string {
+	seen := map[string]bool{}
+	out := ss[:0:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // kvStream is the stream behind bucket b.
 func kvStream(b string) string { return "KV_" + b }
 
 // CredsOption is the nats.Connect option that signs in with the
-// credentials file at path (a user nkey seed, as CredsPath holds).
+// credentials file at path (a user nkey seed, as CredsPath holds) and
+// takes the member's reply subjects under its own InboxPrefix, the only
+// inboxes its role may listen on.
 func CredsOption(path string) (nats.Option, error) {
 	o, err := nats.NkeyOptionFromSeed(path)
 	if err != nil {
@@ -316,5 +367,15 @@ func CredsOption(path string) (nats.Option, error) {
 		}
 		return nil, fmt.Errorf("%s holds no fleet credentials (%v); pass --creds FILE with a file `ralph fleet creds add` wrote", path, err)
 	}
-	return o, nil
+	s, err := LoadSigner(path)
+	if err != nil {
+		return nil, err
+	}
+	inbox := nats.CustomInboxPrefix(InboxPrefix(s.Key()))
+	return func(opts *nats.Options) error {
+		if err := o(opts); err != nil {
+			return err
+		}
+		return inbox(opts)
+	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -32,6 +33,12 @@ func startTestServer(o ServerOptions) (*Server, error) {
 	}
 	testAuthDirs.Store(s.ClientURL(), dir)
 	testServers.Store(s.ClientURL(), s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.MakeStreams(ctx); err != nil { // the keeper's, as ralph fleet serve does
+		s.Shutdown()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -116,9 +116,10 @@ func TestDocsRolesAreTheServersRoles(t *testing.T) {
 		t.Fatalf("%d users, want one per role", len(o.Nkeys))
 	}
 	for i, r := range roles {
-		want := RolePermissions(r)
+		want := RolePermissions(r, o.Nkeys[i].Nkey)
 		got := o.Nkeys[i].Permissions
-		if !reflect.DeepEqual(got.Publish.Allow, want.Publish.Allow) || !reflect.DeepEqual(got.Subscribe.Allow, want.Subscribe.Allow) {
+		if !reflect.DeepEqual(got.Publish.Allow, want.Publish.Allow) || !reflect.DeepEqual(got.Subscribe.Allow, want.Subscribe.Allow) ||
+			!reflect.DeepEqual(got.Response, want.Response) {
 			t.Errorf("the documented %s role differs from the server's", r)
 		}
 	}

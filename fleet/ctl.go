@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ralphloop/ralph/loop"
 )
@@ -32,6 +33,10 @@ type ControlOptions struct {
 	// Owner is the member who submitted the run: the only one whose
 	// signed controls change it. Every other member's tunnel reads only.
 	Owner string
+	// Nonces is the fleet's record of taken requests (Handles.Nonces): with
+	// it a request this worker took is refused on every other worker too
+	// (a run that moved); nil remembers them in this process only.
+	Nonces jetstream.KeyValue
 }
 
 // The bodies of a control request on CtlSubject(run id). Each is answered
@@ -81,7 +86,7 @@ type ctlServer struct {
 	socketPath string
 	owner      string
 	tunnel     tunnelConfig
-	seen       nonces
+	seen       nonceBook
 
 	mu      sync.Mutex
 	stopped bool
@@ -106,7 +111,11 @@ func serveControls(nc *nats.Conn, runID string, c Controls, o ControlOptions, cf
 	if c == nil {
 		return nil, errors.New("ServeControls needs the run's Controls")
 	}
-	s := &ctlServer{nc: nc, runID: runID, c: c, socketPath: o.Socket, owner: o.Owner, tunnel: cfg, tunnels: map[*tunnel]struct{}{}}
+	s := &ctlServer{nc: nc, runID: runID, c: c, socketPath: o.Socket, owner: o.Owner, tunnel: cfg, tunnels: map[*tunnel]struct{}{},
+		seen: &nonces{}}
+	if o.Nonces != nil {
+		s.seen = kvNonces{o.Nonces}
+	}
 	sub, err := nc.Subscribe(CtlSubject(runID), s.handle)
 	if err != nil {
 		return nil, fmt.Errorf("serve the controls of run %s on %s: %w", runID, CtlSubject(runID), err)
@@ -188,7 +197,7 @@ func (s *ctlServer) signer(m *nats.Msg) (Member, error) {
 	if err != nil {
 		return Member{}, fmt.Errorf("the worker cannot check who sent the request: %w", err)
 	}
-	return verifySigned(m, r, &s.seen, time.Now())
+	return verifySigned(m, r, s.seen, time.Now())
 }
 
 // mayControl says whether who may op the run: its owner alone may.

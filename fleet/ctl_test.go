@@ -231,12 +231,15 @@ func FuzzParseCtl(f *testing.F) {
 }
 
 func FuzzTunnelSubjects(f *testing.F) {
-	for _, s := range []string{"ok _INBOX.a _INBOX.b", "ok a a", "ok a.* b", "error: x", "ok  a\tb"} {
+	const key = "UKEY"
+	for _, s := range []string{"ok ralph.tunup.UKEY.1 ralph.tundown.UKEY.1", "ok _INBOX.a _INBOX.b", "ok ralph.tunup.UOTHER.1 ralph.tundown.UOTHER.1",
+		"ok a a", "ok a.* b", "error: x", "ok  a\tb"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		up, down, err := tunnelSubjects(s)
-		if err == nil && (!plainSubject(up) || !plainSubject(down) || up == down) {
+		up, down, err := tunnelSubjects(s, key)
+		if err == nil && (!plainSubject(up) || !plainSubject(down) || up == down ||
+			!strings.HasPrefix(up, "ralph.tunup.UKEY.") || !strings.HasPrefix(down, "ralph.tundown.UKEY.")) {
 			t.Fatalf("tunnelSubjects(%q) accepted %q %q", s, up, down)
 		}
 	})
@@ -290,7 +293,7 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, down, err := tunnelSubjects(string(m.Data))
+	_, down, err := tunnelSubjects(string(m.Data), signerOf(t, nc, RoleSubmitter).Key())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +301,7 @@ func TestWorkerGivesUpAnUnusedTunnel(t *testing.T) {
 	if _, err := DialRun(ctx, submitterConn(t, nc), signerOf(t, nc, RoleSubmitter), id); err == nil || !strings.Contains(err.Error(), "no room for another tunnel (at most 1 at once)") {
 		t.Errorf("a tunnel over the limit: %v", err)
 	}
-	sub, err := nc.SubscribeSync(down)
+	sub, err := submitterConn(t, nc).SubscribeSync(down)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,8 @@ type SignIn struct {
 	// InProcess, when set, connects to the server in this process
 	// (ralph fleet serve making its own streams).
 	InProcess nats.InProcessConnProvider
-	// Makes: this command makes or updates the fleet's streams (a worker,
-	// or the server itself), rather than using them as they are.
+	// Makes: this command makes or updates the fleet's streams (the
+	// keeper: only it may, §17), rather than using them as they are.
 	Makes bool
 	// refused is the first thing NATS refused this command's role (NATS
 	// drops a refused publish and says so apart from the request, which
@@ -159,7 +159,7 @@ func Open(ctx context.Context, url, name string, s *SignIn) (*nats.Conn, *Handle
 }
 
 // OpenHandles is Open's streams and buckets on a connection made. Only
-// one that makes them (makes: a worker, the server) makes or updates them.
+// one that makes them (makes: the keeper) makes or updates them.
 func OpenHandles(ctx context.Context, nc *nats.Conn, url string, makes bool) (*Handles, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -170,8 +170,8 @@ func OpenHandles(ctx context.Context, nc *nats.Conn, url string, makes bool) (*H
 	c := DefaultConfig()
 	s, err := js.Stream(ctx, StreamJobs)
 	if err == nil && !makes {
-		// A fleet that exists is used as it is: only a worker may change
-		// its streams (§17), and a submitter needs none changed.
+		// A fleet that exists is used as it is: only the keeper may change
+		// its streams (§17).
 		h, berr := Bind(ctx, js)
 		if berr == nil {
 			return h, nil
@@ -194,8 +194,8 @@ func OpenHandles(ctx context.Context, nc *nats.Conn, url string, makes bool) (*H
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, fmt.Errorf("read the fleet's streams at %s: %w", url, err)
 	case !makes:
-		// Only a worker may make the fleet's streams (§17).
-		return nil, usage.Errorf("the fleet at %s has no streams yet: a worker makes them when it starts; start `ralph worker --nats %s` (or `ralph fleet serve`) first", url, url)
+		// Only the keeper may make the fleet's streams (§17).
+		return nil, usage.Errorf("the fleet at %s has no streams yet: the fleet's keeper makes them when it starts; start `ralph fleet serve`, or `ralph fleet keeper --nats %s` beside a NATS server of your own, first", url, url)
 	case nc.ConnectedClusterName() != "":
 		// The first to reach a cluster makes the fleet: three replicas of
 		// everything, so losing one server (even a stream's leader) loses

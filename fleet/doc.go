@@ -10,5 +10,13 @@
 // terminating the job; an iteration's workspace commit is pushed only
 // after its chain is in the stream; a worker that loses its run (fenced by
 // the chain subject's last sequence, or refused by the bucket) records and
-// pushes nothing more; a run handed back has no closing action.
+// pushes nothing more; a run handed back has no closing action; a job
+// runs only under the fleet key's signature (the keeper's, HeaderJobSig);
+// a signed control or tunnel request acts at most once across the fleet
+// (its nonce recorded in BucketNonces first).
+//
+// Invariants of the fleet's permissions (RolePermissions): a member
+// listens only on its own inboxes and tunnels, publishes on no other
+// member's but as one answer to a request; only the keeper makes or
+// changes a stream or bucket; no member removes a chain line.
 package fleet

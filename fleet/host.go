@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -79,7 +78,9 @@ func Host(ctx context.Context, o HostOptions) error {
 	}
 	defer srv.Shutdown()
 	url := srv.ClientURL()
-	if err := o.makeStreams(ctx, srv, url, members); err != nil {
+	// Stream configuration is the keeper's alone (§17): its connection
+	// in this process makes them.
+	if _, err := srv.MakeStreams(ctx); err != nil {
 		return err
 	}
 	if err := o.Ready(url, len(made) > 0, members); err != nil {
@@ -102,27 +103,6 @@ func (o HostOptions) check() error {
 		return usage.Flagf("TLS needs both a certificate and its key; pass --tls-cert FILE and --tls-key FILE")
 	}
 	return nil
-}
-
-// makeStreams makes the fleet's streams and buckets through a connection
-// in this process, signed in as a worker.
-func (o HostOptions) makeStreams(ctx context.Context, srv *Server, url string, members []Member) error {
-	creds := ""
-	for _, m := range members {
-		if m.Role == RoleWorker {
-			creds = CredsPath(o.Dir, m.Name)
-			break
-		}
-	}
-	// In process there is no TLS to speak: the server offers it only.
-	nc, err := Dial(ctx, strings.Replace(url, "tls://", "nats://", 1), "ralph fleet serve",
-		&SignIn{Creds: creds, InProcess: srv.Raw(), Makes: true})
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	_, err = OpenHandles(ctx, nc, url, true)
-	return err
 }
 
 // reloadMembers gives the running server the fleet's users whenever

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -112,14 +114,21 @@ func (r Roster) Member(key string) (Member, bool) {
 	return Member{}, false
 }
 
+// nonceBook says whether a signed request's nonce is fresh: first seen
+// now. A request is taken once across the fleet (kvNonces) or, where no
+// fleet is at hand, once in this process (nonces).
+type nonceBook interface {
+	fresh(id string, now time.Time) (bool, error)
+}
+
 // nonces remembers the nonces of the signed requests accepted within the
-// skew window, so that none is accepted twice.
+// skew window in this process, so that none is accepted twice here.
 type nonces struct {
 	mu   sync.Mutex
 	seen map[string]time.Time
 }
 
-func (n *nonces) fresh(nonce string, now time.Time) bool {
+func (n *nonces) fresh(nonce string, now time.Time) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.seen == nil {
@@ -131,17 +140,37 @@ func (n *nonces) fresh(nonce string, now time.Time) bool {
 		}
 	}
 	if _, ok := n.seen[nonce]; ok {
-		return false
+		return false, nil
 	}
 	n.seen[nonce] = now
-	return true
+	return true, nil
+}
+
+// kvNonces is the fleet's record of taken nonces, bucket BucketNonces:
+// the first worker to take a request creates its nonce's key, and every
+// later one (on any worker) finds it there. Its entries outlive the skew
+// window (nonceTTL), after which the request's time refuses it anyway.
+type kvNonces struct{ kv jetstream.KeyValue }
+
+func (n kvNonces) fresh(id string, _ time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ctlTimeout)
+	defer cancel()
+	sum := sha256.Sum256([]byte(id))
+	_, err := n.kv.Create(ctx, hex.EncodeToString(sum[:]), nil)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("record the request's nonce in bucket %s: %w", BucketNonces, err)
+	}
+	return true, nil
 }
 
 // verifySigned says which member signed m, or why m cannot be taken as
 // any member's: no signature, a key that is not a member's (revoked or of
 // another fleet), a bad signature, a time outside the skew window, or a
 // nonce seen before.
-func verifySigned(m *nats.Msg, r Roster, seen *nonces, now time.Time) (Member, error) {
+func verifySigned(m *nats.Msg, r Roster, seen nonceBook, now time.Time) (Member, error) {
 	key, sig, at, nonce := m.Header.Get(HeaderSigner), m.Header.Get(HeaderSig), m.Header.Get(HeaderAt), m.Header.Get(HeaderNonce)
 	if key == "" || sig == "" || at == "" || nonce == "" {
 		return Member{}, refused(errors.New("the request is not signed by a fleet member; send it with ralph, signed in with --creds FILE"))
@@ -165,8 +194,14 @@ func verifySigned(m *nats.Msg, r Roster, seen *nonces, now time.Time) (Member, e
 	if err != nil || t.Sub(now) > signedSkew || now.Sub(t) > signedSkew {
 		return Member{}, refused(fmt.Errorf("the request of member %s was signed at %s, more than %s from this machine's clock %s; check both clocks and send it again", mem.Name, at, signedSkew, now.UTC().Format(time.RFC3339)))
 	}
-	if seen != nil && !seen.fresh(key+"/"+nonce, now) {
-		return Member{}, refused(fmt.Errorf("the request of member %s was received before (a replay); send a new one", mem.Name))
+	if seen != nil {
+		ok, err := seen.fresh(key+"/"+nonce, now)
+		if err != nil {
+			return Member{}, fmt.Errorf("the worker cannot check that the request of member %s is new: %w", mem.Name, err)
+		}
+		if !ok {
+			return Member{}, refused(fmt.Errorf("the request of member %s was received before (a replay); send a new one", mem.Name))
+		}
 	}
 	return mem, nil
 }

@@ -2,6 +2,9 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // Job is one submitted run: the message a worker pulls from the job queue.
@@ -26,6 +31,8 @@ type Job struct {
 	// keeper checked its signature (§17): the keeper sets it, and only
 	// the keeper publishes jobs.
 	SubmittedBy string `json:"submitted_by,omitempty"`
+	// Task makes the job a run of a backlog's task (nil: a run of its own).
+	Task *JobTask `json:"task,omitempty"`
 }
 
 // DefaultConfigPath is where a job's config lives in its workspace when
@@ -54,6 +61,9 @@ func (j Job) Validate() error {
 	if strings.HasPrefix(j.Ref, "-") {
 		return fmt.Errorf("job %s: ref %q starts with '-', which git would read as an option; name a branch, tag or commit", j.RunID, j.Ref)
 	}
+	if j.Task != nil {
+		return j.Task.Validate()
+	}
 	return nil
 }
 
@@ -75,14 +85,15 @@ func ParseJob(data []byte) (Job, error) {
 	return j, nil
 }
 
-// queue queues j (the keeper's side of Submit): it publishes the job on the work-queue stream with the
+// queue queues j (the keeper's side of Submit): it publishes the job on
+// the work-queue stream, signed by the fleet key (HeaderJobSig), with the
 // run id as its message id, then records the run as queued in the runs
 // bucket. It is safe to retry: a run that already has a state was
 // submitted before and is not queued again, the stream drops a duplicate
 // publish within its deduplication window, and the queued state never
 // overwrites a state a worker has written meanwhile. The job is published
 // first so that no run is ever listed as queued without a job behind it.
-func queue(ctx context.Context, h *Handles, j Job) error {
+func queue(ctx context.Context, h *Handles, j Job, fleetKey nkeys.KeyPair) error {
 	if j.Submitted.IsZero() {
 		j.Submitted = time.Now().UTC()
 	}
@@ -98,7 +109,13 @@ func queue(ctx context.Context, h *Handles, j Job) error {
 	if err != nil {
 		return fmt.Errorf("encode job %s: %w", j.RunID, err)
 	}
-	if _, err := h.JS.Publish(ctx, SubjectJobs, data, jetstream.WithMsgID(j.RunID)); err != nil {
+	sig, err := fleetKey.Sign(jobText(data))
+	if err != nil {
+		return fmt.Errorf("sign job %s: %w", j.RunID, err)
+	}
+	m := &nats.Msg{Subject: SubjectJobs, Data: data, Header: nats.Header{}}
+	m.Header.Set(HeaderJobSig, base64.RawURLEncoding.EncodeToString(sig))
+	if _, err := h.JS.PublishMsg(ctx, m, jetstream.WithMsgID(j.RunID)); err != nil {
 		return fmt.Errorf("queue job %s on stream %s: %w", j.RunID, StreamJobs, err)
 	}
 	st := RunState{RunID: j.RunID, State: StateQueued, Workspace: j.Workspace, Submitted: j.Submitted, Updated: j.Submitted, SubmittedBy: j.SubmittedBy}
@@ -108,6 +125,39 @@ func queue(ctx context.Context, h *Handles, j Job) error {
 	}
 	if _, err := h.Runs.Create(ctx, j.RunID, b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("record run %s as queued in bucket %s: %w", j.RunID, BucketRuns, err)
+	}
+	return nil
+}
+
+// HeaderJobSig carries the fleet key's signature over a queued job's
+// bytes (§17): the keeper signs every job it queues, and a worker runs
+// only a job whose signature checks against the fleet key, so a message
+// that reaches a worker by any other way (published in the keeper's
+// place, or delivered to its inbox) runs nothing.
+const HeaderJobSig = "Ralph-Job-Sig"
+
+// jobText is what the fleet key signs for a job: the SHA-256 of its bytes.
+func jobText(data []byte) []byte {
+	sum := sha256.Sum256(data)
+	return []byte("ralph-job v1\n" + hex.EncodeToString(sum[:]) + "\n")
+}
+
+// checkJob says why a job message (data, with signature header sig) was
+// not queued by the keeper of the fleet whose key is fleetKey, or nil.
+func checkJob(fleetKey string, data []byte, sig string) error {
+	if sig == "" {
+		return errors.New("the job is not signed by the fleet's keeper (no " + HeaderJobSig + " header); only jobs `ralph submit` queued through the keeper run")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return fmt.Errorf("the job's %s header does not decode: %v", HeaderJobSig, err)
+	}
+	pub, err := nkeys.FromPublicKey(fleetKey)
+	if err != nil {
+		return fmt.Errorf("the fleet key %s is not an nkey: %v", shortKey(fleetKey), err)
+	}
+	if pub.Verify(jobText(data), raw) != nil {
+		return fmt.Errorf("the job's signature is not the fleet key's (%s): it was changed on the way or forged", shortKey(fleetKey))
 	}
 	return nil
 }

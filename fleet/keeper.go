@@ -153,15 +153,19 @@ func (k *Keeper) submit(m *nats.Msg) {
 	j.SubmittedBy = who.Name
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := k.handles(ctx)
+	kp, err := readFleetKey(k.dir)
+	var h *Handles
 	if err == nil {
-		err = queue(ctx, h, j)
+		h, err = k.handles(ctx)
+	}
+	if err == nil {
+		err = queue(ctx, h, j, kp)
 	}
 	respond(m, []byte("ok"), err)
 }
 
-// handles binds the fleet's streams once they exist (a worker or fleet
-// serve makes them).
+// handles binds the fleet's streams once they exist (the keeper makes
+// them when it starts: fleet serve, or fleet keeper).
 func (k *Keeper) handles(ctx context.Context) (*Handles, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -174,7 +178,7 @@ func (k *Keeper) handles(ctx context.Context) (*Handles, error) {
 	}
 	h, err := Bind(ctx, js)
 	if err != nil {
-		return nil, fmt.Errorf("the fleet has no streams yet (%v): a worker makes them when it starts; start `ralph worker` first", err)
+		return nil, fmt.Errorf("the fleet has no streams yet (%v): the keeper makes them when it starts; restart `ralph fleet serve` or `ralph fleet keeper`", err)
 	}
 	k.h = h
 	return h, nil

@@ -25,9 +25,23 @@ const (
 	// per live worker (entries expire when a worker stops heartbeating).
 	BucketRuns    = "ralph_runs"
 	BucketWorkers = "ralph_workers"
+	// BucketNonces records the nonce of every signed request a worker
+	// took, for the time such a request is valid (identity.go): a request
+	// taken by one worker is refused by every other.
+	BucketNonces  = "ralph_nonces"
 	subjectCtl    = "ralph.ctl."
 	subjectTunnel = "ralph.tunnel."
+	// A tunnel's frames travel on subjects under the key of the member who
+	// opened it: up (member to worker) and down (worker to member).
+	subjectTunnelUp   = "ralph.tunup."
+	subjectTunnelDown = "ralph.tundown."
 )
+
+// nonceTTL is how long BucketNonces keeps a nonce: a signed request is
+// valid from signedSkew before its time to signedSkew after it, so its
+// nonce must be remembered at least 2*signedSkew; twice that, and a
+// minute more, allows for workers' clocks that differ.
+const nonceTTL = 4*signedSkew + time.Minute
 
 // ChainSubject is the subject a run's chain is replicated on.
 func ChainSubject(runID string) string { return subjectChainsPrefix + runID }
@@ -64,11 +78,16 @@ type Handles struct {
 	Chains  jetstream.Stream
 	Runs    jetstream.KeyValue
 	Workers jetstream.KeyValue
+	// Nonces is set by Ensure, and by a worker when it starts (only
+	// workers use it; Bind leaves it nil).
+	Nonces jetstream.KeyValue
 }
 
-// Ensure makes (or updates) the fleet's streams and buckets, so a worker or
-// a submitter works against any JetStream-enabled NATS, not only one that
-// ralph fleet serve started. It is idempotent.
+// Ensure makes (or updates) the fleet's streams and buckets on any
+// JetStream-enabled NATS, not only one that ralph fleet serve started. It
+// is the keeper's alone (§17: only the keeper role may make or change a
+// stream); it is idempotent. The chain stream denies deleting and purging
+// messages: no member's request removes a chain line.
 func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, error) {
 	if c.Replicas < 1 {
 		c.Replicas = 1
@@ -84,7 +103,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	}
 	h.Chains, err = ensureStream(ctx, js, jetstream.StreamConfig{
 		Name: StreamChains, Subjects: []string{subjectChainsPrefix + ">"}, Retention: jetstream.LimitsPolicy,
-		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup,
+		Storage: jetstream.FileStorage, Replicas: c.Replicas, Duplicates: c.Dedup, DenyDelete: true, DenyPurge: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("make stream %s: %w", StreamChains, err)
@@ -101,6 +120,12 @@ func Ensure(ctx context.Context, js jetstream.JetStream, c Config) (*Handles, er
 	if err != nil {
 		return nil, fmt.Errorf("make bucket %s: %w", BucketWorkers, err)
 	}
+	h.Nonces, err = ensureBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: BucketNonces, TTL: nonceTTL, Storage: jetstream.FileStorage, Replicas: c.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("make bucket %s: %w", BucketNonces, err)
+	}
 	return h, nil
 }
 
@@ -112,7 +137,8 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, c jetstream.Strea
 	if s, err := js.Stream(ctx, c.Name); err == nil {
 		have := s.CachedInfo().Config
 		if slices.Equal(have.Subjects, c.Subjects) && have.Retention == c.Retention && have.Storage == c.Storage &&
-			have.Replicas == c.Replicas && (c.Duplicates == 0 || have.Duplicates == c.Duplicates) {
+			have.Replicas == c.Replicas && (c.Duplicates == 0 || have.Duplicates == c.Duplicates) &&
+			have.DenyDelete == c.DenyDelete && have.DenyPurge == c.DenyPurge {
 			return s, nil
 		}
 	}
@@ -153,8 +179,8 @@ func WorkerConsumer(ctx context.Context, jobs jetstream.Stream, ackWait time.Dur
 }
 
 // Bind finds the fleet's streams and buckets as they are, changing
-// nothing: what a submitter or a viewer may do (only a worker may make
-// them, §17). A missing one is jetstream.ErrStreamNotFound or
+// nothing: what a worker, a submitter or a viewer may do (only the keeper
+// may make them, §17). A missing one is jetstream.ErrStreamNotFound or
 // jetstream.ErrBucketNotFound.
 func Bind(ctx context.Context, js jetstream.JetStream) (*Handles, error) {
 	h := &Handles{JS: js}

@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"fmt"
+	"net/url"
+	"os"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/ralphloop/ralph/agent"
 	"github.com/ralphloop/ralph/config"
@@ -42,6 +45,9 @@ func ApplyPolicy(p *config.WorkerPolicy, c *config.Config, workspace string) err
 	}
 	if prog, where := firstProgram(c, g.ShellAllow); prog != "" {
 		return refuse(p, "its %s runs %q, which the policy's shell_allow %q does not name", where, prog, g.ShellAllow)
+	}
+	if err := applyReach(p, c, &g); err != nil {
+		return err
 	}
 	if err := applySandbox(p, c, g.Sandbox); err != nil {
 		return err
@@ -258,7 +264,64 @@ func firstProgram(c *config.Config, allow []string) (prog, where string) {
 			return prog, "[[notify]] " + notify.Name(c.Notify, i)
 		}
 	}
+	for _, h := range c.Hook {
+		if len(h.Cmd) > 0 && !slices.Contains(allow, h.Cmd[0]) {
+			return h.Cmd[0], "[[hook]] " + h.Name
+		}
+	}
 	return "", ""
+}
+
+// defaultKeyEnv is the variable an openai model's key is read from when
+// the job names none (config's default for model.api_key_env).
+const defaultKeyEnv = "OPENAI_API_KEY"
+
+// applyReach holds what a job reaches beyond the processes it starts to
+// the policy: every endpoint it names (model.base_url, a [[notify]] url)
+// must be on a host the policy's hosts allow, and every variable of the
+// worker's environment it reads (an openai model's api_key_env, a
+// [[notify]] url_env or secret_env) must be named by the policy's
+// env_allow, so a job cannot send a worker's secret to a host it picks.
+// The worker's own settings stand: OPENAI_API_KEY sent to the default
+// endpoint, or to the worker's own OPENAI_BASE_URL.
+func applyReach(p *config.WorkerPolicy, c *config.Config, g *config.PolicyGovernance) error {
+	operators := c.Model.BaseURL == "" || c.Model.BaseURL == os.Getenv("OPENAI_BASE_URL")
+	if !operators {
+		if err := allowedHost(p, g, "model.base_url", c.Model.BaseURL); err != nil {
+			return err
+		}
+	}
+	if k := c.Model.APIKeyEnv; c.Model.Provider == "openai" && !slices.Contains(g.EnvAllow, k) && (k != defaultKeyEnv || !operators) {
+		return refuse(p, "its model.api_key_env reads %s from the worker's environment, which the policy's env_allow %q does not name", k, g.EnvAllow)
+	}
+	for i := range c.Notify {
+		n := &c.Notify[i]
+		where := "[[notify]] " + notify.Name(c.Notify, i)
+		if n.URL != "" {
+			if err := allowedHost(p, g, where+" url", n.URL); err != nil {
+				return err
+			}
+		}
+		for _, v := range []string{n.URLEnv, n.SecretEnv} {
+			if v != "" && !slices.Contains(g.EnvAllow, v) {
+				return refuse(p, "its %s reads %s from the worker's environment, which the policy's env_allow %q does not name", where, v, g.EnvAllow)
+			}
+		}
+	}
+	return nil
+}
+
+// allowedHost refuses raw, an endpoint the job names at where, unless its
+// host is one of the policy's hosts.
+func allowedHost(p *config.WorkerPolicy, g *config.PolicyGovernance, where, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return refuse(p, "its %s %q names no host", where, config.RedactURL(raw))
+	}
+	if !matchGlob(g.Hosts, strings.ToLower(u.Hostname())) {
+		return refuse(p, "its %s sends to host %s, which the policy's hosts %q do not allow", where, u.Hostname(), g.Hosts)
+	}
+	return nil
 }
 
 // matchGlob reports whether s is one of globs or matches one of them

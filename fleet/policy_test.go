@@ -161,3 +161,66 @@ func TestPolicyAgentCLI(t *testing.T) {
 		t.Errorf("auto under a policy of command alone: %v", err)
 	}
 }
+
+// A worker's policy governs every process a job can start (hooks, notify
+// commands, beside stop conditions and providers) and every endpoint and
+// secret it names: base_url and webhook hosts must be the policy's hosts,
+// and the worker variables a job reads must be the policy's env_allow.
+func TestPolicyHoldsHooksEndpointsAndSecrets(t *testing.T) {
+	t.Parallel()
+	p := mustPolicy(t, "[governance]\nshell_allow = [\"go\"]\nhosts = [\"api.example.com\", \"*.internal.example\"]\nenv_allow = [\"EXAMPLE_KEY\", \"HOOK_URL\"]\n")
+	openai := func(extra string) string {
+		return "[model]\nprovider = \"openai\"\nmodel = \"m\"\n" + extra + "[[stop]]\nkind = \"max_iterations\"\nmax = 1\n"
+	}
+	parse := func(src string) *config.Config {
+		c, err := config.Parse([]byte(src), "ralph.toml", func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		return c
+	}
+	for _, c := range []struct{ job, want string }{
+		{"[[hook]]\nat = \"after_iteration\"\ncmd = [\"sh\", \"-c\", \"id\"]\n", `its [[hook]] after_iteration-1 runs "sh"`},
+		{"[[notify]]\nkind = \"command\"\ncmd = [\"sh\", \"-c\", \"id\"]\n", `its [[notify]] command-1 runs "sh"`},
+		{"[[notify]]\nkind = \"webhook\"\nurl = \"https://evil.example.net/h\"\n", `its [[notify]] webhook-1 url sends to host evil.example.net`},
+		{"[[notify]]\nkind = \"webhook\"\nurl_env = \"AWS_SECRET_ACCESS_KEY\"\n", `its [[notify]] webhook-1 reads AWS_SECRET_ACCESS_KEY`},
+		{"[[notify]]\nkind = \"webhook\"\nurl = \"https://api.example.com/h\"\nsecret_env = \"GITHUB_TOKEN\"\n", `reads GITHUB_TOKEN`},
+	} {
+		if err := ApplyPolicy(p, mustJob(t, c.job), ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want a refusal naming %q", c.job, err, c.want)
+		}
+	}
+	for _, c := range []struct{ job, want string }{
+		{openai("base_url = \"https://evil.example.net/v1\"\napi_key_env = \"EXAMPLE_KEY\"\n"), `its model.base_url sends to host evil.example.net`},
+		{openai("base_url = \"https://api.example.com/v1\"\napi_key_env = \"AWS_SECRET_ACCESS_KEY\"\n"), `its model.api_key_env reads AWS_SECRET_ACCESS_KEY`},
+		{openai("base_url = \"https://api.example.com/v1\"\n"), `its model.api_key_env reads OPENAI_API_KEY`},
+	} {
+		if err := ApplyPolicy(p, parse(c.job), ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want a refusal naming %q", c.job, err, c.want)
+		}
+	}
+	for _, job := range []string{
+		openai("base_url = \"https://api.example.com/v1\"\napi_key_env = \"EXAMPLE_KEY\"\n"),
+		openai("base_url = \"https://llm.internal.example:8443/v1\"\napi_key_env = \"EXAMPLE_KEY\"\n"),
+		openai(""), // the worker's own key to the default endpoint
+	} {
+		if err := ApplyPolicy(p, parse(job), ""); err != nil {
+			t.Errorf("%q: %v", job, err)
+		}
+	}
+	for _, job := range []string{
+		"[[hook]]\nat = \"after_iteration\"\ncmd = [\"go\", \"vet\"]\n",
+		"[[notify]]\nkind = \"webhook\"\nurl = \"https://api.example.com/h\"\n",
+		"[[notify]]\nkind = \"webhook\"\nurl_env = \"HOOK_URL\"\n",
+	} {
+		if err := ApplyPolicy(p, mustJob(t, job), ""); err != nil {
+			t.Errorf("%q: %v", job, err)
+		}
+	}
+	if err := ApplyPolicy(nil, parse(openai("")), ""); err != nil {
+		t.Errorf("the default policy and the default key and endpoint: %v", err)
+	}
+	if err := ApplyPolicy(nil, parse(openai("api_key_env = \"HOME\"\n")), ""); err == nil || !strings.Contains(err.Error(), "api_key_env reads HOME") {
+		t.Errorf("the default policy and a job's api_key_env: %v", err)
+	}
+}

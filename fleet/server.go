@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -75,7 +76,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 			return nil, err
 		}
 		pub, _ := srv.keeperKP.PublicKey()
-		srv.keeperUser = &server.NkeyUser{Nkey: pub, Permissions: RolePermissions(RoleKeeper)}
+		srv.keeperUser = &server.NkeyUser{Nkey: pub, Permissions: RolePermissions(RoleKeeper, pub)}
 	}
 	opts, err := srv.natsOptions(o, host, port)
 	if err != nil {
@@ -206,7 +207,7 @@ func (s *Server) startKeeper(dir string) error {
 	// In process there is no TLS to speak: the server offers it to
 	// connections from the network only.
 	nc, err := nats.Connect(strings.Replace(s.ns.ClientURL(), "tls://", "nats://", 1), nats.InProcessServer(s.ns), nats.Name("ralph fleet keeper"),
-		nats.Nkey(s.keeperUser.Nkey, s.keeperKP.Sign), nats.MaxReconnects(-1))
+		nats.Nkey(s.keeperUser.Nkey, s.keeperKP.Sign), nats.CustomInboxPrefix(InboxPrefix(s.keeperUser.Nkey)), nats.MaxReconnects(-1))
 	if err != nil {
 		return fmt.Errorf("connect the fleet's keeper: %w", err)
 	}
@@ -217,6 +218,16 @@ func (s *Server) startKeeper(dir string) error {
 	}
 	s.keeperNC, s.keeper = nc, k
 	return nil
+}
+
+// MakeStreams makes (or updates) the fleet's streams and buckets through
+// the keeper's connection (OpenHandles): only the keeper may (§17). A
+// server started without AuthDir runs no keeper and makes none.
+func (s *Server) MakeStreams(ctx context.Context) (*Handles, error) {
+	if s.keeperNC == nil {
+		return nil, errors.New("this NATS server runs no fleet keeper (no fleet directory), so it makes no streams")
+	}
+	return OpenHandles(ctx, s.keeperNC, s.ClientURL(), true)
 }
 
 // SetMembers replaces the server's users with ms (a NATS configuration

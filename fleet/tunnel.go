@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -534,11 +536,31 @@ func (t *tunnel) setDeadline(at *time.Time, tm **time.Timer, dl time.Time) {
 	t.notify()
 }
 
-// tunnelSubjects reads the reply to a tunnel request: "ok UP DOWN".
-func tunnelSubjects(reply string) (up, down string, err error) {
+// newTunnelSubjects are the subjects of a new tunnel opened by the member
+// whose public key is key: up (the member sends, the worker listens) and
+// down (the worker sends, the member listens), both under the member's key
+// and a random id. NATS lets only that member publish on its up subjects
+// and listen on its down subjects (RolePermissions), so no third party
+// injects a frame into the tunnel or reads it, and what comes up the
+// tunnel is the member's, as the worker credits it.
+func newTunnelSubjects(key string) (up, down string, err error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return "", "", err
+	}
+	h := hex.EncodeToString(id[:])
+	return subjectTunnelUp + key + "." + h, subjectTunnelDown + key + "." + h, nil
+}
+
+// tunnelSubjects reads the reply to a tunnel request signed with key:
+// "ok UP DOWN", two subjects of a tunnel of that key's (newTunnelSubjects).
+func tunnelSubjects(reply, key string) (up, down string, err error) {
 	f := strings.Fields(reply)
 	if len(f) != 3 || f[0] != "ok" || !plainSubject(f[1]) || !plainSubject(f[2]) || f[1] == f[2] {
 		return "", "", fmt.Errorf("the worker's answer to a tunnel request is not \"ok UP DOWN\" with two subjects: %.80q", reply)
+	}
+	if !strings.HasPrefix(f[1], subjectTunnelUp+key+".") || !strings.HasPrefix(f[2], subjectTunnelDown+key+".") {
+		return "", "", fmt.Errorf("the worker's answer to a tunnel request names subjects that are not this member's tunnel (%s…): %.120q", subjectTunnelUp+shortKey(key), reply)
 	}
 	return f[1], f[2], nil
 }
@@ -574,7 +596,7 @@ func dialRun(ctx context.Context, nc *nats.Conn, signer *Signer, runID string, c
 	if err != nil {
 		return nil, err
 	}
-	up, down, err := tunnelSubjects(reply)
+	up, down, err := tunnelSubjects(reply, signer.Key())
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,10 @@ func (s *ctlServer) serveTunnel(who Member, control bool) (string, error) {
 		return "", fmt.Errorf("the live socket of run %s does not answer on this worker: %v", s.runID, err)
 	}
 	sock.Close() // it answers; each proxied request dials its own
-	up, down := s.nc.NewInbox(), s.nc.NewInbox()
+	up, down, err := newTunnelSubjects(who.Key)
+	if err != nil {
+		return "", err
+	}
 	t, err := newTunnel(s.nc, s.tunnel, up, down, false)
 	if err != nil {
 		return "", err

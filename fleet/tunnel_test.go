@@ -26,16 +26,20 @@ import (
 )
 
 // tunnelPair connects two ends of a tunnel, each on its own connection to
-// one server, as a worker and a viewer are.
+// one server, as a submitter (a) and a worker (b) are.
 func tunnelPair(t testing.TB, cfg tunnelConfig) (a, b *tunnel, ncB *nats.Conn) {
 	t.Helper()
-	nc, _ := netFleet(t)
+	w, _ := netFleet(t)
+	nc := submitterConn(t, w)
 	ncB, err := connectAs(nc.ConnectedUrl(), RoleWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ncB.Close)
-	sa, sb := nc.NewInbox(), nc.NewInbox()
+	sb, sa, err := newTunnelSubjects(signerOf(t, nc, RoleSubmitter).Key())
+	if err != nil {
+		t.Fatal(err)
+	}
 	b, err = newTunnel(ncB, cfg, sb, sa, false)
 	if err != nil {
 		t.Fatal(err)
@@ -317,13 +321,13 @@ func TestTunnelRefusesBadFrames(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			nc, _ := netFleet(t)
-			peer, err := connectAs(nc.ConnectedUrl(), RoleWorker)
+			peer, _ := netFleet(t)
+			nc := submitterConn(t, peer)
+			up, down, err := newTunnelSubjects(signerOf(t, nc, RoleSubmitter).Key())
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer peer.Close()
-			a, err := newTunnel(nc, small(), nc.NewInbox(), nc.NewInbox(), true)
+			a, err := newTunnel(nc, small(), down, up, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -165,6 +165,15 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if m, ok := roster.Member(o.Signer.Key()); !ok || m.Role != RoleWorker {
 		return fmt.Errorf("the credentials the worker signs with (key %s) are not a worker's of this fleet; pass --creds FILE with a worker's credentials", shortKey(o.Signer.Key()))
 	}
+	if o.Handles.Nonces == nil {
+		kv, err := o.Handles.JS.KeyValue(ctx, BucketNonces)
+		if err != nil {
+			return fmt.Errorf("the fleet has no bucket %s (%v): the fleet's keeper makes it; run the keeper of this ralph version (`ralph fleet serve` or `ralph fleet keeper`)", BucketNonces, err)
+		}
+		h := *o.Handles
+		h.Nonces = kv
+		o.Handles = &h
+	}
 	w := &worker{o: o, log: o.Logger, fleetKey: roster.FleetKey}
 	if w.log == nil {
 		w.log = slog.Default()

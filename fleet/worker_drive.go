@@ -95,7 +95,8 @@ func (j *jobRun) serveRun(h RunHandle) (stop func()) {
 		stops = append(stops, func() { _ = srv.Close() }) // the run has ended: nothing waits on its socket
 		socket = srv.Path()
 	}
-	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy}); err != nil {
+	if stopCtl, err := ServeControls(j.w.o.NC, j.job.RunID, h, ControlOptions{Socket: socket, Owner: j.state.SubmittedBy,
+		Nonces: j.w.o.Handles.Nonces}); err != nil {
 		j.log.Warn("the run takes no controls", "subject", CtlSubject(j.job.RunID), "err", err)
 	} else {
 		stops = append(stops, stopCtl)

@@ -63,6 +63,15 @@ func (j *jobRun) noteReplSkipped(repl *Replicator) {
 // message accordingly.
 func (w *worker) job(ctx context.Context, msg jetstream.Msg) {
 	bg := context.WithoutCancel(ctx) // the closing steps outlive a SIGTERM
+	if err := checkJob(w.fleetKey, msg.Data(), msg.Headers().Get(HeaderJobSig)); err != nil {
+		// Not the keeper's: nothing of it runs, and nothing is recorded on
+		// the run it names (it may name a real run to disturb it).
+		w.log.Error("a message on the job queue is refused; it is removed", "err", err)
+		if terr := msg.TermWithReason("refused: " + err.Error()); terr != nil {
+			w.log.Warn("could not remove the message", "err", terr)
+		}
+		return
+	}
 	job, err := ParseJob(msg.Data())
 	if err != nil {
 		w.log.Error("a message on the job queue is not a job; it is removed", "err", err)

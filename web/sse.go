@@ -248,11 +248,16 @@ type actionData struct {
 	Detail string `json:"detail,omitempty"`
 	Failed bool   `json:"failed,omitempty"`
 	End    bool   `json:"end,omitempty"`
+	// Iteration is an IterationStarted's iteration.
+	Iteration int `json:"iteration,omitempty"`
 }
 
 func actionEvent(a *ledger.Action) sseEvent {
 	n := actionNode(a)
 	d := actionData{Seq: a.Seq, Type: n.Type, Label: n.Label, Detail: n.Detail, Failed: n.Failed, End: loop.IsRunEnd(a.Type)}
+	if a.Type == ledger.IterationStarted {
+		d.Iteration = int(a.Metadata["iteration"].AsInt())
+	}
 	return sseEvent{name: "action", id: strconv.FormatUint(a.Seq, 10), data: jsonOf(d)}
 }
 

@@ -99,8 +99,9 @@ func Connect(t testing.TB, url string, role fleet.Role, opts ...nats.Option) *na
 	return nc
 }
 
-// Node starts a single JetStream node on a free port with the roles' users;
-// it stops with the test.
+// Node starts a single JetStream node on a free port with the roles' users
+// and the fleet's streams, made by its keeper as ralph fleet serve makes
+// them; it stops with the test.
 func Node(t testing.TB) *fleet.Server {
 	t.Helper()
 	dir, ms := NewAuth(t)
@@ -110,7 +111,18 @@ func Node(t testing.TB) *fleet.Server {
 	}
 	t.Cleanup(s.Shutdown)
 	Register(t, s.ClientURL(), dir)
+	makeStreams(t, s)
 	return s
+}
+
+// makeStreams has s's keeper make the fleet's streams and buckets.
+func makeStreams(t testing.TB, s *fleet.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.MakeStreams(ctx); err != nil {
+		t.Fatalf("the keeper could not make the fleet's streams: %v", err)
+	}
 }
 
 // Cluster is a cluster of JetStream nodes started in process.
@@ -190,6 +202,7 @@ func newCluster(t testing.TB, n int, tf *TLSFiles) *Cluster {
 		}
 	}
 	c.WaitReady(t)
+	makeStreams(t, c.Nodes[0])
 	return c
 }
 

@@ -57,6 +57,9 @@ type Options struct {
 	// a task id safe as a ref component.
 	Order   func([]tasks.Task) ([]tasks.Task, error)
 	RefName func(id string) string
+	// Remote, when set, runs each task's runs in place of this process
+	// (a fleet's workers); the merge queue stays here.
+	Remote Remote
 	// OnEvent is told every event of the batch, from one goroutine at a
 	// time (nil: none).
 	OnEvent func(Event)

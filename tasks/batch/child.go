@@ -108,6 +108,9 @@ type childRun struct {
 // before it started starts anew). TaskStarted links the run to the batch
 // before it starts.
 func (b *Batch) runChild(ctx context.Context, t *taskState, a *attempt, try int, back, resume string) childRun {
+	if b.o.Remote != nil {
+		return b.startRemote(ctx, t, a, try, back, resume)
+	}
 	if resume != "" {
 		if out, ok := b.runEnd(resume); ok && out.Class != stop.ClassAbort {
 			return childRun{id: resume, out: out} // it ended; the batch died before it said so

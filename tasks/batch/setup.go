@@ -44,6 +44,9 @@ type Setup struct {
 	Resume  string
 	OnEvent func(Event)
 	Logger  *slog.Logger
+	// Remote runs the tasks' runs elsewhere (Options.Remote); a batch
+	// with one is not resumed.
+	Remote Remote
 }
 
 // Prepare builds the batch s describes: its source opened, its target
@@ -52,7 +55,7 @@ type Setup struct {
 // is a RefusedError (exit 2), one sentence with the fix.
 func Prepare(ctx context.Context, s Setup) (*Batch, error) {
 	o := Options{ID: s.Resume, Store: s.Store, StoreDir: s.StoreDir, Hidden: s.Hidden, StoreMoved: s.StoreMoved,
-		OnEvent: s.OnEvent, Logger: s.Logger, Order: tasks.Order, RefName: tasks.RefName}
+		OnEvent: s.OnEvent, Logger: s.Logger, Order: tasks.Order, RefName: tasks.RefName, Remote: s.Remote}
 	var err error
 	if s.Resume != "" {
 		err = fromStarted(&o, &s)

@@ -35,9 +35,22 @@
   es.addEventListener("action", function (ev) {
     const a = JSON.parse(ev.data);
     if (chain.querySelector('[data-seq="' + a.seq + '"]')) return;
+    if (a.type === "IterationStarted") { // a new iteration: a node of its own, open
+      const li = document.createElement("li");
+      li.className = "iteration new"; li.dataset.seq = a.seq; li.dataset.iteration = a.iteration; li.id = "it-" + a.iteration;
+      const d = document.createElement("details"); d.open = true;
+      const s = document.createElement("summary");
+      const label = document.createElement("span"); label.className = "label"; label.textContent = "Iteration " + a.iteration;
+      s.append(label);
+      d.append(s, document.createElement("ol"));
+      li.append(d);
+      chain.append(li);
+      reload();
+      return;
+    }
     const its = chain.querySelectorAll(":scope > li.iteration > details > ol");
     (its.length ? its[its.length - 1] : chain).append(line(a));
-    if (a.type === "IterationStarted" || a.type === "IterationCompleted" || a.type === "StopConditionsEvaluated") reload();
+    if (a.type === "IterationCompleted" || a.type === "StopConditionsEvaluated") reload();
   });
   es.addEventListener("output", function (ev) {
     const o = JSON.parse(ev.data);
