@@ -70,7 +70,7 @@ var _ = suite.Add(e2e.Test{Name: "WebInTheBrowser", Needs: []e2e.Need{e2e.Tool("
 	if !strings.Contains(why, "Add(2, 3) = -1") {
 		t.Errorf("the failing condition's why line does not name the failing test's message:\n%s", why)
 	}
-	pg.WaitJS("iteration 2's start on the chain", `[...document.querySelectorAll("#chain li")].some(li => li.textContent.includes("iteration 2"))`)
+	pg.WaitJS("iteration 2's start on the chain", `[...document.querySelectorAll("#chain li")].some(li => /\biteration 2\b/i.test(li.textContent))`)
 	if kept := e2e.Eval[int](pg, `window.ralphKept || 0`); kept != 1 {
 		t.Error("the page reloaded itself to show the live run; want its event stream to update it")
 	}
