@@ -4,6 +4,14 @@ go 1.26.0
 
 require github.com/ralphloop/ralph v0.0.0
 
-require github.com/expr-lang/expr v1.17.8
+require (
+	github.com/chromedp/chromedp v0.23.0
+	github.com/expr-lang/expr v1.17.8
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+)
 
 replace github.com/ralphloop/ralph => ../

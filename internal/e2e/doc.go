@@ -23,7 +23,12 @@
 //     stdout, stderr and exit code; Start in the background and read its
 //     lines, signal it, and Wait for it; Term in a 120×40 terminal;
 //   - the terminal: a tmux server of the test process's own, keys, the
-//     screen, and the wait on what the UI says it has drawn (Term.WaitIdle).
+//     screen, and the wait on what the UI says it has drawn (Term.WaitIdle);
+//   - the browser: one headless Chromium (Debian's, at ChromiumPath) for the
+//     whole test process, started by the first test that opens a page
+//     (E.Page) and stopped once the tests end; each page is a tab in a
+//     browser context of its own (no cookie is shared between tests), and
+//     a script error a page does not catch fails its test.
 //
 // Every wait is bounded by internal/eventually's bound, which only guards
 // against a hang; a command that outlives it gets SIGQUIT first, so the
@@ -57,7 +62,8 @@
 //		}})
 //
 // A test runs in parallel with the others unless it says Serial. It names
-// what it needs of the machine in Needs (e2e.Tmux for a terminal, e2e.Tool
+// what it needs of the machine in Needs (e2e.Tmux for a terminal,
+// e2e.Chromium for a page, e2e.Tool
 // for another program, e2e.File, e2e.Probe); a subtest that alone needs
 // something says so in E.Run. It never calls t.Skip for a missing tool
 // and never builds or finds the binary itself.

@@ -33,6 +33,8 @@ type Suite struct {
 	root  string // made by Main: the binary, the process's XDG directories
 	bin   string // the binary; "" under -short
 	tmux  string // the name of the test process's tmux server (tmux -L)
+
+	browser browser // the test process's Chromium, started by the first E.Page
 }
 
 // Test is one end-to-end test.
@@ -106,6 +108,7 @@ func (s *Suite) Main(m *testing.M) int {
 	}
 	s.tmux = fmt.Sprintf("ralph-e2e-%d", os.Getpid())
 	code := m.Run()
+	s.browser.close()
 	// A server left by a test whose cleanup did not run (its sessions
 	// are killed one by one, and the server exits with the last).
 	_ = exec.Command("tmux", "-L", s.tmux, "kill-server").Run()

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,4 +148,64 @@ func TestTermNeedsTmux(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "declare e2e.Tmux in its Needs") {
 		t.Errorf("a terminal without e2e.Tmux: %v\n%s", err, out)
 	}
+}
+
+// The browser: a page of a local server, read, waited on, clicked, with
+// and without JavaScript, at a width; two pages share no cookie; a script
+// error the page does not catch is kept for the test's end.
+func TestPage(t *testing.T) {
+	Chromium.check(t)
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/set" {
+			http.SetCookie(w, &http.Cookie{Name: "k", Value: "v"})
+		}
+		fmt.Fprint(w, `<!doctype html><title>t</title><p id=static>served</p><p id=live>wait</p>
+<button id=b onclick="document.getElementById('live').textContent='clicked'">b</button>
+<script>setTimeout(() => document.getElementById('live').textContent = 'updated', 50)</script>`)
+		if r.URL.Path == "/throw" {
+			fmt.Fprint(w, `<script>null.x</script>`)
+		}
+	}))
+	defer srv.Close()
+	s := suiteOf(t)
+	s.root = t.TempDir()
+	t.Cleanup(s.browser.close)
+	e := s.start(t, nil, []Need{Chromium})
+
+	p := e.Page(375, 600)
+	p.Go(srv.URL + "/set")
+	if got := p.WaitText("#live", "updated"); got != "updated" {
+		t.Errorf("WaitText: %q", got)
+	}
+	p.Click("#b")
+	p.WaitJS("the click changed the text", `document.getElementById('live').textContent == 'clicked'`)
+	if w := Eval[int](p, "document.documentElement.clientWidth"); w != 375 {
+		t.Errorf("viewport %d wide, want 375", w)
+	}
+	if c := Eval[string](p, "document.cookie"); c != "k=v" {
+		t.Errorf("cookie %q", c)
+	}
+	if png := p.Screenshot(); !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("screenshot is no PNG: % x", png[:min(8, len(png))])
+	}
+
+	q := e.Page(1280, 800)
+	q.NoScript(true)
+	q.Go(srv.URL)
+	if got := q.Text("#live") + " " + q.Text("#static"); got != "wait served" {
+		t.Errorf("without JavaScript: %q", got)
+	}
+	if c := Eval[string](q, "document.cookie"); c != "" {
+		t.Errorf("a second page sees the first's cookie %q", c)
+	}
+	q.NoScript(false)
+	q.Go(srv.URL + "/throw")
+	q.WaitText("#live", "updated")
+	q.mu.Lock()
+	if len(q.exceptions) != 1 || !strings.Contains(q.exceptions[0], "/throw:") {
+		t.Errorf("uncaught exceptions %q, want the one of /throw", q.exceptions)
+	}
+	q.exceptions = nil // this test's own: not a failure
+	q.mu.Unlock()
 }
