@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ralphloop/ralph/internal/usage"
 	"github.com/ralphloop/ralph/ledger"
@@ -76,25 +77,47 @@ func (c *Client) Reader(dir string) Reader { return remoteReader{c, dir} }
 
 // OpenReader opens the existing store dir for reading: through its socket
 // when a running ralph serves it, else directly (OpenStore). opts tunes a
-// direct open (Dir and ReadOnly are set here: a reader never writes).
+// direct open (Dir and ReadOnly are set here: a reader never writes). A
+// store locked by a process whose socket does not answer is one whose
+// ralph is closing it (its socket closes before Badger lets go of the
+// lock) or has opened it and not yet begun to serve it: that is waited
+// for, up to HeldWait, so a run that ends while it is read stays readable.
 func OpenReader(ctx context.Context, dir string, opts ledger.Options, errOut io.Writer) (Reader, error) {
-	c, err := Dial(ctx, dir)
-	if err == nil {
-		return c.Reader(dir), nil
-	}
-	var he *HTTPError
-	if errors.As(err, &he) {
-		return nil, fmt.Errorf("the ralph process holding %s answered: %w", dir, err)
-	}
-	// Nothing serves it (no socket, or its process is gone): open it here,
-	// which also clears a lock that process left.
 	opts.Dir, opts.ReadOnly = dir, true
-	st, err := OpenStore(opts, errOut)
-	if err != nil {
-		return nil, err
+	until := time.Now().Add(HeldWait)
+	for {
+		c, err := Dial(ctx, dir)
+		if err == nil {
+			return c.Reader(dir), nil
+		}
+		var he *HTTPError
+		if errors.As(err, &he) {
+			return nil, fmt.Errorf("the ralph process holding %s answered: %w", dir, err)
+		}
+		// Nothing serves it (no socket, or its process is gone): open it
+		// here, which also clears a lock that process left.
+		st, err := OpenStore(opts, errOut)
+		if err == nil {
+			return LocalReader{st}, nil
+		}
+		var locked *ledger.LockedError
+		if !errors.As(err, &locked) || time.Now().After(until) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(heldPoll):
+		}
 	}
-	return LocalReader{st}, nil
 }
+
+// HeldWait bounds how long OpenReader waits for a store whose holder
+// serves no socket; heldPoll is how often it looks again.
+const (
+	HeldWait = 5 * time.Second
+	heldPoll = 50 * time.Millisecond
+)
 
 // RunResolver is a Reader that holds one run whose id it has resolved
 // already (a fleet run's rebuilt chain): ResolveRun takes its word.

@@ -555,3 +555,34 @@ func TestStreamsAreCapped(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 }
+
+// A store its holder is closing (its socket gone, Badger's lock not yet
+// released) is waited for, so a run that ends while it is read stays
+// readable; one held longer than HeldWait is the held-store error.
+func TestOpenReaderWaitsForAClosingHolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := ledger.Open(ledger.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(context.Background(), &ledger.Action{Type: ledger.RunStarted, RunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond) // the holder finishing its close
+		closed <- st.Close()
+	}()
+	r, err := OpenReader(context.Background(), dir, ledger.Options{}, io.Discard)
+	if err != nil {
+		t.Fatalf("OpenReader while the holder closes: %v", err)
+	}
+	defer r.Close()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	acts, err := r.ByRun("r")
+	if err != nil || len(acts) != 1 {
+		t.Fatalf("run r: %d actions, %v; want its one action", len(acts), err)
+	}
+}
