@@ -87,10 +87,14 @@ bench:
 	fi
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s): the RTFS reader, the JSON IR and
-## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders, the agent stream parsers, and submit --workspace
+## the model-output extractor, builtins on shared values, predicate JSON, the config, the ledger's decoders (a damaged
+## log's entries, the witness), the agent stream parsers and OpenCode's JSONC config, the fleet's jobs, controls and
+## tunnel frames, submit --workspace, the task sources, git's merge-tree and status output, the socket's requests,
+## the SSE reader, the batch view and the web's what-if form
 FUZZ_TARGETS := rtfs:FuzzRead rtfs:FuzzBuiltinsOnSharedValues arbiter:FuzzIR arbiter:FuzzExtract stop:FuzzPredicateJSON config:FuzzParse config:FuzzSplitCommand \
 	ledger:FuzzDecodeCanonical ledger:FuzzParseJSONAction agent:FuzzParseClaude agent:FuzzParseCodex \
-	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzParseCodexReal agent:FuzzGeminiStderr agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter fleet:FuzzSplitWorkspace config:FuzzCredentialIn
+	agent:FuzzParseGemini agent:FuzzParseOpencode agent:FuzzParseCodexReal agent:FuzzGeminiStderr agent:FuzzJSONScan ledger:FuzzReadBundle fleet:FuzzSegmenter fleet:FuzzSplitWorkspace config:FuzzCredentialIn \
+	agent:FuzzStripJSONC fleet:FuzzParseCtl fleet:FuzzParseFrame fleet:FuzzParseJob fleet:FuzzParseJobTask fleet:FuzzTunnelFrames fleet:FuzzTunnelSubjects internal/e2e:FuzzReadSSE ledger:FuzzDecodeLogEntry ledger:FuzzDecodeWitnessFailure ledger:FuzzWitnessFile serve:FuzzRequests tasks:FuzzParseChecklist tasks:FuzzParseMergeTree tasks:FuzzParsePRD tasks:FuzzParseStatus tasks:FuzzParseWorktrees tui:FuzzBatchView web:FuzzStopSection
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
