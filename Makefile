@@ -55,9 +55,9 @@ test:
 ## test-race-e2e: end-to-end rows again, with the binary they drive built with -race, so the race detector
 ## sees the shipped binary as well as the tests: the rows whose binary runs the most at once (the loop with
 ## its socket, attach and readers, signals, resume, batches in parallel, the fleet's workers, MCP control,
-## the agent's stream and its limits, the sandboxed exec). The whole suite this way takes about 12 minutes on
+## the agent's stream and its limits, the sandboxed exec, ralph web's live stream, a backlog on the fleet). The whole suite this way takes about 12 minutes on
 ## two cores; these rows take under 3. RACE_E2E=all runs every row.
-RACE_E2E ?= Quickstart|RunTUIInTerminal|DetachAndAttach|ReadingCommandsOnALiveRun|SocketUnderManyStreams|SignalsCloseTheStore|NeverHangsOnASignal|ResumeAfterKill|BatchRunsABacklog|BatchResumesAfterAKill|BatchViewInTerminal|WorkersRunSubmittedJobs|FleetAttachLive|MCPControl|AttachAnswersApprovals|AgentUsageLimitWaitsAndRetries|StoreLostEndsTheRun|AgentFloodIsRecordedWhole|SandboxExec|IdleTimeoutEndsTheAgentsToolAndRecordsItCancelled
+RACE_E2E ?= Quickstart|RunTUIInTerminal|DetachAndAttach|ReadingCommandsOnALiveRun|SocketUnderManyStreams|SignalsCloseTheStore|NeverHangsOnASignal|ResumeAfterKill|BatchRunsABacklog|BatchResumesAfterAKill|BatchViewInTerminal|WorkersRunSubmittedJobs|FleetAttachLive|MCPControl|AttachAnswersApprovals|AgentUsageLimitWaitsAndRetries|StoreLostEndsTheRun|AgentFloodIsRecordedWhole|SandboxExec|IdleTimeoutEndsTheAgentsToolAndRecordsItCancelled|WebFollowsALiveRun|SubmitTasksRunsABacklogOnTheFleet
 test-race-e2e:
 	RALPH_E2E_RACE=1 $(GO) test -count 1 -timeout 15m -run 'E2E/^($(if $(filter all,$(RACE_E2E)),.*,$(RACE_E2E)))$$' ./cli/
 
