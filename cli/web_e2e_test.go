@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bufio"
+	"github.com/ralphloop/ralph/ledger"
 	"io"
 	"net/http"
 	"net/url"
@@ -169,4 +170,23 @@ var _ = suite.Add(e2e.Test{Name: "WebFollowsALiveRun", Run: func(t *testing.T, e
 	}
 	web.Kill()
 	web.Wait()
+	// The chain says who paused and resumed the run, and through what.
+	st, err := ledger.Open(ledger.Options{Dir: store, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	acts, err := st.ByRun(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var controls []string
+	for _, a := range acts {
+		if a.Type == ledger.ControlRequested {
+			controls = append(controls, a.Metadata["op"].Str()+" ("+a.Metadata["role"].Str()+", "+a.Metadata["via"].Str()+")")
+		}
+	}
+	if got := strings.Join(controls, "; "); got != "pause (owner, socket); resume (owner, socket)" {
+		t.Errorf("controls on the chain: %q, want the page's pause and resume, by the owner through the socket", got)
+	}
 }})

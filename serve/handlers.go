@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/user"
+	"slices"
 	"strconv"
 	"time"
 
@@ -342,6 +345,10 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "this process holds the store but drives no run; there is nothing to control")
 		return
 	}
+	if err := s.recordControl(r.Context(), c.Do); err != nil {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
 	switch c.Do {
 	case "pause":
 		run.Pause()
@@ -369,6 +376,35 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, s.info())
+}
+
+// recordControl records on the run's chain that its owner asked for do
+// through the socket, before it is done, as a fleet's controls are: the
+// chain says who paused, resumed, skipped or aborted the run. A control
+// before the run's start (nothing to record on yet) is done unrecorded;
+// one after its end is refused. A control from this process itself is a
+// fleet member's that its tunnel recorded already, with the member.
+func (s *Server) recordControl(ctx context.Context, do string) error {
+	rec, ok := s.o.Runner.(interface {
+		RecordRequest(ctx context.Context, op, via string, by loop.Requester) error
+	})
+	if !ok || !slices.Contains([]string{"pause", "resume", "skip", "abort"}, do) || peerPID(ctx) == os.Getpid() {
+		return nil
+	}
+	err := rec.RecordRequest(ctx, do, "socket", loop.Requester{Name: ownerName(), Role: "owner"})
+	if errors.Is(err, loop.ErrNotStarted) {
+		return nil
+	}
+	return err
+}
+
+// ownerName is the name of the user this process runs as (its uid when
+// it has none): the only user the socket answers.
+func ownerName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
 }
 
 // Trailers of GET /v1/bundle: the number of actions the bundle holds, or

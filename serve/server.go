@@ -143,6 +143,12 @@ func Start(o Options) (*Server, error) {
 		slots:   make(chan struct{}, MaxStreams),
 		logFile: o.LogFile, localUI: o.LocalUI}
 	s.hs = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if pc, ok := c.(*peerConn); ok {
+				return context.WithValue(ctx, peerPIDKey{}, pc.pid)
+			}
+			return ctx
+		},
 		ErrorLog: slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)}
 	go func() {
 		defer close(s.done)

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -129,8 +130,25 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		}
 		uid, pid, err := peerCred(c)
 		if err == nil && (uid < 0 || uid == l.uid) && (l.refuse == nil || !l.refuse(pid)) {
-			return c, nil
+			return &peerConn{Conn: c, pid: pid}, nil
 		}
 		c.Close() // another user, a refused peer, or credentials that cannot be read
 	}
+}
+
+// peerConn is an accepted connection with its peer's pid (0 where the
+// system does not say), which the server puts in each request's context
+// (peerPID).
+type peerConn struct {
+	net.Conn
+	pid int
+}
+
+type peerPIDKey struct{}
+
+// peerPID is the pid of the process at the other end of the request's
+// connection; 0 when unknown.
+func peerPID(ctx context.Context) int {
+	pid, _ := ctx.Value(peerPIDKey{}).(int)
+	return pid
 }
